@@ -1,0 +1,2 @@
+//! Pure functions over model data: classification, folding, pattern
+//! detection, rules. Unit-tested on fixtures without privileges.

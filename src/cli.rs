@@ -1,0 +1,49 @@
+//! The command line: one variant per subcommand, each with its own `Args`
+//! defined next to its implementation in `commands/`.
+
+use clap::{Parser, Subcommand};
+
+use crate::commands;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "kdiag",
+    version,
+    about = "Guided labs and automated diagnosis for misbehaving Linux processes",
+    long_about = "kdiag finds out why a Linux process misbehaves: who causes the load, \
+                  what it does, why (stacks, I/O, exec failures) and how it trends. \
+                  Tracing needs root, or CAP_PERFMON and CAP_BPF: run it with sudo.",
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Probe what this machine allows and which tracing tier each feature uses
+    Doctor(commands::doctor::Args),
+    /// Snapshot of processes, like `ps aux`
+    Ps(commands::ps::Args),
+    /// Live view of processes, like `top`
+    Top(commands::top::Args),
+    /// Run a command and report its resource usage, like `time -v`
+    Time(commands::time::Args),
+    /// Sample CPU stacks and render a report, folded stacks or a flame graph
+    Profile(commands::profile::Args),
+    /// Trace block I/O requests with their latency, like iosnoop
+    Iosnoop(commands::iosnoop::Args),
+    /// Trace a command's exec attempts and explain why they failed
+    ExecTrace(commands::exec_trace::Args),
+    /// Trace exec events system-wide, like execsnoop
+    Execsnoop(commands::execsnoop::Args),
+    /// Check an ELF file against the rules the Linux loader enforces
+    ElfCheck(commands::elf_check::Args),
+    /// List and run the bundled misbehaving workloads
+    Workload(commands::workload::Args),
+    /// Print a shell completion script
+    Completions(commands::completions::Args),
+    /// Print the man page
+    Man(commands::man::Args),
+}

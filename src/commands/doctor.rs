@@ -1,0 +1,8 @@
+//! `kdiag doctor`: not built yet.
+
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<u8> {
+    anyhow::bail!("kdiag doctor is not built yet")
+}

@@ -1,0 +1,8 @@
+//! `kdiag execsnoop`: not built yet.
+
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<u8> {
+    anyhow::bail!("kdiag execsnoop is not built yet")
+}

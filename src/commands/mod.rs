@@ -1,0 +1,35 @@
+//! One small file per subcommand: parse options, wire sources → analysis →
+//! output. Each exposes `Args` (clap) and `run(Args) -> Result<exit code>`.
+
+pub mod completions;
+pub mod doctor;
+pub mod elf_check;
+pub mod exec_trace;
+pub mod execsnoop;
+pub mod iosnoop;
+pub mod man;
+pub mod profile;
+pub mod ps;
+pub mod time;
+pub mod top;
+pub mod workload;
+
+use crate::cli::Command;
+
+/// Run one subcommand and return the process exit code.
+pub fn run(command: Command) -> anyhow::Result<u8> {
+    match command {
+        Command::Doctor(args) => doctor::run(args),
+        Command::Ps(args) => ps::run(args),
+        Command::Top(args) => top::run(args),
+        Command::Time(args) => time::run(args),
+        Command::Profile(args) => profile::run(args),
+        Command::Iosnoop(args) => iosnoop::run(args),
+        Command::ExecTrace(args) => exec_trace::run(args),
+        Command::Execsnoop(args) => execsnoop::run(args),
+        Command::ElfCheck(args) => elf_check::run(args),
+        Command::Workload(args) => workload::run(args),
+        Command::Completions(args) => completions::run(args),
+        Command::Man(args) => man::run(args),
+    }
+}

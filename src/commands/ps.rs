@@ -1,0 +1,8 @@
+//! `kdiag ps`: not built yet.
+
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<u8> {
+    anyhow::bail!("kdiag ps is not built yet")
+}

@@ -1,0 +1,31 @@
+//! Exit codes and the error types every command shares.
+//!
+//! 0 ok, 1 failure or finding (a check failed, a problem was found, an
+//! operation failed), 2 usage error (bad arguments, detected after clap).
+
+/// Exit code for success.
+pub const OK: u8 = 0;
+/// Exit code for a failure or a finding (problems found, check failed).
+pub const FAILURE: u8 = 1;
+/// Exit code for a usage error.
+pub const USAGE: u8 = 2;
+
+/// A usage error found after argument parsing (for example two options that
+/// contradict each other). `main` maps it to exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}\nRun with --help for usage.")]
+pub struct UsageError(pub String);
+
+/// Build a usage error as an `anyhow::Error`.
+pub fn usage(msg: impl Into<String>) -> anyhow::Error {
+    UsageError(msg.into()).into()
+}
+
+/// The exit code for an error that reached `main`.
+pub fn exit_code(err: &anyhow::Error) -> u8 {
+    if err.downcast_ref::<UsageError>().is_some() {
+        USAGE
+    } else {
+        FAILURE
+    }
+}

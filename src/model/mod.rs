@@ -1,0 +1,1 @@
+//! Plain data types shared by collectors, analyses and renderers. No I/O.

@@ -1,0 +1,14 @@
+//! Turning model and analysis results into text tables, JSON, folded stacks
+//! and SVG flame graphs.
+
+pub mod table;
+
+use std::io::Write;
+
+/// Write `value` as pretty JSON followed by a newline: the `--json` output of
+/// every command.
+pub fn json<T: serde::Serialize>(out: &mut impl Write, value: &T) -> anyhow::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, value)?;
+    writeln!(out)?;
+    Ok(())
+}

@@ -1,0 +1,1 @@
+//! The ratatui front ends, drawing the same model data as `render`.

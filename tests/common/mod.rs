@@ -1,0 +1,63 @@
+//! Helpers shared by the integration tests: the built binaries, and the rule
+//! that a privileged test that cannot run fails under CI=true and skips
+//! (loudly) elsewhere.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// The kdiag binary under test.
+pub fn kdiag() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_kdiag"))
+}
+
+/// Run kdiag with `args` and capture its output.
+pub fn run_kdiag(args: &[&str]) -> Output {
+    kdiag().args(args).output().expect("kdiag runs")
+}
+
+/// The directory holding the workspace's built binaries (target/debug).
+pub fn bin_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_kdiag"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// A workload binary built by the workspace (`cargo test --workspace` builds them).
+pub fn workload(name: &str) -> PathBuf {
+    let path = bin_dir().join(name);
+    assert!(
+        path.exists(),
+        "workload {name} not built at {}: run the tests with `cargo test --workspace`",
+        path.display()
+    );
+    path
+}
+
+/// True when running under CI, where privileged tests must not skip.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// Whether a test needing root may proceed. Under CI=true, not being root is a
+/// failure; elsewhere the test is skipped with a message.
+pub fn require_root(test: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    assert!(!in_ci(), "{test}: needs root, and CI=true forbids skipping");
+    eprintln!("SKIPPED {test}: needs root (run the tests with sudo)");
+    false
+}
+
+/// stdout as a String.
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// stderr as a String.
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
