@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Rebuild the committed BPF objects from their C sources.
+#
+# Needs clang (14 or later), bpftool and libbpf's headers (Debian: clang-14
+# bpftool libbpf-dev). A plain `cargo build` needs none of this: the objects
+# are committed next to their sources and embedded with include_bytes.
+# vmlinux.h is generated from this machine's BTF and is not committed; the
+# programs use CO-RE, so the objects still load on other kernels.
+set -euo pipefail
+cd "$(dirname "$0")"
+clang=${CLANG:-$(command -v clang-14 || command -v clang)}
+gen=$(mktemp -d)
+trap 'rm -rf "$gen"' EXIT
+bpftool btf dump file /sys/kernel/btf/vmlinux format c > "$gen/vmlinux.h"
+arch=$(uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+for src in *.bpf.c; do
+  obj=${src%.c}.o
+  "$clang" -g -O2 -target bpf -D__TARGET_ARCH_"$arch" -I"$gen" -I. -c "$src" -o "$obj"
+  # Strip DWARF but keep BTF: smaller objects, same CO-RE relocations.
+  llvm-strip-14 -g "$obj" 2>/dev/null || true
+  echo "built $obj"
+done
