@@ -1,4 +1,5 @@
 //! The only layer that talks to the kernel: procfs, tracefs, perf_event_open,
 //! BPF loaders, wait4/rusage, symbolization. Returns `model` types.
 
+pub mod bpf;
 pub mod privilege;

@@ -1,0 +1,29 @@
+//! Loading kdiag's compiled BPF objects (tier B) with aya, with errors a user
+//! can act on. Each tool's loader lives in its own file here and embeds its
+//! object with `aya::include_bytes_aligned!("name.bpf.o")`.
+
+use anyhow::Context;
+
+/// Load a compiled BPF object; `what` names the feature for error messages.
+/// Permission errors become "run with sudo"; verifier failures keep the log.
+pub fn load(object: &[u8], what: &str) -> anyhow::Result<aya::Ebpf> {
+    if !crate::sys::privilege::is_root() && !has_bpf_caps() {
+        return Err(crate::sys::privilege::needs_privilege(what));
+    }
+    aya::EbpfLoader::new()
+        .load(object)
+        .with_context(|| format!("loading the BPF programs for {what}"))
+}
+
+/// Whether the effective capability set holds CAP_BPF and CAP_PERFMON.
+fn has_bpf_caps() -> bool {
+    const CAP_PERFMON: u32 = 38;
+    const CAP_BPF: u32 = 39;
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else { return false };
+    let eff = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or(0);
+    eff & (1 << CAP_BPF) != 0 && eff & (1 << CAP_PERFMON) != 0
+}
