@@ -1,20 +1,10 @@
-//! kdiag: guided labs and automated diagnosis for misbehaving Linux processes.
-//!
-//! Data flows one way: `sys` (collect) → `model` (plain data) → `analysis`
-//! (pure functions) → `render` / `tui`. `commands` wires them per subcommand.
-
-mod analysis;
-mod cli;
-mod commands;
-mod error;
-mod model;
-mod render;
-mod sys;
-mod tui;
+//! The kdiag binary: parse the command line, run the subcommand, map errors to
+//! exit codes (see `kdiag::error`).
 
 use std::process::ExitCode;
 
 use clap::Parser;
+use kdiag::{cli, commands, error};
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();

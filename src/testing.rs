@@ -1,0 +1,13 @@
+//! Helpers for unit tests that need privileges: under CI=true a privileged
+//! test that cannot run fails; elsewhere it skips with a message.
+
+/// Whether a test needing root may proceed.
+pub fn require_root(test: &str) -> bool {
+    if crate::sys::privilege::is_root() {
+        return true;
+    }
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    assert!(!ci, "{test}: needs root, and CI=true forbids skipping");
+    eprintln!("SKIPPED {test}: needs root (run the tests with sudo)");
+    false
+}
