@@ -2,4 +2,6 @@
 //! BPF loaders, wait4/rusage, symbolization. Returns `model` types.
 
 pub mod bpf;
+pub mod perf;
 pub mod privilege;
+pub mod tracefs;

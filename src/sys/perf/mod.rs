@@ -1,0 +1,558 @@
+//! Tier A, the perf engine: perf_event_open events, one per CPU, each CPU's
+//! events writing into one mmap ring, drained into decoded records.
+//!
+//! A `Session` owns every fd and mapping: dropping it (on return, error,
+//! panic unwind or after Ctrl-C) closes them, and closing is all it takes for
+//! the kernel to forget the events. Nothing is left behind.
+//!
+//! ```no_run
+//! # use kdiag::sys::perf::*;
+//! let spec = EventSpec::cpu_clock(99).with_callchain();
+//! let mut session = Session::open(&[spec], Target::AllCpus, 64)?;
+//! session.enable()?;
+//! session.poll(std::time::Duration::from_millis(100))?;
+//! session.drain(|rec| { if let Record::Sample(s) = rec { println!("{:x}", s.ip) } });
+//! # anyhow::Ok(())
+//! ```
+
+mod record;
+mod ring;
+
+pub use record::{Callchain, Record, Sample, Space, decode};
+pub use ring::page_size;
+
+use std::ffi::CString;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use perf_event_open_sys::{self as pe, bindings as sys};
+
+use ring::Ring;
+
+/// What to count or sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    /// The software CPU clock, sampled at `freq` Hz: works without a hardware PMU.
+    CpuClock { freq: u64 },
+    /// Hardware CPU cycles at `freq` Hz, where the machine has a PMU.
+    Cycles { freq: u64 },
+    /// A tracepoint by id (`EventFormat::id`); every hit is a sample.
+    Tracepoint { id: u64 },
+}
+
+/// One event to open on every CPU of the target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventSpec {
+    pub kind: EventKind,
+    /// Record kernel and user call stacks with each sample.
+    pub callchain: bool,
+    pub exclude_user: bool,
+    pub exclude_kernel: bool,
+    /// Also emit COMM, MMAP2, FORK and EXIT records (for symbolization).
+    pub task_events: bool,
+    /// Stay disabled until the target execs (for `-- CMD` spawned stopped).
+    pub enable_on_exec: bool,
+    /// A tracepoint filter expression, e.g. `dev == 265289728`.
+    pub filter: Option<String>,
+}
+
+impl EventSpec {
+    fn new(kind: EventKind) -> Self {
+        EventSpec {
+            kind,
+            callchain: false,
+            exclude_user: false,
+            exclude_kernel: false,
+            task_events: false,
+            enable_on_exec: false,
+            filter: None,
+        }
+    }
+
+    pub fn cpu_clock(freq: u64) -> Self {
+        Self::new(EventKind::CpuClock { freq })
+    }
+
+    pub fn cycles(freq: u64) -> Self {
+        Self::new(EventKind::Cycles { freq })
+    }
+
+    pub fn tracepoint(id: u64) -> Self {
+        Self::new(EventKind::Tracepoint { id })
+    }
+
+    pub fn with_callchain(mut self) -> Self {
+        self.callchain = true;
+        self
+    }
+
+    pub fn with_task_events(mut self) -> Self {
+        self.task_events = true;
+        self
+    }
+
+    pub fn with_filter(mut self, filter: impl Into<String>) -> Self {
+        self.filter = Some(filter.into());
+        self
+    }
+
+    fn sample_type(&self) -> u64 {
+        let mut t = record::BASE_SAMPLE_TYPE;
+        if self.callchain {
+            t |= sys::PERF_SAMPLE_CALLCHAIN as u64;
+        }
+        if matches!(self.kind, EventKind::Tracepoint { .. }) {
+            t |= sys::PERF_SAMPLE_RAW as u64;
+        }
+        t
+    }
+
+    fn attr(&self, inherit: bool) -> sys::perf_event_attr {
+        let mut a = sys::perf_event_attr {
+            size: std::mem::size_of::<sys::perf_event_attr>() as u32,
+            ..Default::default()
+        };
+        match self.kind {
+            EventKind::CpuClock { freq } | EventKind::Cycles { freq } => {
+                (a.type_, a.config) = if matches!(self.kind, EventKind::CpuClock { .. }) {
+                    (sys::PERF_TYPE_SOFTWARE, sys::PERF_COUNT_SW_CPU_CLOCK as u64)
+                } else {
+                    (
+                        sys::PERF_TYPE_HARDWARE,
+                        sys::PERF_COUNT_HW_CPU_CYCLES as u64,
+                    )
+                };
+                a.__bindgen_anon_1.sample_freq = freq;
+                a.set_freq(1);
+            }
+            EventKind::Tracepoint { id } => {
+                (a.type_, a.config) = (sys::PERF_TYPE_TRACEPOINT, id);
+                a.__bindgen_anon_1.sample_period = 1;
+            }
+        }
+        a.sample_type = self.sample_type();
+        a.set_disabled(1);
+        a.set_inherit(inherit as u64);
+        a.set_exclude_user(self.exclude_user as u64);
+        a.set_exclude_kernel(self.exclude_kernel as u64);
+        a.set_exclude_hv(1);
+        a.set_enable_on_exec(self.enable_on_exec as u64);
+        // Timestamps on CLOCK_MONOTONIC, comparable with clock_gettime.
+        a.set_use_clockid(1);
+        a.clockid = libc::CLOCK_MONOTONIC;
+        if self.task_events {
+            a.set_comm(1);
+            a.set_comm_exec(1);
+            a.set_mmap2(1);
+            a.set_task(1);
+        }
+        if self.callchain {
+            a.sample_max_stack = max_stack();
+        }
+        // Wake the poller when half the ring is full (the kernel default for a
+        // zero wakeup_watermark), not on every record.
+        a.set_watermark(1);
+        a
+    }
+}
+
+/// Whose activity to record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// Every task on every CPU.
+    AllCpus,
+    /// One process, its threads and the children it starts from now on.
+    Process(i32),
+}
+
+/// Counters of records the kernel could not deliver as asked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Losses {
+    /// Records dropped because a ring was full.
+    pub lost: u64,
+    /// Times sampling was throttled (rate over perf_event_max_sample_rate).
+    pub throttled: u64,
+}
+
+struct CpuRing {
+    ring: Ring,
+    /// The fd the ring is mapped on (the CPU's first event).
+    fd: OwnedFd,
+}
+
+/// Open events, their rings, and the loss counters.
+pub struct Session {
+    rings: Vec<CpuRing>,
+    /// Every event fd except each ring's owner, kept open for the session.
+    others: Vec<OwnedFd>,
+    sample_type: u64,
+    losses: Losses,
+}
+
+impl Session {
+    /// Open every spec on every online CPU for `target`, with rings of
+    /// `pages` data pages (a power of two) per CPU. Events start disabled:
+    /// call `enable`. All specs must agree on callchain (one ring holds
+    /// records of one layout).
+    pub fn open(specs: &[EventSpec], target: Target, pages: usize) -> anyhow::Result<Session> {
+        let Some(first) = specs.first() else {
+            bail!("no events to open")
+        };
+        let sample_type = first.sample_type();
+        if specs.iter().any(|s| s.sample_type() != sample_type) {
+            bail!("events sharing a ring must record the same sample fields");
+        }
+        let pages = pages.max(1).next_power_of_two();
+        let pid = match target {
+            Target::AllCpus => -1,
+            Target::Process(pid) => pid,
+        };
+        let inherit = matches!(target, Target::Process(_));
+        let mut rings = Vec::new();
+        let mut others = Vec::new();
+        for cpu in online_cpus()? {
+            let mut owner: Option<OwnedFd> = None;
+            for spec in specs {
+                let fd = open_event(spec, pid, cpu, inherit)?;
+                if let Some(filter) = &spec.filter {
+                    set_filter(&fd, filter)?;
+                }
+                match &owner {
+                    None => owner = Some(fd),
+                    Some(owner) => {
+                        // SAFETY: both fds are live perf events on the same CPU.
+                        let rc =
+                            unsafe { pe::ioctls::SET_OUTPUT(fd.as_raw_fd(), owner.as_raw_fd()) };
+                        if rc != 0 {
+                            return Err(std::io::Error::last_os_error())
+                                .context("redirecting an event into its CPU's ring");
+                        }
+                        others.push(fd);
+                    }
+                }
+            }
+            let fd = owner.expect("at least one spec");
+            let ring = Ring::map(fd.as_fd(), pages).map_err(|e| map_error(e, pages))?;
+            rings.push(CpuRing { ring, fd });
+        }
+        Ok(Session {
+            rings,
+            others,
+            sample_type,
+            losses: Losses::default(),
+        })
+    }
+
+    fn fds(&self) -> impl Iterator<Item = &OwnedFd> {
+        self.rings.iter().map(|r| &r.fd).chain(&self.others)
+    }
+
+    /// Start counting on every event.
+    pub fn enable(&self) -> anyhow::Result<()> {
+        for fd in self.fds() {
+            // SAFETY: fd is a live perf event.
+            if unsafe { pe::ioctls::ENABLE(fd.as_raw_fd(), 0) } != 0 {
+                return Err(std::io::Error::last_os_error()).context("enabling a perf event");
+            }
+        }
+        Ok(())
+    }
+
+    /// Stop counting (records already in the rings stay readable).
+    pub fn disable(&self) -> anyhow::Result<()> {
+        for fd in self.fds() {
+            // SAFETY: fd is a live perf event.
+            if unsafe { pe::ioctls::DISABLE(fd.as_raw_fd(), 0) } != 0 {
+                return Err(std::io::Error::last_os_error()).context("disabling a perf event");
+            }
+        }
+        Ok(())
+    }
+
+    /// Wait up to `timeout` for any ring to pass its watermark. Returns
+    /// whether data is waiting. EINTR (Ctrl-C) returns early without error.
+    pub fn poll(&self, timeout: Duration) -> anyhow::Result<bool> {
+        let mut fds: Vec<libc::pollfd> = self
+            .rings
+            .iter()
+            .map(|r| libc::pollfd {
+                fd: r.fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        // SAFETY: fds is a valid array of pollfd of the given length.
+        let rc = unsafe {
+            libc::poll(
+                fds.as_mut_ptr(),
+                fds.len() as libc::nfds_t,
+                timeout.as_millis() as i32,
+            )
+        };
+        if rc < 0 {
+            let err = std::io::Error::last_os_error();
+            if err.kind() != std::io::ErrorKind::Interrupted {
+                return Err(err).context("waiting for perf events");
+            }
+        }
+        Ok(self.rings.iter().any(|r| r.ring.has_data()))
+    }
+
+    /// Hand every record waiting in every ring to `f`, CPU by CPU (records of
+    /// one CPU are in time order; sort by `time` to merge CPUs). Lost and
+    /// throttle records are counted here as well as passed on.
+    pub fn drain(&mut self, mut f: impl FnMut(Record<'_>)) {
+        let sample_type = self.sample_type;
+        let losses = &mut self.losses;
+        for r in &mut self.rings {
+            r.ring.drain(|kind, misc, body| {
+                let Some(rec) = decode(kind, misc, body, sample_type) else {
+                    return;
+                };
+                match rec {
+                    Record::Lost { count } => losses.lost += count,
+                    Record::Throttle {
+                        unthrottle: false, ..
+                    } => losses.throttled += 1,
+                    _ => {}
+                }
+                f(rec)
+            });
+        }
+    }
+
+    pub fn losses(&self) -> Losses {
+        self.losses
+    }
+}
+
+fn open_event(spec: &EventSpec, pid: i32, cpu: i32, inherit: bool) -> anyhow::Result<OwnedFd> {
+    let mut attr = spec.attr(inherit);
+    // SAFETY: attr is fully initialised; the kernel validates the rest.
+    let fd = unsafe {
+        pe::perf_event_open(
+            &mut attr,
+            pid,
+            cpu,
+            -1,
+            sys::PERF_FLAG_FD_CLOEXEC as libc::c_ulong,
+        )
+    };
+    if fd < 0 {
+        return Err(open_error(std::io::Error::last_os_error(), spec, pid));
+    }
+    // SAFETY: fd is a fresh descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Turn perf_event_open's errno into what the user should do.
+fn open_error(err: std::io::Error, spec: &EventSpec, pid: i32) -> anyhow::Error {
+    let what = match spec.kind {
+        EventKind::CpuClock { .. } => "CPU-clock sampling",
+        EventKind::Cycles { .. } => "hardware cycle sampling",
+        EventKind::Tracepoint { .. } => "tracepoint recording",
+    };
+    match err.raw_os_error() {
+        Some(libc::EACCES) | Some(libc::EPERM) => {
+            let paranoid =
+                std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap_or_default();
+            anyhow::anyhow!(
+                "{what} was refused ({err}; kernel.perf_event_paranoid = {}): run with sudo, \
+                 or grant CAP_PERFMON, or lower it with `sudo sysctl kernel.perf_event_paranoid=1`",
+                paranoid.trim()
+            )
+        }
+        Some(libc::ESRCH) => anyhow::anyhow!("no process with PID {pid}"),
+        Some(libc::ENOENT) | Some(libc::EOPNOTSUPP)
+            if matches!(spec.kind, EventKind::Cycles { .. }) =>
+        {
+            anyhow::anyhow!(
+                "this machine has no hardware cycle counter ({err}); use the cpu-clock event"
+            )
+        }
+        Some(libc::EMFILE) => {
+            anyhow::anyhow!("{what}: too many open files ({err}); raise `ulimit -n`")
+        }
+        _ => anyhow::Error::new(err).context(format!("perf_event_open for {what}")),
+    }
+}
+
+fn map_error(err: std::io::Error, pages: usize) -> anyhow::Error {
+    if err.raw_os_error() == Some(libc::EPERM) {
+        anyhow::anyhow!(
+            "mapping a {pages}-page perf ring was refused ({err}): over kernel.perf_event_mlock_kb; \
+             run with sudo or raise that sysctl"
+        )
+    } else {
+        anyhow::Error::new(err).context("mapping a perf ring buffer")
+    }
+}
+
+fn set_filter(fd: &OwnedFd, filter: &str) -> anyhow::Result<()> {
+    let c = CString::new(filter)?;
+    // SAFETY: fd is a live tracepoint event; c is NUL-terminated and outlives the call.
+    if unsafe { pe::ioctls::SET_FILTER(fd.as_raw_fd(), c.as_ptr() as *mut _) } != 0 {
+        let err = std::io::Error::last_os_error();
+        bail!("the kernel rejected the tracepoint filter `{filter}`: {err}");
+    }
+    Ok(())
+}
+
+/// The deepest callchain the kernel allows (kernel.perf_event_max_stack).
+fn max_stack() -> u16 {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_max_stack")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(127)
+}
+
+/// The online CPUs, from /sys/devices/system/cpu/online ("0-3,6").
+pub fn online_cpus() -> anyhow::Result<Vec<i32>> {
+    let text =
+        std::fs::read_to_string("/sys/devices/system/cpu/online").context("reading online CPUs")?;
+    parse_cpu_list(&text)
+}
+
+fn parse_cpu_list(text: &str) -> anyhow::Result<Vec<i32>> {
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => cpus.extend(a.parse::<i32>()?..=b.parse::<i32>()?),
+            None => cpus.push(part.parse()?),
+        }
+    }
+    Ok(cpus)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::tracefs::Tracefs;
+    use std::time::Instant;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0-3,6\n").unwrap(), [0, 1, 2, 3, 6]);
+        assert_eq!(parse_cpu_list("0").unwrap(), [0]);
+        assert!(parse_cpu_list("x").is_err());
+    }
+
+    /// Drain until `done` says so or `limit` passes.
+    fn collect(session: &mut Session, limit: Duration, mut f: impl FnMut(Record<'_>) -> bool) {
+        let start = Instant::now();
+        let mut done = false;
+        while !done && start.elapsed() < limit {
+            session.poll(Duration::from_millis(50)).unwrap();
+            session.drain(|r| done |= f(r));
+        }
+    }
+
+    #[test]
+    fn samples_a_busy_child_with_callchains() {
+        if !crate::testing::require_root("samples_a_busy_child_with_callchains") {
+            return;
+        }
+        let mut child = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("while :; do :; done")
+            .spawn()
+            .unwrap();
+        let spec = EventSpec::cpu_clock(999)
+            .with_callchain()
+            .with_task_events();
+        // A 2-page ring wraps many times in 0.5 s: every record decoding to
+        // this child's samples shows wrap-around is handled.
+        let mut session = Session::open(&[spec], Target::Process(child.id() as i32), 2).unwrap();
+        session.enable().unwrap();
+        let (mut samples, mut user_frames, mut weight) = (0, 0, 0);
+        collect(&mut session, Duration::from_millis(500), |r| {
+            if let Record::Sample(s) = r {
+                assert_eq!(s.pid, child.id());
+                samples += 1;
+                weight += s.period;
+                user_frames += s
+                    .callchain
+                    .frames()
+                    .filter(|(sp, _)| *sp == Space::User)
+                    .count();
+            }
+            false
+        });
+        child.kill().unwrap();
+        child.wait().unwrap();
+        // ~500 samples at 999 Hz for 0.5 s of a busy loop; be generous.
+        assert!(samples > 100, "only {samples} samples");
+        assert!(user_frames >= samples, "user callchains missing");
+        // cpu-clock periods are nanoseconds of CPU time: ~1 ms each at 999 Hz.
+        assert!(weight > 100_000_000, "total weight {weight} ns");
+    }
+
+    #[test]
+    fn decodes_exec_tracepoint_strings() {
+        if !crate::testing::require_root("decodes_exec_tracepoint_strings") {
+            return;
+        }
+        let fs = Tracefs::open().unwrap();
+        let format = fs.event("sched", "sched_process_exec").unwrap();
+        let filename = format.field("filename").unwrap();
+        let pid_field = format.field("pid").unwrap();
+        let mut session =
+            Session::open(&[EventSpec::tracepoint(format.id)], Target::AllCpus, 8).unwrap();
+        session.enable().unwrap();
+        let child = std::process::Command::new("/bin/true").spawn().unwrap();
+        let pid = child.id() as u64;
+        child.wait_with_output().unwrap();
+        let mut seen = None;
+        collect(&mut session, Duration::from_secs(2), |r| {
+            if let Record::Sample(s) = r
+                && pid_field.u64(s.raw) == Some(pid)
+            {
+                seen = filename.str(s.raw).map(|f| f.into_owned());
+            }
+            seen.is_some()
+        });
+        assert_eq!(seen.as_deref(), Some("/bin/true"));
+        assert_eq!(session.losses(), Losses::default());
+    }
+
+    #[test]
+    fn filters_apply_in_the_kernel() {
+        if !crate::testing::require_root("filters_apply_in_the_kernel") {
+            return;
+        }
+        let fs = Tracefs::open().unwrap();
+        let format = fs.event("sched", "sched_process_exec").unwrap();
+        let spec = EventSpec::tracepoint(format.id).with_filter("pid == 1");
+        let mut session = Session::open(&[spec], Target::AllCpus, 8).unwrap();
+        session.enable().unwrap();
+        std::process::Command::new("/bin/true").status().unwrap();
+        let mut any = false;
+        collect(&mut session, Duration::from_millis(300), |r| {
+            any |= matches!(r, Record::Sample(_));
+            false
+        });
+        assert!(!any, "the filter let a non-matching exec through");
+        let bad = EventSpec::tracepoint(format.id).with_filter("no_such_field == 1");
+        let err = Session::open(&[bad], Target::AllCpus, 8)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("rejected the tracepoint filter"), "{err}");
+    }
+
+    #[test]
+    fn missing_process_is_named() {
+        if !crate::testing::require_root("missing_process_is_named") {
+            return;
+        }
+        let err = Session::open(
+            &[EventSpec::cpu_clock(99)],
+            Target::Process(i32::MAX - 1),
+            8,
+        )
+        .err()
+        .unwrap();
+        assert!(err.to_string().contains("no process with PID"), "{err}");
+    }
+}
