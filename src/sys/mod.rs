@@ -3,3 +3,6 @@
 
 pub mod bpf;
 pub mod privilege;
+pub mod probe;
+pub mod rusage;
+pub mod signal_origin;
