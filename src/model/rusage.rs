@@ -44,8 +44,11 @@ pub struct SignalOrigin {
     /// The si_code the kernel stored (SI_USER 0, SI_KERNEL 128, SI_TKILL -6,
     /// positive codes for faults such as SEGV_MAPERR).
     pub code: i32,
-    /// The task that was running when the signal was generated.
-    pub sender_pid: i32,
+    /// The thread that was running when the signal was generated (for a
+    /// kernel signal that is often the victim itself, or any bystander).
+    pub sender_tid: i32,
+    /// Its process, when it was still alive to be looked up.
+    pub sender_pid: Option<i32>,
     pub sender_comm: String,
 }
 
@@ -63,15 +66,23 @@ impl SignalOrigin {
     pub fn by_kernel(&self, target_pid: i32) -> Option<bool> {
         match self.code {
             c if c > 0 || c == SI_KERNEL => Some(true),
-            SI_USER if self.sender_pid == target_pid => None,
+            SI_USER if self.own(target_pid) => None,
             _ => Some(false),
         }
     }
 
+    /// Whether the process sent it to itself (any of its threads).
+    fn own(&self, target_pid: i32) -> bool {
+        self.sender_pid == Some(target_pid) || self.sender_tid == target_pid
+    }
+
     /// One line for humans saying who sent the signal and how.
     pub fn describe(&self, target_pid: i32) -> String {
-        let sender = format!("process {} ({})", self.sender_pid, self.sender_comm);
-        let own = self.sender_pid == target_pid;
+        let sender = match self.sender_pid {
+            Some(pid) => format!("process {pid} ({})", self.sender_comm),
+            None => format!("thread {} ({}, exited)", self.sender_tid, self.sender_comm),
+        };
+        let own = self.own(target_pid);
         match self.code {
             c if c > 0 => format!("the kernel, for a fault in the process (si_code {c})"),
             SI_KERNEL => {
@@ -162,10 +173,11 @@ mod tests {
         assert_eq!(killed.exit_code(), 137);
     }
 
-    fn origin(code: i32, sender_pid: i32) -> SignalOrigin {
+    fn origin(code: i32, sender: i32) -> SignalOrigin {
         SignalOrigin {
             code,
-            sender_pid,
+            sender_tid: sender,
+            sender_pid: Some(sender),
             sender_comm: "x".into(),
         }
     }

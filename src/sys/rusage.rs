@@ -4,6 +4,7 @@
 
 use std::ffi::OsString;
 use std::io;
+use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::time::Instant;
 
@@ -53,6 +54,12 @@ pub fn run_command(
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..]);
     crate::sys::privilege::run_as_invoker(&mut cmd);
+    // Force fork+exec instead of posix_spawn's vfork: a vfork child execs
+    // from kdiag's own mm, and the kernel then counts kdiag's whole RSS
+    // (its mapped binary) into the child's ru_maxrss. A forked child only
+    // carries the anonymous pages it copied.
+    // SAFETY: the hook does nothing, which is async-signal-safe.
+    unsafe { cmd.pre_exec(|| Ok(())) };
 
     // Like GNU time, survive the terminal's SIGINT/SIGQUIT (they reach the
     // child through the process group) and report; forward SIGTERM/SIGHUP,

@@ -42,7 +42,10 @@ impl SignalTracer {
             .filter_map(parse_line)
             .filter(|e| e.target == pid && e.sig == sig)
             .last()
-            .map(|e| e.origin)
+            .map(|e| SignalOrigin {
+                sender_pid: tgid(e.origin.sender_tid),
+                ..e.origin
+            })
     }
 }
 
@@ -51,6 +54,17 @@ impl Drop for SignalTracer {
         let _ = fs::write(self.dir.join("events/signal/signal_generate/enable"), "0");
         let _ = fs::remove_dir(&self.dir);
     }
+}
+
+/// The process a thread belongs to, while it lives.
+fn tgid(tid: i32) -> Option<i32> {
+    let status = fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))?
+        .trim()
+        .parse()
+        .ok()
 }
 
 struct Generated {
@@ -64,7 +78,7 @@ struct Generated {
 fn parse_line(line: &str) -> Option<Generated> {
     let (head, fields) = line.split_once(": signal_generate: ")?;
     let task = head[..head.rfind('[')?].trim();
-    let (sender_comm, sender_pid) = task.rsplit_once('-')?;
+    let (sender_comm, sender_tid) = task.rsplit_once('-')?;
     let num = |key: &str| -> Option<i32> {
         let start = fields.find(key)? + key.len();
         fields[start..].split(' ').next()?.parse().ok()
@@ -77,7 +91,8 @@ fn parse_line(line: &str) -> Option<Generated> {
         target,
         origin: SignalOrigin {
             code: num(" code=")?,
-            sender_pid: sender_pid.parse().ok()?,
+            sender_tid: sender_tid.parse().ok()?,
+            sender_pid: None,
             sender_comm: sender_comm.to_string(),
         },
     })
@@ -94,7 +109,7 @@ mod tests {
         let e = parse_line(line).unwrap();
         assert_eq!((e.sig, e.target), (9, 1235));
         assert_eq!(e.origin.code, 0);
-        assert_eq!(e.origin.sender_pid, 1234);
+        assert_eq!(e.origin.sender_tid, 1234);
         assert_eq!(e.origin.sender_comm, "my shell");
         assert!(parse_line("# tracer: nop").is_none());
     }
