@@ -378,3 +378,42 @@ fn sigterm_to_kdiag_reaches_the_command() {
         .exists()
     );
 }
+
+#[test]
+fn ctrl_c_reaches_the_command_and_kdiag_reports() {
+    let _serial = serial();
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.json");
+    // Its own process group, as a shell job: Ctrl-C signals the whole group.
+    let mut k = kdiag()
+        .args(["time", "--json", "-o"])
+        .arg(&path)
+        .args(["--", "sleep", "30"])
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    wait_for_child(k.id());
+    // SAFETY: plain killpg(2) on the group we just created.
+    unsafe { libc::killpg(k.id() as i32, libc::SIGINT) };
+    assert_eq!(k.wait().unwrap().code(), Some(130));
+    assert_eq!(report(&path)["ending"]["name"], "SIGINT");
+    let instance = format!("/sys/kernel/tracing/instances/kdiag-time-{}", k.id());
+    assert!(!Path::new(&instance).exists(), "{instance} left behind");
+}
+
+#[test]
+fn under_sudo_the_command_runs_as_the_invoker() {
+    let _serial = serial();
+    if !require_root("under_sudo_the_command_runs_as_the_invoker") {
+        return;
+    }
+    let out = kdiag()
+        .env("SUDO_UID", "65534")
+        .env("SUDO_GID", "65534")
+        .args(["time", "--", "id", "-u"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "65534");
+}

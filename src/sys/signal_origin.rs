@@ -18,6 +18,7 @@ impl SignalTracer {
     /// Start recording. Needs root (tracefs is root-only).
     pub fn start() -> io::Result<Self> {
         let tracefs = crate::sys::probe::tracefs()?;
+        remove_stale(&tracefs.join("instances"));
         let dir = tracefs.join(format!("instances/kdiag-time-{}", std::process::id()));
         fs::create_dir(&dir)?;
         let tracer = SignalTracer { dir };
@@ -53,6 +54,23 @@ impl Drop for SignalTracer {
     fn drop(&mut self) {
         let _ = fs::write(self.dir.join("events/signal/signal_generate/enable"), "0");
         let _ = fs::remove_dir(&self.dir);
+    }
+}
+
+/// Remove instances left by a kdiag that was killed with SIGKILL (the only
+/// way to skip Drop): those whose owner pid no longer exists.
+fn remove_stale(instances: &std::path::Path) {
+    let Ok(entries) = fs::read_dir(instances) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("kdiag-time-")) else {
+            continue;
+        };
+        if !std::path::Path::new("/proc").join(pid).exists() {
+            let _ = fs::remove_dir(entry.path());
+        }
     }
 }
 
