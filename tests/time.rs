@@ -417,3 +417,28 @@ fn under_sudo_the_command_runs_as_the_invoker() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out).trim(), "65534");
 }
+
+#[test]
+fn a_normal_user_gets_storage_bytes_too() {
+    let _serial = serial();
+    if !require_root("a_normal_user_gets_storage_bytes_too") {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    // A zombie's /proc/PID/io belongs to root: kdiag must open it while the
+    // child lives to read it afterwards as a normal user.
+    let dir = disk_dir();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let of = format!("of={}", dir.path().join("f").display());
+    let out = kdiag()
+        .uid(65534)
+        .gid(65534)
+        .args(["time", "--json", "--", "dd", "if=/dev/zero", &of, "bs=1M", "count=4"])
+        .args(["oflag=direct", "status=none"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let k: serde_json::Value = serde_json::from_str(&stderr(&out)).unwrap();
+    assert!(f(&k["io"]["write_bytes"]) >= 4.0 * 1024.0 * 1024.0, "{k}");
+}

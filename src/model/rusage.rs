@@ -84,10 +84,14 @@ impl SignalOrigin {
         };
         let own = self.own(target_pid);
         match self.code {
+            // SI_KERNEL is positive too: test it before the fault codes.
+            SI_KERNEL if own => "the kernel (SI_KERNEL: OOM killer, CPU rlimit, timer...) while \
+                                 the process ran"
+                .to_string(),
+            SI_KERNEL => format!(
+                "the kernel (SI_KERNEL: OOM killer, CPU rlimit, timer...) while {sender} ran"
+            ),
             c if c > 0 => format!("the kernel, for a fault in the process (si_code {c})"),
-            SI_KERNEL => {
-                format!("the kernel (SI_KERNEL, e.g. OOM killer, timer, rlimit) while {sender} ran")
-            }
             SI_USER if own => "the process itself (SI_USER: its own kill(), or the kernel on its \
                                behalf, e.g. SIGPIPE on a broken pipe)"
                 .to_string(),

@@ -78,6 +78,10 @@ pub fn run_command(
     if let Some(t) = tracer {
         t.target(pid);
     }
+    // Open /proc/PID/io now: once the child is a zombie its /proc files
+    // belong to root, so only an fd opened while it lived lets a normal
+    // user read it (the read-time check still passes for our own child).
+    let io_file = std::fs::File::open(format!("/proc/{pid}/io"));
     let forwarder = std::thread::spawn(move || {
         for sig in signals.forever() {
             if sig == SIGTERM || sig == SIGHUP {
@@ -95,7 +99,14 @@ pub fn run_command(
     let info = info.map_err(RunError::Wait)?;
 
     // The child is a zombie now: its /proc entry and I/O counters remain.
-    let (io, io_error) = match read_proc_io(pid) {
+    let io = match io_file {
+        Ok(mut file) => {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut file, &mut text).map(|_| parse_proc_io(&text))
+        }
+        Err(_) => read_proc_io(pid),
+    };
+    let (io, io_error) = match io {
         Ok(io) => (Some(io), None),
         Err(e) => (None, Some(format!("/proc/{pid}/io: {}", describe(&e)))),
     };
