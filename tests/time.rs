@@ -434,7 +434,16 @@ fn a_normal_user_gets_storage_bytes_too() {
     let out = kdiag()
         .uid(65534)
         .gid(65534)
-        .args(["time", "--json", "--", "dd", "if=/dev/zero", &of, "bs=1M", "count=4"])
+        .args([
+            "time",
+            "--json",
+            "--",
+            "dd",
+            "if=/dev/zero",
+            &of,
+            "bs=1M",
+            "count=4",
+        ])
         .args(["oflag=direct", "status=none"])
         .output()
         .unwrap();

@@ -24,7 +24,7 @@ pub fn features(p: &Probes) -> Vec<Feature> {
     vec![
         feature(
             "profile",
-            &[(Tier::Bpf, bpf && clock), (Tier::Perf, clock)],
+            &[(Tier::Bpf, p.bpf_perf_event.is_ok()), (Tier::Perf, clock)],
             |t| match t {
                 Some(Tier::Bpf) => format!(
                     "stacks counted in the kernel, sampling on {sample_event}{kernel_names}"
@@ -172,6 +172,7 @@ mod tests {
             bpf_tracepoint: ok(),
             bpf_tp_btf: ok(),
             bpf_fentry: Check::denied("EPERM", "not needed"),
+            bpf_perf_event: ok(),
             kprobe_pmu: Check::missing("none", "not needed"),
             uprobe_pmu: ok(),
             hardware_pmu: Check::missing("ENOENT", "none"),
@@ -192,6 +193,7 @@ mod tests {
             bpf_tracepoint: denied(),
             bpf_tp_btf: denied(),
             bpf_fentry: denied(),
+            bpf_perf_event: denied(),
             cpu_clock: denied(),
             ..dev_vm()
         }
@@ -231,11 +233,23 @@ mod tests {
         let p = Probes {
             bpf_tracepoint: Check::denied("EPERM", "x"),
             bpf_tp_btf: Check::denied("EPERM", "x"),
+            bpf_perf_event: Check::denied("EPERM", "x"),
             ..dev_vm()
         };
         for name in ["profile", "iosnoop", "exec-trace", "execsnoop"] {
             assert_eq!(tier_for(&p, name), Some(Tier::Perf), "{name}");
         }
+    }
+
+    #[test]
+    fn profile_needs_a_perf_event_program_for_bpf() {
+        let p = Probes {
+            bpf_perf_event: Check::denied("EPERM", "x"),
+            ..dev_vm()
+        };
+        let profile = get(&features(&p), "profile");
+        assert_eq!(profile.tier, Some(Tier::Perf));
+        assert_eq!(profile.available, vec![Tier::Perf]);
     }
 
     #[test]

@@ -73,6 +73,8 @@ pub struct Probes {
     pub bpf_tracepoint: Check,
     pub bpf_tp_btf: Check,
     pub bpf_fentry: Check,
+    /// A perf_event BPF program attached to cpu-clock (profile, tier B).
+    pub bpf_perf_event: Check,
     pub kprobe_pmu: Check,
     pub uprobe_pmu: Check,
     /// Hardware cycles counter.
@@ -107,6 +109,7 @@ impl Probes {
             ("BPF tracepoint", &self.bpf_tracepoint),
             ("BPF tp_btf", &self.bpf_tp_btf),
             ("BPF fentry", &self.bpf_fentry),
+            ("BPF perf_event", &self.bpf_perf_event),
             ("kprobe PMU", &self.kprobe_pmu),
             ("uprobe PMU", &self.uprobe_pmu),
             ("hardware PMU", &self.hardware_pmu),

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use aya::Btf;
-use aya::programs::{BtfTracePoint, FEntry, TracePoint};
+use aya::programs::perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent};
+use aya::programs::{BtfTracePoint, FEntry, PerfEvent, TracePoint};
 use perf_event_open_sys as perf;
 
 use crate::model::capability::{Check, Probes};
@@ -152,6 +153,19 @@ pub fn probe_all() -> Probes {
             Ok(btf) => fentry_check(root, btf),
             Err(_) => Check::missing("no kernel BTF", "needs CONFIG_DEBUG_INFO_BTF=y"),
         },
+        bpf_perf_event: bpf_check(|| {
+            let mut ebpf = load_probe_object()?;
+            let prog: &mut PerfEvent = program(&mut ebpf, "probe_perf_event")?;
+            prog.load().context("BPF_PROG_LOAD")?;
+            prog.attach(
+                PerfEventConfig::Software(SoftwareEvent::CpuClock),
+                PerfEventScope::AllProcessesOneCpu { cpu: 0 },
+                SamplePolicy::Frequency(99),
+                false,
+            )
+            .context("attach")?;
+            Ok("loaded and attached to cpu-clock on CPU 0".into())
+        }),
         kprobe_pmu: kprobe_check(),
         uprobe_pmu: uprobe_check(),
         hardware_pmu: hardware_check(),

@@ -28,3 +28,10 @@ int BPF_PROG(probe_fentry)
 {
 	return 0;
 }
+
+// perf_event programs: profile's in-kernel stack counting.
+SEC("perf_event")
+int probe_perf_event(void *ctx)
+{
+	return 0;
+}
