@@ -37,7 +37,10 @@ fn tracefs_found_or_mounted() -> io::Result<(PathBuf, bool)> {
         // Mounted, but root-only (mode 700) by default.
         return match std::fs::read_dir(dir.join("events")) {
             Ok(_) => Ok((dir, false)),
-            Err(e) => Err(io::Error::new(e.kind(), format!("{}: {e}", dir.display()))),
+            Err(e) => {
+                let why = describe_errno(e.raw_os_error().unwrap_or(0));
+                Err(io::Error::new(e.kind(), format!("{}: {why}", dir.display())))
+            }
         };
     }
     if !crate::sys::privilege::is_root() {
@@ -464,8 +467,9 @@ fn uprobe_check() -> Check {
 /// File offset of the .text section of an ELF file.
 fn text_offset(path: &Path) -> Option<u64> {
     use object::{Object, ObjectSection};
-    let data = std::fs::read(path).ok()?;
-    let file = object::File::parse(&*data).ok()?;
+    // Read only the headers, not the whole (possibly 40 MB) executable.
+    let cache = object::ReadCache::new(std::fs::File::open(path).ok()?);
+    let file = object::File::parse(&cache).ok()?;
     file.section_by_name(".text")?
         .file_range()
         .map(|(off, _)| off)
