@@ -450,4 +450,25 @@ fn a_normal_user_gets_storage_bytes_too() {
     assert!(out.status.success(), "{}", stderr(&out));
     let k: serde_json::Value = serde_json::from_str(&stderr(&out)).unwrap();
     assert!(f(&k["io"]["write_bytes"]) >= 4.0 * 1024.0 * 1024.0, "{k}");
+
+    // A command that dies at once must not win the race against the open.
+    for _ in 0..5 {
+        let out = kdiag()
+            .uid(65534)
+            .gid(65534)
+            .args(["time", "--json", "--", "sh", "-c", "kill -9 $$"])
+            .output()
+            .unwrap();
+        let k: serde_json::Value = serde_json::from_str(&stderr(&out)).unwrap();
+        assert!(k["io"].is_object(), "{k}");
+    }
+}
+
+#[test]
+fn the_command_inherits_no_extra_descriptors() {
+    let _serial = serial();
+    let list = ["sh", "-c", "ls /proc/$$/fd"];
+    let direct = Command::new(list[0]).args(&list[1..]).output().unwrap();
+    let timed = kdiag().args(["time", "--"]).args(list).output().unwrap();
+    assert_eq!(stdout(&timed), stdout(&direct));
 }

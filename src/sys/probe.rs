@@ -39,7 +39,10 @@ fn tracefs_found_or_mounted() -> io::Result<(PathBuf, bool)> {
             Ok(_) => Ok((dir, false)),
             Err(e) => {
                 let why = describe_errno(e.raw_os_error().unwrap_or(0));
-                Err(io::Error::new(e.kind(), format!("{}: {why}", dir.display())))
+                Err(io::Error::new(
+                    e.kind(),
+                    format!("{}: {why}", dir.display()),
+                ))
             }
         };
     }

@@ -3,7 +3,10 @@
 //! reap it with wait4 to get its rusage.
 
 use std::ffi::OsString;
+use std::fs::File;
 use std::io;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::time::Instant;
@@ -54,12 +57,28 @@ pub fn run_command(
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..]);
     crate::sys::privilege::run_as_invoker(&mut cmd);
-    // Force fork+exec instead of posix_spawn's vfork: a vfork child execs
-    // from kdiag's own mm, and the kernel then counts kdiag's whole RSS
-    // (its mapped binary) into the child's ru_maxrss. A forked child only
-    // carries the anonymous pages it copied.
-    // SAFETY: the hook does nothing, which is async-signal-safe.
-    unsafe { cmd.pre_exec(|| Ok(())) };
+
+    // Handshake before exec: the child sends its pid and waits until kdiag
+    // has opened /proc/PID/io. Once the child is a zombie its /proc files
+    // belong to root, so a normal user can only read it through an fd
+    // opened while it lived; a fast command could otherwise win the race.
+    // The hook also makes std fork+exec instead of vfork: a vfork child
+    // execs from kdiag's own mm, and the kernel would count kdiag's whole
+    // RSS into the child's ru_maxrss.
+    let (pid_r, pid_w) = pipe().map_err(RunError::Wait)?;
+    let (go_r, go_w) = pipe().map_err(RunError::Wait)?;
+    let (pid_w_fd, go_r_fd) = (pid_w.as_raw_fd(), go_r.as_raw_fd());
+    // SAFETY: getpid, write and read are async-signal-safe; both pipes are
+    // O_CLOEXEC, so the command does not inherit them.
+    unsafe {
+        cmd.pre_exec(move || {
+            let pid = libc::getpid();
+            libc::write(pid_w_fd, (&raw const pid).cast(), size_of::<libc::pid_t>());
+            let mut go = 0u8;
+            libc::read(go_r_fd, (&raw mut go).cast(), 1);
+            Ok(())
+        })
+    };
 
     // Like GNU time, survive the terminal's SIGINT/SIGQUIT (they reach the
     // child through the process group) and report; forward SIGTERM/SIGHUP,
@@ -70,18 +89,28 @@ pub fn run_command(
     let handle = signals.handle();
 
     let start = Instant::now();
-    let child = cmd.spawn().map_err(|source| RunError::CannotStart {
+    let (spawned, io_file) = std::thread::scope(|s| {
+        let helper = s.spawn(move || {
+            let mut buf = [0u8; size_of::<libc::pid_t>()];
+            // EOF: the child died before our hook ran (spawn reports why).
+            File::from(pid_r).read_exact(&mut buf).ok()?;
+            let pid = libc::pid_t::from_ne_bytes(buf);
+            if let Some(t) = tracer {
+                t.target(pid);
+            }
+            let file = File::open(format!("/proc/{pid}/io"));
+            let _ = File::from(go_w).write_all(&[1]);
+            Some(file)
+        });
+        let spawned = cmd.spawn();
+        drop((pid_w, go_r)); // our copies: the helper sees EOF if spawn failed
+        (spawned, helper.join().ok().flatten())
+    });
+    let child = spawned.map_err(|source| RunError::CannotStart {
         program: argv[0].to_string_lossy().into_owned(),
         source,
     })?;
     let pid = child.id() as libc::pid_t;
-    if let Some(t) = tracer {
-        t.target(pid);
-    }
-    // Open /proc/PID/io now: once the child is a zombie its /proc files
-    // belong to root, so only an fd opened while it lived lets a normal
-    // user read it (the read-time check still passes for our own child).
-    let io_file = std::fs::File::open(format!("/proc/{pid}/io"));
     let forwarder = std::thread::spawn(move || {
         for sig in signals.forever() {
             if sig == SIGTERM || sig == SIGHUP {
@@ -100,11 +129,11 @@ pub fn run_command(
 
     // The child is a zombie now: its /proc entry and I/O counters remain.
     let io = match io_file {
-        Ok(mut file) => {
+        Some(Ok(mut file)) => {
             let mut text = String::new();
-            std::io::Read::read_to_string(&mut file, &mut text).map(|_| parse_proc_io(&text))
+            file.read_to_string(&mut text).map(|_| parse_proc_io(&text))
         }
-        Err(_) => read_proc_io(pid),
+        _ => read_proc_io(pid),
     };
     let (io, io_error) = match io {
         Ok(io) => (Some(io), None),
@@ -126,6 +155,17 @@ pub fn run_command(
         io_error,
         ending,
     })
+}
+
+/// A pipe whose ends close on exec.
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: fds has room for the two descriptors pipe2 returns.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors are new and ours.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// The exit status of `pid` once it has exited, leaving it unreaped.
