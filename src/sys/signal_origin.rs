@@ -40,9 +40,9 @@ impl SignalTracer {
     pub fn origin(&self, pid: i32, sig: i32) -> Option<SignalOrigin> {
         let text = fs::read_to_string(self.dir.join("trace")).ok()?;
         text.lines()
+            .rev()
             .filter_map(parse_line)
-            .filter(|e| e.target == pid && e.sig == sig)
-            .last()
+            .find(|e| e.target == pid && e.sig == sig)
             .map(|e| SignalOrigin {
                 sender_pid: tgid(e.origin.sender_tid),
                 ..e.origin
