@@ -1,7 +1,9 @@
 //! Turning model and analysis results into text tables, JSON, folded stacks
 //! and SVG flame graphs.
 
+pub mod doctor;
 pub mod table;
+pub mod time;
 
 use std::io::Write;
 

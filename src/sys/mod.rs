@@ -4,4 +4,7 @@
 pub mod bpf;
 pub mod perf;
 pub mod privilege;
+pub mod probe;
+pub mod rusage;
+pub mod signal_origin;
 pub mod tracefs;

@@ -45,22 +45,42 @@ pub fn chown_to_invoker(path: &Path) -> std::io::Result<()> {
 /// (no-op without sudo).
 pub fn run_as_invoker(cmd: &mut Command) {
     let Some(who) = invoker() else { return };
-    let name = user_name(who.uid).and_then(|n| CString::new(n).ok());
+    // Resolve the groups before the fork: initgroups reads /etc/group and
+    // allocates, which is not safe between fork and exec.
+    let groups = user_name(who.uid)
+        .and_then(|n| CString::new(n).ok())
+        .map(|name| group_list(&name, who.gid))
+        .unwrap_or_default();
     // SAFETY: the closure runs between fork and exec and only calls
     // async-signal-safe functions on data prepared before the fork.
     unsafe {
         cmd.pre_exec(move || {
-            let ok = match &name {
-                Some(name) => libc::initgroups(name.as_ptr(), who.gid) == 0,
-                None => libc::setgroups(0, std::ptr::null()) == 0,
-            };
-            if !ok {
+            // Groups, then gid, then uid, all here: std runs pre_exec hooks
+            // after its own setuid, when setgroups would fail with EPERM.
+            if libc::setgroups(groups.len(), groups.as_ptr()) != 0
+                || libc::setgid(who.gid) != 0
+                || libc::setuid(who.uid) != 0
+            {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())
         });
     }
-    cmd.uid(who.uid).gid(who.gid);
+}
+
+/// The supplementary groups of user `name` (primary group `gid` included).
+fn group_list(name: &CString, gid: libc::gid_t) -> Vec<libc::gid_t> {
+    let mut groups = vec![0 as libc::gid_t; 64];
+    loop {
+        let mut n = groups.len() as libc::c_int;
+        // SAFETY: groups has room for n entries; n is updated to the count.
+        let rc = unsafe { libc::getgrouplist(name.as_ptr(), gid, groups.as_mut_ptr(), &mut n) };
+        if rc >= 0 {
+            groups.truncate(n as usize);
+            return groups;
+        }
+        groups.resize(n.max(groups.len() as libc::c_int * 2) as usize, 0);
+    }
 }
 
 /// The login name of `uid` from the password database.
