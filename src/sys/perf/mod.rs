@@ -212,28 +212,20 @@ impl Session {
         let mut rings = Vec::new();
         let mut others = Vec::new();
         for cpu in online_cpus()? {
-            let mut owner: Option<OwnedFd> = None;
-            for spec in specs {
-                let fd = open_event(spec, pid, cpu, inherit)?;
-                if let Some(filter) = &spec.filter {
-                    set_filter(&fd, filter)?;
-                }
-                match &owner {
-                    None => owner = Some(fd),
-                    Some(owner) => {
-                        // SAFETY: both fds are live perf events on the same CPU.
-                        let rc =
-                            unsafe { pe::ioctls::SET_OUTPUT(fd.as_raw_fd(), owner.as_raw_fd()) };
-                        if rc != 0 {
-                            return Err(std::io::Error::last_os_error())
-                                .context("redirecting an event into its CPU's ring");
-                        }
-                        others.push(fd);
-                    }
-                }
-            }
-            let fd = owner.expect("at least one spec");
+            // The first event owns the CPU's ring; it must be mapped before
+            // the others can be redirected into it (SET_OUTPUT needs a ring).
+            let fd = open_event(first, pid, cpu, inherit)?;
             let ring = Ring::map(fd.as_fd(), pages).map_err(|e| map_error(e, pages))?;
+            for spec in &specs[1..] {
+                let other = open_event(spec, pid, cpu, inherit)?;
+                // SAFETY: both fds are live perf events on the same CPU.
+                let rc = unsafe { pe::ioctls::SET_OUTPUT(other.as_raw_fd(), fd.as_raw_fd()) };
+                if rc != 0 {
+                    return Err(std::io::Error::last_os_error())
+                        .context("redirecting an event into its CPU's ring");
+                }
+                others.push(other);
+            }
             rings.push(CpuRing { ring, fd });
         }
         Ok(Session {
@@ -329,21 +321,18 @@ impl Session {
 
 fn open_event(spec: &EventSpec, pid: i32, cpu: i32, inherit: bool) -> anyhow::Result<OwnedFd> {
     let mut attr = spec.attr(inherit);
+    let flags = sys::PERF_FLAG_FD_CLOEXEC as libc::c_ulong;
     // SAFETY: attr is fully initialised; the kernel validates the rest.
-    let fd = unsafe {
-        pe::perf_event_open(
-            &mut attr,
-            pid,
-            cpu,
-            -1,
-            sys::PERF_FLAG_FD_CLOEXEC as libc::c_ulong,
-        )
-    };
+    let fd = unsafe { pe::perf_event_open(&mut attr, pid, cpu, -1, flags) };
     if fd < 0 {
         return Err(open_error(std::io::Error::last_os_error(), spec, pid));
     }
     // SAFETY: fd is a fresh descriptor we own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    if let Some(filter) = &spec.filter {
+        set_filter(&fd, filter)?;
+    }
+    Ok(fd)
 }
 
 /// Turn perf_event_open's errno into what the user should do.
@@ -514,6 +503,43 @@ mod tests {
         });
         assert_eq!(seen.as_deref(), Some("/bin/true"));
         assert_eq!(session.losses(), Losses::default());
+    }
+
+    #[test]
+    fn two_tracepoints_share_a_ring() {
+        if !crate::testing::require_root("two_tracepoints_share_a_ring") {
+            return;
+        }
+        let fs = Tracefs::open().unwrap();
+        let exec = fs.event("sched", "sched_process_exec").unwrap();
+        let exit = fs.event("sched", "sched_process_exit").unwrap();
+        let specs = [
+            EventSpec::tracepoint(exec.id),
+            EventSpec::tracepoint(exit.id),
+        ];
+        let mut session = Session::open(&specs, Target::AllCpus, 8).unwrap();
+        session.enable().unwrap();
+        let child = std::process::Command::new("/bin/true").spawn().unwrap();
+        let pid = child.id() as u64;
+        child.wait_with_output().unwrap();
+        let kind = exec.field("common_type").unwrap();
+        let (exec_pid, exit_pid) = (exec.field("pid").unwrap(), exit.field("pid").unwrap());
+        let (mut saw_exec, mut saw_exit) = (false, false);
+        collect(&mut session, Duration::from_secs(2), |r| {
+            if let Record::Sample(s) = r {
+                // Both events write into one ring; common_type tells them apart.
+                match kind.u64(s.raw) {
+                    Some(id) if id == exec.id => saw_exec |= exec_pid.u64(s.raw) == Some(pid),
+                    Some(id) if id == exit.id => saw_exit |= exit_pid.u64(s.raw) == Some(pid),
+                    _ => {}
+                }
+            }
+            saw_exec && saw_exit
+        });
+        assert!(
+            saw_exec && saw_exit,
+            "exec seen: {saw_exec}, exit seen: {saw_exit}"
+        );
     }
 
     #[test]
