@@ -2,4 +2,5 @@
 //! BPF loaders, wait4/rusage, symbolization. Returns `model` types.
 
 pub mod bpf;
+pub mod elf;
 pub mod privilege;
