@@ -2,6 +2,7 @@
 //! BPF loaders, wait4/rusage, symbolization. Returns `model` types.
 
 pub mod bpf;
+pub mod elf;
 pub mod perf;
 pub mod privilege;
 pub mod tracefs;
