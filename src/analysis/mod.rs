@@ -2,3 +2,4 @@
 //! detection, rules. Unit-tested on fixtures without privileges.
 
 pub mod elf_rules;
+pub mod exec_failure;

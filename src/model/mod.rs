@@ -1,3 +1,4 @@
 //! Plain data types shared by collectors, analyses and renderers. No I/O.
 
 pub mod elf;
+pub mod exec;

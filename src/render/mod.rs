@@ -2,6 +2,7 @@
 //! and SVG flame graphs.
 
 pub mod elf;
+pub mod exec;
 pub mod table;
 
 use std::io::Write;

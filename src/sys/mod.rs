@@ -3,6 +3,9 @@
 
 pub mod bpf;
 pub mod elf;
+pub mod exec;
+pub mod exec_perf;
 pub mod perf;
 pub mod privilege;
+pub mod spawn;
 pub mod tracefs;
