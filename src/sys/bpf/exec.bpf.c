@@ -13,6 +13,12 @@
 #define ARG_LEN 96
 #define INTERP_LEN 128
 
+// Classic tracepoint programs return 1: a BPF program returning 0 makes the
+// kernel drop the record for every perf_event user of that tracepoint
+// (perf_trace_run_bpf_submit, perf_syscall_exit), including kdiag's own
+// perf tier running alongside.
+#define KEEP 1
+
 enum kind { EXEC = 1, PREPARE = 2, SIGNAL = 3, EXIT = 4, FORK = 5 };
 
 // The layouts below are mirrored by #[repr(C)] structs in exec.rs.
@@ -192,25 +198,29 @@ static __always_inline int leave(long ret)
 SEC("tracepoint/syscalls/sys_enter_execve")
 int enter_execve(struct trace_event_raw_sys_enter *ctx)
 {
-	return enter((const char *)ctx->args[0], (const char *const *)ctx->args[1], 0);
+	enter((const char *)ctx->args[0], (const char *const *)ctx->args[1], 0);
+	return KEEP;
 }
 
 SEC("tracepoint/syscalls/sys_enter_execveat")
 int enter_execveat(struct trace_event_raw_sys_enter *ctx)
 {
-	return enter((const char *)ctx->args[1], (const char *const *)ctx->args[2], 1);
+	enter((const char *)ctx->args[1], (const char *const *)ctx->args[2], 1);
+	return KEEP;
 }
 
 SEC("tracepoint/syscalls/sys_exit_execve")
 int exit_execve(struct trace_event_raw_sys_exit *ctx)
 {
-	return leave(ctx->ret);
+	leave(ctx->ret);
+	return KEEP;
 }
 
 SEC("tracepoint/syscalls/sys_exit_execveat")
 int exit_execveat(struct trace_event_raw_sys_exit *ctx)
 {
-	return leave(ctx->ret);
+	leave(ctx->ret);
+	return KEEP;
 }
 
 // The point of no return (6.10+): loaded only where the kernel has it.
@@ -301,8 +311,7 @@ int BPF_PROG(process_fork, struct task_struct *parent, struct task_struct *child
 	return 0;
 }
 
-SEC("tracepoint/sched/sched_process_exit")
-int process_exit(void *ctx)
+static __always_inline void report_exit(void)
 {
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tgid = id >> 32;
@@ -311,10 +320,10 @@ int process_exit(void *ctx)
 
 	// One record per process: when its last thread goes.
 	if (!targ_pid || !wanted(tgid) || BPF_CORE_READ(task, signal, live.counter) != 0)
-		return 0;
+		return;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e)
-		return 0;
+		return;
 	e->kind = EXIT;
 	e->pid = tgid;
 	e->ppid = BPF_CORE_READ(task, real_parent, tgid);
@@ -323,7 +332,13 @@ int process_exit(void *ctx)
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	bpf_ringbuf_submit(e, 0);
 	bpf_map_delete_elem(&watched, &tgid);
-	return 0;
+}
+
+SEC("tracepoint/sched/sched_process_exit")
+int process_exit(void *ctx)
+{
+	report_exit();
+	return KEEP;
 }
 
 char LICENSE[] SEC("license") = "GPL";
