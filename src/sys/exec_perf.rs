@@ -92,15 +92,14 @@ impl ExecPerf {
             Some(pid) => Target::Process(pid as i32),
             None => Target::AllCpus,
         };
-        // One session per event: the kernel refuses (EINVAL) to redirect
-        // per-task inherited events into one ring with PERF_EVENT_IOC_SET_OUTPUT.
-        let sessions = match target {
-            Target::AllCpus => vec![Session::open(&specs, target, 64)?],
-            Target::Process(_) => specs
-                .iter()
-                .map(|s| Session::open(std::slice::from_ref(s), target, 8))
-                .collect::<anyhow::Result<_>>()?,
-        };
+        // One session per event: Session::open with several events redirects
+        // them with PERF_EVENT_IOC_SET_OUTPUT before the first ring is mapped,
+        // which the kernel refuses (EINVAL: no ring buffer to redirect to).
+        let pages = if filter.pid.is_some() { 8 } else { 32 };
+        let sessions = specs
+            .iter()
+            .map(|s| Session::open(std::slice::from_ref(s), target, pages))
+            .collect::<anyhow::Result<Vec<_>>>()?;
         for s in &sessions {
             s.enable()?;
         }
@@ -163,7 +162,14 @@ fn decode(
                 tid,
                 ppid: ppid(pid),
                 uid: uid(pid),
-                comm: comm(pid),
+                // A short-lived process may be gone: the kernel names a new
+                // program after its file's base name.
+                comm: Some(comm(pid))
+                    .filter(|c| !c.is_empty())
+                    .unwrap_or_else(|| {
+                        let base = filename.as_deref().and_then(|f| f.rsplit('/').next());
+                        base.unwrap_or_default().chars().take(15).collect()
+                    }),
                 syscall: if role == Role::ExitExecveat {
                     "execveat"
                 } else {
