@@ -290,3 +290,129 @@ fn execsnoop_sees_a_known_exec_and_a_failed_one() {
         }
     }
 }
+
+#[test]
+fn watches_a_running_process_and_its_children() {
+    if !require_root("watches_a_running_process_and_its_children") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad");
+    let made = Command::new(workload("bad-elf"))
+        .arg("-o")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(made.status.success());
+    for tier in TIERS {
+        // The shell waits for a line, runs a child, then execs the bad ELF.
+        let mut sh = Command::new("/bin/sh")
+            .arg("-c")
+            .arg(format!("read go; /bin/true; exec {}", bad.display()))
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = sh.id();
+        let mut trace = kdiag()
+            .args([
+                "exec-trace",
+                "--json",
+                "--tier",
+                tier,
+                "-p",
+                &pid.to_string(),
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = BufReader::new(trace.stderr.take().unwrap());
+        let mut line = String::new();
+        err.read_line(&mut line).unwrap();
+        assert!(line.contains("watching pid"), "{tier}: {line}");
+        use std::io::Write;
+        sh.stdin.take().unwrap().write_all(b"go\n").unwrap();
+        sh.wait().unwrap();
+        let out = trace.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{tier}: {}", stderr(&out));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let execs = events(&v, "exec");
+        let child = execs
+            .iter()
+            .find(|e| e["pid"].as_u64() != Some(pid as u64))
+            .unwrap_or_else(|| panic!("{tier}: the child's exec: {v:#}"));
+        assert_eq!(child["ret"], 0, "{tier}");
+        assert_eq!(child["filename"], "/bin/true", "{tier}");
+        let own = execs
+            .iter()
+            .find(|e| e["pid"].as_u64() == Some(pid as u64))
+            .unwrap_or_else(|| panic!("{tier}: the shell's exec: {v:#}"));
+        assert_eq!(own["errno"], "EINVAL", "{tier}");
+        let f = v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["pid"].as_u64() == Some(pid as u64))
+            .unwrap();
+        assert_eq!(f["family"], "after-point-of-no-return", "{tier}: {f}");
+        assert_eq!(f["sender"], "force_fatal_sig", "{tier}: {f}");
+    }
+}
+
+#[test]
+fn runs_the_command_as_the_sudo_invoker() {
+    if !require_root("runs_the_command_as_the_sudo_invoker") {
+        return;
+    }
+    let out = kdiag()
+        .env("SUDO_UID", "65534")
+        .env("SUDO_GID", "65534")
+        .args([
+            "exec-trace",
+            "--json",
+            "--",
+            "/bin/sh",
+            "-c",
+            "test $(id -u) = 65534",
+        ])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let root = &v["findings"][0];
+    assert_eq!(root["family"], "success", "{v:#}");
+    assert!(
+        root["text"]
+            .as_str()
+            .unwrap()
+            .contains("exited with code 0"),
+        "{root}"
+    );
+    assert_eq!(events(&v, "exec")[0]["uid"], 65534, "{v:#}");
+}
+
+#[test]
+fn execsnoop_stops_cleanly_on_ctrl_c() {
+    if !require_root("execsnoop_stops_cleanly_on_ctrl_c") {
+        return;
+    }
+    let mut child = kdiag()
+        .args(["execsnoop", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.starts_with("tracing execs") {
+        line.clear();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "execsnoop ended early"
+        );
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    serde_json::from_slice::<Vec<Value>>(&out.stdout).expect("JSON after Ctrl-C");
+}

@@ -70,12 +70,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             anyhow::bail!("no process with PID {pid}");
         }
         let (mut source, mut notes) = crate::sys::exec::open(args.tier, filter(pid), None)?;
-        if !args.json {
-            eprintln!(
-                "kdiag exec-trace: watching pid {pid} and its children ({} tier); Ctrl-C to stop",
-                source.tier()
-            );
-        }
+        // On stderr even with --json: scripts wait for it to know tracing is on.
+        eprintln!(
+            "kdiag exec-trace: watching pid {pid} and its children ({} tier); Ctrl-C to stop",
+            source.tier()
+        );
         while !stop.load(Ordering::Relaxed) {
             source.poll(Duration::from_millis(100), &mut events)?;
             let ended = events
