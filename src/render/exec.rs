@@ -6,6 +6,8 @@ use std::io::{self, Write};
 use crate::analysis::exec_failure::Finding;
 use crate::model::exec::{ExecEvent, Exit, TraceEvent, errno_message};
 
+const SIGCHLD: i32 = 17;
+
 /// How many kernel frames to print under a signal.
 const STACK_LINES: usize = 12;
 
@@ -72,7 +74,11 @@ pub fn trace(out: &mut impl Write, events: &[TraceEvent]) -> io::Result<()> {
             TraceEvent::Exit(x) => (x.pid, format!("{} ({})", exit_text(&x.exit), x.comm)),
         };
         writeln!(out, "{ms:>9.3} {pid:>7}  {line}")?;
-        if let TraceEvent::Signal(s) = e {
+        // SIGCHLD stacks (do_notify_parent ← do_exit) say nothing new; the
+        // JSON output keeps every stack.
+        if let TraceEvent::Signal(s) = e
+            && s.sig != SIGCHLD
+        {
             for f in s.kernel_stack.iter().take(STACK_LINES) {
                 let name = f.symbol.as_deref().unwrap_or("?");
                 writeln!(out, "{:>19}{name} [{:#x}]", "", f.addr)?;
