@@ -121,6 +121,15 @@ impl ExecPerf {
     }
 }
 
+/// A sample copied out of its ring, with its kernel frames.
+struct RawSample {
+    pid: u32,
+    tid: u32,
+    time: u64,
+    raw: Vec<u8>,
+    kernel: Vec<u64>,
+}
+
 /// Decode one raw sample into an event (None for events not of interest).
 fn decode(
     s: &mut ExecPerf,
@@ -252,7 +261,7 @@ impl Source for ExecPerf {
 
     fn poll(&mut self, timeout: Duration, out: &mut Vec<TraceEvent>) -> anyhow::Result<()> {
         // Copy the samples out first: decoding needs &mut self.
-        let mut samples: Vec<(u32, u32, u64, Vec<u8>, Vec<u64>)> = Vec::new();
+        let mut samples: Vec<RawSample> = Vec::new();
         for (i, session) in self.sessions.iter_mut().enumerate() {
             session.poll(if i == 0 { timeout } else { Duration::ZERO })?;
             session.drain(|r| {
@@ -263,13 +272,19 @@ impl Source for ExecPerf {
                         .filter(|(space, _)| *space == Space::Kernel)
                         .map(|(_, ip)| ip)
                         .collect();
-                    samples.push((s.pid, s.tid, s.time, s.raw.to_vec(), kernel));
+                    samples.push(RawSample {
+                        pid: s.pid,
+                        tid: s.tid,
+                        time: s.time,
+                        raw: s.raw.to_vec(),
+                        kernel,
+                    });
                 }
             });
         }
-        samples.sort_by_key(|s| s.2);
-        for (pid, tid, time, raw, kernel) in samples {
-            if let Some(e) = decode(self, pid, tid, time, &raw, kernel) {
+        samples.sort_by_key(|s| s.time);
+        for s in samples {
+            if let Some(e) = decode(self, s.pid, s.tid, s.time, &s.raw, s.kernel) {
                 out.push(e);
             }
         }

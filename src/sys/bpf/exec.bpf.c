@@ -106,6 +106,28 @@ struct {
 	__type(value, u8);
 } watched SEC(".maps");
 
+// Records lost because the ring was full, per CPU.
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u64);
+} drops SEC(".maps");
+
+static __always_inline void *reserve(u64 size)
+{
+	void *e = bpf_ringbuf_reserve(&events, size, 0);
+	u32 zero = 0;
+	u64 *n;
+
+	if (!e) {
+		n = bpf_map_lookup_elem(&drops, &zero);
+		if (n)
+			(*n)++;
+	}
+	return e;
+}
+
 // Per-CPU scratch: the event is too big for the BPF stack, and zero-filling
 // a stack struct makes clang emit a memset call aya cannot relocate (aya#831).
 struct {
@@ -183,7 +205,7 @@ static __always_inline int leave(long ret)
 	e = bpf_map_lookup_elem(&pending, &tgid);
 	if (!e)
 		return 0;
-	out = bpf_ringbuf_reserve(&events, sizeof(*out), 0);
+	out = reserve(sizeof(*out));
 	if (out) {
 		bpf_probe_read_kernel(out, sizeof(*out), e);
 		out->ret = ret;
@@ -232,7 +254,7 @@ int BPF_PROG(prepare_exec, struct task_struct *task, struct linux_binprm *bprm)
 
 	if (!wanted(tgid))
 		return 0;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	e = reserve(sizeof(*e));
 	if (!e)
 		return 0;
 	e->kind = PREPARE;
@@ -258,7 +280,7 @@ int BPF_PROG(signal_generate, int sig, struct kernel_siginfo *info,
 
 	if (!want_signals || !wanted(tgid))
 		return 0;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	e = reserve(sizeof(*e));
 	if (!e)
 		return 0;
 	e->kind = SIGNAL;
@@ -299,7 +321,7 @@ int BPF_PROG(process_fork, struct task_struct *parent, struct task_struct *child
 	if (!targ_pid || !follow_children || ptgid == ctgid || !wanted(ptgid))
 		return 0;
 	bpf_map_update_elem(&watched, &ctgid, &one, BPF_ANY);
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	e = reserve(sizeof(*e));
 	if (!e)
 		return 0;
 	e->kind = FORK;
@@ -321,7 +343,7 @@ static __always_inline void report_exit(void)
 	// One record per process: when its last thread goes.
 	if (!targ_pid || !wanted(tgid) || BPF_CORE_READ(task, signal, live.counter) != 0)
 		return;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	e = reserve(sizeof(*e));
 	if (!e)
 		return;
 	e->kind = EXIT;

@@ -5,7 +5,7 @@ use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use anyhow::Context;
-use aya::maps::{MapData, RingBuf, StackTraceMap};
+use aya::maps::{MapData, PerCpuArray, RingBuf, StackTraceMap};
 use aya::programs::{BtfTracePoint, TracePoint};
 use aya::{Btf, Ebpf};
 
@@ -110,6 +110,7 @@ fn text(b: &[u8]) -> String {
 pub struct ExecBpf {
     events: RingBuf<MapData>,
     stacks: Option<StackTraceMap<MapData>>,
+    drops: PerCpuArray<MapData, u64>,
     ksyms: Option<KernelSymbols>,
     notes: Vec<String>,
     // Owns the programs and their links; dropped last.
@@ -181,9 +182,11 @@ impl ExecBpf {
             .take_map("stacks")
             .map(StackTraceMap::try_from)
             .transpose()?;
+        let drops = PerCpuArray::try_from(ebpf.take_map("drops").context("no drops map")?)?;
         Ok(ExecBpf {
             events,
             stacks,
+            drops,
             ksyms: None,
             notes,
             _ebpf: ebpf,
@@ -298,9 +301,11 @@ impl Source for ExecBpf {
     }
 
     fn lost(&self) -> u64 {
-        // Ring-buffer reservations that fail are dropped in the kernel
-        // without a count; 1 MiB holds ~900 exec records.
-        0
+        // Counted by the programs when the ring had no room.
+        self.drops
+            .get(&0, 0)
+            .map(|per_cpu| per_cpu.iter().sum())
+            .unwrap_or(0)
     }
 
     fn notes(&self) -> Vec<String> {
