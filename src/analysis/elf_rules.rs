@@ -77,7 +77,7 @@ pub fn problems(bytes: &[u8], env: &ElfEnv) -> Vec<Problem> {
 
 /// Paths the file asks the kernel to open (PT_INTERP, `#!` interpreter):
 /// `sys::elf` looks them up and puts the answers in `ElfEnv::paths`.
-pub fn paths_to_check(bytes: &[u8]) -> Vec<String> {
+pub fn paths_to_check(bytes: &[u8], host_machine: u16) -> Vec<String> {
     if bytes.starts_with(b"#!") {
         let interp = shebang(bytes);
         return if interp.is_empty() {
@@ -86,7 +86,7 @@ pub fn paths_to_check(bytes: &[u8]) -> Vec<String> {
             vec![interp]
         };
     }
-    let Some(layout) = Layout::of(bytes, EM_X86_64) else {
+    let Some(layout) = Layout::of(bytes, host_machine) else {
         return vec![];
     };
     let Some(h) = layout.header(bytes) else {
@@ -215,22 +215,22 @@ struct Layout {
 }
 
 impl Layout {
-    /// The layout e_ident announces; invalid values fall back to the host's
-    /// (64-bit little-endian for our targets), which is what the kernel uses.
+    /// The layout the kernel reads, which e_ident does not decide: the
+    /// native loader takes any file whose e_machine (read in the host's byte
+    /// order) is the host's, as 64-bit; the compat loader takes the 32-bit
+    /// machine (EM_386 on x86-64, EM_ARM on arm64) as 32-bit. EI_CLASS and
+    /// EI_DATA are ignored (verified on 6.18: a file claiming ELFCLASS32 or
+    /// big-endian with EM_X86_64 runs).
     fn of(bytes: &[u8], host: u16) -> Option<Layout> {
         if bytes.get(..4) != Some(b"\x7fELF") {
             return None;
         }
-        let host_class = match host {
-            EM_386 | EM_ARM => 1,
+        let machine = u16::from_le_bytes(Self::raw::<2>(bytes, 18));
+        let class = match (host, machine) {
+            (EM_X86_64, EM_386) | (EM_AARCH64, EM_ARM) | (EM_386 | EM_ARM, _) => 1,
             _ => 2,
         };
-        let class = match bytes.get(4) {
-            Some(&c @ (1 | 2)) => c,
-            _ => host_class,
-        };
-        let big = bytes.get(5) == Some(&2);
-        Some(Layout { class, big })
+        Some(Layout { class, big: false })
     }
 
     fn phentsize(self) -> u16 {
@@ -443,16 +443,22 @@ const R_SCRIPT_INTERP: Rule = Rule {
             a valid pathname for an executable file.",
     source: "fs/binfmt_script.c: load_script → open_exec(interp)",
 };
+const R_TRUNCATED: Rule = Rule {
+    id: "header-truncated",
+    quote: "elf(5): the ELF header (Elf64_Ehdr, 64 bytes; Elf32_Ehdr, 52 bytes) is at the start of \
+            the file. The kernel reads the first BINPRM_BUF_SIZE bytes into a zeroed buffer.",
+    source: "fs/exec.c: prepare_binprm; fs/binfmt_elf.c: load_elf_binary",
+};
 const R_CLASS: Rule = Rule {
     id: "elf-class",
     quote: "elf(5): EI_CLASS identifies the architecture for this binary: ELFCLASS32 or ELFCLASS64.",
-    source: "load_elf_binary: elf_check_arch (64-bit loader) / compat_binfmt_elf (32-bit)",
+    source: "elf(5); the kernel picks the layout from e_machine (elf_check_arch), not EI_CLASS",
 };
 const R_DATA: Rule = Rule {
     id: "elf-data",
-    quote: "elf(5): EI_DATA specifies the data encoding of the processor-specific data in the file. \
-            The kernel reads the header in its own byte order.",
-    source: "load_elf_binary: elf_check_arch on the natively read e_machine",
+    quote: "elf(5): EI_DATA specifies the data encoding of the processor-specific data in the file: \
+            ELFDATA2LSB (1) or ELFDATA2MSB (2).",
+    source: "elf(5); the kernel reads headers in its own byte order",
 };
 const R_TYPE: Rule = Rule {
     id: "elf-type",
@@ -503,6 +509,18 @@ const R_INTERP_MISSING: Rule = Rule {
     quote: "interpreter = open_exec(elf_interpreter); retval = PTR_ERR(interpreter); \
             if (IS_ERR(interpreter)) goto out_free_ph;",
     source: "fs/binfmt_elf.c: load_elf_binary",
+};
+const R_INTERP_SHORT: Rule = Rule {
+    id: "interp-short",
+    quote: "retval = elf_read(interpreter, interp_elf_ex, sizeof(*interp_elf_ex), 0); \
+            /* a short read is -EIO */",
+    source: "fs/binfmt_elf.c: load_elf_binary",
+};
+const R_INTERP_ACCESS: Rule = Rule {
+    id: "interp-not-executable",
+    quote: "interpreter = open_exec(elf_interpreter); /* -EACCES: not a regular file, or no \
+            execute permission */",
+    source: "fs/binfmt_elf.c: load_elf_binary → fs/exec.c: do_open_execat",
 };
 const R_INTERP_BAD: Rule = Rule {
     id: "interp-bad-elf",
@@ -679,11 +697,14 @@ impl Checker<'_> {
         numbers: &[(&str, u64)],
         message: String,
     ) {
-        let kernel = format!(
+        let mut kernel = format!(
             "execve fails with {errno} after the point of no return (begin_new_exec already \
              replaced the old image), so the kernel kills the process with SIGSEGV \
              (si_code SI_KERNEL, from force_fatal_sig in bprm_execve)"
         );
+        if errno == "EPERM" {
+            kernel.push_str("; a process with CAP_SYS_RAWIO (root) may map there and runs");
+        }
         self.add(rule, after(errno), Some(h), numbers, message, kernel);
     }
 
@@ -744,18 +765,11 @@ impl Checker<'_> {
             );
             return;
         }
-        self.interp_path(&R_SCRIPT_INTERP, None, interp, "#! interpreter", false);
+        self.interp_path(None, interp, "#! interpreter", false);
     }
 
     /// The open_exec of an interpreter (ELF PT_INTERP or `#!`).
-    fn interp_path(
-        &mut self,
-        rule: &Rule,
-        h: Option<&ProgramHeader>,
-        path: &str,
-        what: &str,
-        elf: bool,
-    ) {
+    fn interp_path(&mut self, h: Option<&ProgramHeader>, path: &str, what: &str, elf: bool) {
         let (errno, why) = match self.env.path(path) {
             None => return,
             Some(PathState::Missing) => ("ENOENT", "does not exist"),
@@ -767,6 +781,11 @@ impl Checker<'_> {
                 }
                 return;
             }
+        };
+        let rule = match (elf, errno) {
+            (false, _) => &R_SCRIPT_INTERP,
+            (true, "ENOENT") => &R_INTERP_MISSING,
+            (true, _) => &R_INTERP_ACCESS,
         };
         self.add(
             rule,
@@ -787,6 +806,22 @@ impl Checker<'_> {
 
     /// The interpreter must itself be an ELF for this machine.
     fn interp_head(&mut self, h: Option<&ProgramHeader>, path: &str, head: &[u8]) {
+        if head.len() < 64 {
+            self.add(
+                &R_INTERP_SHORT,
+                before("EIO"),
+                h,
+                &[("interpreter size", head.len() as u64)],
+                format!(
+                    "the interpreter {path} is {} bytes, shorter than an ELF header",
+                    head.len()
+                ),
+                "execve fails with EIO (reading its header is short) before the point of no \
+                 return"
+                    .into(),
+            );
+            return;
+        }
         let why = if head.get(..4) != Some(b"\x7fELF") {
             Some("is not an ELF file".to_string())
         } else {
@@ -832,7 +867,26 @@ impl Checker<'_> {
             return;
         };
         report.header = Some(h.clone());
-        let host_big = false; // every machine we target is little-endian
+        let ehdr_size = if layout.class == 2 { 64 } else { 52 };
+        if bytes.len() < ehdr_size {
+            self.add(
+                &R_TRUNCATED,
+                ENOEXEC,
+                None,
+                &[
+                    ("file size", bytes.len() as u64),
+                    ("header size", ehdr_size as u64),
+                ],
+                format!(
+                    "the file is {} bytes, shorter than the {ehdr_size}-byte ELF header",
+                    bytes.len()
+                ),
+                "execve fails with ENOEXEC before the point of no return (the missing fields \
+                 read as zero)"
+                    .into(),
+            );
+            return;
+        }
         let mut refused = false;
         if h.e_type != ET_EXEC && h.e_type != ET_DYN {
             refused = true;
@@ -848,64 +902,65 @@ impl Checker<'_> {
                 "execve fails with ENOEXEC before the point of no return".into(),
             );
         }
-        if layout.big != host_big {
-            refused = true;
-            self.add(
-                &R_DATA,
-                ENOEXEC,
-                None,
-                &[("EI_DATA", u64::from(bytes.get(5).copied().unwrap_or(0)))],
-                "the file is big-endian (EI_DATA 2); this kernel reads headers little-endian, \
-                 so e_machine does not match"
-                    .into(),
-                "execve fails with ENOEXEC before the point of no return".into(),
-            );
-        } else if !self.machine_ok(h.machine, layout.class) {
-            refused = true;
-            let (rule, what) = if h.machine == self.env.host_machine {
-                (
-                    &R_CLASS,
-                    format!(
-                        "class ELF{} does not fit {} (e_machine {})",
-                        layout.class as u32 * 32,
-                        h.machine_name,
-                        h.machine
-                    ),
+        let ei_class = bytes.get(4).copied().unwrap_or(0);
+        let ei_data = bytes.get(5).copied().unwrap_or(0);
+        if !self.machine_ok(h.machine, layout.class) {
+            // A big-endian file reads as a byte-swapped e_machine here.
+            let swapped = h.machine.swap_bytes();
+            let hint = if ei_data == 2 && machine_name(swapped) != "unknown" {
+                format!(
+                    "; the file is big-endian (EI_DATA 2), for {} (e_machine {swapped})",
+                    machine_name(swapped)
                 )
             } else {
-                (
-                    &R_MACHINE,
-                    format!(
-                        "e_machine is {} ({}), this kernel runs {} ({})",
-                        h.machine,
-                        h.machine_name,
-                        self.env.host_machine,
-                        machine_name(self.env.host_machine)
-                    ),
-                )
+                String::new()
             };
             self.add(
-                rule,
+                &R_MACHINE,
                 ENOEXEC,
                 None,
                 &[("e_machine", u64::from(h.machine))],
-                what,
+                format!(
+                    "e_machine is {} ({}), this kernel runs {} ({}){hint}",
+                    h.machine,
+                    h.machine_name,
+                    self.env.host_machine,
+                    machine_name(self.env.host_machine)
+                ),
                 "execve fails with ENOEXEC before the point of no return".into(),
             );
-        } else if h.class == 0 {
+            return;
+        }
+        if refused {
+            return;
+        }
+        if ei_class != layout.class {
             self.add(
                 &R_CLASS,
                 WARNING,
                 None,
-                &[("EI_CLASS", u64::from(bytes.get(4).copied().unwrap_or(0)))],
-                "EI_CLASS is invalid; the kernel ignores it and reads the native layout, \
-                 but readelf and other tools will not"
-                    .into(),
+                &[("EI_CLASS", u64::from(ei_class))],
+                format!(
+                    "EI_CLASS is {ei_class}, but a {} file is loaded as ELFCLASS{}: the kernel \
+                     ignores EI_CLASS, readelf and other tools do not",
+                    h.machine_name,
+                    u32::from(layout.class) * 32
+                ),
                 "nothing at exec time".into(),
             );
         }
-        if refused {
-            return;
+        if ei_data != 1 {
+            self.add(
+                &R_DATA,
+                WARNING,
+                None,
+                &[("EI_DATA", u64::from(ei_data))],
+                format!(
+                    "EI_DATA is {ei_data}, not 1 (little-endian): the kernel ignores it and \
+                     reads the header little-endian, readelf and other tools do not"
+                ),
+                "nothing at exec time".into(),
+            );
         }
         let entsize = layout.phentsize();
         if h.phentsize != entsize {
@@ -1032,13 +1087,7 @@ impl Checker<'_> {
             return false;
         }
         let before = self.problems.len();
-        self.interp_path(
-            &R_INTERP_MISSING,
-            Some(p),
-            &path,
-            "PT_INTERP interpreter",
-            true,
-        );
+        self.interp_path(Some(p), &path, "PT_INTERP interpreter", true);
         let ok = self.problems.len() == before;
         // elf(5) placement rules: the kernel does not care.
         let first_load = phdrs.iter().position(|q| q.p_type == PT_LOAD);
@@ -1345,5 +1394,365 @@ fn verdict(problems: &[Problem]) -> String {
             ),
             Stage::None => "runs".into(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::elf::PathFact;
+
+    /// (type, flags, offset, vaddr, filesz, memsz, align)
+    type Ph = (u32, u32, u64, u64, u64, u64, u64);
+
+    /// An x86-64 ELF64 with these program headers, padded to `len` bytes.
+    fn elf(e_type: u16, entry: u64, phdrs: &[Ph], len: usize) -> Vec<u8> {
+        let mut f = b"\x7fELF\x02\x01\x01".to_vec();
+        f.resize(16, 0);
+        f.extend_from_slice(&e_type.to_le_bytes());
+        f.extend_from_slice(&EM_X86_64.to_le_bytes());
+        f.extend_from_slice(&1u32.to_le_bytes());
+        f.extend_from_slice(&entry.to_le_bytes());
+        f.extend_from_slice(&64u64.to_le_bytes());
+        f.extend_from_slice(&[0; 12]);
+        f.extend_from_slice(&64u16.to_le_bytes());
+        f.extend_from_slice(&56u16.to_le_bytes());
+        f.extend_from_slice(&(phdrs.len() as u16).to_le_bytes());
+        f.extend_from_slice(&[0; 6]);
+        for &(t, fl, off, va, fs, ms, al) in phdrs {
+            for (v, w) in [
+                (t as u64, 4),
+                (fl as u64, 4),
+                (off, 8),
+                (va, 8),
+                (va, 8),
+                (fs, 8),
+                (ms, 8),
+                (al, 8),
+            ] {
+                f.extend_from_slice(&v.to_le_bytes()[..w]);
+            }
+        }
+        f.resize(len.max(f.len()), 0);
+        f
+    }
+
+    fn env() -> ElfEnv {
+        ElfEnv {
+            host_machine: EM_X86_64,
+            page_size: 4096,
+            mmap_min_addr: 65536,
+            task_size: 0x7fff_ffff_f000,
+            mode: Some(0o755),
+            paths: vec![],
+        }
+    }
+
+    const RX: u32 = PF_R | PF_X;
+    const RW: u32 = PF_R | PF_W;
+    const RWX: u32 = PF_R | PF_W | PF_X;
+
+    /// The lab's bad_elf (so2-lab.md, Exercise 5), header for header.
+    fn lab_bad_elf() -> Vec<u8> {
+        elf(
+            ET_EXEC,
+            0x400130,
+            &[
+                (PT_LOAD, RWX, 0xf0, 0x4000f0, 0xbe11, 0xbe18, 0x10),
+                (PT_LOAD, RW, 0xbf20, 0x40c000, 0x2c20, 0x3008, 0x20),
+                (PT_GNU_STACK, RWX, 0, 0, 0, 0, 0x10),
+            ],
+            60992,
+        )
+    }
+
+    fn good() -> Vec<u8> {
+        elf(
+            ET_EXEC,
+            0x4000b0,
+            &[(PT_LOAD, RX, 0, 0x400000, 0xc0, 0xc0, 0x1000)],
+            0xc0,
+        )
+    }
+
+    fn rules(r: &ElfReport) -> Vec<&str> {
+        r.problems.iter().map(|p| p.rule).collect()
+    }
+
+    #[test]
+    fn lab_bad_elf_is_a_congruence_failure_after_the_point_of_no_return() {
+        let r = check(&lab_bad_elf(), &env());
+        let d = r.decisive().expect("a decisive problem");
+        assert_eq!(d.rule, "load-congruence");
+        assert_eq!(d.phdr, Some(1));
+        assert_eq!(d.errno, Some("EINVAL"));
+        assert_eq!(d.stage, Stage::AfterPointOfNoReturn);
+        assert_eq!((d.signal, d.si_code), (Some("SIGSEGV"), Some("SI_KERNEL")));
+        let n = |name: &str| d.numbers.iter().find(|n| n.name == name).map(|n| n.value);
+        assert_eq!(n("p_offset"), Some(0xbf20));
+        assert_eq!(n("p_vaddr"), Some(0x40c000));
+        assert!(d.message.contains("0xbf20") && d.message.contains("0x40c000"));
+        assert!(d.message.contains("p_align 0x20"), "{}", d.message);
+        assert!(
+            d.quote
+                .contains("congruent values for p_vaddr and p_offset")
+        );
+        // The RWE GNU_STACK is reported too, as a warning.
+        assert!(rules(&r).contains(&"exec-stack"));
+        assert_eq!(
+            explain(&r, Some("EINVAL"), true).map(|p| p.rule),
+            Some("load-congruence")
+        );
+        assert!(explain(&r, Some("ENOENT"), false).is_none());
+    }
+
+    #[test]
+    fn good_file_is_clean() {
+        let r = check(&good(), &env());
+        assert!(r.problems.is_empty(), "{:?}", rules(&r));
+        assert_eq!(r.program_headers.len(), 1);
+    }
+
+    #[test]
+    fn segment_rules_in_kernel_order() {
+        let cases: &[(&[Ph], u64, &str, &str)] = &[
+            (
+                &[(PT_LOAD, RX, 0, 0x400000, 0x40, 0x20, 0x1000)],
+                0x400000,
+                "load-filesz-gt-memsz",
+                "EINVAL",
+            ),
+            (
+                &[(PT_LOAD, RW, 0, 0x400000, 0x40, 0x8000_0000_0000, 0x1000)],
+                0x400000,
+                "load-bss-beyond-task-size",
+                "ENOMEM",
+            ),
+            (
+                &[(PT_LOAD, RX, 0, 0x1000, 0xc0, 0xc0, 0x1000)],
+                0x1000,
+                "load-below-mmap-min-addr",
+                "EPERM",
+            ),
+            (
+                &[(PT_LOAD, RX, 0, 0xffff_ffff_8100_0000, 0xc0, 0xc0, 0x1000)],
+                0x400000,
+                "load-map-beyond-task-size",
+                "ENOMEM",
+            ),
+            (
+                &[(PT_LOAD, RX, 0, 0x400000, 0xc0, 0xc0, 0x1000)],
+                0xffff_ffff_8100_0000,
+                "entry-beyond-task-size",
+                "EINVAL",
+            ),
+            (
+                &[(PT_LOAD, RW, 0, 0x400000, 0x1100, 0x3000, 0x1000)],
+                0x400000,
+                "load-file-range",
+                "EFAULT",
+            ),
+        ];
+        for (phdrs, entry, rule, errno) in cases {
+            let r = check(&elf(ET_EXEC, *entry, phdrs, 0xc0), &env());
+            let d = r
+                .decisive()
+                .unwrap_or_else(|| panic!("{rule}: nothing decisive"));
+            assert_eq!((d.rule, d.errno), (*rule, Some(*errno)));
+            assert_eq!(d.stage, Stage::AfterPointOfNoReturn, "{rule}");
+        }
+    }
+
+    #[test]
+    fn failures_before_the_point_of_no_return() {
+        let mut e = env();
+        let path = "/nonexistent/ld.so";
+        let mut f = elf(
+            ET_EXEC,
+            0x4000b0,
+            &[
+                (PT_INTERP, PF_R, 0x100, 0, path.len() as u64 + 1, 0, 1),
+                (PT_LOAD, RX, 0, 0x400000, 0x120, 0x120, 0x1000),
+            ],
+            0x120,
+        );
+        f[0x100..0x100 + path.len()].copy_from_slice(path.as_bytes());
+        assert_eq!(paths_to_check(&f, EM_X86_64), vec![path.to_string()]);
+        // Unknown to the environment: nothing claimed.
+        assert!(check(&f, &e).problems.is_empty());
+        e.paths.push(PathFact {
+            path: path.into(),
+            state: PathState::Missing,
+        });
+        let d = check(&f, &e).decisive().cloned().unwrap();
+        assert_eq!(
+            (d.rule, d.errno, d.phdr),
+            ("interp-missing", Some("ENOENT"), Some(0))
+        );
+        assert_eq!(d.stage, Stage::BeforePointOfNoReturn);
+        assert_eq!(d.signal, None);
+        e.paths[0].state = PathState::File {
+            head: b"#!/bin/sh\n".repeat(8),
+        };
+        assert_eq!(check(&f, &e).decisive().unwrap().errno, Some("ELIBBAD"));
+        e.paths[0].state = PathState::File {
+            head: b"#!/bin/sh\n".to_vec(),
+        };
+        assert_eq!(check(&f, &e).decisive().unwrap().errno, Some("EIO"));
+        e.paths[0].state = PathState::File {
+            head: good()[..64].to_vec(),
+        };
+        assert!(check(&f, &e).problems.is_empty());
+        f[0x100 + path.len()] = b'x';
+        assert_eq!(
+            check(&f, &e).decisive().unwrap().rule,
+            "interp-not-terminated"
+        );
+
+        let decisive = |b: &[u8]| check(b, &env()).decisive().map(|p| (p.rule, p.errno));
+        let mut bad = good();
+        bad[3] = b'G';
+        assert_eq!(decisive(&bad), Some(("not-elf", Some("ENOEXEC"))));
+        assert_eq!(decisive(b""), Some(("not-elf", Some("ENOEXEC"))));
+        assert_eq!(
+            decisive(&good()[..30]),
+            Some(("header-truncated", Some("ENOEXEC")))
+        );
+        let mut bad = good();
+        bad[56] = 0; // e_phnum
+        assert_eq!(decisive(&bad), Some(("phnum", Some("ENOEXEC"))));
+        let mut bad = good();
+        bad[54] = 32; // e_phentsize
+        assert_eq!(decisive(&bad), Some(("phentsize", Some("ENOEXEC"))));
+        let mut bad = good();
+        bad[18] = EM_AARCH64 as u8;
+        assert_eq!(decisive(&bad), Some(("elf-machine", Some("ENOEXEC"))));
+        let mut bad = good();
+        bad[16] = 1; // ET_REL
+        assert_eq!(decisive(&bad), Some(("elf-type", Some("ENOEXEC"))));
+        let mut e = env();
+        e.mode = Some(0o644);
+        assert_eq!(check(&good(), &e).decisive().unwrap().errno, Some("EACCES"));
+    }
+
+    #[test]
+    fn class_and_data_are_ignored_by_the_kernel_but_warned_about() {
+        let mut f = good();
+        f[4] = 1;
+        f[5] = 2;
+        let r = check(&f, &env());
+        assert!(r.decisive().is_none());
+        assert_eq!(rules(&r), ["elf-class", "elf-data"]);
+    }
+
+    #[test]
+    fn no_load_and_entry_outside_crash_in_user_space() {
+        let r = check(
+            &elf(
+                ET_EXEC,
+                0x400080,
+                &[(PT_GNU_STACK, RW, 0, 0, 0, 0, 0x10)],
+                0x80,
+            ),
+            &env(),
+        );
+        let d = r.decisive().unwrap();
+        assert_eq!(
+            (d.rule, d.stage, d.si_code),
+            ("no-load", Stage::AfterExec, Some("SEGV_MAPERR"))
+        );
+        assert_eq!(explain(&r, None, false).map(|p| p.rule), Some("no-load"));
+        let r = check(
+            &elf(
+                ET_EXEC,
+                0x400080,
+                &[(PT_LOAD, PF_R, 0, 0x400000, 0xc0, 0xc0, 0x1000)],
+                0xc0,
+            ),
+            &env(),
+        );
+        assert_eq!(r.decisive().unwrap().si_code, Some("SEGV_ACCERR"));
+    }
+
+    #[test]
+    fn warnings_the_kernel_tolerates() {
+        let f = elf(
+            ET_EXEC,
+            0x4000b0,
+            &[
+                (PT_LOAD, RX, 0, 0x400000, 0x1000, 0x1000, 0x3000),
+                (PT_LOAD, RW, 0x1000, 0x3ff000, 0x100, 0x100, 0x1000),
+                (PT_LOAD, RW, 0x1800, 0x400800, 0x100, 0x100, 0x1000),
+            ],
+            0x2000,
+        );
+        let r = check(&f, &env());
+        assert!(r.decisive().is_none(), "{:?}", rules(&r));
+        let got = rules(&r);
+        for want in ["align-not-power-of-two", "load-order", "load-overlap"] {
+            assert!(got.contains(&want), "{want} missing from {got:?}");
+        }
+        assert!(r.problems.iter().all(|p| p.severity == Severity::Warning));
+    }
+
+    #[test]
+    fn dyn_with_zero_extent_is_einval() {
+        let r = check(
+            &elf(ET_DYN, 0, &[(PT_LOAD, RX, 0, 0, 0, 0, 0x1000)], 0x80),
+            &env(),
+        );
+        assert_eq!(
+            r.decisive().map(|p| (p.rule, p.errno)),
+            Some(("dyn-zero-extent", Some("EINVAL")))
+        );
+    }
+
+    #[test]
+    fn scripts_name_their_interpreter() {
+        let s = b"#! /nonexistent/interp -x\necho hi\n";
+        assert_eq!(
+            paths_to_check(s, EM_X86_64),
+            vec!["/nonexistent/interp".to_string()]
+        );
+        let mut e = env();
+        e.paths.push(PathFact {
+            path: "/nonexistent/interp".into(),
+            state: PathState::Missing,
+        });
+        let r = check(s, &e);
+        assert_eq!(
+            r.kind,
+            FileKind::Script {
+                interpreter: "/nonexistent/interp".into()
+            }
+        );
+        assert_eq!(
+            r.decisive().map(|p| (p.rule, p.errno)),
+            Some(("script-interpreter", Some("ENOENT")))
+        );
+    }
+
+    /// Always-on robustness check (the fuzz target goes much further):
+    /// every truncation and many byte corruptions of the lab's file.
+    #[test]
+    fn never_panics_on_truncated_or_corrupted_files() {
+        let lab = lab_bad_elf();
+        let head = &lab[..64 + 3 * 56 + 8];
+        for len in 0..head.len() {
+            check(&head[..len], &env());
+        }
+        let mut state = 0x1234_5678_u64;
+        for _ in 0..20_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let mut b = head.to_vec();
+            let at = (state % b.len() as u64) as usize;
+            b[at] = (state >> 32) as u8;
+            let at2 = ((state >> 16) % b.len() as u64) as usize;
+            b[at2] ^= 0xff;
+            let r = check(&b, &env());
+            assert!(r.problems.iter().filter(|p| p.decisive).count() <= 1);
+        }
     }
 }

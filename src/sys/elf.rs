@@ -25,7 +25,7 @@ pub fn read_target(path: &Path) -> anyhow::Result<(Vec<u8>, ElfEnv)> {
     let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut env = host_env();
     env.mode = Some(meta.permissions().mode());
-    env.paths = elf_rules::paths_to_check(&bytes)
+    env.paths = elf_rules::paths_to_check(&bytes, env.host_machine)
         .into_iter()
         .map(|p| PathFact {
             state: path_state(&p),
