@@ -71,6 +71,7 @@ pub fn check(bytes: &[u8], env: &ElfEnv) -> ElfReport {
 }
 
 /// Just the problems (convenience for callers that only explain failures).
+#[allow(dead_code)] // API for exec-trace
 pub fn problems(bytes: &[u8], env: &ElfEnv) -> Vec<Problem> {
     check(bytes, env).problems
 }
@@ -105,6 +106,7 @@ pub fn paths_to_check(bytes: &[u8], host_machine: u16) -> Vec<String> {
 /// its errno matches `errno` (e.g. "EINVAL"), else any error with that errno.
 /// `after_point_of_no_return` is true when the process then died by SIGSEGV
 /// with si_code SI_KERNEL.
+#[allow(dead_code)] // API for exec-trace
 pub fn explain<'a>(
     report: &'a ElfReport,
     errno: Option<&str>,
