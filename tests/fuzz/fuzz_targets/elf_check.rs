@@ -8,7 +8,7 @@ use libfuzzer_sys::fuzz_target;
 
 #[path = "../../../src/model/elf.rs"]
 pub mod elf_model;
-#[path = "../../../src/analysis/elf_rules.rs"]
+#[path = "../../../src/analysis/elf_rules/mod.rs"]
 pub mod elf_rules_src;
 // The paths the included files use: crate::model::elf, crate::analysis::elf_rules.
 mod model {
