@@ -356,3 +356,85 @@ fn never_panics_on_truncated_or_corrupted_files() {
         assert!(r.problems.iter().filter(|p| p.decisive).count() <= 1);
     }
 }
+
+/// A 32-bit i386 program (exit via int 0x80) runs on x86-64 through the
+/// compat loader; the same file is foreign to an arm64 kernel.
+#[test]
+fn elf32_i386_goes_through_the_compat_loader() {
+    let code = [0xb8, 1, 0, 0, 0, 0x31, 0xdb, 0xcd, 0x80];
+    let entry: u32 = 0x0804_8000 + 52 + 32;
+    let mut f = b"\x7fELF\x01\x01\x01".to_vec();
+    f.resize(16, 0);
+    for (v, w) in [
+        (2u32, 2),
+        (3, 2),
+        (1, 4),
+        (entry, 4),
+        (52, 4),
+        (0, 4),
+        (0, 4),
+        (52, 2),
+        (32, 2),
+        (1, 2),
+        (0, 2),
+        (0, 2),
+        (0, 2),
+    ] {
+        f.extend_from_slice(&v.to_le_bytes()[..w]);
+    }
+    let total = (52 + 32 + code.len()) as u32;
+    for v in [
+        1,
+        0,
+        0x0804_8000,
+        0x0804_8000,
+        total,
+        total,
+        PF_R | PF_X,
+        0x1000,
+    ] {
+        f.extend_from_slice(&v.to_le_bytes());
+    }
+    f.extend_from_slice(&code);
+    let r = check(&f, &env());
+    assert!(r.problems.is_empty(), "{:?}", rules(&r));
+    let h = r.header.as_ref().unwrap();
+    assert_eq!((h.class, h.machine, h.phentsize), (32, EM_386, 32));
+    assert_eq!(r.program_headers[0].vaddr, 0x0804_8000);
+    let mut arm = env();
+    arm.host_machine = EM_AARCH64;
+    assert_eq!(
+        check(&f, &arm).decisive().map(|p| p.rule),
+        Some("elf-machine")
+    );
+}
+
+#[test]
+fn big_endian_files_are_foreign_and_say_so() {
+    let mut f = good();
+    f[5] = 2;
+    f[18..20].copy_from_slice(&EM_AARCH64.to_be_bytes());
+    let r = check(&f, &env());
+    let d = r.decisive().unwrap();
+    assert_eq!((d.rule, d.errno), ("elf-machine", Some("ENOEXEC")));
+    assert!(
+        d.message.contains("big-endian") && d.message.contains("AArch64"),
+        "{}",
+        d.message
+    );
+}
+
+#[test]
+fn huge_tables_stay_bounded() {
+    // 1170 overlapping PT_LOADs (the most the kernel reads): one overlap
+    // warning per segment at most, not one per pair.
+    let phdrs: Vec<Ph> = (0..1170)
+        .map(|_| (PT_LOAD, RX, 0, 0x400000, 0x100, 0x100, 0x1000))
+        .collect();
+    let r = check(&elf(ET_EXEC, 0x400000, &phdrs, 0), &env());
+    assert_eq!(r.program_headers.len(), 1170);
+    assert!(r.problems.len() < 1200, "{}", r.problems.len());
+    let mut f = elf(ET_EXEC, 0x400000, &phdrs, 0);
+    f[56..58].copy_from_slice(&1171u16.to_le_bytes());
+    assert_eq!(check(&f, &env()).decisive().map(|p| p.rule), Some("phnum"));
+}
