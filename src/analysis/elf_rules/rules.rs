@@ -199,6 +199,12 @@ pub(super) const R_BSS_TASK_SIZE: Rule = Rule {
             __get_unmapped_area: if (addr > TASK_SIZE - len) return -ENOMEM;",
     source: "fs/binfmt_elf.c: elf_load → mm/mmap.c: vm_brk_flags",
 };
+pub(super) const R_BSS_COMMIT: Rule = Rule {
+    id: "load-bss-too-large",
+    quote: "do_brk_flags: if (security_vm_enough_memory_mm(mm, len >> PAGE_SHIFT)) return -ENOMEM; \
+            (vm.overcommit_memory 0: one request may not exceed RAM + swap)",
+    source: "fs/binfmt_elf.c: elf_load → mm/mmap.c: vm_brk_flags → do_brk_flags",
+};
 pub(super) const R_FILE_RANGE: Rule = Rule {
     id: "load-file-range",
     quote: "elf_load: Zero the end of the last mapped page but ignore any errors if the segment \

@@ -43,11 +43,14 @@ impl Checker<'_> {
         let file_len = self.bytes.len() as u64;
         let loads: Vec<&ProgramHeader> = phdrs.iter().filter(|p| p.p_type == PT_LOAD).collect();
 
-        // ET_DYN: the whole image is reserved first (total_mapping_size).
+        // ET_DYN: the first PT_LOAD reserves the whole image (total_mapping_size).
+        let mut dyn_total = None;
         if let (false, Some(first)) = (exec, loads.first()) {
             let lo = loads.iter().map(|p| pagestart(p.vaddr)).min().unwrap_or(0);
             let hi = loads.iter().map(|p| p.vaddr.wrapping_add(p.memsz)).max();
-            if hi.unwrap_or(0).wrapping_sub(lo) == 0 {
+            let total = hi.unwrap_or(0).wrapping_sub(lo);
+            dyn_total = Some((first.index, total));
+            if total == 0 {
                 let message = "the PT_LOAD segments of this ET_DYN file span zero bytes".into();
                 self.fatal(
                     &R_DYN_EXTENT,
@@ -112,6 +115,19 @@ impl Checker<'_> {
                     );
                     return;
                 }
+                // ET_DYN's first mapping covers the whole image, wherever it lands.
+                if let Some((_, total)) = dyn_total.filter(|&(first, _)| first == i) {
+                    let reserve = pagealign(total);
+                    if reserve < total || reserve > task {
+                        let message = format!(
+                            "program header {i} is the first PT_LOAD of an ET_DYN image spanning \
+                             {total:#x} bytes, more than TASK_SIZE {task:#x}"
+                        );
+                        let n = numbers(p, &[("total_size", total), ("TASK_SIZE", task)]);
+                        self.fatal(&R_MAP_TASK_SIZE, "ENOMEM", Some(p), &n, message);
+                        return;
+                    }
+                }
                 if exec && (size > task || addr > task - size) {
                     let message = format!(
                         "program header {i} maps {size:#x} bytes at {addr:#x}, beyond TASK_SIZE \
@@ -159,7 +175,7 @@ impl Checker<'_> {
                 };
                 let (zs, ze) = (pagealign(zs), pagealign(ze));
                 let len = ze.wrapping_sub(zs);
-                if pagealign(len) < len || (exec && len != 0 && (len > task || zs > task - len)) {
+                if pagealign(len) < len || len > task || (exec && len != 0 && zs > task - len) {
                     let message = format!(
                         "program header {i}: p_memsz {:#x} makes the zero-filled part \
                          {zs:#x}..{:#x} end past TASK_SIZE {task:#x}",
@@ -174,6 +190,15 @@ impl Checker<'_> {
                         &numbers(p, &extra),
                         message,
                     );
+                    return;
+                }
+                if let Some(limit) = self.env.commit_limit.filter(|&l| len > l) {
+                    let message = format!(
+                        "program header {i}: its zero-filled part is {len:#x} bytes, more than \
+                         memory accounting grants one mapping now ({limit:#x} bytes)"
+                    );
+                    let n = numbers(p, &[("bss length", len), ("commit limit", limit)]);
+                    self.fatal(&R_BSS_COMMIT, "ENOMEM", Some(p), &n, message);
                     return;
                 }
                 if exec && len != 0 && zs < min {

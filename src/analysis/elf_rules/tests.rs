@@ -44,6 +44,7 @@ fn env() -> ElfEnv {
         page_size: 4096,
         mmap_min_addr: 65536,
         task_size: 0x7fff_ffff_f000,
+        commit_limit: Some(16 << 30),
         mode: Some(0o755),
         paths: vec![],
     }
@@ -437,4 +438,30 @@ fn huge_tables_stay_bounded() {
     let mut f = elf(ET_EXEC, 0x400000, &phdrs, 0);
     f[56..58].copy_from_slice(&1171u16.to_le_bytes());
     assert_eq!(check(&f, &env()).decisive().map(|p| p.rule), Some("phnum"));
+}
+
+/// Memory accounting and ET_DYN reservations: ENOMEM, as measured on 6.18
+/// (a 32 GiB bss on a 23.5 GiB machine without swap; a 128 TiB ET_DYN).
+#[test]
+fn oversized_images_are_enomem() {
+    let phdrs = [(PT_LOAD, RWX, 0, 0x400000, 0xc0, 32 << 30, 0x1000)];
+    let mut e = env();
+    e.commit_limit = Some(24 << 30);
+    let r = check(&elf(ET_EXEC, 0x4000b0, &phdrs, 0xc0), &e);
+    assert_eq!(
+        r.decisive().map(|p| (p.rule, p.errno)),
+        Some(("load-bss-too-large", Some("ENOMEM")))
+    );
+    e.commit_limit = None; // vm.overcommit_memory=1
+    assert!(
+        check(&elf(ET_EXEC, 0x4000b0, &phdrs, 0xc0), &e)
+            .problems
+            .is_empty()
+    );
+    let phdrs = [(PT_LOAD, RX, 0, 0, 0xc0, 0x8000_0000_0000, 0x1000)];
+    let r = check(&elf(ET_DYN, 0xb0, &phdrs, 0xc0), &env());
+    assert_eq!(
+        r.decisive().map(|p| (p.rule, p.errno)),
+        Some(("load-map-beyond-task-size", Some("ENOMEM")))
+    );
 }

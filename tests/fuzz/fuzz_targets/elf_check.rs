@@ -35,6 +35,7 @@ fuzz_target!(|data: &[u8]| {
         page_size,
         mmap_min_addr,
         task_size: if knob & 0x40 != 0 { 0x7fff_ffff_f000 } else { 1 << 48 },
+        commit_limit: (knob & 0x20 != 0).then_some(8 << 30),
         mode: (knob & 0x80 != 0).then_some(0o644),
         paths: Vec::new(),
     };
