@@ -144,6 +144,10 @@ pub struct ElfEnv {
     pub mmap_min_addr: u64,
     /// TASK_SIZE for 64-bit processes (x86-64: 0x7ffffffff000).
     pub task_size: u64,
+    /// The largest zero-filled (bss) mapping memory accounting grants now,
+    /// in bytes: RAM + swap under vm.overcommit_memory=0, CommitLimit -
+    /// Committed_AS under 2, None (no limit) under 1 or when unknown.
+    pub commit_limit: Option<u64>,
     /// Permission bits of the checked file, if known (exec bit → EACCES).
     pub mode: Option<u32>,
     /// What the file system says about paths the file names (PT_INTERP,

@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 
-use crate::model::elf::{ElfReport, FileKind, Severity};
+use crate::model::elf::{ElfReport, FileKind, Severity, Stage};
 use crate::render::table::{Align, Table};
 
 pub fn report(out: &mut impl Write, path: &str, r: &ElfReport) -> io::Result<()> {
@@ -66,10 +66,10 @@ pub fn report(out: &mut impl Write, path: &str, r: &ElfReport) -> io::Result<()>
             .phdr
             .map(|i| format!(" (program header {i})"))
             .unwrap_or_default();
-        let first = if p.decisive {
-            "  <- execve stops here"
-        } else {
-            ""
+        let first = match (p.decisive, p.stage) {
+            (false, _) => "",
+            (true, Stage::AfterExec) => "  <- the new program crashes here",
+            (true, _) => "  <- execve fails here",
         };
         writeln!(out, "{sev} {}{at}{first}", p.rule)?;
         writeln!(out, "  {}", p.message)?;

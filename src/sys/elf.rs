@@ -25,7 +25,7 @@ pub fn read_target(path: &Path) -> anyhow::Result<(Vec<u8>, ElfEnv)> {
     let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut env = host_env();
     env.mode = Some(meta.permissions().mode());
-    env.paths = elf_rules::paths_to_check(&bytes)
+    env.paths = elf_rules::paths_to_check(&bytes, env.host_machine)
         .into_iter()
         .map(|p| PathFact {
             state: path_state(&p),
@@ -68,8 +68,27 @@ pub fn host_env() -> ElfEnv {
         page_size,
         mmap_min_addr,
         task_size,
+        commit_limit: commit_limit(),
         mode: None,
         paths: Vec::new(),
+    }
+}
+
+/// What __vm_enough_memory would let one new anonymous mapping have.
+fn commit_limit() -> Option<u64> {
+    let mode = fs::read_to_string("/proc/sys/vm/overcommit_memory").ok()?;
+    let meminfo = fs::read_to_string("/proc/meminfo").ok()?;
+    let kib = |key: &str| -> Option<u64> {
+        let line = meminfo.lines().find(|l| l.starts_with(key))?;
+        let n: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(n * 1024)
+    };
+    match mode.trim() {
+        // OVERCOMMIT_GUESS: one request may not exceed RAM + swap.
+        "0" => Some(kib("MemTotal:")? + kib("SwapTotal:")?),
+        // OVERCOMMIT_NEVER: what is left under the commit limit.
+        "2" => Some(kib("CommitLimit:")?.saturating_sub(kib("Committed_AS:")?)),
+        _ => None,
     }
 }
 
