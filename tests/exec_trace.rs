@@ -416,3 +416,50 @@ fn execsnoop_stops_cleanly_on_ctrl_c() {
     assert_eq!(out.status.code(), Some(0));
     serde_json::from_slice::<Vec<Value>>(&out.stdout).expect("JSON after Ctrl-C");
 }
+
+#[test]
+fn errno_families_before_the_point_of_no_return() {
+    if !require_root("errno_families_before_the_point_of_no_return") {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    // No execute bit: EACCES.
+    let plain = dir.path().join("plain");
+    std::fs::copy("/bin/true", &plain).unwrap();
+    std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o644)).unwrap();
+    // Open for writing while exec'd: ETXTBSY.
+    let busy = dir.path().join("busy");
+    std::fs::copy("/bin/true", &busy).unwrap();
+    let _writer = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&busy)
+        .unwrap();
+    // A shell builds one argument over MAX_ARG_STRLEN (128 KiB): E2BIG.
+    let huge = "exec /bin/true $(head -c 200000 /dev/zero | tr '\\0' a)";
+    let cases: [(&[&str], &str, &str); 3] = [
+        (&[plain.to_str().unwrap()], "EACCES", "permission"),
+        (&[busy.to_str().unwrap()], "ETXTBSY", "text-busy"),
+        (&["/bin/sh", "-c", huge], "E2BIG", "too-big"),
+    ];
+    for tier in TIERS {
+        for (cmd, errno, family) in cases {
+            let v = trace(tier, cmd);
+            let f = v["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|f| f["errno"] == errno)
+                .unwrap_or_else(|| panic!("{tier}: no {errno}: {v:#}"));
+            assert_eq!(f["family"], family, "{tier}: {}", f);
+            assert!(f["signal"].is_null(), "{tier}: no signal expected: {f}");
+            assert!(
+                f["text"]
+                    .as_str()
+                    .unwrap()
+                    .contains("before the point of no return"),
+                "{tier}: {f}"
+            );
+        }
+    }
+}
