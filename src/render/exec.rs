@@ -108,3 +108,35 @@ pub fn findings(out: &mut impl Write, findings: &[Finding]) -> io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_calls_and_ends() {
+        let e = ExecEvent {
+            time_ns: 0,
+            pid: 1,
+            tid: 1,
+            ppid: 0,
+            uid: 0,
+            comm: "sh".into(),
+            syscall: "execve",
+            filename: Some("./bad".into()),
+            argv: vec!["./bad".into(), "x y".into()],
+            argv_truncated: true,
+            ret: -22,
+            errno: Some("EINVAL"),
+        };
+        assert_eq!(
+            exec_call(&e),
+            r#"execve("./bad", ["./bad", "x y", ...]) = -22 EINVAL (Invalid argument)"#
+        );
+        assert_eq!(
+            exit_text(&Exit::from_status(11 | 0x80)),
+            "killed by SIGSEGV (11), core dumped"
+        );
+        assert_eq!(exit_text(&Exit::from_status(2 << 8)), "exited with code 2");
+    }
+}
