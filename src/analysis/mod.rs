@@ -2,3 +2,5 @@
 //! detection, rules. Unit-tested on fixtures without privileges.
 
 pub mod doctor;
+pub mod elf_rules;
+pub mod exec_failure;

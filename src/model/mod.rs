@@ -1,4 +1,6 @@
 //! Plain data types shared by collectors, analyses and renderers. No I/O.
 
 pub mod capability;
+pub mod elf;
+pub mod exec;
 pub mod rusage;

@@ -2,6 +2,8 @@
 //! and SVG flame graphs.
 
 pub mod doctor;
+pub mod elf;
+pub mod exec;
 pub mod table;
 pub mod time;
 

@@ -2,9 +2,13 @@
 //! BPF loaders, wait4/rusage, symbolization. Returns `model` types.
 
 pub mod bpf;
+pub mod elf;
+pub mod exec;
+pub mod exec_perf;
 pub mod perf;
 pub mod privilege;
 pub mod probe;
 pub mod rusage;
 pub mod signal_origin;
+pub mod spawn;
 pub mod tracefs;
