@@ -2,5 +2,6 @@
 
 pub mod capability;
 pub mod elf;
+pub mod errno;
 pub mod exec;
 pub mod rusage;

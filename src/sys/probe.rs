@@ -257,17 +257,7 @@ fn describe_errno(n: i32) -> String {
 }
 
 fn errno_name(n: i32) -> String {
-    match n {
-        libc::EPERM => "EPERM".into(),
-        libc::ENOENT => "ENOENT".into(),
-        libc::EACCES => "EACCES".into(),
-        libc::ENODEV => "ENODEV".into(),
-        libc::EINVAL => "EINVAL".into(),
-        libc::E2BIG => "E2BIG".into(),
-        libc::EOPNOTSUPP => "EOPNOTSUPP".into(),
-        524 => "ENOTSUPP".into(),
-        n => format!("errno {n}"),
-    }
+    crate::model::errno::errno_name(n).map_or_else(|| format!("errno {n}"), str::to_string)
 }
 
 fn fentry_check(root: bool, btf: &Btf) -> Check {
