@@ -5,7 +5,8 @@
 //! common options (`--seed`, `--duration`, `--describe`, `--scratch`,
 //! `--scratch-cap`), prints its ground truth or creates its scratch directory
 //! (removed on exit, SIGINT, SIGTERM, and at the next start after SIGKILL),
-//! then runs.
+//! then runs. Exit codes: 0 ok, 1 failure, 2 usage error (as kdiag's),
+//! 128 + the signal when stopped by SIGINT, SIGTERM or SIGHUP.
 
 pub mod cli;
 pub mod json;
@@ -72,7 +73,8 @@ impl Ctx {
 /// The whole life of a workload binary; never returns.
 pub fn main<W: Workload>() -> ! {
     let cli = Cli::parse::<W>();
-    let code = match run::<W>(&cli) {
+    let params = W::from_cli(&cli).unwrap_or_else(|msg| cli::usage_exit(W::NAME, &msg));
+    let code = match run(&cli, params) {
         Ok(()) => 0,
         Err(msg) => {
             eprintln!("{}: error: {msg}", W::NAME);
@@ -82,8 +84,7 @@ pub fn main<W: Workload>() -> ! {
     std::process::exit(code)
 }
 
-fn run<W: Workload>(cli: &Cli) -> Result<(), String> {
-    let params = W::from_cli(cli)?;
+fn run<W: Workload>(cli: &Cli, params: W) -> Result<(), String> {
     let dir = Scratch::path_for(cli, W::NAME, W::STORAGE);
     let duration = cli.duration().or(W::DURATION);
     if cli.describe() {
@@ -108,7 +109,7 @@ fn run<W: Workload>(cli: &Cli) -> Result<(), String> {
         return Ok(());
     }
     let cap = cli.scratch_cap().unwrap_or(W::SCRATCH_CAP);
-    let scratch = Scratch::create(dir, W::STORAGE, cap)?;
+    let scratch = Scratch::create(dir, W::STORAGE, cap, cli.scratch().is_none())?;
     let ctx = Ctx {
         scratch,
         deadline: duration

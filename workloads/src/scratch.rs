@@ -28,6 +28,9 @@ pub struct Scratch {
     dir: PathBuf,
     cap: u64,
     used: AtomicU64,
+    /// Also remove the per-user base directory when it empties (default
+    /// layout only: a --scratch DIR's parent belongs to the user).
+    tidy_parent: bool,
 }
 
 impl Scratch {
@@ -38,7 +41,12 @@ impl Scratch {
 
     /// Create `dir` (sweeping stale runs first) and arrange its removal on
     /// signals. Call before starting any thread.
-    pub fn create(dir: PathBuf, storage: Storage, cap: u64) -> Result<Scratch, String> {
+    pub fn create(
+        dir: PathBuf,
+        storage: Storage,
+        cap: u64,
+        tidy_parent: bool,
+    ) -> Result<Scratch, String> {
         let show = dir.display().to_string();
         if let Some(parent) = dir.parent() {
             fs::create_dir_all(parent)
@@ -52,7 +60,7 @@ impl Scratch {
                     "{show} is in use by a running workload (pid {pid}): stop it, or pass --scratch DIR"
                 ));
             }
-            Ok(_) => remove(&dir),
+            Ok(_) => remove(&dir, false),
             Err(_) if dir.exists() => {
                 // Not ours: never delete what we did not create.
                 if fs::remove_dir(&dir).is_err() {
@@ -71,13 +79,14 @@ impl Scratch {
             dir,
             cap,
             used: AtomicU64::new(0),
+            tidy_parent,
         };
         if storage == Storage::Disk && on_tmpfs(&scratch.dir) {
             return Err(format!(
                 "{show} is on tmpfs, where writes never reach a disk: pass --scratch DIR on a disk-backed file system"
             ));
         }
-        remove_on_signal(&scratch.dir);
+        remove_on_signal(&scratch.dir, tidy_parent);
         Ok(scratch)
     }
 
@@ -117,7 +126,7 @@ impl Scratch {
 
 impl Drop for Scratch {
     fn drop(&mut self) {
-        remove(&self.dir);
+        remove(&self.dir, self.tidy_parent);
     }
 }
 
@@ -133,10 +142,10 @@ fn base(storage: Storage) -> PathBuf {
     }
 }
 
-/// Remove our directory and, if now empty, the per-user base directory.
-fn remove(dir: &Path) {
+/// Remove our directory and, if asked and now empty, its parent.
+fn remove(dir: &Path, tidy_parent: bool) {
     let _ = fs::remove_dir_all(dir);
-    if let Some(parent) = dir.parent() {
+    if tidy_parent && let Some(parent) = dir.parent() {
         let _ = fs::remove_dir(parent);
     }
 }
@@ -197,7 +206,7 @@ fn free_bytes(dir: &Path) -> Option<u64> {
 /// Block SIGINT, SIGTERM and SIGHUP in this thread (and so in every thread
 /// started later) and let one thread wait for them: it removes the directory
 /// and exits with 128 + the signal, however busy the workers are.
-fn remove_on_signal(dir: &Path) {
+fn remove_on_signal(dir: &Path, tidy_parent: bool) {
     // SAFETY: plain signal-set manipulation on a local sigset_t.
     let set = unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
@@ -215,7 +224,7 @@ fn remove_on_signal(dir: &Path) {
             let mut sig = 0;
             // SAFETY: set is a valid blocked signal set; sig an out-parameter.
             while unsafe { libc::sigwait(&set, &mut sig) } != 0 {}
-            remove(&dir);
+            remove(&dir, tidy_parent);
             // SAFETY: ends the process without running destructors of other
             // threads' state, which may be mid-write.
             unsafe { libc::_exit(128 + sig) }
