@@ -158,7 +158,12 @@ fn describe(name: &str, seed: Option<u64>, args: &[String]) -> anyhow::Result<u8
         .output()
         .with_context(|| format!("cannot run {}", path.display()))?;
     if !out.status.success() {
-        let msg = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let msg = stderr
+            .trim()
+            .trim_end_matches("Run with --help for usage.")
+            .trim_end()
+            .to_string();
         // The workloads exit 2 on usage errors, as kdiag does.
         return Err(match out.status.code() {
             Some(2) => error::usage(msg),

@@ -50,11 +50,18 @@ pub trait Workload: Sized {
 
 /// What a running workload gets: its scratch directory and its deadline.
 pub struct Ctx {
-    pub scratch: Scratch,
+    scratch: Option<Scratch>,
     pub deadline: Option<Instant>,
 }
 
 impl Ctx {
+    /// The scratch directory (workloads with `Storage::None` have none).
+    pub fn scratch(&self) -> &Scratch {
+        self.scratch
+            .as_ref()
+            .expect("this workload declared Storage::None")
+    }
+
     /// True until `--duration` has passed (signals end the process directly).
     pub fn running(&self) -> bool {
         self.deadline.is_none_or(|d| Instant::now() < d)
@@ -95,7 +102,13 @@ fn run<W: Workload>(cli: &Cli, params: W) -> Result<(), String> {
                 "args",
                 Json::Arr(cli.args().iter().map(Json::str).collect()),
             ),
-            ("scratch", Json::str(dir.display().to_string())),
+            (
+                "scratch",
+                match W::STORAGE {
+                    Storage::None => Json::Null,
+                    _ => Json::str(dir.display().to_string()),
+                },
+            ),
         ];
         if let Some(d) = duration {
             workload.push(("duration_s", Json::Num(d.as_secs_f64())));
@@ -109,7 +122,15 @@ fn run<W: Workload>(cli: &Cli, params: W) -> Result<(), String> {
         return Ok(());
     }
     let cap = cli.scratch_cap().unwrap_or(W::SCRATCH_CAP);
-    let scratch = Scratch::create(dir, W::STORAGE, cap, cli.scratch().is_none())?;
+    let scratch = match W::STORAGE {
+        Storage::None => None,
+        _ => Some(Scratch::create(
+            dir,
+            W::STORAGE,
+            cap,
+            cli.scratch().is_none(),
+        )?),
+    };
     let ctx = Ctx {
         scratch,
         deadline: duration

@@ -15,6 +15,8 @@ const OWNER: &str = ".kdiag-owner";
 /// Where a workload's files must live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Storage {
+    /// No files at all: no directory is made, and parallel runs never clash.
+    None,
     /// Anywhere, tmpfs included (default $XDG_RUNTIME_DIR/kdiag-workloads
     /// or /tmp/kdiag-UID).
     Any,
@@ -135,7 +137,7 @@ fn base(storage: Storage) -> PathBuf {
     let uid = unsafe { libc::getuid() };
     match storage {
         Storage::Disk => PathBuf::from(format!("/var/tmp/kdiag-{uid}")),
-        Storage::Any => match std::env::var_os("XDG_RUNTIME_DIR") {
+        Storage::Any | Storage::None => match std::env::var_os("XDG_RUNTIME_DIR") {
             Some(d) if Path::new(&d).is_dir() => Path::new(&d).join("kdiag-workloads"),
             _ => PathBuf::from(format!("/tmp/kdiag-{uid}")),
         },

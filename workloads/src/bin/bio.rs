@@ -82,9 +82,9 @@ impl Workload for Bio {
     }
 
     fn run(&self, ctx: &Ctx) -> Result<(), String> {
-        let path = ctx.scratch.file(FILE);
+        let path = ctx.scratch().file(FILE);
         let bytes = self.threads * self.sectors * 512;
-        ctx.scratch.reserve(bytes)?;
+        ctx.scratch().reserve(bytes)?;
         create_file(&path, bytes).map_err(|e| format!("create {}: {e}", path.display()))?;
         let io = logical_block(&path)
             .map_err(|e| format!("O_DIRECT read of {}: {e}", path.display()))?;

@@ -9,7 +9,7 @@ use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::time::Instant;
 
-use kdiag_workloads::{Cli, Ctx, Json, Rng, Workload};
+use kdiag_workloads::{Cli, Ctx, Json, Rng, Storage, Workload};
 
 const HOT: [&str; 4] = [
     "burn_hot_alpha",
@@ -32,6 +32,7 @@ struct CpuBurn {
 
 impl Workload for CpuBurn {
     const NAME: &'static str = "cpu-burn";
+    const STORAGE: Storage = Storage::None;
     const USAGE: &'static str = "[--mode user|kernel] [--threads N]\n\n\
         user (default): burns CPU in two named functions with a known split\n\
         (seed 0: burn_hot_alpha 75%, burn_hot_beta 25%).\n\

@@ -65,8 +65,8 @@ impl Workload for IoApp {
     }
 
     fn run(&self, ctx: &Ctx) -> Result<(), String> {
-        let path = ctx.scratch.file(&self.file);
-        ctx.scratch.reserve(self.size)?;
+        let path = ctx.scratch().file(&self.file);
+        ctx.scratch().reserve(self.size)?;
         let mut file = OpenOptions::new()
             .write(true)
             .create(true)

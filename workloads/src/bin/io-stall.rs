@@ -104,8 +104,8 @@ impl Workload for IoStall {
     }
 
     fn run(&self, ctx: &Ctx) -> Result<(), String> {
-        let path = ctx.scratch.file(FILE);
-        ctx.scratch.reserve(self.burst)?;
+        let path = ctx.scratch().file(FILE);
+        ctx.scratch().reserve(self.burst)?;
         let mut file = OpenOptions::new()
             .write(true)
             .create(true)

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use kdiag_workloads::{Cli, Ctx, Json, Rng, Workload};
+use kdiag_workloads::{Cli, Ctx, Json, Rng, Storage, Workload};
 
 struct LockContend {
     threads: u64,
@@ -16,6 +16,7 @@ struct LockContend {
 
 impl Workload for LockContend {
     const NAME: &'static str = "lock-contend";
+    const STORAGE: Storage = Storage::None;
     const USAGE: &'static str = "[--threads N] [--hold D]\n\n\
         N threads (default 4) take one std::sync::Mutex in turn and hold it\n\
         while sleeping D (default 20ms).";

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use kdiag_workloads::{Cli, Ctx, Json, Rng, Workload};
+use kdiag_workloads::{Cli, Ctx, Json, Rng, Storage, Workload};
 
 struct MemLeak {
     rate: u64,
@@ -15,6 +15,7 @@ struct MemLeak {
 
 impl Workload for MemLeak {
     const NAME: &'static str = "mem-leak";
+    const STORAGE: Storage = Storage::None;
     const USAGE: &'static str = "[--rate SIZE] [--cap SIZE]\n\n\
         Leaks SIZE bytes per second (default 4M) in 64 KiB chunks it writes to,\n\
         so RSS grows steadily, up to --cap (default 256M).";

@@ -119,17 +119,17 @@ impl Workload for Memory {
     }
 
     fn run(&self, ctx: &Ctx) -> Result<(), String> {
-        let src = self.src_path(ctx.scratch.path());
-        let dst = ctx.scratch.file(&self.dst);
+        let src = self.src_path(ctx.scratch().path());
+        let dst = ctx.scratch().file(&self.dst);
         if Path::new(&self.src).is_relative() {
-            ctx.scratch.reserve(self.size)?;
+            ctx.scratch().reserve(self.size)?;
             create_source(&src, self.size, self.seed)
                 .map_err(|e| format!("create {}: {e}", src.display()))?;
         }
         let len = std::fs::metadata(&src)
             .map_err(|e| format!("{}: {e}", src.display()))?
             .len();
-        ctx.scratch.reserve(len)?;
+        ctx.scratch().reserve(len)?;
         let start = Instant::now();
         let copied = if self.mode == 0 {
             copy_mmap(&src, &dst)

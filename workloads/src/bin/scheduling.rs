@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use kdiag_workloads::{Cli, Ctx, Json, Rng, Workload};
+use kdiag_workloads::{Cli, Ctx, Json, Rng, Storage, Workload};
 
 /// Memory every worker writes to: already faulted in the parent, so threads
 /// never fault on it while each forked child takes copy-on-write faults.
@@ -23,6 +23,7 @@ struct Scheduling {
 
 impl Workload for Scheduling {
     const NAME: &'static str = "scheduling";
+    const STORAGE: Storage = Storage::None;
     const USAGE: &'static str = "MODE [N]\n\n\
         Runs a small function N times in parallel (default 300):\n\
         MODE 0 with threads, MODE 1 with fork()ed processes.";
