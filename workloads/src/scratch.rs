@@ -53,6 +53,9 @@ impl Scratch {
         if let Some(parent) = dir.parent() {
             fs::create_dir_all(parent)
                 .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            if tidy_parent {
+                check_owned(parent)?;
+            }
             sweep_stale(parent);
         }
         match fs::read_to_string(dir.join(OWNER)) {
@@ -142,6 +145,21 @@ fn base(storage: Storage) -> PathBuf {
             _ => PathBuf::from(format!("/tmp/kdiag-{uid}")),
         },
     }
+}
+
+/// The shared default base (e.g. /tmp/kdiag-UID) must be a real directory
+/// of ours, not something another user planted there.
+fn check_owned(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = fs::symlink_metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    // SAFETY: getuid has no preconditions.
+    if !meta.is_dir() || meta.uid() != unsafe { libc::getuid() } {
+        return Err(format!(
+            "{} is not a directory owned by you: remove it or pass --scratch DIR",
+            dir.display()
+        ));
+    }
+    Ok(())
 }
 
 /// Remove our directory and, if asked and now empty, its parent.

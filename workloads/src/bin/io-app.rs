@@ -12,14 +12,16 @@ use kdiag_workloads::{Cli, Ctx, Json, Rng, Storage, Workload};
 struct IoApp {
     file: String,
     size: u64,
+    pause: std::time::Duration,
 }
 
 impl Workload for IoApp {
     const NAME: &'static str = "io-app";
-    const USAGE: &'static str = "[--size SIZE]\n\n\
+    const USAGE: &'static str = "[--size SIZE] [--pause D]\n\n\
         Rewrites the same SIZE-byte region (default 10M) of an O_SYNC file forever,\n\
-        one write(2) of SIZE bytes per pass, then lseek(0).";
-    const OPTIONS: &'static [&'static str] = &["--size"];
+        one write(2) of SIZE bytes per pass, then lseek(0); optionally sleeps D\n\
+        between passes (default 0: as fast as the disk allows, like the original).";
+    const OPTIONS: &'static [&'static str] = &["--size", "--pause"];
     const STORAGE: Storage = Storage::Disk;
 
     fn from_cli(cli: &Cli) -> Result<Self, String> {
@@ -36,7 +38,12 @@ impl Workload for IoApp {
         if size == 0 || size > 1 << 30 {
             return Err("--size must be between 1 byte and 1G".into());
         }
-        Ok(IoApp { file, size })
+        let pause = match cli.raw("--pause") {
+            Some(s) => kdiag_workloads::cli::parse_duration(s)
+                .ok_or(format!("--pause: bad value {s:?}"))?,
+            None => std::time::Duration::ZERO,
+        };
+        Ok(IoApp { file, size, pause })
     }
 
     fn expect(&self, scratch: &Path) -> Json {
@@ -83,6 +90,9 @@ impl Workload for IoApp {
         );
         while ctx.running() {
             write_pass(&mut file, &buf).map_err(|e| format!("write {}: {e}", path.display()))?;
+            if !self.pause.is_zero() {
+                ctx.sleep(self.pause);
+            }
         }
         Ok(())
     }
