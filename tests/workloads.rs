@@ -524,6 +524,15 @@ fn describe_is_deterministic_ground_truth() {
         assert_eq!(doc["workload"]["name"], name);
         assert_eq!(doc["workload"]["seed"], 7);
         assert!(doc["expect"]["class"].is_string(), "{name}: expect.class");
+        let args = doc["workload"]["args"].as_array().unwrap();
+        assert!(
+            args.iter().any(|a| a == "7"),
+            "{name}: args reproduce the run"
+        );
+        assert!(
+            !args.iter().any(|a| a == "--describe"),
+            "{name}: args reproduce the run"
+        );
         assert!(
             doc["expect"]["summary"].is_string(),
             "{name}: expect.summary"

@@ -100,7 +100,8 @@ fn run<W: Workload>(cli: &Cli, params: W) -> Result<(), String> {
             ("seed", Json::Int(cli.seed() as i64)),
             (
                 "args",
-                Json::Arr(cli.args().iter().map(Json::str).collect()),
+                // The arguments that reproduce this run.
+                Json::strs(cli.args().iter().filter(|a| *a != "--describe")),
             ),
             (
                 "scratch",

@@ -75,8 +75,14 @@ impl Workload for CpuBurn {
     }
 
     fn expect(&self, _scratch: &Path) -> Json {
+        let summary = if self.kernel {
+            "a tight system-call loop: CPU time is mostly system time"
+        } else {
+            "CPU-bound in user space, split between two named hot functions"
+        };
         let mut fields = vec![
             ("class", Json::str("cpu")),
+            ("summary", Json::str(summary)),
             (
                 "mode",
                 Json::str(if self.kernel { "kernel" } else { "user" }),
@@ -84,30 +90,22 @@ impl Workload for CpuBurn {
             ("threads", Json::Int(self.threads as i64)),
         ];
         if self.kernel {
-            fields.push((
-                "summary",
-                Json::str("a tight system-call loop: CPU time is mostly system time"),
-            ));
             fields.push(("cpu_time", Json::str("system")));
             fields.push(("syscall", Json::str(SYSCALLS[self.syscall])));
             fields.push(("loop_function", Json::str("burn_kernel_syscalls")));
         } else {
-            fields.push((
-                "summary",
-                Json::str("CPU-bound in user space, split between two named hot functions"),
-            ));
+            let hot = |i: usize, share: u64| {
+                Json::obj([
+                    ("name", Json::str(HOT[i])),
+                    ("share", Json::Num(share as f64 / 100.0)),
+                ])
+            };
             fields.push(("cpu_time", Json::str("user")));
             fields.push((
                 "hot_functions",
                 Json::Arr(vec![
-                    Json::obj([
-                        ("name", Json::str(HOT[self.major])),
-                        ("share", Json::Num(self.share as f64 / 100.0)),
-                    ]),
-                    Json::obj([
-                        ("name", Json::str(HOT[self.minor])),
-                        ("share", Json::Num((100 - self.share) as f64 / 100.0)),
-                    ]),
+                    hot(self.major, self.share),
+                    hot(self.minor, 100 - self.share),
                 ]),
             ));
             fields.push(("hottest", Json::str(HOT[self.major])));
