@@ -524,13 +524,13 @@ fn describe_is_deterministic_ground_truth() {
         assert_eq!(doc["workload"]["name"], name);
         assert_eq!(doc["workload"]["seed"], 7);
         assert!(doc["expect"]["class"].is_string(), "{name}: expect.class");
-        let args = doc["workload"]["args"].as_array().unwrap();
+        let given = doc["workload"]["args"].as_array().unwrap();
         assert!(
-            args.iter().any(|a| a == "7"),
+            given.iter().any(|a| a == "7"),
             "{name}: args reproduce the run"
         );
         assert!(
-            !args.iter().any(|a| a == "--describe"),
+            !given.iter().any(|a| a == "--describe"),
             "{name}: args reproduce the run"
         );
         assert!(
