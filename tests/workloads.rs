@@ -321,6 +321,44 @@ fn bio_threads_sit_in_d_state_and_raise_the_load() {
 }
 
 #[test]
+fn io_stall_dirties_bursts_for_almost_no_cpu() {
+    let tmp = disk_tempdir();
+    let dir = tmp.path().join("io-stall");
+    let child = spawn(
+        "io-stall",
+        &[
+            "--burst",
+            "32M",
+            "--period",
+            "1s",
+            "--duration",
+            "4",
+            "--scratch",
+            dir.to_str().unwrap(),
+        ],
+    );
+    let pid = child.id();
+    wait_for("a first burst", Duration::from_secs(5), || {
+        proc_io(pid, "write_bytes") >= 32 << 20
+    });
+    let (w0, c0, t0) = (proc_io(pid, "write_bytes"), cpu_ticks(pid), Instant::now());
+    sleep(Duration::from_millis(2500));
+    let (w1, c1) = (proc_io(pid, "write_bytes"), cpu_ticks(pid));
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let cpus = (c1 - c0) as f64 / hz / t0.elapsed().as_secs_f64();
+    eprintln!(
+        "io-stall: {} MiB dirtied in 2.5 s for {cpus:.3} CPUs",
+        (w1 - w0) >> 20
+    );
+    // Each burst re-dirties pages the previous syncfs cleaned: charged again.
+    assert!(w1 - w0 >= 48 << 20, "bursts dirtied {} bytes", w1 - w0);
+    assert!(cpus < 0.25, "the culprit stays cheap: {cpus:.3} CPUs");
+    assert_eq!(wait4(child).0, 0);
+    assert!(!dir.exists());
+}
+
+#[test]
 fn lock_contend_threads_mostly_wait_in_futex() {
     let child = spawn("lock-contend", &["--duration", "3"]);
     let pid = child.id();

@@ -211,6 +211,8 @@ fn statfs(dir: &Path) -> Option<libc::statfs> {
     (unsafe { libc::statfs(c.as_ptr(), &mut buf) } == 0).then_some(buf)
 }
 
+// statfs field types differ between architectures, hence the casts.
+#[allow(clippy::unnecessary_cast)]
 fn on_tmpfs(dir: &Path) -> bool {
     const RAMFS_MAGIC: i64 = 0x8584_58f6;
     statfs(dir).is_some_and(|s| {
@@ -219,6 +221,7 @@ fn on_tmpfs(dir: &Path) -> bool {
     })
 }
 
+#[allow(clippy::unnecessary_cast)]
 fn free_bytes(dir: &Path) -> Option<u64> {
     statfs(dir).map(|s| s.f_bavail as u64 * s.f_bsize as u64)
 }

@@ -174,6 +174,7 @@ fn call_hot(which: usize, acc: u64) -> u64 {
 /// The shared inner loop; inlined into each hot function so the samples land
 /// in the named function itself.
 #[inline(always)]
+#[allow(clippy::manual_rotate)]
 fn spin(mut x: u64, k: u64) -> u64 {
     // A while loop, not a range: debug builds would spend the samples in
     // out-of-line iterator code instead of the named function.
