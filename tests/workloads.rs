@@ -660,3 +660,59 @@ fn workload_command_lists_runs_and_explains_errors() {
         "the workload's usage error passes through"
     );
 }
+
+#[test]
+fn build_module_says_what_to_install_without_headers() {
+    let out = run_kdiag(&[
+        "workload",
+        "build-module",
+        "io",
+        "--kernel-dir",
+        "/nonexistent",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("kernel headers not found") && err.contains("linux-headers"),
+        "{err}"
+    );
+    let out = run_kdiag(&["workload", "build-module", "nope"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn build_module_compiles_where_headers_exist() {
+    // Any installed kernel build directory will do for a compile check
+    // (loading the module is never done by a test: it freezes a CPU).
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let mut dirs = vec![PathBuf::from(format!(
+        "/lib/modules/{}/build",
+        release.trim()
+    ))];
+    if let Ok(entries) = std::fs::read_dir("/usr/src") {
+        dirs.extend(entries.flatten().map(|e| e.path()));
+    }
+    let Some(kdir) = dirs
+        .into_iter()
+        .find(|d| d.join("Makefile").is_file() && d.join("include/config/auto.conf").is_file())
+    else {
+        eprintln!("SKIPPED build_module_compiles_where_headers_exist: no kernel headers installed");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run_kdiag(&[
+        "workload",
+        "build-module",
+        "io",
+        "--out",
+        tmp.path().to_str().unwrap(),
+        "--kernel-dir",
+        kdir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        tmp.path().join("kdiag_io.ko").is_file(),
+        "module built against {}",
+        kdir.display()
+    );
+}

@@ -45,6 +45,18 @@ enum Sub {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Build a kernel module with an original exercise's behaviour (only `io`:
+    /// a timer that busy-waits in softirq context); needs kernel headers
+    BuildModule {
+        /// Module to build: io
+        name: String,
+        /// Directory for the sources and the built .ko
+        #[arg(long, default_value = "kdiag-io-module")]
+        out: PathBuf,
+        /// Kernel build directory (default /lib/modules/$(uname -r)/build)
+        #[arg(long)]
+        kernel_dir: Option<PathBuf>,
+    },
 }
 
 /// The bundled workloads: name and what is wrong with it.
@@ -89,6 +101,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         Sub::List { json } => list(json),
         Sub::Run { name, args } => exec(&name, &args),
         Sub::Describe { name, seed, args } => describe(&name, seed, &args),
+        Sub::BuildModule {
+            name,
+            out,
+            kernel_dir,
+        } => build_module(&name, &out, kernel_dir),
     }
 }
 
@@ -206,4 +223,69 @@ fn build_hint(dir: &std::path::Path) -> String {
          (they must sit next to kdiag, in {}; for a debug kdiag use `cargo build --workspace`)",
         dir.display()
     )
+}
+
+/// The io module's sources, embedded so the kdiag binary works alone.
+const IO_MODULE: &[(&str, &str)] = &[
+    (
+        "kdiag_io.c",
+        include_str!("../../workloads/modules/io/kdiag_io.c"),
+    ),
+    ("Kbuild", include_str!("../../workloads/modules/io/Kbuild")),
+];
+
+fn build_module(
+    name: &str,
+    out: &std::path::Path,
+    kernel_dir: Option<PathBuf>,
+) -> anyhow::Result<u8> {
+    if name != "io" {
+        return Err(error::usage(format!(
+            "no module named {name:?}; the only one is io"
+        )));
+    }
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .context("cannot read the kernel release")?
+        .trim()
+        .to_string();
+    let kdir = kernel_dir.unwrap_or_else(|| PathBuf::from(format!("/lib/modules/{release}/build")));
+    if !kdir.join("Makefile").is_file() {
+        anyhow::bail!(
+            "kernel headers not found at {}: install the headers for kernel {release} \
+             (Debian/Ubuntu: sudo apt install linux-headers-{release}; Fedora: sudo dnf install \
+             kernel-devel-{release}; Arch: sudo pacman -S linux-headers) plus make and gcc, \
+             or pass --kernel-dir DIR",
+            kdir.display()
+        );
+    }
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let out = out.canonicalize()?;
+    privilege::chown_to_invoker(&out)?;
+    for (file, text) in IO_MODULE {
+        let path = out.join(file);
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        privilege::chown_to_invoker(&path)?;
+    }
+    let mut make = Command::new("make");
+    make.arg("-C")
+        .arg(&kdir)
+        .arg(format!("M={}", out.display()))
+        .arg("modules");
+    privilege::run_as_invoker(&mut make);
+    let status = make
+        .status()
+        .context("cannot run make: install make and gcc")?;
+    if !status.success() {
+        anyhow::bail!("building the module failed (make's output is above)");
+    }
+    let ko = out.join("kdiag_io.ko");
+    println!(
+        "built {ko}\n\
+         load:   sudo insmod {ko} [spin_ms=1000] [period_ms=2000] [delay_s=5] [lifetime_s=60]\n\
+         unload: sudo rmmod kdiag_io\n\
+         Once loaded, one CPU busy-waits in softirq context for spin_ms out of every\n\
+         period_ms, from delay_s after loading for lifetime_s seconds.",
+        ko = ko.display()
+    );
+    Ok(error::OK)
 }
