@@ -89,7 +89,7 @@ impl Workload for Memory {
                 Json::str(if self.mode == 0 { "mmap" } else { "read-write" }),
             ),
             ("block_bytes", Json::Int(self.block as i64)),
-            ("bytes", Json::Int(self.size as i64)),
+            ("bytes", Json::Int(self.bytes(scratch) as i64)),
             (
                 "src",
                 Json::str(self.src_path(scratch).display().to_string()),
@@ -102,7 +102,9 @@ impl Workload for Memory {
             (
                 "syscalls",
                 if self.mode == 1 {
-                    Json::Int(2 * self.size.div_ceil(self.block as u64) as i64)
+                    // One read and one write per block, plus the read that sees EOF.
+                    let blocks = self.bytes(scratch).div_ceil(self.block as u64);
+                    Json::Int(2 * blocks as i64 + 1)
                 } else {
                     Json::Null
                 },
@@ -157,6 +159,15 @@ impl Workload for Memory {
 }
 
 impl Memory {
+    /// Bytes to copy: SIZE for a created source, else the given file's length.
+    fn bytes(&self, scratch: &Path) -> u64 {
+        if Path::new(&self.src).is_absolute() {
+            std::fs::metadata(self.src_path(scratch)).map_or(0, |m| m.len())
+        } else {
+            self.size
+        }
+    }
+
     fn src_path(&self, scratch: &Path) -> PathBuf {
         if Path::new(&self.src).is_absolute() {
             PathBuf::from(&self.src)
