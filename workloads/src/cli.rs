@@ -215,3 +215,66 @@ mod tests {
         assert_eq!(parse_duration("-1"), None);
     }
 }
+
+#[cfg(test)]
+mod parse_tests {
+    use super::*;
+    use crate::{Ctx, Json};
+
+    struct Dummy;
+    impl Workload for Dummy {
+        const NAME: &'static str = "dummy";
+        const USAGE: &'static str = "";
+        const OPTIONS: &'static [&'static str] = &["--size"];
+        const FLAGS: &'static [&'static str] = &["--verify"];
+        fn from_cli(_: &Cli) -> Result<Self, String> {
+            Ok(Dummy)
+        }
+        fn expect(&self, _: &std::path::Path) -> Json {
+            Json::Null
+        }
+        fn run(&self, _: &Ctx) -> Result<(), String> {
+            Ok(())
+        }
+    }
+
+    fn parse(args: &[&str]) -> Result<Cli, String> {
+        Cli::from_args::<Dummy>(args.iter().map(|s| s.to_string()).collect())
+    }
+
+    #[test]
+    fn common_and_own_options() {
+        let cli = parse(&[
+            "1",
+            "--seed=7",
+            "--size",
+            "4K",
+            "--verify",
+            "--duration",
+            "2s",
+            "x",
+        ])
+        .unwrap();
+        assert_eq!((cli.seed(), cli.seeded()), (7, true));
+        assert_eq!(cli.try_size("--size"), Ok(Some(4096)));
+        assert!(cli.flag("--verify") && !cli.describe());
+        assert_eq!(cli.duration(), Some(Duration::from_secs(2)));
+        assert_eq!(
+            (cli.positional(0), cli.positional(1), cli.positional_count()),
+            (Some("1"), Some("x"), 2)
+        );
+    }
+
+    #[test]
+    fn mistakes_are_usage_errors() {
+        assert!(parse(&["--bogus"]).unwrap_err().contains("unknown option"));
+        assert!(parse(&["--size"]).unwrap_err().contains("needs a value"));
+        assert!(parse(&["--seed", "x"]).unwrap_err().contains("--seed"));
+        assert!(
+            parse(&["--duration", "soon"])
+                .unwrap_err()
+                .contains("--duration")
+        );
+        assert_eq!(parse(&["-h"]).unwrap_err(), "", "help is the empty error");
+    }
+}

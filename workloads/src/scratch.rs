@@ -254,3 +254,57 @@ fn remove_on_signal(dir: &Path, tidy_parent: bool) {
         })
         .expect("start the scratch cleanup thread");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("kdiag-scratch-unit-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn owner_liveness() {
+        let me = std::process::id();
+        let start = start_time(me).unwrap();
+        assert!(owner_alive(&format!("{me} {start}\n")));
+        assert!(
+            !owner_alive(&format!("{me} {}\n", start + 1)),
+            "recycled pid"
+        );
+        assert!(!owner_alive("4194304 1\n"), "no such pid");
+        assert!(!owner_alive("garbage"));
+    }
+
+    #[test]
+    fn stale_directories_are_swept_and_foreign_ones_kept() {
+        let base = temp("sweep");
+        let stale = base.join("stale");
+        fs::create_dir(&stale).unwrap();
+        fs::write(stale.join(OWNER), "4194304 1\n").unwrap();
+        let foreign = base.join("foreign");
+        fs::create_dir(&foreign).unwrap();
+        fs::write(foreign.join("data"), "mine").unwrap();
+        sweep_stale(&base);
+        assert!(!stale.exists() && foreign.exists());
+        fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn reserve_enforces_the_cap() {
+        let scratch = Scratch {
+            dir: temp("cap"),
+            cap: 1 << 20,
+            used: AtomicU64::new(0),
+            tidy_parent: false,
+        };
+        assert!(scratch.reserve(512 << 10).is_ok());
+        let err = scratch.reserve(600 << 10).unwrap_err();
+        assert!(err.contains("scratch cap"), "{err}");
+        drop(scratch); // removes the directory
+    }
+}
