@@ -1,2 +1,5 @@
 //! Pure functions over model data: classification, folding, pattern
 //! detection, rules. Unit-tested on fixtures without privileges.
+
+pub mod ps;
+pub mod top;

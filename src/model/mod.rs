@@ -1,1 +1,4 @@
 //! Plain data types shared by collectors, analyses and renderers. No I/O.
+
+pub mod process;
+pub mod system;

@@ -3,3 +3,4 @@
 
 pub mod bpf;
 pub mod privilege;
+pub mod proc;
