@@ -23,19 +23,16 @@ pub fn pids() -> io::Result<Vec<i32>> {
     Ok(v)
 }
 
-/// Whether /proc/PID exists.
-pub fn exists(pid: i32) -> bool {
-    pid > 0 && std::path::Path::new(&format!("/proc/{pid}")).exists()
-}
-
 pub struct Reader {
     buf: Vec<u8>,
     path: String,
     page_kib: u64,
     users: users::Users,
     ttys: tty::TtyNames,
-    /// Also read /proc/PID/io (top's I/O rates; ps does not need it).
-    pub with_io: bool,
+    /// Also read what top shows and ps does not: /proc/PID/io, and context
+    /// switches summed over all threads (a process's status file counts only
+    /// its main thread's).
+    pub top_extras: bool,
 }
 
 impl Default for Reader {
@@ -54,7 +51,7 @@ impl Reader {
             page_kib: page / 1024,
             users: users::Users::default(),
             ttys: tty::TtyNames::default(),
-            with_io: false,
+            top_extras: false,
         }
     }
 
@@ -74,8 +71,12 @@ impl Reader {
 
     /// One process, or `None` if it is gone (it may exit while we read).
     pub fn process(&mut self, pid: i32) -> Option<Process> {
-        let mut p = self.task(&format!("/proc/{pid}"))?;
+        let dir = format!("/proc/{pid}");
+        let mut p = self.task(&dir)?;
         p.cmdline = self.cmdline(pid);
+        if self.top_extras && p.num_threads > 1 {
+            self.sum_thread_switches(&mut p, &dir);
+        }
         Some(p)
     }
 
@@ -108,11 +109,30 @@ impl Reader {
         let mut p = parse::process(st, status, self.page_kib);
         p.user = self.users.name(p.uid).to_owned();
         p.tty = self.ttys.name(p.tty_nr);
-        if self.with_io {
+        if self.top_extras {
             // Not permitted (another user's process without root): stays None.
             p.io = self.read(dir, "io").ok().and_then(|_| parse::io(&self.buf));
         }
         Some(p)
+    }
+
+    fn sum_thread_switches(&mut self, p: &mut Process, dir: &str) {
+        let Ok(tasks) = std::fs::read_dir(format!("{dir}/task")) else {
+            return;
+        };
+        let (mut v, mut n) = (0, 0);
+        for t in tasks.flatten() {
+            let tdir = format!("{dir}/task/{}", t.file_name().to_string_lossy());
+            if self.read(&tdir, "status").is_ok() {
+                let s = parse::status(&self.buf);
+                v += s.voluntary_ctxt;
+                n += s.nonvoluntary_ctxt;
+            }
+        }
+        // Threads that exited took their counts with them: never go backwards
+        // below the leader's own numbers.
+        p.voluntary_ctxt = v.max(p.voluntary_ctxt);
+        p.nonvoluntary_ctxt = n.max(p.nonvoluntary_ctxt);
     }
 
     fn cmdline(&mut self, pid: i32) -> Vec<String> {
@@ -214,7 +234,7 @@ mod tests {
     fn reads_this_process() {
         let me = std::process::id() as i32;
         let mut r = Reader::new();
-        r.with_io = true;
+        r.top_extras = true;
         let p = r.process(me).expect("own process");
         assert_eq!(p.pid, me);
         assert!(p.rss_kib > 0 && p.vsz_kib >= p.rss_kib);
