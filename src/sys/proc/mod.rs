@@ -25,6 +25,7 @@ pub fn pids() -> io::Result<Vec<i32>> {
 
 pub struct Reader {
     buf: Vec<u8>,
+    len: usize,
     path: String,
     page_kib: u64,
     users: users::Users,
@@ -46,7 +47,8 @@ impl Reader {
         // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
         Reader {
-            buf: Vec::with_capacity(4096),
+            buf: vec![0; 16 * 1024],
+            len: 0,
             path: String::with_capacity(64),
             page_kib: page / 1024,
             users: users::Users::default(),
@@ -103,15 +105,18 @@ impl Reader {
     /// stat + status (+ io) of the task directory `dir`.
     fn task(&mut self, dir: &str) -> Option<Process> {
         self.read(dir, "stat").ok()?;
-        let st = parse::stat(&self.buf)?;
+        let st = parse::stat(self.data())?;
         self.read(dir, "status").ok()?;
-        let status = parse::status(&self.buf);
+        let status = parse::status(self.data());
         let mut p = parse::process(st, status, self.page_kib);
         p.user = self.users.name(p.uid).to_owned();
         p.tty = self.ttys.name(p.tty_nr);
         if self.top_extras {
             // Not permitted (another user's process without root): stays None.
-            p.io = self.read(dir, "io").ok().and_then(|_| parse::io(&self.buf));
+            p.io = self
+                .read(dir, "io")
+                .ok()
+                .and_then(|_| parse::io(self.data()));
         }
         Some(p)
     }
@@ -124,7 +129,7 @@ impl Reader {
         for t in tasks.flatten() {
             let tdir = format!("{dir}/task/{}", t.file_name().to_string_lossy());
             if self.read(&tdir, "status").is_ok() {
-                let s = parse::status(&self.buf);
+                let s = parse::status(self.data());
                 v += s.voluntary_ctxt;
                 n += s.nonvoluntary_ctxt;
             }
@@ -137,20 +142,38 @@ impl Reader {
 
     fn cmdline(&mut self, pid: i32) -> Vec<String> {
         match self.read(&format!("/proc/{pid}"), "cmdline") {
-            Ok(()) => parse::cmdline(&self.buf),
+            Ok(()) => parse::cmdline(self.data()),
             Err(_) => Vec::new(),
         }
     }
 
-    /// Read DIR/NAME into the reused buffer.
+    /// Read DIR/NAME into the reused buffer (`self.data()` afterwards).
+    ///
+    /// Plain read calls into a buffer kept at full length: std's
+    /// `read_to_end` would also stat and seek every file to size it, and
+    /// /proc files all claim size 0. A short read means the end, since
+    /// /proc's seq_files hand out everything that fits at once.
     fn read(&mut self, dir: &str, name: &str) -> io::Result<()> {
         self.path.clear();
         self.path.push_str(dir);
         self.path.push('/');
         self.path.push_str(name);
-        self.buf.clear();
-        File::open(&self.path)?.read_to_end(&mut self.buf)?;
-        Ok(())
+        let mut f = File::open(&self.path)?;
+        self.len = 0;
+        loop {
+            if self.len == self.buf.len() {
+                self.buf.resize(self.buf.len() * 2, 0);
+            }
+            let n = f.read(&mut self.buf[self.len..])?;
+            self.len += n;
+            if n == 0 || self.len < self.buf.len() {
+                return Ok(());
+            }
+        }
+    }
+
+    fn data(&self) -> &[u8] {
+        &self.buf[..self.len]
     }
 }
 
