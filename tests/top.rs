@@ -183,6 +183,12 @@ fn session(args: &str) -> Tmux {
     ))
 }
 
+/// The shell has printed the exit code and both terminal modes.
+fn exited(s: &str) -> bool {
+    let has = |m: &str| s.lines().any(|l| l == m || l == format!("-{m}"));
+    s.contains("EXITED rc=") && has("icanon") && has("echo")
+}
+
 #[test]
 fn live_screen_keys_and_clean_exit() {
     let _kid = Kids(vec![spawn("sleep", &["300"])]);
@@ -213,7 +219,7 @@ fn live_screen_keys_and_clean_exit() {
     assert!(s.contains("run-queue wait: "), "{s}");
 
     t.keys(&["q"]);
-    let s = t.wait_for("exit", |s| s.contains("EXITED rc=0"));
+    let s = t.wait_for("exit", exited);
     assert!(!s.contains("load average:"), "alternate screen left: {s}");
     assert!(
         s.lines().any(|l| l == "icanon") && s.lines().any(|l| l == "echo"),
@@ -226,7 +232,7 @@ fn ctrl_c_quits_and_restores_the_terminal() {
     let t = session("-d 1");
     t.wait_for("the header", |s| s.contains("load average:"));
     t.keys(&["C-c"]);
-    let s = t.wait_for("exit", |s| s.contains("EXITED rc="));
+    let s = t.wait_for("exit", exited);
     assert!(s.contains("EXITED rc=0"), "{s}");
     assert!(s.lines().any(|l| l == "icanon"), "terminal restored: {s}");
 }

@@ -374,8 +374,8 @@ mod tests {
     #[test]
     fn percentages_like_procps() {
         // 50 s of CPU over 100 s of life at 100 Hz.
-        assert_eq!(cpu_percent(5000, 100_00, 200.0, 100), 50.0);
-        assert_eq!(cpu_percent(5000, 200_00, 200.0, 100), 0.0);
+        assert_eq!(cpu_percent(5000, 10_000, 200.0, 100), 50.0);
+        assert_eq!(cpu_percent(5000, 20_000, 200.0, 100), 0.0);
         // Two busy threads for their whole life.
         assert_eq!(cpu_percent(2000, 0, 10.0, 100), 200.0);
         assert_eq!(mem_percent(1024, 8192), 12.5);

@@ -82,6 +82,9 @@ fn live(mut collector: Collector, delay: Duration) -> anyhow::Result<u8> {
     ] {
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
     }
+    // Rates over a few ticks only would be noise (at 100 Hz one tick is a
+    // 1% step per 1 s): the first frame waits for a real interval too.
+    std::thread::sleep(delay.min(Duration::from_millis(500)));
     let mut state = State {
         data: collector.sample()?,
         ..State::default()
@@ -99,13 +102,11 @@ fn live(mut collector: Collector, delay: Duration) -> anyhow::Result<u8> {
             .saturating_duration_since(Instant::now())
             .min(Duration::from_millis(250));
         if event::poll(wait)? {
-            match event::read()? {
-                Event::Key(k) => {
-                    if let Some(key) = Key::from_event(k) {
-                        tui::top::update(&mut state, key);
-                    }
-                }
-                _ => {} // resize and others: just redraw
+            // Keys change the state; anything else (a resize) just redraws.
+            if let Event::Key(k) = event::read()?
+                && let Some(key) = Key::from_event(k)
+            {
+                tui::top::update(&mut state, key);
             }
         }
         if Instant::now() >= next {
