@@ -130,6 +130,19 @@ fn agrees_with_procps_on_known_states() {
             "RSS of {pid}: kdiag {ours_rss}, ps {rss}"
         );
     }
+    // This test process is multi-threaded (the harness runs tests on
+    // threads): the `l` modifier. Its RSS moves with the other tests.
+    let me = std::process::id();
+    let mine = kdiag_json(&["ps", "-p", &me.to_string(), "--json"]);
+    let theirs = procps(&me.to_string());
+    assert_eq!(
+        mine[0]["stat"],
+        theirs[&(me as i32)].0.as_str(),
+        "STAT of the test process"
+    );
+    assert!(mine[0]["stat"].as_str().unwrap().contains('l'));
+    assert_eq!(mine[0]["command"], theirs[&(me as i32)].2.as_str());
+
     let by_pid = |p: u32| ours.iter().find(|r| r["pid"] == p).unwrap().clone();
     assert!(by_pid(stopped)["stat"].as_str().unwrap().starts_with('T'));
     assert!(by_pid(busy)["stat"].as_str().unwrap().starts_with('R'));
