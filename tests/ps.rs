@@ -222,3 +222,51 @@ fn filters_sort_and_threads() {
     let text = stdout(&run_kdiag(&["ps", "-T", "-p", &me.to_string()]));
     assert!(text.starts_with("USER") && text.contains(" LWP "), "{text}");
 }
+
+/// On a terminal (a tmux pane): TTY names and the `s` and `+` modifiers of a
+/// shell that leads its session and owns the foreground.
+#[test]
+fn terminal_columns_agree_with_procps() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ours, theirs) = (dir.path().join("kdiag"), dir.path().join("ps"));
+    let script = format!(
+        "{bin} ps -p $$ --json > {o}.tmp && mv {o}.tmp {o}; ps -o tty=,stat= -p $$ > {t}.tmp && mv {t}.tmp {t}; sleep 30",
+        bin = env!("CARGO_BIN_EXE_kdiag"),
+        o = ours.display(),
+        t = theirs.display(),
+    );
+    let name = format!("kdiag-ps-test-{}", std::process::id());
+    let ok = Command::new("tmux")
+        .args([
+            "new-session",
+            "-d",
+            "-s",
+            &name,
+            "-x",
+            "100",
+            "-y",
+            "10",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .status()
+        .expect("tmux is installed");
+    assert!(ok.success());
+    let t = Instant::now();
+    while !(ours.exists() && theirs.exists()) && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = Command::new("tmux")
+        .args(["kill-session", "-t", &name])
+        .status();
+    let row: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(&ours).expect("kdiag wrote")).unwrap();
+    let ps = std::fs::read_to_string(&theirs).expect("ps wrote");
+    let mut w = ps.split_whitespace();
+    let (tty, stat) = (w.next().unwrap(), w.next().unwrap());
+    assert!(tty.starts_with("pts/"), "{ps}");
+    assert_eq!(row[0]["tty"], tty);
+    assert_eq!(row[0]["stat"], stat);
+    assert!(stat.ends_with("s+"), "{stat}");
+}
