@@ -38,7 +38,7 @@ pub struct Args {
         value_delimiter = ','
     )]
     pub pids: Vec<i32>,
-    /// With --once: print the frame as JSON
+    /// Print one frame as JSON and exit (implies --once)
     #[arg(long)]
     pub json: bool,
 }
