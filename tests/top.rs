@@ -236,3 +236,30 @@ fn ctrl_c_quits_and_restores_the_terminal() {
     assert!(s.contains("EXITED rc=0"), "{s}");
     assert!(s.lines().any(|l| l == "icanon"), "terminal restored: {s}");
 }
+
+#[test]
+fn sigterm_quits_and_restores_the_terminal() {
+    let t = session("-d 1");
+    t.wait_for("the header", |s| s.contains("load average:"));
+    // The pane runs sh, whose child is kdiag.
+    let out = Command::new("tmux")
+        .args(["display-message", "-p", "-t", &t.0, "#{pane_pid}"])
+        .output()
+        .unwrap();
+    let sh = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let children = std::fs::read_to_string(format!("/proc/{sh}/task/{sh}/children")).unwrap();
+    let kdiag: i32 = children
+        .split_whitespace()
+        .next()
+        .expect("kdiag runs")
+        .parse()
+        .unwrap();
+    // SAFETY: signalling a process this test started.
+    unsafe { libc::kill(kdiag, libc::SIGTERM) };
+    let s = t.wait_for("exit", exited);
+    assert!(s.contains("EXITED rc=0"), "{s}");
+    assert!(
+        s.lines().any(|l| l == "icanon") && s.lines().any(|l| l == "echo"),
+        "{s}"
+    );
+}
