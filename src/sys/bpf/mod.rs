@@ -19,9 +19,7 @@ pub fn load(object: &[u8], what: &str) -> anyhow::Result<aya::Ebpf> {
 fn has_bpf_caps() -> bool {
     const CAP_PERFMON: u32 = 38;
     const CAP_BPF: u32 = 39;
-    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
-        return false;
-    };
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else { return false };
     let eff = status
         .lines()
         .find_map(|l| l.strip_prefix("CapEff:"))
