@@ -267,6 +267,9 @@ fn terminal_columns_agree_with_procps() {
     let (tty, stat) = (w.next().unwrap(), w.next().unwrap());
     assert!(tty.starts_with("pts/"), "{ps}");
     assert_eq!(row[0]["tty"], tty);
-    assert_eq!(row[0]["stat"], stat);
+    // Only the modifiers: the shell's own state letter may flip between S
+    // and R while it waits for and wakes from its children.
+    let ours = row[0]["stat"].as_str().unwrap();
+    assert_eq!(ours[1..], stat[1..], "kdiag {ours}, ps {stat}");
     assert!(stat.ends_with("s+"), "{stat}");
 }
