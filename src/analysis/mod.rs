@@ -4,3 +4,5 @@
 pub mod doctor;
 pub mod elf_rules;
 pub mod exec_failure;
+pub mod ps;
+pub mod top;

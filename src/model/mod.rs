@@ -4,4 +4,6 @@ pub mod capability;
 pub mod elf;
 pub mod errno;
 pub mod exec;
+pub mod process;
 pub mod rusage;
+pub mod system;

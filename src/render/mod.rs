@@ -4,6 +4,7 @@
 pub mod doctor;
 pub mod elf;
 pub mod exec;
+pub mod ps;
 pub mod table;
 pub mod time;
 

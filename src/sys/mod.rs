@@ -8,6 +8,7 @@ pub mod exec_perf;
 pub mod perf;
 pub mod privilege;
 pub mod probe;
+pub mod proc;
 pub mod rusage;
 pub mod signal_origin;
 pub mod spawn;
