@@ -319,6 +319,32 @@ mod tests {
         assert!(!mark.exists());
     }
 
+    fn ignores_sigpipe(status: &str) -> bool {
+        let line = status.lines().find(|l| l.starts_with("SigIgn:")).unwrap();
+        let mask = u64::from_str_radix(line["SigIgn:".len()..].trim(), 16).unwrap();
+        mask & (1 << (libc::SIGPIPE - 1)) != 0
+    }
+
+    #[test]
+    fn the_command_gets_the_default_sigpipe() {
+        // Rust programs, this test harness included, ignore SIGPIPE.
+        let ours = std::fs::read_to_string("/proc/self/status").unwrap();
+        assert!(
+            ignores_sigpipe(&ours),
+            "premise: the harness ignores SIGPIPE"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("status");
+        let script = format!("cat /proc/self/status > {}", out.display());
+        let mut child = HeldChild::spawn(&["sh", "-c", &script]).unwrap();
+        child.release().unwrap();
+        assert!(child.exec_error().unwrap().is_none());
+        let (status, _) = child.reap().unwrap();
+        assert_eq!(exit_code(status), Some(0));
+        let theirs = std::fs::read_to_string(&out).unwrap();
+        assert!(!ignores_sigpipe(&theirs), "{theirs}");
+    }
+
     #[test]
     fn nul_bytes_are_refused() {
         let err = HeldChild::spawn(&["sh", "-c", "a\0b"]).err().unwrap();
