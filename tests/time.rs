@@ -472,3 +472,15 @@ fn the_command_inherits_no_extra_descriptors() {
     let timed = kdiag().args(["time", "--"]).args(list).output().unwrap();
     assert_eq!(stdout(&timed), stdout(&direct));
 }
+
+#[test]
+fn the_command_starts_with_default_signal_dispositions() {
+    let _serial = serial();
+    // kdiag ignores SIGPIPE (Rust does) and handles SIGINT/SIGTERM; the
+    // command must start as it would from a shell, with none ignored or
+    // blocked, or `yes | head` would see EPIPE instead of dying.
+    let list = ["grep", "-E", "^Sig(Ign|Blk)", "/proc/self/status"];
+    let direct = Command::new(list[0]).args(&list[1..]).output().unwrap();
+    let timed = kdiag().args(["time", "--"]).args(list).output().unwrap();
+    assert_eq!(stdout(&timed), stdout(&direct));
+}
