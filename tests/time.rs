@@ -408,14 +408,32 @@ fn under_sudo_the_command_runs_as_the_invoker() {
     if !require_root("under_sudo_the_command_runs_as_the_invoker") {
         return;
     }
-    let out = kdiag()
-        .env("SUDO_UID", "65534")
-        .env("SUDO_GID", "65534")
-        .args(["time", "--", "id", "-u"])
-        .output()
-        .unwrap();
+    use std::os::unix::process::CommandExt;
+    let mut cmd = kdiag();
+    cmd.env("SUDO_UID", "65534").env("SUDO_GID", "65534").args([
+        "time",
+        "--",
+        "sh",
+        "-c",
+        "id -u; id -g; id -G",
+    ]);
+    // Give kdiag a supplementary group of root's that the command must lose.
+    // SAFETY: setgroups is async-signal-safe; the array outlives the call.
+    unsafe {
+        cmd.pre_exec(|| {
+            let groups = [0 as libc::gid_t, 4];
+            if libc::setgroups(groups.len(), groups.as_ptr()) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    };
+    let out = cmd.output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(stdout(&out).trim(), "65534");
+    // The invoker's own supplementary groups, not root's.
+    let groups = Command::new("id").args(["-G", "65534"]).output().unwrap();
+    let want = format!("65534\n65534\n{}", stdout(&groups));
+    assert_eq!(stdout(&out), want);
 }
 
 #[test]
