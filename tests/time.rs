@@ -266,6 +266,19 @@ fn a_command_that_cannot_start() {
         "{}",
         stderr(&out)
     );
+    // A bare name is looked up in $PATH only, as the shell does: a program
+    // of that name in the working directory does not run.
+    let script = dir.path().join("kdiag-cwd-only");
+    std::fs::write(&script, "#!/bin/sh\necho ran\n").unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = kdiag()
+        .current_dir(dir.path())
+        .args(["time", "--", "kdiag-cwd-only"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(127), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+
     let out = run_kdiag(&["time"]);
     assert_eq!(out.status.code(), Some(2), "missing CMD is a usage error");
 }
