@@ -364,19 +364,41 @@ fn runs_the_command_as_the_sudo_invoker() {
     if !require_root("runs_the_command_as_the_sudo_invoker") {
         return;
     }
-    let out = kdiag()
-        .env("SUDO_UID", "65534")
-        .env("SUDO_GID", "65534")
-        .args([
-            "exec-trace",
-            "--json",
-            "--",
-            "/bin/sh",
-            "-c",
-            "test $(id -u) = 65534",
-        ])
-        .output()
-        .unwrap();
+    use std::os::unix::process::CommandExt;
+    // The invoker's own groups: not the supplementary group of root's that
+    // kdiag is given here.
+    let want = String::from_utf8(
+        Command::new("id")
+            .args(["-G", "65534"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let script = format!(
+        "test $(id -u) = 65534 && test \"$(id -G)\" = '{}'",
+        want.trim()
+    );
+    let mut cmd = kdiag();
+    cmd.env("SUDO_UID", "65534").env("SUDO_GID", "65534").args([
+        "exec-trace",
+        "--json",
+        "--",
+        "/bin/sh",
+        "-c",
+        &script,
+    ]);
+    // SAFETY: setgroups is async-signal-safe; the array outlives the call.
+    unsafe {
+        cmd.pre_exec(|| {
+            let groups = [0 as libc::gid_t, 4];
+            if libc::setgroups(groups.len(), groups.as_ptr()) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    };
+    let out = cmd.output().unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let root = &v["findings"][0];
     assert_eq!(root["family"], "success", "{v:#}");

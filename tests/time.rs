@@ -266,6 +266,19 @@ fn a_command_that_cannot_start() {
         "{}",
         stderr(&out)
     );
+    // A bare name is looked up in $PATH only, as the shell does: a program
+    // of that name in the working directory does not run.
+    let script = dir.path().join("kdiag-cwd-only");
+    std::fs::write(&script, "#!/bin/sh\necho ran\n").unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = kdiag()
+        .current_dir(dir.path())
+        .args(["time", "--", "kdiag-cwd-only"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(127), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+
     let out = run_kdiag(&["time"]);
     assert_eq!(out.status.code(), Some(2), "missing CMD is a usage error");
 }
@@ -408,14 +421,32 @@ fn under_sudo_the_command_runs_as_the_invoker() {
     if !require_root("under_sudo_the_command_runs_as_the_invoker") {
         return;
     }
-    let out = kdiag()
-        .env("SUDO_UID", "65534")
-        .env("SUDO_GID", "65534")
-        .args(["time", "--", "id", "-u"])
-        .output()
-        .unwrap();
+    use std::os::unix::process::CommandExt;
+    let mut cmd = kdiag();
+    cmd.env("SUDO_UID", "65534").env("SUDO_GID", "65534").args([
+        "time",
+        "--",
+        "sh",
+        "-c",
+        "id -u; id -g; id -G",
+    ]);
+    // Give kdiag a supplementary group of root's that the command must lose.
+    // SAFETY: setgroups is async-signal-safe; the array outlives the call.
+    unsafe {
+        cmd.pre_exec(|| {
+            let groups = [0 as libc::gid_t, 4];
+            if libc::setgroups(groups.len(), groups.as_ptr()) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    };
+    let out = cmd.output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(stdout(&out).trim(), "65534");
+    // The invoker's own supplementary groups, not root's.
+    let groups = Command::new("id").args(["-G", "65534"]).output().unwrap();
+    let want = format!("65534\n65534\n{}", stdout(&groups));
+    assert_eq!(stdout(&out), want);
 }
 
 #[test]
@@ -468,6 +499,18 @@ fn a_normal_user_gets_storage_bytes_too() {
 fn the_command_inherits_no_extra_descriptors() {
     let _serial = serial();
     let list = ["sh", "-c", "ls /proc/$$/fd"];
+    let direct = Command::new(list[0]).args(&list[1..]).output().unwrap();
+    let timed = kdiag().args(["time", "--"]).args(list).output().unwrap();
+    assert_eq!(stdout(&timed), stdout(&direct));
+}
+
+#[test]
+fn the_command_starts_with_default_signal_dispositions() {
+    let _serial = serial();
+    // kdiag ignores SIGPIPE (Rust does) and handles SIGINT/SIGTERM; the
+    // command must start as it would from a shell, with none ignored or
+    // blocked, or `yes | head` would see EPIPE instead of dying.
+    let list = ["grep", "-E", "^Sig(Ign|Blk)", "/proc/self/status"];
     let direct = Command::new(list[0]).args(&list[1..]).output().unwrap();
     let timed = kdiag().args(["time", "--"]).args(list).output().unwrap();
     assert_eq!(stdout(&timed), stdout(&direct));

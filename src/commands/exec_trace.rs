@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
 use serde::Serialize;
 
 use crate::analysis::exec_failure::{self, FileFacts, Finding};
@@ -88,7 +89,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         notes.extend(source.notes());
         (source.tier(), source.lost(), notes, pid)
     } else {
-        let mut child = HeldChild::spawn(&args.command)?;
+        let mut child = HeldChild::spawn(&args.command).context("starting the command")?;
         let pid = child.pid;
         let (mut source, mut notes) = crate::sys::exec::open(
             args.tier,
@@ -99,7 +100,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 argv: args.command.clone(),
             }),
         )?;
-        child.release()?;
+        child.release().context("releasing the command")?;
         let mut status = None;
         let mut ended_at = None;
         loop {

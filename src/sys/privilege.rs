@@ -44,27 +44,50 @@ pub fn chown_to_invoker(path: &Path) -> std::io::Result<()> {
 /// Make `cmd` run as the invoking user, with that user's supplementary groups
 /// (no-op without sudo).
 pub fn run_as_invoker(cmd: &mut Command) {
-    let Some(who) = invoker() else { return };
-    // Resolve the groups before the fork: initgroups reads /etc/group and
-    // allocates, which is not safe between fork and exec.
-    let groups = user_name(who.uid)
-        .and_then(|n| CString::new(n).ok())
-        .map(|name| group_list(&name, who.gid))
-        .unwrap_or_default();
-    // SAFETY: the closure runs between fork and exec and only calls
-    // async-signal-safe functions on data prepared before the fork.
-    unsafe {
-        cmd.pre_exec(move || {
-            // Groups, then gid, then uid, all here: std runs pre_exec hooks
-            // after its own setuid, when setgroups would fail with EPERM.
-            if libc::setgroups(groups.len(), groups.as_ptr()) != 0
-                || libc::setgid(who.gid) != 0
-                || libc::setuid(who.uid) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
+    let Some(switch) = InvokerSwitch::prepare() else {
+        return;
+    };
+    // SAFETY: `apply` only makes async-signal-safe calls on data prepared
+    // before the fork. It sets groups, gid and uid itself: std runs pre_exec
+    // hooks after its own setuid, when setgroups would fail with EPERM.
+    unsafe { cmd.pre_exec(move || switch.apply()) };
+}
+
+/// Everything a forked child needs to become the invoking user, resolved
+/// before the fork: initgroups reads /etc/group and allocates, which is not
+/// safe between fork and exec.
+#[derive(Debug, Clone)]
+pub struct InvokerSwitch {
+    who: Invoker,
+    groups: Vec<libc::gid_t>,
+}
+
+impl InvokerSwitch {
+    /// The switch to the sudo invoker; None without sudo.
+    pub fn prepare() -> Option<InvokerSwitch> {
+        let who = invoker()?;
+        let groups = user_name(who.uid)
+            .and_then(|n| CString::new(n).ok())
+            .map(|name| group_list(&name, who.gid))
+            .unwrap_or_default();
+        Some(InvokerSwitch { who, groups })
+    }
+
+    /// Take the invoker's groups, gid and uid, in that order (each step
+    /// needs the privilege the next one drops). Async-signal-safe: meant for
+    /// a forked child before it execs.
+    pub fn apply(&self) -> std::io::Result<()> {
+        // SAFETY: plain system calls on owned, initialised data.
+        let failed = unsafe {
+            libc::setgroups(self.groups.len(), self.groups.as_ptr()) != 0
+                || libc::setgid(self.who.gid) != 0
+                || libc::setuid(self.who.uid) != 0
+        };
+        if failed {
+            // From errno alone: no allocation.
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
     }
 }
 

@@ -1,20 +1,19 @@
-//! Running a command for `kdiag time`: spawn it, wait for it to exit without
-//! reaping (waitid WEXITED|WNOWAIT) so /proc/PID/io can still be read, then
-//! reap it with wait4 to get its rusage.
+//! Running a command for `kdiag time`: start it held (sys::spawn), open its
+//! /proc/PID/io, release it, wait for it to exit without reaping (waitid
+//! WEXITED|WNOWAIT) so the counters can still be read, then reap it with
+//! wait4 to get its rusage.
 
 use std::ffi::OsString;
 use std::fs::File;
 use std::io;
-use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
-use std::process::Command;
+use std::io::Read;
 use std::time::Instant;
 
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 
 use crate::model::rusage::{CommandRun, Ending, IoBytes, Rusage};
 use crate::sys::signal_origin::SignalTracer;
+use crate::sys::spawn::HeldChild;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -54,30 +53,9 @@ pub fn run_command(
     argv: &[OsString],
     tracer: Option<&SignalTracer>,
 ) -> Result<CommandRun, RunError> {
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..]);
-    crate::sys::privilege::run_as_invoker(&mut cmd);
-
-    // Handshake before exec: the child sends its pid and waits until kdiag
-    // has opened /proc/PID/io. Once the child is a zombie its /proc files
-    // belong to root, so a normal user can only read it through an fd
-    // opened while it lived; a fast command could otherwise win the race.
-    // The hook also makes std fork+exec instead of vfork: a vfork child
-    // execs from kdiag's own mm, and the kernel would count kdiag's whole
-    // RSS into the child's ru_maxrss.
-    let (pid_r, pid_w) = pipe().map_err(RunError::Wait)?;
-    let (go_r, go_w) = pipe().map_err(RunError::Wait)?;
-    let (pid_w_fd, go_r_fd) = (pid_w.as_raw_fd(), go_r.as_raw_fd());
-    // SAFETY: getpid, write and read are async-signal-safe; both pipes are
-    // O_CLOEXEC, so the command does not inherit them.
-    unsafe {
-        cmd.pre_exec(move || {
-            let pid = libc::getpid();
-            libc::write(pid_w_fd, (&raw const pid).cast(), size_of::<libc::pid_t>());
-            let mut go = 0u8;
-            libc::read(go_r_fd, (&raw mut go).cast(), 1);
-            Ok(())
-        })
+    let cannot_start = |source| RunError::CannotStart {
+        program: argv[0].to_string_lossy().into_owned(),
+        source,
     };
 
     // Like GNU time, survive the terminal's SIGINT/SIGQUIT (they reach the
@@ -89,33 +67,29 @@ pub fn run_command(
     let handle = signals.handle();
 
     let start = Instant::now();
-    let (spawned, io_file) = std::thread::scope(|s| {
-        let helper = s.spawn(move || {
-            let mut buf = [0u8; size_of::<libc::pid_t>()];
-            // EOF: the child died before our hook ran (spawn reports why).
-            File::from(pid_r).read_exact(&mut buf).ok()?;
-            let pid = libc::pid_t::from_ne_bytes(buf);
-            if let Some(t) = tracer {
-                t.target(pid);
-            }
-            let file = File::open(format!("/proc/{pid}/io"));
-            let _ = File::from(go_w).write_all(&[1]);
-            Some(file)
-        });
-        let spawned = cmd.spawn();
-        drop((pid_w, go_r)); // our copies: the helper sees EOF if spawn failed
-        (spawned, helper.join().ok().flatten())
-    });
-    let child = spawned.map_err(|source| RunError::CannotStart {
-        program: argv[0].to_string_lossy().into_owned(),
-        source,
-    })?;
-    let pid = child.id() as libc::pid_t;
+    // Held before its exec (HeldChild forks, never vforks: a vfork child
+    // execs from kdiag's own mm, and the kernel would count kdiag's whole
+    // RSS into the child's ru_maxrss). While it waits, point the signal
+    // tracer at it and open /proc/PID/io: once the child is a zombie its
+    // /proc files belong to root, so a normal user can only read them
+    // through an fd opened while it lived, and a fast command could
+    // otherwise win the race.
+    let mut child = HeldChild::spawn(argv).map_err(cannot_start)?;
+    let pid = child.pid as libc::pid_t;
+    if let Some(t) = tracer {
+        t.target(pid);
+    }
+    let io_file = File::open(format!("/proc/{pid}/io"));
+    child.release().map_err(RunError::Wait)?;
+    if let Some(err) = child.exec_error().map_err(RunError::Wait)? {
+        return Err(cannot_start(err)); // dropping the child reaps it
+    }
+
     let forwarder = std::thread::spawn(move || {
         for sig in signals.forever() {
             if sig == SIGTERM || sig == SIGHUP {
                 // SAFETY: the child is not reaped while this thread runs
-                // (the handle is closed before wait4), so pid is still ours.
+                // (the handle is closed before the reap), so pid is still ours.
                 unsafe { libc::kill(pid, sig) };
             }
         }
@@ -129,19 +103,18 @@ pub fn run_command(
 
     // The child is a zombie now: its /proc entry and I/O counters remain.
     let io = match io_file {
-        Some(Ok(mut file)) => {
+        Ok(mut file) => {
             let mut text = String::new();
             file.read_to_string(&mut text).map(|_| parse_proc_io(&text))
         }
-        _ => read_proc_io(pid),
+        Err(_) => read_proc_io(pid),
     };
     let (io, io_error) = match io {
         Ok(io) => (Some(io), None),
         Err(e) => (None, Some(format!("/proc/{pid}/io: {}", describe(&e)))),
     };
     let ending = ending(&info, pid, tracer);
-    let rusage = reap(pid).map_err(RunError::Wait)?;
-    drop(child); // already reaped; dropping a Child never waits
+    let (_, ru) = child.reap().map_err(RunError::Wait)?;
 
     Ok(CommandRun {
         command: argv
@@ -150,22 +123,11 @@ pub fn run_command(
             .collect(),
         pid,
         real_secs,
-        rusage,
+        rusage: to_rusage(&ru),
         io,
         io_error,
         ending,
     })
-}
-
-/// A pipe whose ends close on exec.
-fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: fds has room for the two descriptors pipe2 returns.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors are new and ours.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// The exit status of `pid` once it has exited, leaving it unreaped.
@@ -205,23 +167,6 @@ fn ending(info: &libc::siginfo_t, pid: libc::pid_t, tracer: Option<&SignalTracer
                 sent_by_kernel: origin.as_ref().and_then(|o| o.by_kernel(pid)),
                 origin,
             }
-        }
-    }
-}
-
-/// Reap `pid` and return its rusage (children it waited for included).
-fn reap(pid: libc::pid_t) -> io::Result<Rusage> {
-    loop {
-        let mut status = 0;
-        // SAFETY: rusage is plain data; wait4 fills it.
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-        if rc == pid {
-            return Ok(to_rusage(&ru));
-        }
-        let err = io::Error::last_os_error();
-        if err.kind() != io::ErrorKind::Interrupted {
-            return Err(err);
         }
     }
 }
