@@ -4,4 +4,5 @@
 pub mod bpf;
 pub mod perf;
 pub mod privilege;
+pub mod symbolize;
 pub mod tracefs;

@@ -92,6 +92,33 @@ impl EventSpec {
         self
     }
 
+    /// Stay disabled until the target execs (do not call `Session::enable`).
+    pub fn with_enable_on_exec(mut self) -> Self {
+        self.enable_on_exec = true;
+        self
+    }
+
+    /// Sample only while the CPU runs kernel code.
+    pub fn kernel_only(mut self) -> Self {
+        self.exclude_user = true;
+        self
+    }
+
+    /// Sample only while the CPU runs user code.
+    pub fn user_only(mut self) -> Self {
+        self.exclude_kernel = true;
+        self
+    }
+
+    /// A short name for reports: `cpu-clock`, `cycles`, `tracepoint`.
+    pub fn name(&self) -> &'static str {
+        match self.kind {
+            EventKind::CpuClock { .. } => "cpu-clock",
+            EventKind::Cycles { .. } => "cycles",
+            EventKind::Tracepoint { .. } => "tracepoint",
+        }
+    }
+
     pub fn with_filter(mut self, filter: impl Into<String>) -> Self {
         self.filter = Some(filter.into());
         self
@@ -367,9 +394,7 @@ fn open_error(err: std::io::Error, spec: &EventSpec, pid: i32) -> anyhow::Error 
         Some(libc::ENOENT) | Some(libc::EOPNOTSUPP)
             if matches!(spec.kind, EventKind::Cycles { .. }) =>
         {
-            anyhow::anyhow!(
-                "this machine has no hardware cycle counter ({err}); use the cpu-clock event"
-            )
+            NoHardwareCounter(err).into()
         }
         Some(libc::EMFILE) => {
             anyhow::anyhow!("{what}: too many open files ({err}); raise `ulimit -n`")
@@ -377,6 +402,12 @@ fn open_error(err: std::io::Error, spec: &EventSpec, pid: i32) -> anyhow::Error 
         _ => anyhow::Error::new(err).context(format!("perf_event_open for {what}")),
     }
 }
+
+/// Opening a hardware event failed because the machine has no such counter
+/// (a VM without a PMU): callers fall back to cpu-clock (`downcast_ref`).
+#[derive(Debug, thiserror::Error)]
+#[error("this machine has no hardware cycle counter ({0}); use the cpu-clock event")]
+pub struct NoHardwareCounter(pub std::io::Error);
 
 fn map_error(err: std::io::Error, pages: usize) -> anyhow::Error {
     if err.raw_os_error() == Some(libc::EPERM) {
