@@ -67,6 +67,8 @@ pub struct Profile {
     pub started: String,
     /// The event sampled: `cpu-clock` or `cycles`.
     pub event: String,
+    /// Why this event and not a better one (e.g. no hardware PMU for cycles).
+    pub event_note: Option<String>,
     pub freq_hz: u64,
     pub stacks: Vec<Stack>,
     /// Every sample kept (idle excluded unless asked for).

@@ -1,6 +1,8 @@
 //! Turning model and analysis results into text tables, JSON, folded stacks
 //! and SVG flame graphs.
 
+pub mod flamegraph;
+pub mod profile;
 pub mod table;
 
 use std::io::Write;
