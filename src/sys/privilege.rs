@@ -46,6 +46,9 @@ pub fn chown_to_invoker(path: &Path) -> std::io::Result<()> {
 pub fn run_as_invoker(cmd: &mut Command) {
     let Some(who) = invoker() else { return };
     let name = user_name(who.uid).and_then(|n| CString::new(n).ok());
+    // The ids are dropped here rather than with `Command::uid/gid`: std
+    // switches uid before running pre_exec closures, and initgroups needs
+    // root, so it must come first.
     // SAFETY: the closure runs between fork and exec and only calls
     // async-signal-safe functions on data prepared before the fork.
     unsafe {
@@ -54,13 +57,12 @@ pub fn run_as_invoker(cmd: &mut Command) {
                 Some(name) => libc::initgroups(name.as_ptr(), who.gid) == 0,
                 None => libc::setgroups(0, std::ptr::null()) == 0,
             };
-            if !ok {
+            if !ok || libc::setgid(who.gid) != 0 || libc::setuid(who.uid) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())
         });
     }
-    cmd.uid(who.uid).gid(who.gid);
 }
 
 /// The login name of `uid` from the password database.
