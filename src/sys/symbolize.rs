@@ -540,7 +540,7 @@ mod tests {
     fn names_our_own_functions_by_file_offset() {
         // Symbolize an address of this test binary through /proc/self/maps,
         // exactly as a profiled process's frames are.
-        let ip = names_our_own_functions_by_file_offset as usize as u64;
+        let ip = names_our_own_functions_by_file_offset as fn() as usize as u64;
         let pid = std::process::id();
         let mut maps = HashMap::new();
         maps.insert(

@@ -231,36 +231,61 @@ impl Session {
             bail!("events sharing a ring must record the same sample fields");
         }
         let pages = pages.max(1).next_power_of_two();
-        let pid = match target {
-            Target::AllCpus => -1,
-            Target::Process(pid) => pid,
+        let Target::Process(pid) = target else {
+            return Self::open_tasks(specs, &[-1], false, pages, sample_type);
         };
-        let inherit = matches!(target, Target::Process(_));
+        // inherit follows threads and children created from now on; threads
+        // that already exist need an event each, as `perf record -p` does. A
+        // thread created while we attach may be followed on some CPUs only:
+        // if the thread list changed meanwhile, attach again (nothing has
+        // been enabled yet, so nothing is counted twice).
+        let mut tries = 0;
+        loop {
+            let tasks = threads_of(pid);
+            let session = Self::open_tasks(specs, &tasks, true, pages, sample_type)?;
+            tries += 1;
+            if tries == 5 || threads_of(pid).iter().all(|t| tasks.contains(t)) {
+                return Ok(session);
+            }
+        }
+    }
+
+    fn open_tasks(
+        specs: &[EventSpec],
+        tasks: &[i32],
+        inherit: bool,
+        pages: usize,
+        sample_type: u64,
+    ) -> anyhow::Result<Session> {
         let mut rings = Vec::new();
         let mut others = Vec::new();
         for cpu in online_cpus()? {
-            let mut owner: Option<OwnedFd> = None;
-            for spec in specs {
-                let fd = open_event(spec, pid, cpu, inherit)?;
+            let mut fds = Vec::new();
+            for (spec, &task) in specs.iter().flat_map(|s| tasks.iter().map(move |t| (s, t))) {
+                let fd = match open_event(spec, task, cpu, inherit) {
+                    Ok(fd) => fd,
+                    // A thread that ended since we listed it.
+                    Err(_) if Some(task) != tasks.first().copied() && !alive(task) => continue,
+                    Err(e) => return Err(e),
+                };
                 if let Some(filter) = &spec.filter {
                     set_filter(&fd, filter)?;
                 }
-                match &owner {
-                    None => owner = Some(fd),
-                    Some(owner) => {
-                        // SAFETY: both fds are live perf events on the same CPU.
-                        let rc =
-                            unsafe { pe::ioctls::SET_OUTPUT(fd.as_raw_fd(), owner.as_raw_fd()) };
-                        if rc != 0 {
-                            return Err(std::io::Error::last_os_error())
-                                .context("redirecting an event into its CPU's ring");
-                        }
-                        others.push(fd);
-                    }
-                }
+                fds.push(fd);
             }
-            let fd = owner.expect("at least one spec");
+            let mut fds = fds.into_iter();
+            let fd = fds.next().expect("at least one spec");
+            // The ring must exist before other events can be redirected into it.
             let ring = Ring::map(fd.as_fd(), pages).map_err(|e| map_error(e, pages))?;
+            for other in fds {
+                // SAFETY: both fds are live perf events on the same CPU.
+                let rc = unsafe { pe::ioctls::SET_OUTPUT(other.as_raw_fd(), fd.as_raw_fd()) };
+                if rc != 0 {
+                    return Err(std::io::Error::last_os_error())
+                        .context("redirecting an event into its CPU's ring");
+                }
+                others.push(other);
+            }
             rings.push(CpuRing { ring, fd });
         }
         Ok(Session {
@@ -428,6 +453,23 @@ fn set_filter(fd: &OwnedFd, filter: &str) -> anyhow::Result<()> {
         bail!("the kernel rejected the tracepoint filter `{filter}`: {err}");
     }
     Ok(())
+}
+
+/// A process's threads, the process itself first (its errors are the ones
+/// reported). Just the pid when /proc does not list them.
+fn threads_of(pid: i32) -> Vec<i32> {
+    let mut tids = vec![pid];
+    if let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        tids.extend(
+            dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+                .filter(|&t| t != pid),
+        );
+    }
+    tids
+}
+
+fn alive(tid: i32) -> bool {
+    std::path::Path::new(&format!("/proc/{tid}")).exists()
 }
 
 /// The deepest callchain the kernel allows (kernel.perf_event_max_stack).
