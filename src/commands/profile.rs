@@ -210,13 +210,19 @@ fn open(args: &Args, target: Target, on_exec: bool, p: &mut Profile) -> anyhow::
             p.event = cycles.name().into();
             Ok(s)
         }
-        Err(e) if e.downcast_ref::<NoHardwareCounter>().is_some() => {
+        // No PMU (a VM): cpu-clock, as bcc's profile does. Any other
+        // refusal is retried with cpu-clock too, so the error names the
+        // event every machine has.
+        Err(e) => {
             let clock = shape(EventSpec::cpu_clock(args.freq));
             p.event = clock.name().into();
-            p.event_note = Some("no hardware PMU here, so no cycles event".into());
+            p.event_note = Some(if e.downcast_ref::<NoHardwareCounter>().is_some() {
+                "no hardware PMU here, so no cycles event".into()
+            } else {
+                format!("cycles unavailable: {e:#}")
+            });
             Session::open(&[clock], target, RING_PAGES)
         }
-        Err(e) => Err(e),
     }
 }
 
@@ -438,11 +444,13 @@ fn comm_of(pid: i32) -> String {
         .unwrap_or_else(|_| "?".into())
 }
 
+/// `cpu-burn --duration 5` for `/path/to/cpu-burn --duration 5`.
 fn command_line(argv: &[OsString]) -> String {
-    let line: Vec<String> = argv
+    let mut line: Vec<String> = argv
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
+    line[0] = comm_name(&argv[0]);
     let line = line.join(" ");
     if line.chars().count() > 60 {
         line.chars().take(57).collect::<String>() + "..."

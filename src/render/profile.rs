@@ -11,7 +11,7 @@ use crate::model::profile::Profile;
 use crate::render::table::{Align, Table};
 
 /// How many hottest stacks the text report prints.
-const HOT_STACKS: usize = 5;
+const HOT_STACKS: usize = 3;
 
 /// The JSON document: the profile (stacks and counters) and its summary.
 #[derive(Serialize)]
@@ -82,16 +82,19 @@ pub fn text(out: &mut impl Write, p: &Profile, s: &Summary) -> anyhow::Result<()
         "TOTAL",
         &s.top_total,
     )?;
-    writeln!(out, "Hottest stacks (outermost first; _[k] = kernel)")?;
+    writeln!(
+        out,
+        "Hottest stacks (outermost first, where the CPU was last; [k] = kernel)"
+    )?;
     for h in s.hottest.iter().take(HOT_STACKS) {
         writeln!(
             out,
-            "  {:5.1}% {:>7}  {};{}",
-            h.percent,
-            h.samples,
-            h.comm,
-            h.frames.join(";")
+            "  {:.1}% ({} samples) {}",
+            h.percent, h.samples, h.comm
         )?;
+        for f in &h.frames {
+            writeln!(out, "      {}", f.replace("_[k]", " [k]"))?;
+        }
     }
     writeln!(out)?;
     for t in &s.truncated {
