@@ -615,6 +615,44 @@ mod tests {
     }
 
     #[test]
+    fn attaches_existing_threads_and_shares_rings() {
+        if !crate::testing::require_root("attaches_existing_threads_and_shares_rings") {
+            return;
+        }
+        // A thread that exists before the session opens: inherit alone would
+        // miss it. Two events per CPU exercise redirecting into one ring.
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let busy = std::thread::spawn(move || {
+            // SAFETY: gettid has no preconditions.
+            tx.send(unsafe { libc::gettid() } as u32).unwrap();
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        });
+        let tid = rx.recv().unwrap();
+        let spec = EventSpec::cpu_clock(999);
+        let mut session = Session::open(
+            &[spec.clone(), spec],
+            Target::Process(std::process::id() as i32),
+            8,
+        )
+        .unwrap();
+        session.enable().unwrap();
+        let mut hits = 0;
+        collect(&mut session, Duration::from_millis(400), |r| {
+            if let Record::Sample(s) = r {
+                hits += (s.tid == tid) as u32;
+            }
+            false
+        });
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        busy.join().unwrap();
+        assert!(hits > 50, "only {hits} samples of the pre-existing thread");
+    }
+
+    #[test]
     fn missing_process_is_named() {
         if !crate::testing::require_root("missing_process_is_named") {
             return;
