@@ -73,7 +73,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if args.freq == 0 {
         return Err(usage("-F must be at least 1 Hz"));
     }
-    if args.duration.is_some_and(|d| !(d > 0.0)) {
+    if args.duration.is_some_and(|d| !d.is_finite() || d <= 0.0) {
         return Err(usage("-d must be a positive number of seconds"));
     }
     let stop = Arc::new(AtomicBool::new(false));

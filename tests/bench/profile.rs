@@ -39,6 +39,8 @@ fn have(cmd: &str) -> bool {
 }
 
 /// Run `cmd`, returning (its own + its descendants' CPU seconds, wall, stdout).
+/// Reaped with wait4 (not `Child::wait`) to get its rusage.
+#[allow(clippy::zombie_processes)]
 fn run_measured(cmd: &mut Command) -> (f64, Duration, String) {
     let start = Instant::now();
     let child = cmd.stdout(Stdio::piped()).spawn().expect("spawn");
