@@ -236,6 +236,27 @@ fn kernel_heavy_mode_shows_the_syscall_path() {
 }
 
 #[test]
+fn grandchildren_symbolize_from_their_mmap_records() {
+    if !require_root("grandchildren_symbolize_from_their_mmap_records") {
+        return;
+    }
+    // sh forks and execs cpu-burn: its mappings reach kdiag only as MMAP2
+    // records (the fork copied sh's), and it has exited when symbolizing.
+    let scratch = tempfile::tempdir().unwrap();
+    let script = format!(
+        "{} --duration 1 --scratch {}/s 2>/dev/null; true",
+        workload("cpu-burn").display(),
+        scratch.path().display()
+    );
+    let report = profile_json(&["-F", "499", "--", "sh", "-c", &script]);
+    let hot = share(&report, "top_self", "burn_hot_alpha");
+    assert!(
+        (hot - 75.0).abs() <= 10.0,
+        "burn_hot_alpha {hot:.1}%: {report:#}"
+    );
+}
+
+#[test]
 fn zero_samples_is_an_error_and_writes_no_svg() {
     if !require_root("zero_samples_is_an_error_and_writes_no_svg") {
         return;

@@ -566,6 +566,77 @@ mod tests {
         assert_eq!(names.reasons.len(), 2, "{:?}", names.reasons);
     }
 
+    /// A raw SAMPLE body as the kernel writes it (IP, TID, TIME, CPU,
+    /// PERIOD, CALLCHAIN), decoded by the engine.
+    fn sample_body(pid: u32, callchain: &[u64]) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend(callchain[1].to_ne_bytes());
+        b.extend(pid.to_ne_bytes());
+        b.extend(pid.to_ne_bytes());
+        b.extend(1u64.to_ne_bytes());
+        b.extend(0u64.to_ne_bytes()); // cpu, res
+        b.extend(10_000_000u64.to_ne_bytes());
+        b.extend((callchain.len() as u64).to_ne_bytes());
+        for ip in callchain {
+            b.extend(ip.to_ne_bytes());
+        }
+        b
+    }
+
+    #[test]
+    fn a_process_gone_before_the_end_symbolizes_from_mmap2() {
+        use perf_event_open_sys::bindings as pe;
+        // A pid that does not exist (it "exited"), mapped like this test binary.
+        let ip = a_process_gone_before_the_end_symbolizes_from_mmap2 as fn() as usize as u64;
+        let own = parse_maps(&std::fs::read_to_string("/proc/self/maps").unwrap());
+        let m = own.iter().find(|m| m.start <= ip && ip < m.end).unwrap();
+        let gone = 999_999_999;
+        let mut rec = Recorder::new(RecordOptions::default());
+        rec.record(&Record::Comm {
+            pid: gone,
+            tid: gone,
+            comm: "gone",
+            exec: true,
+        });
+        rec.record(&Record::Mmap2 {
+            pid: gone,
+            tid: gone,
+            addr: m.start,
+            len: m.end - m.start,
+            pgoff: m.pgoff,
+            filename: &m.path,
+        });
+        let sample_type = (pe::PERF_SAMPLE_IP
+            | pe::PERF_SAMPLE_TID
+            | pe::PERF_SAMPLE_TIME
+            | pe::PERF_SAMPLE_CPU
+            | pe::PERF_SAMPLE_PERIOD
+            | pe::PERF_SAMPLE_CALLCHAIN) as u64;
+        let body = sample_body(
+            gone,
+            &[pe::PERF_CONTEXT_USER as u64, ip, m.end + 0x1000_0000],
+        );
+        let sample =
+            crate::sys::perf::decode(pe::PERF_RECORD_SAMPLE, 0, &body, sample_type).unwrap();
+        rec.record(&sample);
+        let mut profile = Profile::default();
+        rec.finish(&mut profile);
+        assert_eq!(profile.samples, 1);
+        let stack = &profile.stacks[0];
+        assert_eq!(stack.comm, "gone");
+        assert_eq!(stack.user_depth, 2);
+        // Outermost first: the bogus caller, then our function.
+        assert_eq!(stack.frames[0].name, "[unknown]");
+        assert!(
+            stack.frames[1]
+                .name
+                .ends_with("a_process_gone_before_the_end_symbolizes_from_mmap2"),
+            "{:?}",
+            stack.frames
+        );
+        assert_eq!(profile.unknown_frames.len(), 1);
+    }
+
     #[test]
     fn names_kernel_entry() {
         if !crate::testing::require_root("names_kernel_entry") {

@@ -171,6 +171,8 @@ impl EventSpec {
         if self.task_events {
             a.set_comm(1);
             a.set_comm_exec(1);
+            // mmap asks for executable-mapping records; mmap2 only picks their format.
+            a.set_mmap(1);
             a.set_mmap2(1);
             a.set_task(1);
         }
