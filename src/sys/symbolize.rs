@@ -393,8 +393,11 @@ impl<'a> Names<'a> {
             ..Default::default()
         });
         let results = self.symbolizer.symbolize(&src, Input::AbsAddr(&ips));
+        let unnamed = |r: &Vec<Symbolized>| r.iter().any(|s| s.as_sym().is_none());
+        // Only look into why when something is unnamed: reading kallsyms is slow.
         let why = match &results {
-            Ok(_) => kernel_reason().to_string(),
+            Ok(r) if unnamed(r) => kernel_reason().to_string(),
+            Ok(_) => String::new(),
             Err(e) => format!("kernel symbols unreadable: {e}"),
         };
         let syms = results.unwrap_or_default();
@@ -411,13 +414,37 @@ impl<'a> Names<'a> {
         offsets.sort_unstable();
         offsets.dedup();
         let base = module_name(path);
-        let results = if path.ends_with(" (deleted)") {
-            Err(format!("{base}: file deleted since it was mapped"))
-        } else {
+        let lookup = |offsets: &[u64], debug_syms: bool| {
+            let src = Source::Elf(Elf {
+                debug_syms,
+                ..Elf::new(path)
+            });
             self.symbolizer
-                .symbolize(&Source::Elf(Elf::new(path)), Input::FileOffset(&offsets))
+                .symbolize(&src, Input::FileOffset(offsets))
                 .map_err(|e| format!("{base}: unreadable ({e})"))
         };
+        let mut results = if path.ends_with(" (deleted)") {
+            Err(format!("{base}: file deleted since it was mapped"))
+        } else {
+            // The ELF symbol table names functions as well as DWARF does
+            // (no lines or inlines are shown) and is far quicker to load;
+            // DWARF only for what it cannot name (a stripped binary with
+            // separate debug info).
+            lookup(&offsets, false)
+        };
+        if let Ok(syms) = &mut results {
+            let missing: Vec<usize> = (0..syms.len())
+                .filter(|&i| syms[i].as_sym().is_none())
+                .collect();
+            if !missing.is_empty() {
+                let retry: Vec<u64> = missing.iter().map(|&i| offsets[i]).collect();
+                if let Ok(found) = lookup(&retry, true) {
+                    for (i, sym) in missing.into_iter().zip(found) {
+                        syms[i] = sym;
+                    }
+                }
+            }
+        }
         let named = offsets
             .iter()
             .enumerate()
@@ -475,13 +502,12 @@ fn module_name(path: &str) -> String {
 
 /// Why a kernel address has no name: usually kptr_restrict hiding kallsyms.
 fn kernel_reason() -> &'static str {
-    let hidden = std::fs::read_to_string("/proc/kallsyms")
-        .map(|t| {
-            t.lines()
-                .take(10)
-                .all(|l| l.starts_with("0000000000000000"))
-        })
-        .unwrap_or(true);
+    use std::io::BufRead;
+    // kptr_restrict shows every address as zeros; the first line tells.
+    let hidden = std::fs::File::open("/proc/kallsyms")
+        .ok()
+        .and_then(|f| std::io::BufReader::new(f).lines().next()?.ok())
+        .is_none_or(|l| l.starts_with("0000000000000000"));
     if hidden {
         "kernel addresses hidden (kernel.kptr_restrict; run as root)"
     } else {
