@@ -166,3 +166,61 @@ pub fn footer(out: &mut impl Write, p: &Profile) -> anyhow::Result<()> {
 fn pct(a: f64, b: f64) -> f64 {
     if b > 0.0 { 100.0 * a / b } else { 0.0 }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::fold::summarize;
+    use crate::model::profile::{Frame, ProbeCost, Stack};
+
+    #[test]
+    fn report_explains_losses_truncation_and_cost() {
+        let p = Profile {
+            target: "PID 7 (nofp)".into(),
+            started: "2026-11-22T07:00:00Z".into(),
+            event: "cpu-clock".into(),
+            event_note: Some("no hardware PMU here, so no cycles event".into()),
+            freq_hz: 99,
+            samples: 40,
+            idle_samples: 5,
+            lost: 3,
+            throttled: 1,
+            stacks: vec![Stack {
+                comm: "nofp".into(),
+                frames: vec![Frame::user("libc.so.6+0x2a1b0"), Frame::user("hot")],
+                samples: 40,
+                weight: 400,
+                user_depth: 2,
+            }],
+            unknown_frames: vec![("libc.so.6: no symbols".into(), 1)],
+            ended_early: Some("PID 7 exited during the run".into()),
+            cost: ProbeCost {
+                kdiag_cpu_secs: 0.002,
+                wall_secs: 2.0,
+                profiled_cpu_secs: Some(0.4),
+                post_secs: 0.05,
+            },
+        };
+        let s = summarize(&p, 5);
+        let mut out = Vec::new();
+        text(&mut out, &p, &s).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        for want in [
+            "Profile of PID 7 (nofp), 2.00 s at 99 Hz (cpu-clock)",
+            "Note: PID 7 exited during the run",
+            "100.0%      40 hot",
+            "built without frame pointers",
+            "libc.so.6: no symbols",
+            "Samples: 40 kept, 3 records lost, 1 throttles; 5 idle samples left out",
+            "(no hardware PMU here, so no cycles event)",
+            "kdiag used 2.0 ms of CPU while recording 2.00 s (0.10% of one CPU), 0.50% of the profiled CPU time (0.40 s)",
+        ] {
+            assert!(out.contains(want), "missing {want:?} in\n{out}");
+        }
+        let mut js = Vec::new();
+        json(&mut js, &p, &s).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&js).unwrap();
+        assert_eq!(v["summary"]["top_self"][0]["name"], "hot");
+        assert_eq!(v["profile"]["lost"], 3);
+    }
+}
