@@ -4,5 +4,6 @@
 pub mod doctor;
 pub mod elf_rules;
 pub mod exec_failure;
+pub mod fold;
 pub mod ps;
 pub mod top;

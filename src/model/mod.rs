@@ -5,5 +5,6 @@ pub mod elf;
 pub mod errno;
 pub mod exec;
 pub mod process;
+pub mod profile;
 pub mod rusage;
 pub mod system;

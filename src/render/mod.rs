@@ -4,6 +4,8 @@
 pub mod doctor;
 pub mod elf;
 pub mod exec;
+pub mod flamegraph;
+pub mod profile;
 pub mod ps;
 pub mod table;
 pub mod time;

@@ -12,4 +12,5 @@ pub mod proc;
 pub mod rusage;
 pub mod signal_origin;
 pub mod spawn;
+pub mod symbolize;
 pub mod tracefs;

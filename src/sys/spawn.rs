@@ -221,21 +221,23 @@ impl HeldChild {
 
     /// The wait status once the child has ended (non-blocking).
     pub fn try_wait(&mut self) -> Option<i32> {
-        if self.reaped {
-            return None;
-        }
-        let mut status = 0;
-        // SAFETY: pid is our child, not reaped yet; status is a valid out pointer.
-        let rc = unsafe { libc::waitpid(self.pid as i32, &mut status, libc::WNOHANG) };
-        (rc == self.pid as i32).then(|| {
-            self.reaped = true;
-            status
-        })
+        self.try_reap().ok().flatten().map(|(status, _)| status)
+    }
+
+    /// Reap the child if it has ended (non-blocking): its wait status and
+    /// resource usage.
+    pub fn try_reap(&mut self) -> io::Result<Option<(i32, libc::rusage)>> {
+        self.wait4(libc::WNOHANG)
     }
 
     /// Wait for the child to end and reap it: its wait status and resource
     /// usage (children it waited for included).
     pub fn reap(&mut self) -> io::Result<(i32, libc::rusage)> {
+        self.wait4(0)?
+            .ok_or_else(|| io::Error::other("wait4 returned without a child"))
+    }
+
+    fn wait4(&mut self, flags: i32) -> io::Result<Option<(i32, libc::rusage)>> {
         if self.reaped {
             return Err(io::Error::other("the command was already reaped"));
         }
@@ -244,10 +246,13 @@ impl HeldChild {
             // SAFETY: rusage is plain data that wait4 fills; pid is our
             // child, not reaped yet.
             let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-            let rc = unsafe { libc::wait4(self.pid as i32, &mut status, 0, &mut ru) };
+            let rc = unsafe { libc::wait4(self.pid as i32, &mut status, flags, &mut ru) };
             if rc == self.pid as i32 {
                 self.reaped = true;
-                return Ok((status, ru));
+                return Ok(Some((status, ru)));
+            }
+            if rc == 0 {
+                return Ok(None);
             }
             let err = io::Error::last_os_error();
             if err.kind() != io::ErrorKind::Interrupted {

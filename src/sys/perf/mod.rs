@@ -92,6 +92,33 @@ impl EventSpec {
         self
     }
 
+    /// Stay disabled until the target execs (do not call `Session::enable`).
+    pub fn with_enable_on_exec(mut self) -> Self {
+        self.enable_on_exec = true;
+        self
+    }
+
+    /// Sample only while the CPU runs kernel code.
+    pub fn kernel_only(mut self) -> Self {
+        self.exclude_user = true;
+        self
+    }
+
+    /// Sample only while the CPU runs user code.
+    pub fn user_only(mut self) -> Self {
+        self.exclude_kernel = true;
+        self
+    }
+
+    /// A short name for reports: `cpu-clock`, `cycles`, `tracepoint`.
+    pub fn name(&self) -> &'static str {
+        match self.kind {
+            EventKind::CpuClock { .. } => "cpu-clock",
+            EventKind::Cycles { .. } => "cycles",
+            EventKind::Tracepoint { .. } => "tracepoint",
+        }
+    }
+
     pub fn with_filter(mut self, filter: impl Into<String>) -> Self {
         self.filter = Some(filter.into());
         self
@@ -144,6 +171,8 @@ impl EventSpec {
         if self.task_events {
             a.set_comm(1);
             a.set_comm_exec(1);
+            // mmap asks for executable-mapping records; mmap2 only picks their format.
+            a.set_mmap(1);
             a.set_mmap2(1);
             a.set_task(1);
         }
@@ -204,20 +233,50 @@ impl Session {
             bail!("events sharing a ring must record the same sample fields");
         }
         let pages = pages.max(1).next_power_of_two();
-        let pid = match target {
-            Target::AllCpus => -1,
-            Target::Process(pid) => pid,
+        let Target::Process(pid) = target else {
+            return Self::open_tasks(specs, &[-1], false, pages, sample_type);
         };
-        let inherit = matches!(target, Target::Process(_));
+        // inherit follows threads and children created from now on; threads
+        // that already exist need an event each, as `perf record -p` does. A
+        // thread created while we attach may be followed on some CPUs only:
+        // if the thread list changed meanwhile, attach again (nothing has
+        // been enabled yet, so nothing is counted twice).
+        let mut tries = 0;
+        loop {
+            let tasks = threads_of(pid);
+            let session = Self::open_tasks(specs, &tasks, true, pages, sample_type)?;
+            tries += 1;
+            if tries == 5 || threads_of(pid).iter().all(|t| tasks.contains(t)) {
+                return Ok(session);
+            }
+        }
+    }
+
+    fn open_tasks(
+        specs: &[EventSpec],
+        tasks: &[i32],
+        inherit: bool,
+        pages: usize,
+        sample_type: u64,
+    ) -> anyhow::Result<Session> {
         let mut rings = Vec::new();
         let mut others = Vec::new();
         for cpu in online_cpus()? {
-            // The first event owns the CPU's ring; it must be mapped before
-            // the others can be redirected into it (SET_OUTPUT needs a ring).
-            let fd = open_event(first, pid, cpu, inherit)?;
+            let mut fds = Vec::new();
+            for (spec, &task) in specs.iter().flat_map(|s| tasks.iter().map(move |t| (s, t))) {
+                let fd = match open_event(spec, task, cpu, inherit) {
+                    Ok(fd) => fd,
+                    // A thread that ended since we listed it.
+                    Err(_) if Some(task) != tasks.first().copied() && !alive(task) => continue,
+                    Err(e) => return Err(e),
+                };
+                fds.push(fd);
+            }
+            let mut fds = fds.into_iter();
+            let fd = fds.next().expect("at least one spec");
+            // The ring must exist before other events can be redirected into it.
             let ring = Ring::map(fd.as_fd(), pages).map_err(|e| map_error(e, pages))?;
-            for spec in &specs[1..] {
-                let other = open_event(spec, pid, cpu, inherit)?;
+            for other in fds {
                 // SAFETY: both fds are live perf events on the same CPU.
                 let rc = unsafe { pe::ioctls::SET_OUTPUT(other.as_raw_fd(), fd.as_raw_fd()) };
                 if rc != 0 {
@@ -356,9 +415,7 @@ fn open_error(err: std::io::Error, spec: &EventSpec, pid: i32) -> anyhow::Error 
         Some(libc::ENOENT) | Some(libc::EOPNOTSUPP)
             if matches!(spec.kind, EventKind::Cycles { .. }) =>
         {
-            anyhow::anyhow!(
-                "this machine has no hardware cycle counter ({err}); use the cpu-clock event"
-            )
+            NoHardwareCounter(err).into()
         }
         Some(libc::EMFILE) => {
             anyhow::anyhow!("{what}: too many open files ({err}); raise `ulimit -n`")
@@ -366,6 +423,12 @@ fn open_error(err: std::io::Error, spec: &EventSpec, pid: i32) -> anyhow::Error 
         _ => anyhow::Error::new(err).context(format!("perf_event_open for {what}")),
     }
 }
+
+/// Opening a hardware event failed because the machine has no such counter
+/// (a VM without a PMU): callers fall back to cpu-clock (`downcast_ref`).
+#[derive(Debug, thiserror::Error)]
+#[error("this machine has no hardware cycle counter ({0}); use the cpu-clock event")]
+pub struct NoHardwareCounter(pub std::io::Error);
 
 fn map_error(err: std::io::Error, pages: usize) -> anyhow::Error {
     if err.raw_os_error() == Some(libc::EPERM) {
@@ -386,6 +449,23 @@ fn set_filter(fd: &OwnedFd, filter: &str) -> anyhow::Result<()> {
         bail!("the kernel rejected the tracepoint filter `{filter}`: {err}");
     }
     Ok(())
+}
+
+/// A process's threads, the process itself first (its errors are the ones
+/// reported). Just the pid when /proc does not list them.
+fn threads_of(pid: i32) -> Vec<i32> {
+    let mut tids = vec![pid];
+    if let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        tids.extend(
+            dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+                .filter(|&t| t != pid),
+        );
+    }
+    tids
+}
+
+fn alive(tid: i32) -> bool {
+    std::path::Path::new(&format!("/proc/{tid}")).exists()
 }
 
 /// The deepest callchain the kernel allows (kernel.perf_event_max_stack).
@@ -571,6 +651,44 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(err.contains("rejected the tracepoint filter"), "{err}");
+    }
+
+    #[test]
+    fn attaches_existing_threads_and_shares_rings() {
+        if !crate::testing::require_root("attaches_existing_threads_and_shares_rings") {
+            return;
+        }
+        // A thread that exists before the session opens: inherit alone would
+        // miss it. Two events per CPU exercise redirecting into one ring.
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let busy = std::thread::spawn(move || {
+            // SAFETY: gettid has no preconditions.
+            tx.send(unsafe { libc::gettid() } as u32).unwrap();
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        });
+        let tid = rx.recv().unwrap();
+        let spec = EventSpec::cpu_clock(999);
+        let mut session = Session::open(
+            &[spec.clone(), spec],
+            Target::Process(std::process::id() as i32),
+            8,
+        )
+        .unwrap();
+        session.enable().unwrap();
+        let mut hits = 0;
+        collect(&mut session, Duration::from_millis(400), |r| {
+            if let Record::Sample(s) = r {
+                hits += (s.tid == tid) as u32;
+            }
+            false
+        });
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        busy.join().unwrap();
+        assert!(hits > 50, "only {hits} samples of the pre-existing thread");
     }
 
     #[test]

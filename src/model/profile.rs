@@ -1,0 +1,94 @@
+//! A CPU profile: symbolized call stacks with how often, and how heavily,
+//! each was sampled, plus what it cost to collect.
+
+use serde::Serialize;
+
+/// One frame of a symbolized stack.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct Frame {
+    /// The function (demangled), or `module+0xOFFSET`, or `[unknown]`.
+    pub name: String,
+    /// A kernel frame (shown with `_[k]` in folded output).
+    pub kernel: bool,
+}
+
+impl Frame {
+    pub fn user(name: impl Into<String>) -> Self {
+        Frame {
+            name: name.into(),
+            kernel: false,
+        }
+    }
+
+    pub fn kernel(name: impl Into<String>) -> Self {
+        Frame {
+            name: name.into(),
+            kernel: true,
+        }
+    }
+}
+
+/// A distinct call stack of one command, and its samples.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stack {
+    /// The thread's command name (the flame graph's root).
+    pub comm: String,
+    /// Outermost first (the root's child), innermost (where the CPU was) last.
+    pub frames: Vec<Frame>,
+    /// Samples that landed on this stack.
+    pub samples: u64,
+    /// Sum of the samples' periods (ns of CPU for cpu-clock, cycles for
+    /// cycles): frequency mode varies the period, so this is the true weight.
+    pub weight: u64,
+    /// User frames the kernel walked for these samples (the deepest seen):
+    /// 1–2 means a binary without frame pointers.
+    pub user_depth: u16,
+}
+
+/// kdiag's own cost while it recorded: the probe effect.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ProbeCost {
+    /// kdiag's CPU time (user + system) during recording, seconds.
+    pub kdiag_cpu_secs: f64,
+    /// Wall time of the recording, seconds.
+    pub wall_secs: f64,
+    /// CPU time of what was profiled during the recording, where known.
+    pub profiled_cpu_secs: Option<f64>,
+    /// Time from the end of recording to the finished report, seconds.
+    pub post_secs: f64,
+}
+
+/// A finished profile.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Profile {
+    /// What was profiled: `PID 42 (sh)`, `all CPUs`, `cpu-burn --mode kernel`.
+    pub target: String,
+    /// When recording started (UTC, RFC 3339).
+    pub started: String,
+    /// The event sampled: `cpu-clock` or `cycles`.
+    pub event: String,
+    /// Why this event and not a better one (e.g. no hardware PMU for cycles).
+    pub event_note: Option<String>,
+    pub freq_hz: u64,
+    pub stacks: Vec<Stack>,
+    /// Every sample kept (idle excluded unless asked for).
+    pub samples: u64,
+    /// Samples of the idle task left out (system-wide without --include-idle).
+    pub idle_samples: u64,
+    /// Records the kernel dropped because a ring was full.
+    pub lost: u64,
+    /// Times the kernel throttled sampling.
+    pub throttled: u64,
+    /// Why frames could not be named, with how many frames each.
+    pub unknown_frames: Vec<(String, u64)>,
+    /// Set when the target went away before recording was asked to end.
+    pub ended_early: Option<String>,
+    pub cost: ProbeCost,
+}
+
+impl Profile {
+    /// Total weight of every stack.
+    pub fn total_weight(&self) -> u64 {
+        self.stacks.iter().map(|s| s.weight).sum()
+    }
+}

@@ -1,0 +1,96 @@
+//! SVG flame graphs, rendered in-process with inferno from folded stacks.
+
+use inferno::flamegraph::{self, Options};
+
+use crate::model::profile::Profile;
+
+/// Render `folded` (from `analysis::fold::fold(profile)`) as an SVG. Fails,
+/// saying why, when there is nothing to draw: an empty flame graph helps no
+/// one, and the caller then writes no file.
+pub fn svg(profile: &Profile, folded: &[String]) -> anyhow::Result<Vec<u8>> {
+    if folded.is_empty() {
+        anyhow::bail!("{}", no_samples_reason(profile));
+    }
+    let mut opts = Options::default();
+    opts.title = format!("CPU profile of {}", profile.target);
+    opts.subtitle = Some(format!(
+        "{} · {:.1} s at {} Hz ({}) · {} samples{}",
+        profile.started,
+        profile.cost.wall_secs,
+        profile.freq_hz,
+        profile.event,
+        profile.samples,
+        if profile.lost > 0 {
+            format!(", {} records lost", profile.lost)
+        } else {
+            String::new()
+        }
+    ));
+    opts.count_name = "samples".into();
+    // Same input, same picture: tests and diffs stay stable.
+    opts.deterministic = true;
+    let mut out = Vec::new();
+    flamegraph::from_lines(&mut opts, folded.iter().map(String::as_str), &mut out)?;
+    Ok(out)
+}
+
+/// Why a profile has no samples, and what to try.
+pub fn no_samples_reason(profile: &Profile) -> String {
+    let mut why = format!(
+        "no samples of {} in {:.1} s, so no flame graph was written",
+        profile.target, profile.cost.wall_secs
+    );
+    if profile.idle_samples > 0 {
+        why += &format!(
+            ": the CPUs were idle ({} idle samples left out; add --include-idle to see them)",
+            profile.idle_samples
+        );
+    } else {
+        why += ": the target did not run on a CPU while sampling (sleeping or blocked?); \
+                profile longer (-d), raise the rate (-F), or profile what is busy";
+    }
+    why
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::profile::{Frame, Stack};
+
+    #[test]
+    fn renders_titles_with_counts() {
+        let p = Profile {
+            target: "burn".into(),
+            samples: 4,
+            stacks: vec![Stack {
+                comm: "burn".into(),
+                frames: vec![Frame::user("main"), Frame::user("hot_a")],
+                samples: 4,
+                weight: 4,
+                user_depth: 2,
+            }],
+            ..Default::default()
+        };
+        let lines = crate::analysis::fold::fold(&p);
+        let svg = String::from_utf8(svg(&p, &lines).unwrap()).unwrap();
+        assert!(svg.contains("CPU profile of burn"));
+        assert!(
+            svg.contains("<title>hot_a (4 samples, 100.00%)</title>"),
+            "{svg}"
+        );
+    }
+
+    #[test]
+    fn refuses_to_draw_nothing() {
+        let p = Profile {
+            target: "PID 1".into(),
+            idle_samples: 7,
+            ..Default::default()
+        };
+        let err = svg(&p, &[]).unwrap_err().to_string();
+        assert!(
+            err.contains("no samples of PID 1") && err.contains("--include-idle"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,226 @@
+//! The `kdiag profile` report: top functions by self and total, the hottest
+//! stacks, notes on stacks that cannot be trusted, and a footer with what was
+//! lost and what profiling cost.
+
+use std::io::Write;
+
+use serde::Serialize;
+
+use crate::analysis::fold::{FunctionShare, Summary};
+use crate::model::profile::Profile;
+use crate::render::table::{Align, Table};
+
+/// How many hottest stacks the text report prints.
+const HOT_STACKS: usize = 3;
+
+/// The JSON document: the profile (stacks and counters) and its summary.
+#[derive(Serialize)]
+pub struct Report<'a> {
+    pub profile: &'a Profile,
+    pub summary: &'a Summary,
+}
+
+pub fn json(out: &mut impl Write, profile: &Profile, summary: &Summary) -> anyhow::Result<()> {
+    crate::render::json(out, &Report { profile, summary })
+}
+
+fn label(f: &FunctionShare) -> String {
+    if f.kernel {
+        format!("{} [k]", f.name)
+    } else {
+        f.name.clone()
+    }
+}
+
+fn shares(
+    out: &mut impl Write,
+    title: &str,
+    col: &str,
+    rows: &[FunctionShare],
+) -> anyhow::Result<()> {
+    writeln!(out, "{title}")?;
+    let mut t = Table::new([
+        (col, Align::Right),
+        ("SAMPLES", Align::Right),
+        ("FUNCTION", Align::Left),
+    ]);
+    for f in rows {
+        t.push(vec![
+            format!("{:.1}%", f.percent),
+            f.samples.to_string(),
+            label(f),
+        ]);
+    }
+    t.write(out)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// The text report.
+pub fn text(out: &mut impl Write, p: &Profile, s: &Summary) -> anyhow::Result<()> {
+    writeln!(
+        out,
+        "Profile of {}, {:.2} s at {} Hz ({}), started {}: {} samples, {:.1}% in the kernel",
+        p.target, p.cost.wall_secs, p.freq_hz, p.event, p.started, s.samples, s.kernel_percent
+    )?;
+    if let Some(why) = &p.ended_early {
+        writeln!(
+            out,
+            "Note: {why}; the report covers what was collected until then."
+        )?;
+    }
+    writeln!(out)?;
+    shares(
+        out,
+        "Top functions by self time (where the CPU was)",
+        "SELF",
+        &s.top_self,
+    )?;
+    shares(
+        out,
+        "Top functions by total time (on the stack)",
+        "TOTAL",
+        &s.top_total,
+    )?;
+    writeln!(
+        out,
+        "Hottest stacks (outermost first, where the CPU was last; [k] = kernel)"
+    )?;
+    for h in s.hottest.iter().take(HOT_STACKS) {
+        writeln!(
+            out,
+            "  {:.1}% ({} samples) {}",
+            h.percent, h.samples, h.comm
+        )?;
+        for f in &h.frames {
+            writeln!(out, "      {}", f.replace("_[k]", " [k]"))?;
+        }
+    }
+    writeln!(out)?;
+    for t in &s.truncated {
+        writeln!(
+            out,
+            "Note: {:.0}% of {}'s user stacks are only 1-2 frames deep: the binary was likely \
+             built without frame pointers, so callers are missing. Rebuild it with \
+             `-C force-frame-pointers=yes` (Rust) or `-fno-omit-frame-pointer` (C/C++).",
+            t.percent, t.comm
+        )?;
+    }
+    if !p.unknown_frames.is_empty() {
+        writeln!(
+            out,
+            "Frames without a name (module+offset or [unknown]), by reason:"
+        )?;
+        for (why, n) in &p.unknown_frames {
+            writeln!(out, "  {n:>7}  {why}")?;
+        }
+    }
+    footer(out, p)
+}
+
+/// Samples, losses, the tier, and the probe effect.
+pub fn footer(out: &mut impl Write, p: &Profile) -> anyhow::Result<()> {
+    let mut samples = format!(
+        "Samples: {} kept, {} records lost, {} throttles",
+        p.samples, p.lost, p.throttled
+    );
+    if p.idle_samples > 0 {
+        samples += &format!(
+            "; {} idle samples left out (--include-idle shows them)",
+            p.idle_samples
+        );
+    }
+    writeln!(out, "{samples}")?;
+    writeln!(
+        out,
+        "Tier: perf_event_open, {} at {} Hz with frame-pointer callchains{}",
+        p.event,
+        p.freq_hz,
+        p.event_note
+            .as_deref()
+            .map(|n| format!(" ({n})"))
+            .unwrap_or_default()
+    )?;
+    let c = &p.cost;
+    let mut cost = format!(
+        "Probe effect: kdiag used {:.1} ms of CPU while recording {:.2} s ({:.2}% of one CPU)",
+        c.kdiag_cpu_secs * 1e3,
+        c.wall_secs,
+        pct(c.kdiag_cpu_secs, c.wall_secs)
+    );
+    if let Some(busy) = c.profiled_cpu_secs.filter(|b| *b > 0.0) {
+        cost += &format!(
+            ", {:.2}% of the profiled CPU time ({:.2} s)",
+            pct(c.kdiag_cpu_secs, busy),
+            busy
+        );
+    }
+    writeln!(
+        out,
+        "{cost}; report built in {:.0} ms after recording",
+        c.post_secs * 1e3
+    )?;
+    Ok(())
+}
+
+fn pct(a: f64, b: f64) -> f64 {
+    if b > 0.0 { 100.0 * a / b } else { 0.0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::fold::summarize;
+    use crate::model::profile::{Frame, ProbeCost, Stack};
+
+    #[test]
+    fn report_explains_losses_truncation_and_cost() {
+        let p = Profile {
+            target: "PID 7 (nofp)".into(),
+            started: "2026-11-22T07:00:00Z".into(),
+            event: "cpu-clock".into(),
+            event_note: Some("no hardware PMU here, so no cycles event".into()),
+            freq_hz: 99,
+            samples: 40,
+            idle_samples: 5,
+            lost: 3,
+            throttled: 1,
+            stacks: vec![Stack {
+                comm: "nofp".into(),
+                frames: vec![Frame::user("libc.so.6+0x2a1b0"), Frame::user("hot")],
+                samples: 40,
+                weight: 400,
+                user_depth: 2,
+            }],
+            unknown_frames: vec![("libc.so.6: no symbols".into(), 1)],
+            ended_early: Some("PID 7 exited during the run".into()),
+            cost: ProbeCost {
+                kdiag_cpu_secs: 0.002,
+                wall_secs: 2.0,
+                profiled_cpu_secs: Some(0.4),
+                post_secs: 0.05,
+            },
+        };
+        let s = summarize(&p, 5);
+        let mut out = Vec::new();
+        text(&mut out, &p, &s).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        for want in [
+            "Profile of PID 7 (nofp), 2.00 s at 99 Hz (cpu-clock)",
+            "Note: PID 7 exited during the run",
+            "100.0%      40 hot",
+            "built without frame pointers",
+            "libc.so.6: no symbols",
+            "Samples: 40 kept, 3 records lost, 1 throttles; 5 idle samples left out",
+            "(no hardware PMU here, so no cycles event)",
+            "kdiag used 2.0 ms of CPU while recording 2.00 s (0.10% of one CPU), 0.50% of the profiled CPU time (0.40 s)",
+        ] {
+            assert!(out.contains(want), "missing {want:?} in\n{out}");
+        }
+        let mut js = Vec::new();
+        json(&mut js, &p, &s).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&js).unwrap();
+        assert_eq!(v["summary"]["top_self"][0]["name"], "hot");
+        assert_eq!(v["profile"]["lost"], 3);
+    }
+}

@@ -1,0 +1,684 @@
+//! From perf records to symbolized stacks.
+//!
+//! `Recorder` takes the records of a sampling session as they are drained:
+//! it merges identical raw stacks and keeps, per process, the executable
+//! mappings it saw (MMAP2 records, inherited on FORK) or read from
+//! /proc/PID/maps the first time the process showed up. `finish` then names
+//! every frame: kernel frames from /proc/kallsyms, user frames from the
+//! mapped file's ELF symbols or DWARF at its file offset (blazesym). Because
+//! user frames are resolved by (file, offset), a `-- CMD` that has already
+//! exited still symbolizes: its mappings came in MMAP2 records while it ran.
+//!
+//! A frame that cannot be named shows its module and file offset
+//! (`libc.so.6+0x2a1b0`) or `[unknown]`, and the reason is counted.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use blazesym::MaybeDefault;
+use blazesym::symbolize::source::{Elf, Kernel, Source};
+use blazesym::symbolize::{Input, Symbolized, Symbolizer};
+
+use crate::model::profile::{Frame, Profile, Stack};
+use crate::sys::perf::{Record, Space};
+
+/// One executable mapping of a process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mapping {
+    pub start: u64,
+    pub end: u64,
+    /// File offset of `start`.
+    pub pgoff: u64,
+    /// The file, or a pseudo name such as `[vdso]`, or empty for anonymous.
+    pub path: String,
+}
+
+/// What a process's memory looked like, as far as we know.
+#[derive(Debug, Clone, Default)]
+struct Maps {
+    /// In the order learnt: a later mapping over the same address wins
+    /// (after an exec, or a remap).
+    list: Vec<Mapping>,
+    /// /proc/PID/maps could not be read (the process had exited) and no
+    /// MMAP2 record told us more.
+    unreadable: bool,
+}
+
+impl Maps {
+    fn find(&self, addr: u64) -> Option<&Mapping> {
+        self.list
+            .iter()
+            .rev()
+            .find(|m| m.start <= addr && addr < m.end)
+    }
+}
+
+/// Parse the executable lines of /proc/PID/maps.
+pub fn parse_maps(text: &str) -> Vec<Mapping> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let mut rest = line;
+        let mut field = || {
+            let t = rest.trim_start();
+            let end = t.find(' ').unwrap_or(t.len());
+            rest = &t[end..];
+            &t[..end]
+        };
+        let (range, perms, off, _dev, _inode) = (field(), field(), field(), field(), field());
+        if !perms.contains('x') {
+            continue;
+        }
+        let Some((a, b)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(start), Ok(end), Ok(pgoff)) = (
+            u64::from_str_radix(a, 16),
+            u64::from_str_radix(b, 16),
+            u64::from_str_radix(off, 16),
+        ) else {
+            continue;
+        };
+        out.push(Mapping {
+            start,
+            end,
+            pgoff,
+            path: rest.trim().to_string(),
+        });
+    }
+    out
+}
+
+/// Which frames to keep and which samples count.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RecordOptions {
+    /// Keep samples of the idle task (pid 0).
+    pub include_idle: bool,
+    pub user_only: bool,
+    pub kernel_only: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct RawKey {
+    pid: u32,
+    tid: u32,
+    /// Innermost first: the kernel frames, then the user frames.
+    ips: Box<[u64]>,
+    kernel: u16,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct RawCount {
+    samples: u64,
+    weight: u64,
+}
+
+/// Collects samples and task events during a recording.
+#[derive(Debug, Default)]
+pub struct Recorder {
+    opts: RecordOptions,
+    maps: HashMap<u32, Maps>,
+    comms: HashMap<u32, String>,
+    stacks: HashMap<RawKey, RawCount>,
+    samples: u64,
+    idle: u64,
+}
+
+/// User addresses start below this; kernel text lives above (x86-64, arm64).
+const KERNEL_START: u64 = 0xffff_0000_0000_0000;
+
+impl Recorder {
+    pub fn new(opts: RecordOptions) -> Self {
+        Recorder {
+            opts,
+            ..Default::default()
+        }
+    }
+
+    /// Name a thread in advance (the command of `-- CMD`, whose first COMM
+    /// happens before sampling is enabled).
+    pub fn name(&mut self, tid: u32, comm: &str) {
+        self.comms.insert(tid, comm.to_string());
+    }
+
+    /// Read a process's mappings now, while it lives (`-p PID`).
+    pub fn capture(&mut self, pid: u32) {
+        self.ensure(pid);
+    }
+
+    /// Samples kept so far.
+    pub fn samples(&self) -> u64 {
+        self.samples
+    }
+
+    fn ensure(&mut self, pid: u32) -> &mut Maps {
+        self.maps.entry(pid).or_insert_with(|| {
+            match std::fs::read_to_string(format!("/proc/{pid}/maps")) {
+                Ok(text) => Maps {
+                    list: parse_maps(&text),
+                    unreadable: false,
+                },
+                Err(_) => Maps {
+                    list: Vec::new(),
+                    unreadable: true,
+                },
+            }
+        })
+    }
+
+    fn ensure_comm(&mut self, pid: u32, tid: u32) {
+        if pid == 0 {
+            return;
+        }
+        if !self.comms.contains_key(&tid) {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
+                .map(|c| c.trim_end().to_string())
+                .or_else(|_| self.comms.get(&pid).cloned().ok_or(()));
+            if let Ok(c) = comm {
+                self.comms.insert(tid, c);
+            }
+        }
+    }
+
+    /// Take one drained record.
+    pub fn record(&mut self, rec: &Record<'_>) {
+        match *rec {
+            Record::Sample(ref s) => {
+                if s.pid == 0 && !self.opts.include_idle {
+                    self.idle += 1;
+                    return;
+                }
+                let mut ips = Vec::with_capacity(s.callchain.len());
+                let mut kernel = 0u16;
+                for (space, ip) in s.callchain.frames() {
+                    let keep = match space {
+                        Space::Kernel => !self.opts.user_only,
+                        Space::User => !self.opts.kernel_only,
+                    };
+                    if keep {
+                        ips.push(ip);
+                        kernel += (space == Space::Kernel) as u16;
+                    }
+                }
+                if s.callchain.is_empty() {
+                    ips.push(s.ip);
+                    kernel = (s.ip >= KERNEL_START) as u16;
+                }
+                if ips.is_empty() {
+                    return;
+                }
+                self.samples += 1;
+                if s.pid != 0 {
+                    self.ensure(s.pid);
+                    self.ensure_comm(s.pid, s.tid);
+                }
+                let key = RawKey {
+                    pid: s.pid,
+                    tid: s.tid,
+                    ips: ips.into_boxed_slice(),
+                    kernel,
+                };
+                let c = self.stacks.entry(key).or_default();
+                c.samples += 1;
+                c.weight += s.period;
+            }
+            Record::Comm { tid, comm, .. } => {
+                self.comms.insert(tid, comm.to_string());
+            }
+            Record::Mmap2 {
+                pid,
+                addr,
+                len,
+                pgoff,
+                filename,
+                ..
+            } => {
+                let maps = self.ensure(pid);
+                maps.unreadable = false;
+                maps.list.push(Mapping {
+                    start: addr,
+                    end: addr + len,
+                    pgoff,
+                    path: filename.to_string(),
+                });
+            }
+            Record::Fork { pid, ppid, tid, .. } if pid != ppid => {
+                // A new process starts with its parent's mappings.
+                let parent = self.ensure(ppid).clone();
+                let child = self.maps.entry(pid).or_default();
+                let mine = std::mem::take(&mut child.list);
+                child.list = parent.list;
+                child.list.extend(mine);
+                child.unreadable = false;
+                if let Some(c) = self.comms.get(&ppid).cloned() {
+                    self.comms.entry(tid).or_insert(c);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Name every frame and build the profile's stacks. `profile` gets the
+    /// stacks, sample counts and unknown-frame reasons.
+    pub fn finish(self, profile: &mut Profile) {
+        let mut names = Names::new(&self.maps);
+        // Resolve in batches: every kernel address at once, each file once.
+        let mut kernel_ips = Vec::new();
+        let mut wanted: HashMap<String, Vec<u64>> = HashMap::new();
+        for key in self.stacks.keys() {
+            let (kernel, user) = key.ips.split_at(key.kernel as usize);
+            kernel_ips.extend(kernel.iter().enumerate().map(|(i, &ip)| adjust(ip, i)));
+            for (i, &ip) in user.iter().enumerate() {
+                if let Place::File(path, off) = names.place(key.pid, adjust(ip, i)) {
+                    wanted.entry(path.to_string()).or_default().push(off);
+                }
+            }
+        }
+        names.resolve_kernel(kernel_ips);
+        for (path, offsets) in wanted {
+            names.resolve_file(&path, offsets);
+        }
+
+        let mut merged: HashMap<(String, Vec<Frame>), Stack> = HashMap::new();
+        for (key, count) in &self.stacks {
+            let (kernel, user) = key.ips.split_at(key.kernel as usize);
+            let mut frames = Vec::with_capacity(key.ips.len());
+            // Outermost first: user frames reversed, then kernel frames reversed.
+            for (i, &ip) in user.iter().enumerate().rev() {
+                frames.push(Frame::user(names.user(key.pid, adjust(ip, i))));
+            }
+            for (i, &ip) in kernel.iter().enumerate().rev() {
+                frames.push(Frame::kernel(names.kernel(adjust(ip, i))));
+            }
+            let comm = match self.comms.get(&key.tid).or(self.comms.get(&key.pid)) {
+                Some(c) => c.clone(),
+                None if key.pid == 0 => "swapper".into(),
+                None => format!("[pid {}]", key.pid),
+            };
+            let s = merged
+                .entry((comm.clone(), frames.clone()))
+                .or_insert_with(|| Stack {
+                    comm,
+                    frames,
+                    samples: 0,
+                    weight: 0,
+                    user_depth: 0,
+                });
+            s.samples += count.samples;
+            s.weight += count.weight;
+            s.user_depth = s.user_depth.max(user.len() as u16);
+        }
+        let mut stacks: Vec<Stack> = merged.into_values().collect();
+        stacks.sort_by(|a, b| {
+            b.weight
+                .cmp(&a.weight)
+                .then_with(|| a.frames.cmp(&b.frames))
+        });
+        profile.stacks = stacks;
+        profile.samples = self.samples;
+        profile.idle_samples = self.idle;
+        profile.unknown_frames = names.reasons.into_iter().collect();
+    }
+}
+
+/// Return addresses point after the call: step back into the call
+/// instruction so the caller is named, not whatever follows it. The
+/// innermost frame (index 0 of its half) is where the CPU was: keep it.
+fn adjust(ip: u64, index: usize) -> u64 {
+    if index == 0 { ip } else { ip.saturating_sub(1) }
+}
+
+/// Where a user address lives.
+enum Place<'m> {
+    /// At this offset of this file.
+    File(&'m str, u64),
+    /// A pseudo mapping with a name of its own (`[vdso]`, `[anon]`).
+    Pseudo(&'m str),
+    Unknown(&'static str),
+}
+
+/// Frame names, resolved in batches and then looked up. Each `[unknown]` or
+/// `module+offset` frame counts one against its reason, once per stack.
+struct Names<'a> {
+    maps: &'a HashMap<u32, Maps>,
+    symbolizer: Symbolizer,
+    kernel: HashMap<u64, Result<String, String>>,
+    /// file → offset → symbol (Err: why not, the module+offset name is made later).
+    files: HashMap<String, HashMap<u64, Result<String, String>>>,
+    reasons: BTreeMap<String, u64>,
+}
+
+impl<'a> Names<'a> {
+    fn new(maps: &'a HashMap<u32, Maps>) -> Self {
+        Names {
+            maps,
+            symbolizer: Symbolizer::builder()
+                .enable_code_info(false)
+                .enable_inlined_fns(false)
+                .build(),
+            kernel: HashMap::new(),
+            files: HashMap::new(),
+            reasons: BTreeMap::new(),
+        }
+    }
+
+    fn place(&self, pid: u32, ip: u64) -> Place<'a> {
+        let Some(maps) = self.maps.get(&pid) else {
+            return Place::Unknown("process not seen alive (no memory map)");
+        };
+        match maps.find(ip) {
+            None if maps.unreadable => {
+                Place::Unknown("process exited before its memory map was read")
+            }
+            None => Place::Unknown("address outside every mapping (a broken frame-pointer chain?)"),
+            Some(m) if m.path.is_empty() => Place::Pseudo("[anon]"),
+            Some(m) if m.path.starts_with('[') => Place::Pseudo(&m.path),
+            Some(m) => Place::File(&m.path, ip - m.start + m.pgoff),
+        }
+    }
+
+    fn note(&mut self, reason: &str) -> String {
+        *self.reasons.entry(reason.to_string()).or_default() += 1;
+        "[unknown]".into()
+    }
+
+    fn resolve_kernel(&mut self, mut ips: Vec<u64>) {
+        ips.sort_unstable();
+        ips.dedup();
+        if ips.is_empty() {
+            return;
+        }
+        let src = Source::Kernel(Kernel {
+            // kallsyms matches the running kernel; a vmlinux found on disk may not.
+            vmlinux: MaybeDefault::None,
+            ..Default::default()
+        });
+        let results = self.symbolizer.symbolize(&src, Input::AbsAddr(&ips));
+        let unnamed = |r: &Vec<Symbolized>| r.iter().any(|s| s.as_sym().is_none());
+        // Only look into why when something is unnamed: reading kallsyms is slow.
+        let why = match &results {
+            Ok(r) if unnamed(r) => kernel_reason().to_string(),
+            Ok(_) => String::new(),
+            Err(e) => format!("kernel symbols unreadable: {e}"),
+        };
+        let syms = results.unwrap_or_default();
+        for (i, ip) in ips.iter().enumerate() {
+            let name = match syms.get(i) {
+                Some(Symbolized::Sym(sym)) => Ok(sym.name.to_string()),
+                _ => Err(why.clone()),
+            };
+            self.kernel.insert(*ip, name);
+        }
+    }
+
+    fn resolve_file(&mut self, path: &str, mut offsets: Vec<u64>) {
+        offsets.sort_unstable();
+        offsets.dedup();
+        let base = module_name(path);
+        let lookup = |offsets: &[u64], debug_syms: bool| {
+            let src = Source::Elf(Elf {
+                debug_syms,
+                ..Elf::new(path)
+            });
+            self.symbolizer
+                .symbolize(&src, Input::FileOffset(offsets))
+                .map_err(|e| format!("{base}: unreadable ({e})"))
+        };
+        let mut results = if path.ends_with(" (deleted)") {
+            Err(format!("{base}: file deleted since it was mapped"))
+        } else {
+            // The ELF symbol table names functions as well as DWARF does
+            // (no lines or inlines are shown) and is far quicker to load;
+            // DWARF only for what it cannot name (a stripped binary with
+            // separate debug info).
+            lookup(&offsets, false)
+        };
+        if let Ok(syms) = &mut results {
+            let missing: Vec<usize> = (0..syms.len())
+                .filter(|&i| syms[i].as_sym().is_none())
+                .collect();
+            if !missing.is_empty() {
+                let retry: Vec<u64> = missing.iter().map(|&i| offsets[i]).collect();
+                if let Ok(found) = lookup(&retry, true) {
+                    for (i, sym) in missing.into_iter().zip(found) {
+                        syms[i] = sym;
+                    }
+                }
+            }
+        }
+        let named = offsets
+            .iter()
+            .enumerate()
+            .map(|(i, off)| {
+                let name = match &results {
+                    Ok(syms) => match &syms[i] {
+                        Symbolized::Sym(s) => Ok(s.name.to_string()),
+                        Symbolized::Unknown(reason) => Err(format!("{base}: {reason}")),
+                    },
+                    Err(why) => Err(why.clone()),
+                };
+                (*off, name)
+            })
+            .collect();
+        self.files.insert(path.to_string(), named);
+    }
+
+    fn kernel(&mut self, ip: u64) -> String {
+        match self.kernel.get(&ip).cloned() {
+            Some(Ok(name)) => name,
+            Some(Err(why)) => self.note(&why),
+            None => self.note("kernel address not resolved"),
+        }
+    }
+
+    fn user(&mut self, pid: u32, ip: u64) -> String {
+        match self.place(pid, ip) {
+            Place::Pseudo(name) => name.to_string(),
+            Place::Unknown(why) => self.note(why),
+            Place::File(path, off) => {
+                match self.files.get(path).and_then(|f| f.get(&off)).cloned() {
+                    Some(Ok(name)) => name,
+                    Some(Err(why)) => {
+                        self.note(&why);
+                        format!("{}+{off:#x}", module_name(path))
+                    }
+                    None => {
+                        self.note("not resolved");
+                        format!("{}+{off:#x}", module_name(path))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `libc.so.6` for `/usr/lib/x86_64-linux-gnu/libc.so.6 (deleted)`.
+fn module_name(path: &str) -> String {
+    let path = path.trim_end_matches(" (deleted)");
+    Path::new(path)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.to_string())
+}
+
+/// Why a kernel address has no name: usually kptr_restrict hiding kallsyms.
+fn kernel_reason() -> &'static str {
+    use std::io::BufRead;
+    // kptr_restrict shows every address as zeros; the first line tells.
+    let hidden = std::fs::File::open("/proc/kallsyms")
+        .ok()
+        .and_then(|f| std::io::BufReader::new(f).lines().next()?.ok())
+        .is_none_or(|l| l.starts_with("0000000000000000"));
+    if hidden {
+        "kernel addresses hidden (kernel.kptr_restrict; run as root)"
+    } else {
+        "kernel address not in kallsyms (a module or BPF code?)"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_executable_maps_only() {
+        let text = "\
+5581d0a00000-5581d0a21000 r--p 00000000 fd:01 123  /usr/bin/foo bar
+5581d0a21000-5581d0a80000 r-xp 00021000 fd:01 123  /usr/bin/foo bar
+7ffd1c5f0000-7ffd1c5f2000 r-xp 00000000 00:00 0                          [vdso]
+7f0000000000-7f0000001000 rwxp 00000000 00:00 0
+";
+        let maps = parse_maps(text);
+        assert_eq!(maps.len(), 3);
+        assert_eq!(
+            maps[0],
+            Mapping {
+                start: 0x5581d0a21000,
+                end: 0x5581d0a80000,
+                pgoff: 0x21000,
+                path: "/usr/bin/foo bar".into()
+            }
+        );
+        assert_eq!(maps[1].path, "[vdso]");
+        assert_eq!(maps[2].path, "");
+    }
+
+    #[test]
+    fn later_mappings_win() {
+        let mut m = Maps::default();
+        m.list.push(Mapping {
+            start: 0x1000,
+            end: 0x3000,
+            pgoff: 0,
+            path: "/old".into(),
+        });
+        m.list.push(Mapping {
+            start: 0x2000,
+            end: 0x4000,
+            pgoff: 0,
+            path: "/new".into(),
+        });
+        assert_eq!(m.find(0x1800).unwrap().path, "/old");
+        assert_eq!(m.find(0x2800).unwrap().path, "/new");
+        assert!(m.find(0x4000).is_none());
+    }
+
+    #[test]
+    fn names_our_own_functions_by_file_offset() {
+        // Symbolize an address of this test binary through /proc/self/maps,
+        // exactly as a profiled process's frames are.
+        let ip = names_our_own_functions_by_file_offset as fn() as usize as u64;
+        let pid = std::process::id();
+        let mut maps = HashMap::new();
+        maps.insert(
+            pid,
+            Maps {
+                list: parse_maps(&std::fs::read_to_string("/proc/self/maps").unwrap()),
+                unreadable: false,
+            },
+        );
+        let mut names = Names::new(&maps);
+        let Place::File(path, off) = names.place(pid, ip) else {
+            panic!("our own code is not in a file mapping")
+        };
+        let path = path.to_string();
+        names.resolve_file(&path, vec![off, 1]);
+        let name = names.user(pid, ip);
+        assert!(
+            name.ends_with("names_our_own_functions_by_file_offset"),
+            "{name}"
+        );
+        assert_eq!(names.user(pid, 8), "[unknown]");
+        assert_eq!(names.user(999_999_999, 8), "[unknown]");
+        assert_eq!(names.reasons.len(), 2, "{:?}", names.reasons);
+    }
+
+    /// A raw SAMPLE body as the kernel writes it (IP, TID, TIME, CPU,
+    /// PERIOD, CALLCHAIN), decoded by the engine.
+    fn sample_body(pid: u32, callchain: &[u64]) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend(callchain[1].to_ne_bytes());
+        b.extend(pid.to_ne_bytes());
+        b.extend(pid.to_ne_bytes());
+        b.extend(1u64.to_ne_bytes());
+        b.extend(0u64.to_ne_bytes()); // cpu, res
+        b.extend(10_000_000u64.to_ne_bytes());
+        b.extend((callchain.len() as u64).to_ne_bytes());
+        for ip in callchain {
+            b.extend(ip.to_ne_bytes());
+        }
+        b
+    }
+
+    #[test]
+    fn a_process_gone_before_the_end_symbolizes_from_mmap2() {
+        use perf_event_open_sys::bindings as pe;
+        // A pid that does not exist (it "exited"), mapped like this test binary.
+        let ip = a_process_gone_before_the_end_symbolizes_from_mmap2 as fn() as usize as u64;
+        let own = parse_maps(&std::fs::read_to_string("/proc/self/maps").unwrap());
+        let m = own.iter().find(|m| m.start <= ip && ip < m.end).unwrap();
+        let gone = 999_999_999;
+        let mut rec = Recorder::new(RecordOptions::default());
+        rec.record(&Record::Comm {
+            pid: gone,
+            tid: gone,
+            comm: "gone",
+            exec: true,
+        });
+        rec.record(&Record::Mmap2 {
+            pid: gone,
+            tid: gone,
+            addr: m.start,
+            len: m.end - m.start,
+            pgoff: m.pgoff,
+            filename: &m.path,
+        });
+        let sample_type = (pe::PERF_SAMPLE_IP
+            | pe::PERF_SAMPLE_TID
+            | pe::PERF_SAMPLE_TIME
+            | pe::PERF_SAMPLE_CPU
+            | pe::PERF_SAMPLE_PERIOD
+            | pe::PERF_SAMPLE_CALLCHAIN) as u64;
+        let body = sample_body(
+            gone,
+            &[pe::PERF_CONTEXT_USER as u64, ip, m.end + 0x1000_0000],
+        );
+        let sample =
+            crate::sys::perf::decode(pe::PERF_RECORD_SAMPLE, 0, &body, sample_type).unwrap();
+        rec.record(&sample);
+        let mut profile = Profile::default();
+        rec.finish(&mut profile);
+        assert_eq!(profile.samples, 1);
+        let stack = &profile.stacks[0];
+        assert_eq!(stack.comm, "gone");
+        assert_eq!(stack.user_depth, 2);
+        // Outermost first: the bogus caller, then our function.
+        assert_eq!(stack.frames[0].name, "[unknown]");
+        assert!(
+            stack.frames[1]
+                .name
+                .ends_with("a_process_gone_before_the_end_symbolizes_from_mmap2"),
+            "{:?}",
+            stack.frames
+        );
+        assert_eq!(profile.unknown_frames.len(), 1);
+    }
+
+    #[test]
+    fn names_kernel_entry() {
+        if !crate::testing::require_root("names_kernel_entry") {
+            return;
+        }
+        let line = std::fs::read_to_string("/proc/kallsyms")
+            .unwrap()
+            .lines()
+            .find(|l| l.ends_with(" do_syscall_64"))
+            .map(str::to_string)
+            .expect("do_syscall_64 in kallsyms");
+        let addr = u64::from_str_radix(line.split(' ').next().unwrap(), 16).unwrap();
+        let maps = HashMap::new();
+        let mut names = Names::new(&maps);
+        names.resolve_kernel(vec![addr + 4, 0xffff_8000_0000_1000]);
+        assert_eq!(names.kernel(addr + 4), "do_syscall_64");
+        assert_eq!(names.kernel(0xffff_8000_0000_1000), "[unknown]");
+    }
+}
