@@ -1,6 +1,7 @@
 //! Turning model and analysis results into text tables, JSON, folded stacks
 //! and SVG flame graphs.
 
+pub mod iosnoop;
 pub mod table;
 
 use std::io::Write;

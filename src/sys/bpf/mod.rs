@@ -4,13 +4,27 @@
 
 use anyhow::Context;
 
+pub mod block;
+
 /// Load a compiled BPF object; `what` names the feature for error messages.
 /// Permission errors become "run with sudo"; verifier failures keep the log.
 pub fn load(object: &[u8], what: &str) -> anyhow::Result<aya::Ebpf> {
+    load_with(object, what, |_| {})
+}
+
+/// Like `load`, letting `configure` set up the loader first (for example
+/// `override_global` for the program's `const volatile` settings).
+pub fn load_with<'a>(
+    object: &[u8],
+    what: &str,
+    configure: impl FnOnce(&mut aya::EbpfLoader<'a>),
+) -> anyhow::Result<aya::Ebpf> {
     if !crate::sys::privilege::is_root() && !has_bpf_caps() {
         return Err(crate::sys::privilege::needs_privilege(what));
     }
-    aya::EbpfLoader::new()
+    let mut loader = aya::EbpfLoader::new();
+    configure(&mut loader);
+    loader
         .load(object)
         .with_context(|| format!("loading the BPF programs for {what}"))
 }

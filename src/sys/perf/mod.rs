@@ -212,28 +212,28 @@ impl Session {
         let mut rings = Vec::new();
         let mut others = Vec::new();
         for cpu in online_cpus()? {
-            let mut owner: Option<OwnedFd> = None;
+            let mut fds = Vec::new();
             for spec in specs {
                 let fd = open_event(spec, pid, cpu, inherit)?;
                 if let Some(filter) = &spec.filter {
                     set_filter(&fd, filter)?;
                 }
-                match &owner {
-                    None => owner = Some(fd),
-                    Some(owner) => {
-                        // SAFETY: both fds are live perf events on the same CPU.
-                        let rc =
-                            unsafe { pe::ioctls::SET_OUTPUT(fd.as_raw_fd(), owner.as_raw_fd()) };
-                        if rc != 0 {
-                            return Err(std::io::Error::last_os_error())
-                                .context("redirecting an event into its CPU's ring");
-                        }
-                        others.push(fd);
-                    }
-                }
+                fds.push(fd);
             }
-            let fd = owner.expect("at least one spec");
+            let mut fds = fds.into_iter();
+            let fd = fds.next().expect("at least one spec");
+            // The ring must be mapped before other events are redirected
+            // into it: the kernel refuses SET_OUTPUT to an unmapped event.
             let ring = Ring::map(fd.as_fd(), pages).map_err(|e| map_error(e, pages))?;
+            for other in fds {
+                // SAFETY: both fds are live perf events on the same CPU.
+                let rc = unsafe { pe::ioctls::SET_OUTPUT(other.as_raw_fd(), fd.as_raw_fd()) };
+                if rc != 0 {
+                    return Err(std::io::Error::last_os_error())
+                        .context("redirecting an event into its CPU's ring");
+                }
+                others.push(other);
+            }
             rings.push(CpuRing { ring, fd });
         }
         Ok(Session {

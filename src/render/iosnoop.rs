@@ -1,0 +1,250 @@
+//! iosnoop's output: one line per request (streamed, so fixed widths like the
+//! original), per-process totals, the I/O pattern, and biolatency-style
+//! log2 histograms.
+
+use std::io::{self, Write};
+
+use crate::analysis::io_pattern::{IoPattern, Log2Hist, ProcessIo, human_bytes, slot_range};
+use crate::model::block::BlockIo;
+use crate::render::table::{Align, Table};
+
+/// Which optional columns to print.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Columns {
+    /// -s: STARTs, seconds since tracing began.
+    pub start: bool,
+    /// -t: ENDs.
+    pub end: bool,
+    /// -Q: latency includes queueing.
+    pub queued: bool,
+}
+
+pub fn header(c: Columns) -> String {
+    let mut s = String::new();
+    if c.start {
+        s.push_str(&format!("{:<14} ", "STARTs"));
+    }
+    if c.end {
+        s.push_str(&format!("{:<14} ", "ENDs"));
+    }
+    s.push_str(&format!(
+        "{:<16} {:>7} {:<4} {:<12} {:>12} {:>8} {:>8} {}",
+        "COMM", "PID", "TYPE", "DEV", "BLOCK", "BYTES", "LATms", "ISSUER"
+    ));
+    s.trim_end().to_string()
+}
+
+/// One request; `t0` is the trace's start (CLOCK_MONOTONIC ns).
+pub fn row(io: &BlockIo, c: Columns, t0: u64) -> String {
+    let secs = |ns: u64| ns.saturating_sub(t0) as f64 / 1e9;
+    let mut s = String::new();
+    if c.start {
+        s.push_str(&format!("{:<14.6} ", secs(io.start_ns)));
+    }
+    if c.end {
+        s.push_str(&format!("{:<14.6} ", secs(io.end_ns)));
+    }
+    let dev = if io.disk.is_empty() {
+        io.dev.to_string()
+    } else {
+        format!("{} {}", io.dev, io.disk)
+    };
+    let issuer = io
+        .issuer
+        .as_ref()
+        .map(|t| format!("{}({})", t.comm, t.pid))
+        .unwrap_or_default();
+    s.push_str(&format!(
+        "{:<16} {:>7} {:<4} {:<12} {:>12} {:>8} {:>8.2} {}",
+        io.comm,
+        io.pid,
+        io.rwbs,
+        dev,
+        io.sector,
+        io.bytes,
+        io.latency_ns as f64 / 1e6,
+        issuer
+    ));
+    s.trim_end().to_string()
+}
+
+/// Per-process totals as a table.
+pub fn summary(out: &mut impl Write, procs: &[ProcessIo]) -> io::Result<()> {
+    let mut t = Table::new([
+        ("PID", Align::Right),
+        ("COMM", Align::Left),
+        ("REQS", Align::Right),
+        ("BYTES", Align::Right),
+        ("READS", Align::Right),
+        ("WRITES", Align::Right),
+        ("AVGms", Align::Right),
+        ("P50ms", Align::Right),
+        ("P99ms", Align::Right),
+    ]);
+    for p in procs {
+        t.push(vec![
+            p.pid.to_string(),
+            p.comm.clone(),
+            p.requests.to_string(),
+            human_bytes(p.bytes),
+            format!("{} ({})", p.reads, human_bytes(p.read_bytes)),
+            format!("{} ({})", p.writes, human_bytes(p.write_bytes)),
+            format!("{:.2}", p.avg_ms),
+            format!("{:.2}", p.p50_ms),
+            format!("{:.2}", p.p99_ms),
+        ]);
+    }
+    t.write(out)
+}
+
+/// The I/O pattern in a few sentences.
+pub fn pattern(out: &mut impl Write, p: &IoPattern) -> io::Result<()> {
+    if p.requests == 0 {
+        return writeln!(out, "No block requests completed.");
+    }
+    let pct = |f: f64| format!("{:.0}%", f * 100.0);
+    writeln!(
+        out,
+        "{} requests, {}: {} reads ({}), {} writes ({})",
+        p.requests,
+        human_bytes(p.bytes),
+        p.reads,
+        human_bytes(p.read_bytes),
+        p.writes,
+        human_bytes(p.write_bytes)
+    )?;
+    if p.sequential + p.random > 0 {
+        writeln!(
+            out,
+            "Access: {} sequential, {} random (per process, device and direction)",
+            pct(p.sequential_share),
+            pct(1.0 - p.sequential_share)
+        )?;
+    }
+    let sizes: Vec<String> = p
+        .common_sizes
+        .iter()
+        .map(|s| format!("{} x{}", s.bytes, s.count))
+        .collect();
+    writeln!(out, "Common request sizes (bytes): {}", sizes.join(", "))?;
+    writeln!(
+        out,
+        "Flags: sync {}, FUA {}, preflush {}, metadata {}, readahead {}",
+        pct(p.sync_share),
+        pct(p.fua_share),
+        pct(p.preflush_share),
+        pct(p.meta_share),
+        pct(p.readahead_share)
+    )?;
+    for r in &p.repeated_ranges {
+        writeln!(out, "Repeated: {}", r.describe())?;
+    }
+    Ok(())
+}
+
+/// Histograms like biolatency: `usecs : count distribution`, 40-star bars.
+pub fn histograms(out: &mut impl Write, hists: &[Log2Hist]) -> io::Result<()> {
+    for h in hists {
+        let name = if h.disk.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", h.disk)
+        };
+        match &h.rwbs {
+            Some(t) => writeln!(out, "\ndisk = {}{name}, type = {t}", h.dev)?,
+            None => writeln!(out, "\ndisk = {}{name}", h.dev)?,
+        }
+        writeln!(out, "{:>20} : {:<8} {}", "usecs", "count", "distribution")?;
+        let max = h.counts.iter().copied().max().unwrap_or(0).max(1);
+        let first = h.counts.iter().position(|&c| c > 0).unwrap_or(0);
+        for (slot, &count) in h.counts.iter().enumerate().skip(first) {
+            let (lo, hi) = slot_range(slot as u32);
+            let stars = (count * 40).div_ceil(max) as usize;
+            writeln!(
+                out,
+                "{:>10} -> {:<10}: {:<8} |{:<40}|",
+                lo,
+                hi,
+                count,
+                "*".repeat(stars.min(40))
+            )?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::block::{DevId, Task};
+
+    fn io() -> BlockIo {
+        BlockIo {
+            comm: "io-app".into(),
+            pid: 889,
+            tid: 889,
+            issuer: Some(Task {
+                pid: 120,
+                tid: 120,
+                comm: "kworker/0:1H".into(),
+            }),
+            rwbs: "WS".into(),
+            dev: DevId::new(254, 0),
+            disk: "vda".into(),
+            sector: 4800512,
+            bytes: 1310720,
+            start_ns: 2_000_000_000,
+            issue_ns: 2_000_000_000,
+            end_ns: 2_002_100_000,
+            queue_ns: None,
+            latency_ns: 2_100_000,
+            error: 0,
+        }
+    }
+
+    #[test]
+    fn rows_like_iosnoop() {
+        let c = Columns {
+            start: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            header(c),
+            "STARTs         COMM                 PID TYPE DEV                 BLOCK    BYTES    LATms ISSUER"
+        );
+        assert_eq!(
+            row(&io(), c, 1_000_000_000),
+            "1.000000       io-app               889 WS   254,0 vda         4800512  1310720     2.10 kworker/0:1H(120)"
+        );
+    }
+
+    #[test]
+    fn histogram_bars() {
+        let h = Log2Hist {
+            dev: DevId::new(254, 0),
+            disk: "vda".into(),
+            rwbs: None,
+            counts: vec![0, 0, 0, 0, 2, 4],
+        };
+        let mut out = Vec::new();
+        histograms(&mut out, &[h]).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("disk = 254,0 vda"), "{text}");
+        assert!(
+            text.contains(
+                "        16 -> 31        : 2        |********************                    |"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "        32 -> 63        : 4        |****************************************|"
+            ),
+            "{text}"
+        );
+        assert!(
+            !text.contains(" 0 -> 1 "),
+            "leading empty slots are skipped: {text}"
+        );
+    }
+}
