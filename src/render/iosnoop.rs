@@ -15,7 +15,7 @@ pub struct Columns {
     pub start: bool,
     /// -t: ENDs.
     pub end: bool,
-    /// -Q: latency includes queueing.
+    /// -Q: latency includes queueing; add QUEms, the part spent queued.
     pub queued: bool,
 }
 
@@ -28,9 +28,13 @@ pub fn header(c: Columns) -> String {
         s.push_str(&format!("{:<14} ", "ENDs"));
     }
     s.push_str(&format!(
-        "{:<16} {:>7} {:<4} {:<12} {:>12} {:>8} {:>8} {}",
-        "COMM", "PID", "TYPE", "DEV", "BLOCK", "BYTES", "LATms", "ISSUER"
+        "{:<16} {:>7} {:<4} {:<12} {:>12} {:>8} ",
+        "COMM", "PID", "TYPE", "DEV", "BLOCK", "BYTES"
     ));
+    if c.queued {
+        s.push_str(&format!("{:>8} ", "QUEms"));
+    }
+    s.push_str(&format!("{:>8} {}", "LATms", "ISSUER"));
     s.trim_end().to_string()
 }
 
@@ -55,16 +59,16 @@ pub fn row(io: &BlockIo, c: Columns, t0: u64) -> String {
         .map(|t| format!("{}({})", t.comm, t.pid))
         .unwrap_or_default();
     s.push_str(&format!(
-        "{:<16} {:>7} {:<4} {:<12} {:>12} {:>8} {:>8.2} {}",
-        io.comm,
-        io.pid,
-        io.rwbs,
-        dev,
-        io.sector,
-        io.bytes,
-        io.latency_ns as f64 / 1e6,
-        issuer
+        "{:<16} {:>7} {:<4} {:<12} {:>12} {:>8} ",
+        io.comm, io.pid, io.rwbs, dev, io.sector, io.bytes
     ));
+    if c.queued {
+        match io.queue_ns {
+            Some(q) => s.push_str(&format!("{:>8.2} ", q as f64 / 1e6)),
+            None => s.push_str(&format!("{:>8} ", "-")),
+        }
+    }
+    s.push_str(&format!("{:>8.2} {}", io.latency_ns as f64 / 1e6, issuer));
     s.trim_end().to_string()
 }
 
@@ -219,6 +223,32 @@ mod tests {
         assert_eq!(
             row(&io(), c, 1_000_000_000),
             "1.000000       io-app               889 WS   254,0 vda         4800512  1310720     2.10 kworker/0:1H(120)"
+        );
+    }
+
+    #[test]
+    fn queue_column_with_q() {
+        let c = Columns {
+            queued: true,
+            ..Default::default()
+        };
+        assert!(
+            header(c).contains(" BYTES    QUEms    LATms"),
+            "{}",
+            header(c)
+        );
+        let mut q = io();
+        q.queue_ns = Some(250_000);
+        assert!(
+            row(&q, c, 0).contains(" 1310720     0.25     2.10 "),
+            "{}",
+            row(&q, c, 0)
+        );
+        q.queue_ns = None;
+        assert!(
+            row(&q, c, 0).contains(" 1310720        -     2.10 "),
+            "{}",
+            row(&q, c, 0)
         );
     }
 
