@@ -240,7 +240,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         source.drain(&mut batch, last);
         for io in batch.drain(..).filter(|io| filter.matches(io)) {
             if live {
-                let _ = writeln!(out, "{}", view::row(&io, columns, t0));
+                let _ = view::write_row(&mut out, &io, columns, t0);
             }
             if kept.len() < MAX_KEPT {
                 kept.push(io);

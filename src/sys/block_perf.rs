@@ -98,12 +98,13 @@ impl Decoder {
             task: Task {
                 pid,
                 tid,
-                comm: self
-                    .comm
-                    .as_ref()
-                    .and_then(|f| f.str(raw))
-                    .map(|c| c.into_owned())
-                    .unwrap_or_else(|| comm_of(tid)),
+                // Only starts and issues name a task; completions and inserts
+                // run on whatever CPU the interrupt hit.
+                comm: match (&self.comm, self.kind) {
+                    (_, Kind::Complete | Kind::Insert) => String::new(),
+                    (Some(f), _) => f.str(raw).unwrap_or_default().into_owned(),
+                    (None, _) => comm_of(tid),
+                },
             },
         })
     }

@@ -34,7 +34,9 @@ pub fn write_section(name: &str, body: &str) {
     let close = format!("<!-- /bench:{name} -->");
     let section = format!("{open}\n{}\n{close}", body.trim_end());
     let new = match (text.find(&open), text.find(&close)) {
-        (Some(a), Some(b)) if a < b => format!("{}{}{}", &text[..a], section, &text[b + close.len()..]),
+        (Some(a), Some(b)) if a < b => {
+            format!("{}{}{}", &text[..a], section, &text[b + close.len()..])
+        }
         _ => format!("{}\n{}\n", text.trim_end(), section),
     };
     std::fs::write(&path, new).expect("write docs/PERFORMANCE.md");
@@ -44,6 +46,8 @@ pub fn write_section(name: &str, body: &str) {
 /// A one-line description of this machine for the report.
 pub fn machine() -> String {
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    let cpus = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
     format!("Linux {}, {cpus} CPUs", kernel.trim())
 }

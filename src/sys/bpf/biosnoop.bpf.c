@@ -76,8 +76,12 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 22);  // 4 MiB: ~30k events before loss
+	__uint(max_entries, 1 << 22);  // 4 MiB: ~35k events before loss
 } events SEC(".maps");
+
+// Wake the reader only once this much is waiting: it polls every 100 ms
+// anyway, and a wakeup per event costs more than the event.
+#define WAKEUP_BYTES (1 << 20)
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -98,12 +102,15 @@ struct {
 // aya cannot relocate (aya#831).
 static const struct inflight zero_inflight;
 
+// tp_btf arguments are trusted kernel pointers: plain loads (relocated by
+// CO-RE through vmlinux.h's preserve_access_index) are cheaper than
+// bpf_probe_read_kernel calls.
 static __always_inline __u32 rq_dev(struct request *rq)
 {
-	struct gendisk *disk = BPF_CORE_READ(rq, q, disk);
+	struct gendisk *disk = rq->q->disk;
 	if (!disk)
 		return 0;
-	return ((__u32)BPF_CORE_READ(disk, major) << 20) | BPF_CORE_READ(disk, first_minor);
+	return ((__u32)disk->major << 20) | disk->first_minor;
 }
 
 static __always_inline bool wanted(struct request *rq)
@@ -211,8 +218,8 @@ int BPF_PROG(block_rq_issue, struct request *rq)
 		return 0;
 	// A requeued request is issued again: its latency counts from the last issue.
 	f->issue_ns = bpf_ktime_get_ns();
-	f->sector = BPF_CORE_READ(rq, __sector);
-	f->bytes = BPF_CORE_READ(rq, __data_len);
+	f->sector = rq->__sector;
+	f->bytes = rq->__data_len;
 	current_task(&f->issuer);
 	return 0;
 }
@@ -224,7 +231,7 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 	if (!f)
 		return 0;
 	// A partial completion: the request stays in flight until its last bytes.
-	if (nr_bytes < BPF_CORE_READ(rq, __data_len))
+	if (nr_bytes < rq->__data_len)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	if (!f->issue_ns) {
@@ -232,7 +239,7 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 		return 0;
 	}
 	struct task_id *who = f->submitter.pid ? &f->submitter : &f->issuer;
-	__u32 opf = BPF_CORE_READ(rq, cmd_flags);
+	__u32 opf = rq->cmd_flags;
 
 	if (hist_only) {
 		__u64 from = f->issue_ns;
@@ -274,7 +281,9 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 	e->submitter = f->submitter;
 	e->issuer = f->issuer;
 	fill_rwbs(e->rwbs, opf);
-	bpf_ringbuf_submit(e, 0);
+	long flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= WAKEUP_BYTES ?
+		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	bpf_ringbuf_submit(e, flags);
 	bpf_map_delete_elem(&inflight, &rq);
 	return 0;
 }

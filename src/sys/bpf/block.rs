@@ -189,11 +189,10 @@ fn cstr(b: &[u8]) -> String {
 }
 
 fn convert(e: &Event, options: &Options, names: &HashMap<DevId, String>) -> BlockIo {
-    let issuer = task(&e.issuer);
     let cause = if e.submitter.pid != 0 || e.submitter.tid != 0 {
-        task(&e.submitter)
+        &e.submitter
     } else {
-        issuer.clone()
+        &e.issuer
     };
     let dev = DevId::from_kernel(e.dev as u64);
     // With the scheduler bypassed there is no insert: the request was
@@ -206,10 +205,10 @@ fn convert(e: &Event, options: &Options, names: &HashMap<DevId, String>) -> Bloc
         _ => e.issue_ns,
     };
     BlockIo {
-        comm: cause.comm.clone(),
+        comm: cstr(&cause.comm),
         pid: cause.pid,
         tid: cause.tid,
-        issuer: (issuer.pid != cause.pid).then_some(issuer),
+        issuer: (e.issuer.pid != cause.pid).then(|| task(&e.issuer)),
         rwbs: cstr(&e.rwbs),
         dev,
         disk: names.get(&dev).cloned().unwrap_or_default(),
