@@ -74,6 +74,7 @@ fn fio(engine: &str) -> f64 {
 struct Tracer {
     child: Child,
     mode: Mode,
+    started: std::time::Instant,
     stderr: Option<std::sync::mpsc::Receiver<String>>,
 }
 
@@ -107,6 +108,7 @@ fn start(mode: Mode) -> Option<Tracer> {
             return Some(Tracer {
                 child,
                 mode,
+                started: std::time::Instant::now(),
                 stderr: Some(rx),
             });
         }
@@ -134,12 +136,38 @@ fn start(mode: Mode) -> Option<Tracer> {
     Some(Tracer {
         child,
         mode,
+        started: std::time::Instant::now(),
         stderr: None,
     })
 }
 
-/// Stop a tracer; returns (events lost, requests traced if known).
-fn stop(t: Tracer) -> (u64, Option<u64>) {
+/// CPU time (user + system) a process has used so far, in seconds.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the parenthesised comm: utime and stime are the 12th and 13th.
+    let rest = stat.rsplit(')').next().unwrap_or("");
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    f.get(10)
+        .zip(f.get(11))
+        .map_or(0.0, |(u, s)| (u + s) as f64 / hz)
+}
+
+/// What a tracer cost and caught.
+struct Outcome {
+    lost: u64,
+    recorded: Option<u64>,
+    /// Share of one CPU the tracer used while tracing.
+    cpu: f64,
+}
+
+/// Stop a tracer and report on it.
+fn stop(t: Tracer) -> Outcome {
+    let cpu = cpu_seconds(t.child.id()) / t.started.elapsed().as_secs_f64();
     let mut child = t.child;
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
@@ -173,14 +201,19 @@ fn stop(t: Tracer) -> (u64, Option<u64>) {
             let samples = text
                 .find(" samples)")
                 .and_then(|at| text[..at].rsplit('(').next()?.parse().ok());
-            (lost, samples)
+            Outcome {
+                lost,
+                recorded: samples,
+                cpu,
+            }
         }
         _ => {
             assert!(status.success(), "kdiag failed: {text}");
-            (
-                number_before("events lost").unwrap_or(0),
-                number_after("Traced "),
-            )
+            Outcome {
+                lost: number_before("events lost").unwrap_or(0),
+                recorded: number_after("Traced "),
+                cpu,
+            }
         }
     }
 }
@@ -210,15 +243,17 @@ fn main() {
         let mut iops: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
         let mut lost = vec![0u64; modes.len()];
         let mut traced = vec![0u64; modes.len()];
+        let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
         for round in 0..ROUNDS {
             for k in 0..modes.len() {
                 let i = (k + round) % modes.len();
                 let tracer = start(modes[i]);
                 let v = fio(engine);
                 if let Some(t) = tracer {
-                    let (l, n) = stop(t);
-                    lost[i] += l;
-                    traced[i] += n.unwrap_or(0);
+                    let o = stop(t);
+                    lost[i] += o.lost;
+                    traced[i] += o.recorded.unwrap_or(0);
+                    cpu[i].push(o.cpu);
                 }
                 eprintln!("{engine} round {round}: {:?} {v:.0} IOPS", modes[i]);
                 iops[i].push(v);
@@ -230,7 +265,7 @@ fn main() {
             "psync, one I/O at a time per job"
         };
         body.push_str(&format!(
-            "\n### {depth}\n\n| mode | median IOPS | IOPS vs untraced (median of pairs) | events lost | requests/samples recorded |\n|---|---:|---:|---:|---:|\n"
+            "\n### {depth}\n\n| mode | median IOPS | IOPS vs untraced (median of pairs) | tracer CPU (median, % of one CPU) | events lost | requests/samples recorded |\n|---|---:|---:|---:|---:|---:|\n"
         ));
         for (i, mode) in modes.iter().enumerate() {
             let mut ratios: Vec<f64> = iops[i].iter().zip(&iops[0]).map(|(a, b)| a / b).collect();
@@ -239,13 +274,19 @@ fn main() {
             sorted.sort_by(f64::total_cmp);
             let median = sorted[sorted.len() / 2];
             let ratio = ratios[ratios.len() / 2];
-            let (lost, rec) = if *mode == Mode::Untraced {
-                ("-".to_string(), "-".to_string())
+            let (lost, rec, load) = if *mode == Mode::Untraced {
+                ("-".to_string(), "-".to_string(), "-".to_string())
             } else {
-                (lost[i].to_string(), traced[i].to_string())
+                let mut c = cpu[i].clone();
+                c.sort_by(f64::total_cmp);
+                (
+                    lost[i].to_string(),
+                    traced[i].to_string(),
+                    format!("{:.1}%", c[c.len() / 2] * 100.0),
+                )
             };
             body.push_str(&format!(
-                "| {} | {median:.0} | {:.3} ({:+.1}%) | {lost} | {rec} |\n",
+                "| {} | {median:.0} | {:.3} ({:+.1}%) | {load} | {lost} | {rec} |\n",
                 mode.label(),
                 ratio,
                 (ratio - 1.0) * 100.0
