@@ -7,6 +7,11 @@ use clap::Parser;
 use kdiag::{cli, commands, error};
 
 fn main() -> ExitCode {
+    // Die quietly when a reader such as `head` closes the pipe, like other
+    // Unix tools, instead of reporting "Broken pipe". Kernel state is held
+    // in fds, which the kernel releases when the process ends.
+    // SAFETY: setting a signal disposition before any threads exist.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = cli::Cli::parse();
     match commands::run(cli.command) {
         Ok(code) => ExitCode::from(code),

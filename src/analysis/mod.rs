@@ -1,5 +1,10 @@
 //! Pure functions over model data: classification, folding, pattern
 //! detection, rules. Unit-tested on fixtures without privileges.
 
+pub mod doctor;
+pub mod elf_rules;
+pub mod exec_failure;
 pub mod io_filter;
 pub mod io_pattern;
+pub mod ps;
+pub mod top;

@@ -1,8 +1,211 @@
-//! `kdiag exec-trace`: not built yet.
+//! `kdiag exec-trace`: trace a command's (or a running process's) exec
+//! attempts, the signals that followed and how it ended, then explain.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use serde::Serialize;
+
+use crate::analysis::exec_failure::{self, FileFacts, Finding};
+use crate::error;
+use crate::model::exec::{Exit, ProcessEnd, TraceEvent};
+use crate::render;
+use crate::sys::exec::{Filter, Spawned, TierChoice};
+use crate::sys::spawn::HeldChild;
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+#[command(arg_required_else_help = true)]
+pub struct Args {
+    /// Watch the execs of a running process (and its children) until it
+    /// exits or Ctrl-C
+    #[arg(short, long, conflicts_with = "command")]
+    pub pid: Option<u32>,
+    /// Tracing tier: bpf reads exec filenames and arguments in the kernel;
+    /// perf needs no BPF but sees less
+    #[arg(long, value_enum, default_value = "auto")]
+    pub tier: TierChoice,
+    /// Print the trace and the explanation as JSON
+    #[arg(long)]
+    pub json: bool,
+    /// The command to run and trace (after --)
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<u8> {
-    anyhow::bail!("kdiag exec-trace is not built yet")
+#[derive(Serialize)]
+struct Report {
+    tier: &'static str,
+    pid: u32,
+    command: Vec<String>,
+    events: Vec<TraceEvent>,
+    findings: Vec<Finding>,
+    lost: u64,
+    notes: Vec<String>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    if args.pid.is_none() && args.command.is_empty() {
+        return Err(error::usage(
+            "give a command after -- (kdiag exec-trace -- ./prog) or -p PID",
+        ));
+    }
+    if !crate::sys::privilege::is_root() {
+        return Err(crate::sys::privilege::needs_privilege("kdiag exec-trace"));
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+    }
+    let filter = |pid| Filter {
+        pid: Some(pid),
+        follow_children: true,
+        signals: true,
+    };
+    let mut events = Vec::new();
+    let (tier, lost, notes, pid) = if let Some(pid) = args.pid {
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            anyhow::bail!("no process with PID {pid}");
+        }
+        let (mut source, mut notes) = crate::sys::exec::open(args.tier, filter(pid), None)?;
+        // On stderr even with --json: scripts wait for it to know tracing is on.
+        eprintln!(
+            "kdiag exec-trace: watching pid {pid} and its children ({} tier); Ctrl-C to stop",
+            source.tier()
+        );
+        while !stop.load(Ordering::Relaxed) {
+            source.poll(Duration::from_millis(100), &mut events)?;
+            let ended = events
+                .iter()
+                .any(|e| matches!(e, TraceEvent::Exit(x) if x.pid == pid));
+            if ended || !Path::new(&format!("/proc/{pid}")).exists() {
+                source.poll(Duration::from_millis(100), &mut events)?;
+                break;
+            }
+        }
+        notes.extend(source.notes());
+        (source.tier(), source.lost(), notes, pid)
+    } else {
+        let mut child = HeldChild::spawn(&args.command).context("starting the command")?;
+        let pid = child.pid;
+        let (mut source, mut notes) = crate::sys::exec::open(
+            args.tier,
+            filter(pid),
+            Some(Spawned {
+                pid,
+                path: child.path.clone(),
+                argv: args.command.clone(),
+            }),
+        )?;
+        child.release().context("releasing the command")?;
+        let mut status = None;
+        let mut ended_at = None;
+        loop {
+            source.poll(Duration::from_millis(50), &mut events)?;
+            if status.is_none() {
+                status = child.try_wait();
+                if status.is_some() {
+                    ended_at = Some(Instant::now());
+                }
+            }
+            // After the command ends, give in-flight records a moment.
+            if ended_at.is_some_and(|t| t.elapsed() > Duration::from_millis(200)) {
+                break;
+            }
+            if stop.load(Ordering::Relaxed) && status.is_none() {
+                // Ctrl-C reached the command too; wait for it briefly.
+                std::thread::sleep(Duration::from_millis(200));
+                status = child.try_wait();
+                break;
+            }
+        }
+        if let Some(status) = status {
+            record_end(&mut events, pid, status);
+        }
+        notes.extend(source.notes());
+        (source.tier(), source.lost(), notes, pid)
+    };
+
+    let files = file_facts(&events);
+    let findings = exec_failure::explain(&events, &files);
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        render::json(
+            &mut out,
+            &Report {
+                tier,
+                pid,
+                command: args.command.clone(),
+                events,
+                findings: findings.clone(),
+                lost,
+                notes,
+            },
+        )?;
+    } else {
+        writeln!(out, "tier: {tier}")?;
+        for n in &notes {
+            writeln!(out, "note: {n}")?;
+        }
+        if lost > 0 {
+            writeln!(out, "warning: the kernel dropped {lost} events")?;
+        }
+        render::exec::trace(&mut out, &events)?;
+        render::exec::findings(&mut out, &findings)?;
+    }
+    out.flush()?;
+    Ok(if findings.iter().any(Finding::is_problem) {
+        error::FAILURE
+    } else {
+        error::OK
+    })
+}
+
+/// Put the wait status (the truth) in place of what the tier saw of the
+/// command's end.
+fn record_end(events: &mut Vec<TraceEvent>, pid: u32, status: i32) {
+    let exit = Exit::from_status(status);
+    if let Some(TraceEvent::Exit(end)) = events
+        .iter_mut()
+        .find(|e| matches!(e, TraceEvent::Exit(x) if x.pid == pid))
+    {
+        end.exit = exit;
+        return;
+    }
+    let time_ns = events.last().map_or(0, |e| e.time_ns() + 1);
+    events.push(TraceEvent::Exit(ProcessEnd {
+        time_ns,
+        pid,
+        comm: String::new(),
+        exit,
+    }));
+}
+
+/// What the file system says about each file an exec named: does it exist,
+/// and what elf-check finds in it. Relative paths are taken from our working
+/// directory, which a spawned command shares (best effort for -p).
+fn file_facts(events: &[TraceEvent]) -> Vec<FileFacts> {
+    let mut facts: Vec<FileFacts> = Vec::new();
+    for e in events {
+        let TraceEvent::Exec(x) = e else { continue };
+        let Some(path) = &x.filename else { continue };
+        if facts.iter().any(|f| &f.path == path) {
+            continue;
+        }
+        let p = Path::new(path);
+        let elf = p
+            .is_file()
+            .then(|| crate::sys::elf::read_target(p).ok())
+            .flatten()
+            .map(|(bytes, env)| crate::analysis::elf_rules::check(&bytes, &env));
+        facts.push(FileFacts {
+            path: path.clone(),
+            exists: p.exists(),
+            elf,
+        });
+    }
+    facts
 }

@@ -1,3 +1,10 @@
 //! Plain data types shared by collectors, analyses and renderers. No I/O.
 
 pub mod block;
+pub mod capability;
+pub mod elf;
+pub mod errno;
+pub mod exec;
+pub mod process;
+pub mod rusage;
+pub mod system;

@@ -1,8 +1,13 @@
 //! Turning model and analysis results into text tables, JSON, folded stacks
 //! and SVG flame graphs.
 
+pub mod doctor;
+pub mod elf;
+pub mod exec;
 pub mod iosnoop;
+pub mod ps;
 pub mod table;
+pub mod time;
 
 use std::io::Write;
 

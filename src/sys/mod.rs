@@ -4,6 +4,14 @@
 pub mod block_perf;
 pub mod bpf;
 pub mod disks;
+pub mod elf;
+pub mod exec;
+pub mod exec_perf;
 pub mod perf;
 pub mod privilege;
+pub mod probe;
+pub mod proc;
+pub mod rusage;
+pub mod signal_origin;
+pub mod spawn;
 pub mod tracefs;

@@ -44,23 +44,66 @@ pub fn chown_to_invoker(path: &Path) -> std::io::Result<()> {
 /// Make `cmd` run as the invoking user, with that user's supplementary groups
 /// (no-op without sudo).
 pub fn run_as_invoker(cmd: &mut Command) {
-    let Some(who) = invoker() else { return };
-    let name = user_name(who.uid).and_then(|n| CString::new(n).ok());
-    // SAFETY: the closure runs between fork and exec and only calls
-    // async-signal-safe functions on data prepared before the fork.
-    unsafe {
-        cmd.pre_exec(move || {
-            let ok = match &name {
-                Some(name) => libc::initgroups(name.as_ptr(), who.gid) == 0,
-                None => libc::setgroups(0, std::ptr::null()) == 0,
-            };
-            if !ok {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
+    let Some(switch) = InvokerSwitch::prepare() else {
+        return;
+    };
+    // SAFETY: `apply` only makes async-signal-safe calls on data prepared
+    // before the fork. It sets groups, gid and uid itself: std runs pre_exec
+    // hooks after its own setuid, when setgroups would fail with EPERM.
+    unsafe { cmd.pre_exec(move || switch.apply()) };
+}
+
+/// Everything a forked child needs to become the invoking user, resolved
+/// before the fork: initgroups reads /etc/group and allocates, which is not
+/// safe between fork and exec.
+#[derive(Debug, Clone)]
+pub struct InvokerSwitch {
+    who: Invoker,
+    groups: Vec<libc::gid_t>,
+}
+
+impl InvokerSwitch {
+    /// The switch to the sudo invoker; None without sudo.
+    pub fn prepare() -> Option<InvokerSwitch> {
+        let who = invoker()?;
+        let groups = user_name(who.uid)
+            .and_then(|n| CString::new(n).ok())
+            .map(|name| group_list(&name, who.gid))
+            .unwrap_or_default();
+        Some(InvokerSwitch { who, groups })
     }
-    cmd.uid(who.uid).gid(who.gid);
+
+    /// Take the invoker's groups, gid and uid, in that order (each step
+    /// needs the privilege the next one drops). Async-signal-safe: meant for
+    /// a forked child before it execs.
+    pub fn apply(&self) -> std::io::Result<()> {
+        // SAFETY: plain system calls on owned, initialised data.
+        let failed = unsafe {
+            libc::setgroups(self.groups.len(), self.groups.as_ptr()) != 0
+                || libc::setgid(self.who.gid) != 0
+                || libc::setuid(self.who.uid) != 0
+        };
+        if failed {
+            // From errno alone: no allocation.
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}
+
+/// The supplementary groups of user `name` (primary group `gid` included).
+fn group_list(name: &CString, gid: libc::gid_t) -> Vec<libc::gid_t> {
+    let mut groups = vec![0 as libc::gid_t; 64];
+    loop {
+        let mut n = groups.len() as libc::c_int;
+        // SAFETY: groups has room for n entries; n is updated to the count.
+        let rc = unsafe { libc::getgrouplist(name.as_ptr(), gid, groups.as_mut_ptr(), &mut n) };
+        if rc >= 0 {
+            groups.truncate(n as usize);
+            return groups;
+        }
+        groups.resize(n.max(groups.len() as libc::c_int * 2) as usize, 0);
+    }
 }
 
 /// The login name of `uid` from the password database.

@@ -17,6 +17,8 @@ const CANDIDATES: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing
 #[derive(Debug, Clone)]
 pub struct Tracefs {
     root: PathBuf,
+    /// Whether this call mounted it (doctor reports that).
+    mounted_now: bool,
 }
 
 impl Tracefs {
@@ -42,11 +44,19 @@ impl Tracefs {
             .iter()
             .map(PathBuf::from)
             .find(|p| p.join("events").is_dir())
-            .map(|root| Tracefs { root })
+            .map(|root| Tracefs {
+                root,
+                mounted_now: false,
+            })
     }
 
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Whether `open` had to mount tracefs.
+    pub fn mounted_now(&self) -> bool {
+        self.mounted_now
     }
 
     /// Whether the tracepoint `system:name` exists on this kernel.

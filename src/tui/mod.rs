@@ -1,1 +1,54 @@
 //! The ratatui front ends, drawing the same model data as `render`.
+
+pub mod top;
+
+use std::io::{self, Stdout};
+use std::sync::Once;
+
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use ratatui::crossterm::{cursor, execute, terminal};
+
+/// The terminal in raw mode on the alternate screen for as long as it lives.
+/// Dropping it, or a panic anywhere, gives the user their terminal back.
+pub struct TerminalGuard {
+    pub terminal: Terminal<CrosstermBackend<Stdout>>,
+}
+
+impl TerminalGuard {
+    pub fn enter() -> io::Result<Self> {
+        install_panic_hook();
+        terminal::enable_raw_mode()?;
+        let mut out = io::stdout();
+        if let Err(e) = execute!(out, terminal::EnterAlternateScreen, cursor::Hide) {
+            restore();
+            return Err(e);
+        }
+        let terminal = Terminal::new(CrosstermBackend::new(out)).inspect_err(|_| restore())?;
+        Ok(TerminalGuard { terminal })
+    }
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore();
+    }
+}
+
+/// Leave raw mode and the alternate screen; safe to call more than once.
+fn restore() {
+    let _ = terminal::disable_raw_mode();
+    let _ = execute!(io::stdout(), terminal::LeaveAlternateScreen, cursor::Show);
+}
+
+/// Restore the terminal before the panic message prints, so it is readable.
+fn install_panic_hook() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            restore();
+            previous(info);
+        }));
+    });
+}

@@ -5,6 +5,7 @@
 use anyhow::Context;
 
 pub mod block;
+pub mod exec;
 
 /// Load a compiled BPF object; `what` names the feature for error messages.
 /// Permission errors become "run with sudo"; verifier failures keep the log.
@@ -12,8 +13,7 @@ pub fn load(object: &[u8], what: &str) -> anyhow::Result<aya::Ebpf> {
     load_with(object, what, |_| {})
 }
 
-/// Like `load`, letting `configure` set up the loader first (for example
-/// `override_global` for the program's `const volatile` settings).
+/// Like `load`, letting `configure` set `const volatile` globals first.
 pub fn load_with<'a>(
     object: &[u8],
     what: &str,

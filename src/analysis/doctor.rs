@@ -1,0 +1,281 @@
+//! Which kdiag features work on this machine, and with which tier, decided
+//! from the probe results alone (pure, so it is tested on made-up machines).
+
+use crate::model::capability::{Feature, Probes, Tier};
+
+/// Every feature with the tier it uses here, in the order doctor prints them.
+pub fn features(p: &Probes) -> Vec<Feature> {
+    let bpf = p.bpf_tracepoint.is_ok();
+    let tp_btf = p.bpf_tp_btf.is_ok();
+    let perf_tp = p.perf_tracepoint.is_ok();
+    let clock = p.cpu_clock.is_ok();
+    let sample_event = if p.hardware_pmu.is_ok() {
+        "cycles"
+    } else {
+        "cpu-clock (no hardware PMU)"
+    };
+    let kernel_names = if p.kptr_restrict.is_ok() {
+        ""
+    } else {
+        "; kernel frames unnamed (kptr_restrict)"
+    };
+    let need_root = "needs root: run with sudo";
+
+    vec![
+        feature(
+            "profile",
+            &[(Tier::Bpf, p.bpf_perf_event.is_ok()), (Tier::Perf, clock)],
+            |t| match t {
+                Some(Tier::Bpf) => format!(
+                    "stacks counted in the kernel, sampling on {sample_event}{kernel_names}"
+                ),
+                Some(_) => format!("callchain samples on {sample_event}{kernel_names}"),
+                None => format!("cannot sample CPU stacks: {need_root}"),
+            },
+        ),
+        feature(
+            "iosnoop",
+            &[(Tier::Bpf, tp_btf), (Tier::Perf, perf_tp)],
+            |t| match t {
+                Some(Tier::Bpf) => {
+                    "requests matched exactly (tp_btf block_rq_*), with queue time".into()
+                }
+                Some(_) => {
+                    "issue/complete paired by (dev, sector): merged requests may mismatch".into()
+                }
+                None => format!("cannot trace block I/O: {need_root}"),
+            },
+        ),
+        feature(
+            "exec-trace",
+            &[(Tier::Bpf, bpf), (Tier::Perf, perf_tp)],
+            |t| match t {
+                Some(Tier::Bpf) => "failed execs with their file names and arguments".into(),
+                Some(_) => {
+                    "failed execs with error codes; file names only for successful execs".into()
+                }
+                None => format!("cannot trace execs: {need_root}"),
+            },
+        ),
+        feature(
+            "execsnoop",
+            &[(Tier::Bpf, bpf), (Tier::Perf, perf_tp)],
+            |t| match t {
+                Some(Tier::Bpf) => "argv read in the kernel at exec".into(),
+                Some(_) => {
+                    "file names from sched_process_exec, argv from /proc (racy for short processes)"
+                        .into()
+                }
+                None => format!("cannot trace execs: {need_root}"),
+            },
+        ),
+        feature(
+            "top: I/O columns",
+            &[(Tier::Procfs, p.proc_pid_io.is_ok())],
+            |t| match t {
+                Some(_) => {
+                    "read/write rates from /proc/PID/io (other users' processes need root)".into()
+                }
+                None => "no /proc/PID/io: I/O columns show '-'".into(),
+            },
+        ),
+        feature(
+            "top: run-queue wait",
+            &[(Tier::Procfs, p.schedstat.is_ok())],
+            |t| match t {
+                Some(_) => "on-CPU and waiting times from /proc/PID/schedstat".into(),
+                None => "no /proc/PID/schedstat".into(),
+            },
+        ),
+        feature(
+            "time: storage bytes",
+            &[(Tier::Procfs, p.proc_pid_io.is_ok())],
+            |t| match t {
+                Some(_) => "read_bytes/write_bytes from /proc/PID/io before reaping".into(),
+                None => "no /proc/PID/io: only rusage block counts".into(),
+            },
+        ),
+        feature(
+            "time: signal sender",
+            &[(Tier::Tracefs, p.tracefs.is_ok())],
+            |t| match t {
+                Some(_) => "signal:signal_generate in a private tracefs instance".into(),
+                None => format!("the sender of a fatal signal stays unknown: {need_root}"),
+            },
+        ),
+        feature(
+            "I/O delay per task",
+            &[(Tier::Procfs, p.task_delayacct.is_ok())],
+            |t| match t {
+                Some(_) => "blkio delay from /proc/PID/stat (delay accounting on)".into(),
+                None => "delay accounting off: sudo sysctl kernel.task_delayacct=1".into(),
+            },
+        ),
+        feature(
+            "pressure (PSI)",
+            &[(Tier::Procfs, p.psi.is_ok())],
+            |t| match t {
+                Some(_) => "system CPU, I/O and memory pressure from /proc/pressure".into(),
+                None => "no /proc/pressure: pressure trends unavailable".into(),
+            },
+        ),
+    ]
+}
+
+/// The tier `name` would use here, for commands that pick their own.
+#[allow(dead_code)] // API for profile, iosnoop and exec tracing, which call it once merged
+pub fn tier_for(p: &Probes, name: &str) -> Option<Tier> {
+    features(p)
+        .into_iter()
+        .find(|f| f.name == name)
+        .and_then(|f| f.tier)
+}
+
+/// Build one feature from its tiers in order of preference.
+fn feature(name: &str, tiers: &[(Tier, bool)], note: impl Fn(Option<Tier>) -> String) -> Feature {
+    let available: Vec<Tier> = tiers
+        .iter()
+        .filter(|(_, ok)| *ok)
+        .map(|(t, _)| *t)
+        .collect();
+    let tier = available.first().copied();
+    Feature {
+        name: name.to_string(),
+        tier,
+        available,
+        note: note(tier),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::capability::Check;
+
+    /// A machine like the development VM: root, tracepoints and tp_btf work,
+    /// fentry denied, no kprobes, no hardware PMU, delay accounting off.
+    fn dev_vm() -> Probes {
+        let ok = || Check::ok("");
+        Probes {
+            user: ok(),
+            cap_perfmon: ok(),
+            cap_bpf: ok(),
+            cap_sys_admin: ok(),
+            perf_event_paranoid: ok(),
+            kptr_restrict: ok(),
+            perf_event_max_sample_rate: ok(),
+            perf_event_max_stack: ok(),
+            unprivileged_bpf_disabled: ok(),
+            tracefs: ok(),
+            btf: ok(),
+            perf_tracepoint: ok(),
+            bpf_tracepoint: ok(),
+            bpf_tp_btf: ok(),
+            bpf_fentry: Check::denied("EPERM", "not needed"),
+            bpf_perf_event: ok(),
+            kprobe_pmu: Check::missing("none", "not needed"),
+            uprobe_pmu: ok(),
+            hardware_pmu: Check::missing("ENOENT", "none"),
+            cpu_clock: ok(),
+            task_delayacct: Check::missing("0", "sysctl"),
+            psi: ok(),
+            schedstat: ok(),
+            proc_pid_io: ok(),
+        }
+    }
+
+    /// A normal user: nothing privileged opens.
+    fn unprivileged() -> Probes {
+        let denied = || Check::denied("EACCES", "sudo");
+        Probes {
+            tracefs: denied(),
+            perf_tracepoint: denied(),
+            bpf_tracepoint: denied(),
+            bpf_tp_btf: denied(),
+            bpf_fentry: denied(),
+            bpf_perf_event: denied(),
+            cpu_clock: denied(),
+            ..dev_vm()
+        }
+    }
+
+    fn get(fs: &[Feature], name: &str) -> Feature {
+        fs.iter().find(|f| f.name == name).unwrap().clone()
+    }
+
+    #[test]
+    fn dev_vm_prefers_bpf_and_samples_on_cpu_clock() {
+        let fs = features(&dev_vm());
+        let profile = get(&fs, "profile");
+        assert_eq!(profile.tier, Some(Tier::Bpf));
+        assert_eq!(profile.available, vec![Tier::Bpf, Tier::Perf]);
+        assert!(profile.note.contains("cpu-clock"), "{}", profile.note);
+        assert_eq!(get(&fs, "iosnoop").tier, Some(Tier::Bpf));
+        assert_eq!(get(&fs, "exec-trace").tier, Some(Tier::Bpf));
+        assert_eq!(get(&fs, "I/O delay per task").tier, None);
+    }
+
+    #[test]
+    fn without_tp_btf_iosnoop_falls_back_to_perf() {
+        let p = Probes {
+            bpf_tp_btf: Check::missing("no BTF", "x"),
+            ..dev_vm()
+        };
+        let io = get(&features(&p), "iosnoop");
+        assert_eq!(io.tier, Some(Tier::Perf));
+        assert!(io.note.contains("(dev, sector)"));
+        // exec tracing only needs plain tracepoint programs.
+        assert_eq!(tier_for(&p, "exec-trace"), Some(Tier::Bpf));
+    }
+
+    #[test]
+    fn bpf_denied_uses_perf_everywhere() {
+        let p = Probes {
+            bpf_tracepoint: Check::denied("EPERM", "x"),
+            bpf_tp_btf: Check::denied("EPERM", "x"),
+            bpf_perf_event: Check::denied("EPERM", "x"),
+            ..dev_vm()
+        };
+        for name in ["profile", "iosnoop", "exec-trace", "execsnoop"] {
+            assert_eq!(tier_for(&p, name), Some(Tier::Perf), "{name}");
+        }
+    }
+
+    #[test]
+    fn profile_needs_a_perf_event_program_for_bpf() {
+        let p = Probes {
+            bpf_perf_event: Check::denied("EPERM", "x"),
+            ..dev_vm()
+        };
+        let profile = get(&features(&p), "profile");
+        assert_eq!(profile.tier, Some(Tier::Perf));
+        assert_eq!(profile.available, vec![Tier::Perf]);
+    }
+
+    #[test]
+    fn hardware_pmu_means_cycles() {
+        let p = Probes {
+            hardware_pmu: Check::ok("cycles"),
+            ..dev_vm()
+        };
+        assert!(get(&features(&p), "profile").note.contains("on cycles"));
+    }
+
+    #[test]
+    fn unprivileged_user_keeps_only_procfs_features() {
+        let fs = features(&unprivileged());
+        for name in [
+            "profile",
+            "iosnoop",
+            "exec-trace",
+            "execsnoop",
+            "time: signal sender",
+        ] {
+            let f = get(&fs, name);
+            assert_eq!(f.tier, None, "{name}");
+            assert!(f.note.contains("sudo"), "{name}: {}", f.note);
+        }
+        assert_eq!(get(&fs, "top: I/O columns").tier, Some(Tier::Procfs));
+        assert_eq!(get(&fs, "time: storage bytes").tier, Some(Tier::Procfs));
+    }
+}

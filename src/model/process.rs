@@ -1,0 +1,73 @@
+//! One process (or thread) as read from /proc, with the raw kernel values:
+//! conversions to percentages and rates live in `analysis`.
+
+use serde::Serialize;
+
+/// A process (or, with threads, one task of it) at one moment.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Process {
+    /// Thread-group id (the PID users know).
+    pub pid: i32,
+    /// Task id: equal to `pid` for a process, the thread's id for a thread.
+    pub tid: i32,
+    pub ppid: i32,
+    pub pgrp: i32,
+    pub session: i32,
+    /// Foreground process group of the controlling terminal, -1 without one.
+    pub tpgid: i32,
+    /// Controlling terminal as the kernel encodes it (0 = none).
+    pub tty_nr: u32,
+    /// Terminal name as ps prints it ("pts/0", "?" for none).
+    pub tty: String,
+    /// Effective user id.
+    pub uid: u32,
+    pub user: String,
+    /// Short name (/proc/PID/comm, at most 15 bytes).
+    pub comm: String,
+    /// Arguments; empty for kernel threads and zombies.
+    pub cmdline: Vec<String>,
+    /// State letter: R S D Z T t X I P.
+    pub state: char,
+    /// Kernel task flags (PF_*).
+    pub flags: u32,
+    pub nice: i32,
+    pub num_threads: u32,
+    /// User and system CPU time in clock ticks.
+    pub utime: u64,
+    pub stime: u64,
+    /// Start time in clock ticks after boot.
+    pub start_ticks: u64,
+    /// Virtual size and resident set in KiB.
+    pub vsz_kib: u64,
+    pub rss_kib: u64,
+    /// Locked memory in KiB (VmLck), shown as the L modifier.
+    pub locked_kib: u64,
+    pub voluntary_ctxt: u64,
+    pub nonvoluntary_ctxt: u64,
+    /// Storage I/O from /proc/PID/io; `None` when it was not read or not permitted.
+    pub io: Option<Io>,
+}
+
+/// Bytes a process really caused to be read from or written to storage.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Io {
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+}
+
+/// What top's detail panel shows for the selected process, read on demand.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Details {
+    pub pid: i32,
+    /// (tid, name, state) of every thread.
+    pub threads: Vec<(i32, String, char)>,
+    /// Kernel function the task sleeps in ("0" or empty when running).
+    pub wchan: Option<String>,
+    /// /proc/PID/schedstat: time on CPU and waiting on a run queue (ns), timeslices.
+    pub on_cpu_ns: Option<u64>,
+    pub run_wait_ns: Option<u64>,
+    pub timeslices: Option<u64>,
+    /// Open file descriptors; `None` when not permitted.
+    pub open_fds: Option<usize>,
+    pub cgroup: Option<String>,
+}

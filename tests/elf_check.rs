@@ -1,0 +1,399 @@
+//! `kdiag elf-check` against files the bad-elf workload generates, and
+//! against the kernel: every file is really executed (std::process::Command
+//! and a small ptrace tracer that sees execve's return value) and must do
+//! exactly what elf-check predicted.
+
+mod common;
+use common::*;
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+const DEFECTS: &[&str] = &[
+    "congruence",
+    "filesz-gt-memsz",
+    "entry-in-kernel",
+    "huge-memsz",
+    "no-load",
+    "bad-interp",
+    "bad-magic",
+    "good",
+];
+
+fn bad_elf(args: &[&str]) -> std::process::Output {
+    Command::new(workload("bad-elf"))
+        .args(args)
+        .output()
+        .expect("bad-elf runs")
+}
+
+/// Generate `defect` with `seed` into `dir`; returns the path and the
+/// ground truth from --describe.
+fn generate(dir: &Path, defect: &str, seed: u64) -> (PathBuf, Value) {
+    let path = dir.join(format!("{defect}-{seed}"));
+    let seed = seed.to_string();
+    let out = bad_elf(&[defect, "--seed", &seed, "-o", path.to_str().unwrap()]);
+    assert!(out.status.success(), "bad-elf {defect}: {}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), path.to_str().unwrap());
+    let out = bad_elf(&[defect, "--seed", &seed, "--describe"]);
+    assert!(out.status.success());
+    let truth: Value = serde_json::from_slice(&out.stdout).expect("--describe is JSON");
+    (path, truth)
+}
+
+fn elf_check_json(path: &Path) -> (Option<i32>, Value) {
+    let out = run_kdiag(&["elf-check", "--json", path.to_str().unwrap()]);
+    let report = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("elf-check --json {}: {e}\n{}", path.display(), stderr(&out)));
+    (out.status.code(), report)
+}
+
+fn errno_number(name: &str) -> i32 {
+    match name {
+        "EINVAL" => libc::EINVAL,
+        "ENOMEM" => libc::ENOMEM,
+        "ENOENT" => libc::ENOENT,
+        "ENOEXEC" => libc::ENOEXEC,
+        "EACCES" => libc::EACCES,
+        "EPERM" => libc::EPERM,
+        "EIO" => libc::EIO,
+        "ELIBBAD" => libc::ELIBBAD,
+        "EFAULT" => libc::EFAULT,
+        other => panic!("unknown errno {other}"),
+    }
+}
+
+/// What a traced exec did.
+#[derive(Debug)]
+struct Traced {
+    /// execve's return value (0 or -errno), from its syscall-exit stop.
+    execve: Option<i64>,
+    /// Signals seen at signal-delivery stops: (signo, si_code, si_addr).
+    signals: Vec<(i32, i32, u64)>,
+    /// Exit code, or the killing signal as a negative number.
+    end: i32,
+}
+
+/// Run `path` under a minimal ptrace tracer (x86-64 syscall numbers).
+fn trace_exec(path: &Path) -> Traced {
+    let cpath = CString::new(path.as_os_str().as_bytes()).unwrap();
+    let argv = [cpath.as_ptr(), std::ptr::null()];
+    let envp = [std::ptr::null()];
+    // SAFETY: the child only makes async-signal-safe calls before execve.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork");
+    if pid == 0 {
+        unsafe {
+            libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0);
+            libc::raise(libc::SIGSTOP);
+            libc::execve(cpath.as_ptr(), argv.as_ptr(), envp.as_ptr());
+            libc::_exit(127);
+        }
+    }
+    let wait = || {
+        let mut status = 0;
+        // SAFETY: plain waitpid on our child.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::__WALL) };
+        assert_eq!(r, pid, "waitpid");
+        status
+    };
+    let status = wait();
+    assert!(libc::WIFSTOPPED(status));
+    unsafe {
+        libc::ptrace(
+            libc::PTRACE_SETOPTIONS,
+            pid,
+            0,
+            libc::PTRACE_O_TRACESYSGOOD | libc::PTRACE_O_EXITKILL,
+        );
+    }
+    let mut t = Traced {
+        execve: None,
+        signals: vec![],
+        end: 0,
+    };
+    let mut entering = true;
+    let mut deliver = 0;
+    loop {
+        unsafe { libc::ptrace(libc::PTRACE_SYSCALL, pid, 0, deliver) };
+        deliver = 0;
+        let status = wait();
+        if libc::WIFEXITED(status) {
+            t.end = libc::WEXITSTATUS(status);
+            break;
+        }
+        if libc::WIFSIGNALED(status) {
+            t.end = -libc::WTERMSIG(status);
+            break;
+        }
+        let sig = libc::WSTOPSIG(status);
+        if sig == libc::SIGTRAP | 0x80 {
+            let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
+            unsafe { libc::ptrace(libc::PTRACE_GETREGS, pid, 0, &mut regs) };
+            if regs.orig_rax == libc::SYS_execve as u64 {
+                if !entering && t.execve.is_none() {
+                    t.execve = Some(regs.rax as i64);
+                }
+                entering = !entering;
+            }
+        } else if sig == libc::SIGTRAP {
+            // The legacy SIGTRAP after a successful execve: swallow it.
+        } else {
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            unsafe { libc::ptrace(libc::PTRACE_GETSIGINFO, pid, 0, &mut info) };
+            let addr = unsafe { info.si_addr() } as u64;
+            t.signals.push((info.si_signo, info.si_code, addr));
+            deliver = sig;
+        }
+    }
+    t
+}
+
+/// Generated file, elf-check and the kernel agree, for every defect and a
+/// few seeds.
+#[test]
+fn every_defect_is_named_and_behaves_as_predicted() {
+    let dir = tempfile::tempdir().unwrap();
+    for defect in DEFECTS {
+        for seed in [0, 1, 7] {
+            let (path, truth) = generate(dir.path(), defect, seed);
+            let ctx = format!("{defect} seed {seed}");
+            assert!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o111 != 0);
+
+            // elf-check names the ground truth's rule, program header and errno.
+            let (code, report) = elf_check_json(&path);
+            let decisive = report["problems"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p["decisive"] == true);
+            if *defect == "good" {
+                assert_eq!(code, Some(0), "{ctx}: {report}");
+                assert!(decisive.is_none(), "{ctx}");
+            } else {
+                assert_eq!(code, Some(1), "{ctx}");
+                let d = decisive.unwrap_or_else(|| panic!("{ctx}: no decisive problem: {report}"));
+                assert_eq!(d["rule"], truth["rule"], "{ctx}");
+                assert_eq!(d["phdr"], truth["phdr"], "{ctx}");
+                assert_eq!(d["errno"], truth["errno"], "{ctx}");
+                assert_eq!(d["stage"], truth["stage"], "{ctx}");
+                assert_eq!(d["si_code"], truth["si_code"], "{ctx}");
+            }
+
+            // The kernel agrees: first through std::process::Command ...
+            let errno = truth["errno"].as_str();
+            let stage = truth["stage"].as_str().unwrap();
+            match Command::new(&path).status() {
+                Err(e) => {
+                    assert_eq!(
+                        stage, "before-point-of-no-return",
+                        "{ctx}: spawn failed: {e}"
+                    );
+                    assert_eq!(e.raw_os_error(), errno.map(errno_number), "{ctx}: {e}");
+                }
+                Ok(status) => match stage {
+                    "none" => assert_eq!(status.code(), Some(0), "{ctx}"),
+                    _ => assert_eq!(status.signal(), Some(libc::SIGSEGV), "{ctx}: {status}"),
+                },
+            }
+
+            // ... then under ptrace, which sees execve's own return value.
+            let t = trace_exec(&path);
+            let want_ret = errno.map_or(0, |e| -i64::from(errno_number(e)));
+            assert_eq!(t.execve, Some(want_ret), "{ctx}: {t:?}");
+            match stage {
+                "before-point-of-no-return" => {
+                    // execve returned to our child, which exited 127.
+                    assert_eq!(t.end, 127, "{ctx}: {t:?}");
+                    assert!(t.signals.is_empty(), "{ctx}: {t:?}");
+                }
+                "after-point-of-no-return" => {
+                    assert_eq!(t.end, -libc::SIGSEGV, "{ctx}: {t:?}");
+                    // Under ptrace the forced signal is seen at its delivery
+                    // stop: SIGSEGV, si_code SI_KERNEL, no address.
+                    assert_eq!(
+                        t.signals,
+                        vec![(libc::SIGSEGV, libc::SI_KERNEL, 0)],
+                        "{ctx}"
+                    );
+                }
+                "after-exec" => {
+                    assert_eq!(t.end, -libc::SIGSEGV, "{ctx}: {t:?}");
+                    let entry = u64::from_str_radix(
+                        truth["entry"].as_str().unwrap().trim_start_matches("0x"),
+                        16,
+                    )
+                    .unwrap();
+                    // SEGV_MAPERR is 1, at the entry point.
+                    assert_eq!(t.signals, vec![(libc::SIGSEGV, 1, entry)], "{ctx}");
+                }
+                "none" => assert_eq!(t.end, 0, "{ctx}: {t:?}"),
+                other => panic!("{ctx}: unknown stage {other}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn generator_is_deterministic_and_the_seed_moves_things() {
+    let make = |seed: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x");
+        assert!(
+            bad_elf(&["congruence", "--seed", seed, "-o", p.to_str().unwrap()])
+                .status
+                .success()
+        );
+        std::fs::read(&p).unwrap()
+    };
+    assert_eq!(make("5"), make("5"));
+    assert_ne!(make("5"), make("6"));
+    // Default defect and default path: ./bad-elf-congruence.
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(workload("bad-elf"))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(stdout(&out).trim(), "./bad-elf-congruence");
+    assert_eq!(
+        std::fs::read(dir.path().join("bad-elf-congruence")).unwrap(),
+        make("0")
+    );
+    let out = bad_elf(&["no-such-defect"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("unknown defect"));
+}
+
+/// The lab's point: readelf finds nothing wrong with the congruence case.
+#[test]
+fn readelf_accepts_the_congruence_case() {
+    let dir = tempfile::tempdir().unwrap();
+    for seed in [0, 3] {
+        let (path, _) = generate(dir.path(), "congruence", seed);
+        let out = Command::new("readelf")
+            .args(["-lW", path.to_str().unwrap()])
+            .output()
+            .expect("readelf (binutils) is installed");
+        assert!(out.status.success());
+        let all = format!("{}{}", stdout(&out), stderr(&out));
+        assert!(!all.to_lowercase().contains("warning"), "{all}");
+        assert!(all.contains("LOAD"), "{all}");
+    }
+}
+
+#[test]
+fn text_report_shows_header_numbers_rule_and_outcome() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = generate(dir.path(), "congruence", 0);
+    let out = run_kdiag(&["elf-check", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    for want in [
+        "ERROR load-congruence (program header 1)",
+        "p_offset 0x160",
+        "p_vaddr 0x401000",
+        "p_align 0x20",
+        "congruent values for p_vaddr and p_offset, modulo the page size",
+        "EINVAL after the point of no return",
+        "SIGSEGV (si_code SI_KERNEL",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+}
+
+#[test]
+fn real_system_binaries_are_clean() {
+    for bin in ["/bin/ls", "/bin/true"] {
+        let (code, report) = elf_check_json(Path::new(bin));
+        assert_eq!(code, Some(0), "{bin}: {report}");
+        assert_eq!(report["problems"].as_array().unwrap().len(), 0, "{bin}");
+        assert!(report["program_headers"].as_array().unwrap().len() > 2);
+        assert!(report["interpreter"].as_str().unwrap().contains("ld-linux"));
+    }
+}
+
+#[test]
+fn script_with_missing_interpreter_explains_enoent() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("script");
+    std::fs::write(&path, "#!/nonexistent/interp\necho hi\n").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (code, report) = elf_check_json(&path);
+    assert_eq!(code, Some(1));
+    assert_eq!(report["kind"]["kind"], "script");
+    assert_eq!(report["kind"]["interpreter"], "/nonexistent/interp");
+    let p = &report["problems"][0];
+    assert_eq!(
+        (p["rule"].as_str(), p["errno"].as_str()),
+        (Some("script-interpreter"), Some("ENOENT"))
+    );
+    assert!(p["message"].as_str().unwrap().contains("does not exist"));
+    let err = Command::new(&path).status().expect_err("exec fails");
+    assert_eq!(err.raw_os_error(), Some(libc::ENOENT));
+    // A script whose interpreter exists is fine.
+    std::fs::write(&path, "#!/bin/sh\nexit 0\n").unwrap();
+    assert_eq!(elf_check_json(&path).0, Some(0));
+}
+
+#[test]
+fn garbage_and_truncated_files_give_clear_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (good, _) = generate(dir.path(), "good", 0);
+    let bytes = std::fs::read(&good).unwrap();
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("empty", vec![], "not-elf"),
+        ("three", b"\x7fEL".to_vec(), "not-elf"),
+        ("header-cut", bytes[..40].to_vec(), "header-truncated"),
+        ("phdrs-cut", bytes[..100].to_vec(), "phdrs-beyond-eof"),
+        (
+            "garbage",
+            (0..4096u32)
+                .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+                .collect(),
+            "not-elf",
+        ),
+    ];
+    for (name, content, rule) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, &content).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let (code, report) = elf_check_json(&path);
+        assert_eq!(code, Some(1), "{name}");
+        assert_eq!(report["problems"][0]["rule"], rule, "{name}: {report}");
+        assert_eq!(report["problems"][0]["errno"], "ENOEXEC", "{name}");
+        // And the kernel agrees.
+        let err = Command::new(&path).status().expect_err(name);
+        assert_eq!(err.raw_os_error(), Some(libc::ENOEXEC), "{name}");
+    }
+    // Unreadable targets are errors with a message, not reports.
+    let out = run_kdiag(&["elf-check", "/nonexistent/file"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("cannot read /nonexistent/file"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run_kdiag(&["elf-check", dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("not a regular file"),
+        "{}",
+        stderr(&out)
+    );
+    // A file without execute permission: EACCES.
+    let path = dir.path().join("noexec");
+    std::fs::write(&path, &bytes).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let (code, report) = elf_check_json(&path);
+    assert_eq!(code, Some(1));
+    assert_eq!(report["problems"][0]["errno"], "EACCES");
+    let err = Command::new(&path).status().expect_err("noexec");
+    assert_eq!(err.raw_os_error(), Some(libc::EACCES));
+}

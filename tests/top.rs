@@ -1,0 +1,265 @@
+//! `kdiag top`: the plain frame for pipes, and the live screen driven
+//! through tmux like a user would.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{kdiag, run_kdiag, stderr, stdout};
+
+struct Kids(Vec<Child>);
+
+impl Drop for Kids {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn spawn(cmd: &str, args: &[&str]) -> Child {
+    Command::new(cmd)
+        .args(args)
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("spawn")
+}
+
+#[test]
+fn once_prints_header_and_the_chosen_processes() {
+    let kids = Kids(vec![
+        spawn("sh", &["-c", "while :; do :; done"]),
+        spawn("sleep", &["300"]),
+    ]);
+    let (busy, sleeper) = (kids.0[0].id(), kids.0[1].id());
+    let list = format!("{busy},{sleeper}");
+    let out = run_kdiag(&["top", "--once", "-d", "1", "-p", &list]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("kdiag top - up ") && lines[0].contains("load average: "),
+        "{text}"
+    );
+    assert!(lines[1].starts_with("Tasks: 2 total,"), "{text}");
+    for part in [
+        " us,", " sy,", " ni,", " id,", " wa,", " hi,", " si,", " st",
+    ] {
+        assert!(lines[2].contains(part), "{part} in {text}");
+    }
+    assert!(
+        lines[3].starts_with("MiB Mem :") && lines[4].starts_with("MiB Swap:"),
+        "{text}"
+    );
+    assert!(
+        lines[6].contains("PID USER %CPU %MEM") && lines[6].contains("COMMAND"),
+        "{text}"
+    );
+    assert_eq!(
+        lines.len(),
+        9,
+        "header, blank, table header, two rows: {text}"
+    );
+
+    // The same frame as JSON carries the numbers.
+    let out = run_kdiag(&["top", "--json", "-d", "1", "-p", &list]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    let procs = v["processes"].as_array().unwrap();
+    let find = |pid: u32| procs.iter().find(|p| p["pid"] == pid).expect("row").clone();
+    let (b, s) = (find(busy), find(sleeper));
+    assert_eq!(b["state"], "R");
+    assert!(
+        b["cpu_percent"].as_f64().unwrap() > 1.0,
+        "busy loop uses CPU: {b}"
+    );
+    assert_eq!(s["state"], "S");
+    assert_eq!(s["cpu_percent"], 0.0);
+    // We are root: /proc/PID/io is readable, so rates are numbers, not "-".
+    assert!(
+        s["read_rate"].is_number() && s["write_rate"].is_number(),
+        "{s}"
+    );
+    assert!(v["system"]["memory"]["total_kib"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn missing_pid_fails_clearly() {
+    let out = run_kdiag(&["top", "--once", "-p", "999999999"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("no process with PID 999999999"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run_kdiag(&["top", "--once", "-d", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn piped_output_is_one_frame_not_a_tui() {
+    let out = kdiag().args(["top", "-d", "0.2"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with("kdiag top - up "), "{text}");
+    assert!(!text.contains('\x1b'), "no escape sequences when piped");
+}
+
+/// A tmux session with a fixed size, killed on drop.
+struct Tmux(String);
+
+impl Tmux {
+    fn start(command: &str) -> Tmux {
+        let name = format!(
+            "kdiag-top-test-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        )
+        .replace(['(', ')'], "");
+        let ok = Command::new("tmux")
+            .args([
+                "new-session",
+                "-d",
+                "-s",
+                &name,
+                "-x",
+                "120",
+                "-y",
+                "32",
+                command,
+            ])
+            .status()
+            .expect("tmux is installed");
+        assert!(ok.success(), "tmux new-session");
+        Tmux(name)
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", &self.0];
+        args.extend_from_slice(keys);
+        assert!(Command::new("tmux").args(&args).status().unwrap().success());
+    }
+
+    fn screen(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["capture-pane", "-p", "-t", &self.0])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Wait until the screen satisfies `want` (10 s at most).
+    fn wait_for(&self, what: &str, want: impl Fn(&str) -> bool) -> String {
+        let t = Instant::now();
+        loop {
+            let s = self.screen();
+            if want(&s) {
+                return s;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "waiting for {what}; screen:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.0])
+            .status();
+    }
+}
+
+/// After kdiag exits the shell reports its code and the terminal's modes,
+/// which must be cooked again (icanon, echo).
+fn session(args: &str) -> Tmux {
+    let bin = env!("CARGO_BIN_EXE_kdiag");
+    Tmux::start(&format!(
+        "{bin} top {args}; echo EXITED rc=$?; stty -a | tr ' ;' '\\n\\n' | grep -x -- '-\\?icanon\\|-\\?echo'; sleep 60"
+    ))
+}
+
+/// The shell has printed the exit code and both terminal modes.
+fn exited(s: &str) -> bool {
+    let has = |m: &str| s.lines().any(|l| l == m || l == format!("-{m}"));
+    s.contains("EXITED rc=") && has("icanon") && has("echo")
+}
+
+#[test]
+fn live_screen_keys_and_clean_exit() {
+    let _kid = Kids(vec![spawn("sleep", &["300"])]);
+    let t = session("-d 0.5");
+    let s = t.wait_for("the header", |s| {
+        s.contains("load average:") && s.contains("%CPU▼")
+    });
+    assert!(
+        s.contains("Tasks: ") && s.contains("MiB Mem :") && s.contains("MiB Swap:"),
+        "{s}"
+    );
+    assert!(
+        s.contains("sort: p=PID u=USER c=%CPU"),
+        "sort keys shown: {s}"
+    );
+
+    // Sort by PID ascending, filter to sleep, open the detail panel.
+    t.keys(&["p"]);
+    t.wait_for("PID sort", |s| s.contains("PID▲"));
+    t.keys(&["/", "s", "l", "e", "e", "p", "Enter"]);
+    t.wait_for("the filter", |s| s.contains("[filter: sleep]"));
+    t.keys(&["Down", "Enter"]);
+    let s = t.wait_for("the detail panel", |s| s.contains("details (Esc closes)"));
+    assert!(
+        s.contains("thread(s)") && s.contains("open fds: ") && s.contains("cgroup: "),
+        "{s}"
+    );
+    assert!(s.contains("run-queue wait: "), "{s}");
+
+    t.keys(&["q"]);
+    let s = t.wait_for("exit", exited);
+    assert!(!s.contains("load average:"), "alternate screen left: {s}");
+    assert!(
+        s.lines().any(|l| l == "icanon") && s.lines().any(|l| l == "echo"),
+        "terminal restored: {s}"
+    );
+}
+
+#[test]
+fn ctrl_c_quits_and_restores_the_terminal() {
+    let t = session("-d 1");
+    t.wait_for("the header", |s| s.contains("load average:"));
+    t.keys(&["C-c"]);
+    let s = t.wait_for("exit", exited);
+    assert!(s.contains("EXITED rc=0"), "{s}");
+    assert!(s.lines().any(|l| l == "icanon"), "terminal restored: {s}");
+}
+
+#[test]
+fn sigterm_quits_and_restores_the_terminal() {
+    let t = session("-d 1");
+    t.wait_for("the header", |s| s.contains("load average:"));
+    // The pane runs sh, whose child is kdiag.
+    let out = Command::new("tmux")
+        .args(["display-message", "-p", "-t", &t.0, "#{pane_pid}"])
+        .output()
+        .unwrap();
+    let sh = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let children = std::fs::read_to_string(format!("/proc/{sh}/task/{sh}/children")).unwrap();
+    let kdiag: i32 = children
+        .split_whitespace()
+        .next()
+        .expect("kdiag runs")
+        .parse()
+        .unwrap();
+    // SAFETY: signalling a process this test started.
+    unsafe { libc::kill(kdiag, libc::SIGTERM) };
+    let s = t.wait_for("exit", exited);
+    assert!(s.contains("EXITED rc=0"), "{s}");
+    assert!(
+        s.lines().any(|l| l == "icanon") && s.lines().any(|l| l == "echo"),
+        "{s}"
+    );
+}

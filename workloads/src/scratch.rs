@@ -1,0 +1,310 @@
+//! The scratch directory: the only place a workload writes. It is capped in
+//! size, removed on exit, SIGINT, SIGTERM and SIGHUP, and a directory left
+//! behind by a SIGKILLed run is removed at the next start: an owner file
+//! records the pid and its start time, so a dead (or recycled) pid is stale.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::Cli;
+
+/// The marker file that makes a directory ours (and removable).
+const OWNER: &str = ".kdiag-owner";
+
+/// Where a workload's files must live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Storage {
+    /// No files at all: no directory is made, and parallel runs never clash.
+    None,
+    /// Anywhere, tmpfs included (default $XDG_RUNTIME_DIR/kdiag-workloads
+    /// or /tmp/kdiag-UID).
+    Any,
+    /// A real disk: the I/O workloads are pointless on tmpfs, where nothing
+    /// reaches a block device and O_DIRECT fails (default /var/tmp/kdiag-UID).
+    Disk,
+}
+
+#[derive(Debug)]
+pub struct Scratch {
+    dir: PathBuf,
+    cap: u64,
+    used: AtomicU64,
+    /// Also remove the per-user base directory when it empties (default
+    /// layout only: a --scratch DIR's parent belongs to the user).
+    tidy_parent: bool,
+}
+
+impl Scratch {
+    /// The directory a run would use, without creating it.
+    pub fn path_for(cli: &Cli, name: &str, storage: Storage) -> PathBuf {
+        cli.scratch().unwrap_or_else(|| base(storage).join(name))
+    }
+
+    /// Create `dir` (sweeping stale runs first) and arrange its removal on
+    /// signals. Call before starting any thread.
+    pub fn create(
+        dir: PathBuf,
+        storage: Storage,
+        cap: u64,
+        tidy_parent: bool,
+    ) -> Result<Scratch, String> {
+        let show = dir.display().to_string();
+        if let Some(parent) = dir.parent() {
+            fs::create_dir_all(parent)
+                .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            if tidy_parent {
+                check_owned(parent)?;
+            }
+            sweep_stale(parent);
+        }
+        match fs::read_to_string(dir.join(OWNER)) {
+            Ok(owner) if owner_alive(&owner) => {
+                let pid = owner.split_whitespace().next().unwrap_or("?");
+                return Err(format!(
+                    "{show} is in use by a running workload (pid {pid}): stop it, or pass --scratch DIR"
+                ));
+            }
+            Ok(_) => remove(&dir, false),
+            Err(_) if dir.exists() => {
+                // Not ours: never delete what we did not create.
+                if fs::remove_dir(&dir).is_err() {
+                    return Err(format!(
+                        "{show} exists and was not made by a workload; pass another --scratch DIR"
+                    ));
+                }
+            }
+            Err(_) => {}
+        }
+        fs::create_dir(&dir).map_err(|e| format!("cannot create scratch directory {show}: {e}"))?;
+        let me = std::process::id();
+        let owner = format!("{me} {}\n", start_time(me).unwrap_or(0));
+        fs::write(dir.join(OWNER), owner).map_err(|e| format!("cannot write in {show}: {e}"))?;
+        let scratch = Scratch {
+            dir,
+            cap,
+            used: AtomicU64::new(0),
+            tidy_parent,
+        };
+        if storage == Storage::Disk && on_tmpfs(&scratch.dir) {
+            return Err(format!(
+                "{show} is on tmpfs, where writes never reach a disk: pass --scratch DIR on a disk-backed file system"
+            ));
+        }
+        remove_on_signal(&scratch.dir, tidy_parent);
+        Ok(scratch)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// A path inside the scratch directory.
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    /// Account for `bytes` about to be written; refuse past the cap or when
+    /// the file system would be left with less than 256 MiB free.
+    pub fn reserve(&self, bytes: u64) -> Result<(), String> {
+        let used = self.used.fetch_add(bytes, Ordering::SeqCst) + bytes;
+        if used > self.cap {
+            return Err(format!(
+                "would write {} MiB into {}, over the scratch cap of {} MiB (raise --scratch-cap)",
+                used >> 20,
+                self.dir.display(),
+                self.cap >> 20
+            ));
+        }
+        if let Some(free) = free_bytes(&self.dir)
+            && free < bytes + (256 << 20)
+        {
+            return Err(format!(
+                "only {} MiB free under {}: pass --scratch DIR elsewhere or a smaller size",
+                free >> 20,
+                self.dir.display()
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        remove(&self.dir, self.tidy_parent);
+    }
+}
+
+fn base(storage: Storage) -> PathBuf {
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    match storage {
+        Storage::Disk => PathBuf::from(format!("/var/tmp/kdiag-{uid}")),
+        Storage::Any | Storage::None => match std::env::var_os("XDG_RUNTIME_DIR") {
+            Some(d) if Path::new(&d).is_dir() => Path::new(&d).join("kdiag-workloads"),
+            _ => PathBuf::from(format!("/tmp/kdiag-{uid}")),
+        },
+    }
+}
+
+/// The shared default base (e.g. /tmp/kdiag-UID) must be a real directory
+/// of ours, not something another user planted there.
+fn check_owned(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = fs::symlink_metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    // SAFETY: getuid has no preconditions.
+    if !meta.is_dir() || meta.uid() != unsafe { libc::getuid() } {
+        return Err(format!(
+            "{} is not a directory owned by you: remove it or pass --scratch DIR",
+            dir.display()
+        ));
+    }
+    Ok(())
+}
+
+/// Remove our directory and, if asked and now empty, its parent.
+fn remove(dir: &Path, tidy_parent: bool) {
+    let _ = fs::remove_dir_all(dir);
+    if tidy_parent && let Some(parent) = dir.parent() {
+        let _ = fs::remove_dir(parent);
+    }
+}
+
+/// Remove directories under `parent` left by runs that died without cleaning up.
+fn sweep_stale(parent: &Path) {
+    let Ok(entries) = fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if let Ok(owner) = fs::read_to_string(path.join(OWNER))
+            && !owner_alive(&owner)
+        {
+            let _ = fs::remove_dir_all(&path);
+        }
+    }
+}
+
+/// "PID STARTTIME": alive when that pid exists with that start time.
+fn owner_alive(owner: &str) -> bool {
+    let mut it = owner.split_whitespace().map(|s| s.parse::<u64>().ok());
+    match (it.next().flatten(), it.next().flatten()) {
+        (Some(pid), Some(start)) => {
+            start_time(pid as u32).is_some_and(|s| s == start || start == 0)
+        }
+        _ => false,
+    }
+}
+
+/// Field 22 of /proc/PID/stat: start time in clock ticks since boot.
+pub fn start_time(pid: u32) -> Option<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 2..];
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
+fn statfs(dir: &Path) -> Option<libc::statfs> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: c is a valid C string and buf a properly sized out-parameter.
+    let mut buf: libc::statfs = unsafe { std::mem::zeroed() };
+    (unsafe { libc::statfs(c.as_ptr(), &mut buf) } == 0).then_some(buf)
+}
+
+// statfs field types differ between architectures, hence the casts.
+#[allow(clippy::unnecessary_cast)]
+fn on_tmpfs(dir: &Path) -> bool {
+    const RAMFS_MAGIC: i64 = 0x8584_58f6;
+    statfs(dir).is_some_and(|s| {
+        let t = s.f_type as i64;
+        t == libc::TMPFS_MAGIC as i64 || t == RAMFS_MAGIC
+    })
+}
+
+#[allow(clippy::unnecessary_cast)]
+fn free_bytes(dir: &Path) -> Option<u64> {
+    statfs(dir).map(|s| s.f_bavail as u64 * s.f_bsize as u64)
+}
+
+/// Block SIGINT, SIGTERM and SIGHUP in this thread (and so in every thread
+/// started later) and let one thread wait for them: it removes the directory
+/// and exits with 128 + the signal, however busy the workers are.
+fn remove_on_signal(dir: &Path, tidy_parent: bool) {
+    // SAFETY: plain signal-set manipulation on a local sigset_t.
+    let set = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::sigaddset(&mut set, sig);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    };
+    let dir = dir.to_path_buf();
+    std::thread::Builder::new()
+        .name("scratch-cleanup".into())
+        .spawn(move || {
+            let mut sig = 0;
+            // SAFETY: set is a valid blocked signal set; sig an out-parameter.
+            while unsafe { libc::sigwait(&set, &mut sig) } != 0 {}
+            remove(&dir, tidy_parent);
+            // SAFETY: ends the process without running destructors of other
+            // threads' state, which may be mid-write.
+            unsafe { libc::_exit(128 + sig) }
+        })
+        .expect("start the scratch cleanup thread");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("kdiag-scratch-unit-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn owner_liveness() {
+        let me = std::process::id();
+        let start = start_time(me).unwrap();
+        assert!(owner_alive(&format!("{me} {start}\n")));
+        assert!(
+            !owner_alive(&format!("{me} {}\n", start + 1)),
+            "recycled pid"
+        );
+        assert!(!owner_alive("4194304 1\n"), "no such pid");
+        assert!(!owner_alive("garbage"));
+    }
+
+    #[test]
+    fn stale_directories_are_swept_and_foreign_ones_kept() {
+        let base = temp("sweep");
+        let stale = base.join("stale");
+        fs::create_dir(&stale).unwrap();
+        fs::write(stale.join(OWNER), "4194304 1\n").unwrap();
+        let foreign = base.join("foreign");
+        fs::create_dir(&foreign).unwrap();
+        fs::write(foreign.join("data"), "mine").unwrap();
+        sweep_stale(&base);
+        assert!(!stale.exists() && foreign.exists());
+        fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn reserve_enforces_the_cap() {
+        let scratch = Scratch {
+            dir: temp("cap"),
+            cap: 1 << 20,
+            used: AtomicU64::new(0),
+            tidy_parent: false,
+        };
+        assert!(scratch.reserve(512 << 10).is_ok());
+        let err = scratch.reserve(600 << 10).unwrap_err();
+        assert!(err.contains("scratch cap"), "{err}");
+        drop(scratch); // removes the directory
+    }
+}
