@@ -130,7 +130,9 @@ pub fn pattern(ios: &[BlockIo]) -> IoPattern {
         if n == 0 { 0.0 } else { hits as f64 / n as f64 }
     };
     let (mut sequential, mut random) = (0, 0);
-    let mut runs: HashMap<(DevId, Op, u64, u64), (u64, u32, String, String)> = HashMap::new();
+    // (dev, op, start sector, bytes) -> (times, first pid, its comm, disk)
+    type RunKey = (DevId, Op, u64, u64);
+    let mut runs: HashMap<RunKey, (u64, u32, String, String)> = HashMap::new();
     for ((_, _, write), stream) in streams(ios) {
         let op = if write { Op::Write } else { Op::Read };
         let mut run: Option<(u64, u64)> = None; // (start, end) sectors
@@ -338,7 +340,9 @@ impl Log2Hist {
 /// Histogram buckets computed in user space from completed requests (the
 /// perf tier's path to the same data the BPF program aggregates).
 pub fn latency_counts(ios: &[BlockIo]) -> Vec<LatencyCount> {
-    let mut m: BTreeMap<(DevId, String, u32, String, u32), (String, u64)> = BTreeMap::new();
+    // (dev, rwbs, pid, comm, slot) -> (disk, count)
+    type Key = (DevId, String, u32, String, u32);
+    let mut m: BTreeMap<Key, (String, u64)> = BTreeMap::new();
     for io in ios {
         let key = (
             io.dev,

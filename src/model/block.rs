@@ -190,7 +190,7 @@ mod tests {
         assert!(Rwbs::parse("FF").preflush);
         let ra = Rwbs::parse("RA");
         assert_eq!((ra.op, ra.readahead), (Op::Read, true));
-        assert_eq!(Rwbs::parse("RM").meta, true);
+        assert!(Rwbs::parse("RM").meta);
         assert_eq!(Rwbs::parse("N").op, Op::Other);
         assert_eq!(Rwbs::parse("DE").op, Op::Discard);
     }

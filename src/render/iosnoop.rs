@@ -178,11 +178,7 @@ pub fn histograms(out: &mut impl Write, hists: &[Log2Hist]) -> io::Result<()> {
             Some(t) => writeln!(out, "\ndisk = {}{name}, type = {t}", h.dev)?,
             None => writeln!(out, "\ndisk = {}{name}", h.dev)?,
         }
-        writeln!(
-            out,
-            "{:>10}{:<14}: {:<8} {}",
-            "usecs", "", "count", "distribution"
-        )?;
+        writeln!(out, "     usecs              : count    distribution")?;
         let max = h.counts.iter().copied().max().unwrap_or(0).max(1);
         let first = h.counts.iter().position(|&c| c > 0).unwrap_or(0);
         for (slot, &count) in h.counts.iter().enumerate().skip(first) {
