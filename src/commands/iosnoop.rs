@@ -260,6 +260,20 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let elapsed = began.elapsed().as_secs_f64();
     let lost = source.lost();
     let tier = source.tier();
+    if let Source::Perf(p) = &source {
+        let (throttled, unmatched) = p.gaps();
+        if throttled > 0 {
+            eprintln!(
+                "perf tier: the kernel throttled the block tracepoints {throttled} times; requests are missing."
+            );
+        }
+        if unmatched > 0 {
+            eprintln!(
+                "perf tier: {unmatched} issued requests showed no completion (in flight at the end, \
+                 or their completion records were not delivered)."
+            );
+        }
+    }
     let counts: Option<Vec<LatencyCount>> = match (&source, args.hist) {
         (Source::Bpf(b), true) => Some(b.hist()?),
         (_, true) => Some(io_pattern::latency_counts(&kept)),

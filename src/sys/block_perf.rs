@@ -210,6 +210,13 @@ impl BlockPerf {
     pub fn lost(&self) -> u64 {
         self.session.losses().lost
     }
+
+    /// Why requests may be missing besides lost records: how often sampling
+    /// was throttled, and how many issued requests never showed a completion
+    /// (after `drain(.., true)`; some may just have been in flight at the end).
+    pub fn gaps(&self) -> (u64, u64) {
+        (self.session.losses().throttled, self.matcher.unmatched())
+    }
 }
 
 /// A request between issue and completion.
@@ -307,6 +314,11 @@ impl Matcher {
             latency_ns: done.time.saturating_sub(start_ns),
             error: done.error,
         }
+    }
+
+    /// Issued requests still waiting for their completion.
+    pub fn unmatched(&self) -> u64 {
+        self.inflight.values().map(|q| q.len() as u64).sum()
     }
 
     /// Forget what never completed (merged into another request, or lost).
