@@ -5,5 +5,7 @@ pub mod doctor;
 pub mod elf_rules;
 pub mod exec_failure;
 pub mod fold;
+pub mod io_filter;
+pub mod io_pattern;
 pub mod ps;
 pub mod top;

@@ -1,5 +1,6 @@
 //! Plain data types shared by collectors, analyses and renderers. No I/O.
 
+pub mod block;
 pub mod capability;
 pub mod elf;
 pub mod errno;

@@ -5,6 +5,7 @@ pub mod doctor;
 pub mod elf;
 pub mod exec;
 pub mod flamegraph;
+pub mod iosnoop;
 pub mod profile;
 pub mod ps;
 pub mod table;

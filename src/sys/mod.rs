@@ -1,7 +1,9 @@
 //! The only layer that talks to the kernel: procfs, tracefs, perf_event_open,
 //! BPF loaders, wait4/rusage, symbolization. Returns `model` types.
 
+pub mod block_perf;
 pub mod bpf;
+pub mod disks;
 pub mod elf;
 pub mod exec;
 pub mod exec_perf;

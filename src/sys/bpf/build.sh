@@ -9,13 +9,14 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 clang=${CLANG:-$(command -v clang-14 || command -v clang)}
-gen=$(mktemp -d)
-trap 'rm -rf "$gen"' EXIT
-bpftool btf dump file /sys/kernel/btf/vmlinux format c > "$gen/vmlinux.h"
+# vmlinux.h is generated here (git ignores it) rather than in a temporary
+# directory, so that the path recorded in the objects' line info is stable
+# and rebuilding unchanged sources gives identical objects.
+bpftool btf dump file /sys/kernel/btf/vmlinux format c > vmlinux.h
 arch=$(uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 for src in *.bpf.c; do
   obj=${src%.c}.o
-  "$clang" -g -O2 -target bpf -D__TARGET_ARCH_"$arch" -I"$gen" -I. -c "$src" -o "$obj"
+  "$clang" -g -O2 -target bpf -D__TARGET_ARCH_"$arch" -I. -c "$src" -o "$obj"
   # Strip DWARF but keep BTF: smaller objects, same CO-RE relocations.
   llvm-strip-14 -g "$obj" 2>/dev/null || true
   echo "built $obj"

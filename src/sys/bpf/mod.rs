@@ -4,6 +4,7 @@
 
 use anyhow::Context;
 
+pub mod block;
 pub mod exec;
 
 /// Load a compiled BPF object; `what` names the feature for error messages.

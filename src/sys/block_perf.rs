@@ -1,0 +1,444 @@
+//! Tier A of iosnoop: block tracepoints through the perf engine, requests
+//! matched by (dev, sector, nr_sector) because perf records carry no request
+//! pointer. Merges and requeues can skew latencies; the command says so.
+//!
+//! block_io_start (>= 6.5) runs in the submitter's context and names who
+//! caused a request; block_rq_issue names who issued it and starts the clock
+//! (block_rq_insert with -Q); block_rq_complete ends it.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::Duration;
+
+use anyhow::Context;
+
+use crate::model::block::{BlockIo, DevId, Task};
+use crate::sys::perf::{EventSpec, Record, Session, Target};
+use crate::sys::tracefs::{EventFormat, Field, Tracefs};
+
+pub use super::bpf::block::Options;
+
+/// Per-CPU ring size in pages: ~8k records per CPU, room for 100 ms at
+/// tens of thousands of IOPS.
+const RING_PAGES: usize = 256;
+/// Records younger than this stay buffered, so records of other CPUs that
+/// happened earlier but were not yet drained are matched in time order.
+const REORDER_NS: u64 = 50_000_000;
+/// Unmatched starts or issues older than this are forgotten (merged away,
+/// or their completion was lost).
+const STALE_NS: u64 = 30_000_000_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Start,
+    Insert,
+    Issue,
+    Complete,
+}
+
+/// One decoded block tracepoint hit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hit {
+    pub kind: Kind,
+    pub time: u64,
+    /// Kernel dev_t.
+    pub dev: u64,
+    pub sector: u64,
+    pub nr_sector: u32,
+    pub bytes: u32,
+    pub rwbs: String,
+    pub error: i32,
+    /// The task on the CPU.
+    pub task: Task,
+}
+
+struct Decoder {
+    kind: Kind,
+    dev: Field,
+    sector: Field,
+    nr_sector: Field,
+    bytes: Option<Field>,
+    rwbs: Option<Field>,
+    error: Option<Field>,
+    comm: Option<Field>,
+}
+
+impl Decoder {
+    fn new(kind: Kind, f: &EventFormat) -> anyhow::Result<Decoder> {
+        Ok(Decoder {
+            kind,
+            dev: f.field("dev")?,
+            sector: f.field("sector")?,
+            nr_sector: f.field("nr_sector")?,
+            bytes: f.try_field("bytes").cloned(),
+            rwbs: f.try_field("rwbs").cloned(),
+            error: f.try_field("error").cloned(),
+            comm: f.try_field("comm").cloned(),
+        })
+    }
+
+    fn decode(&self, raw: &[u8], time: u64, pid: u32, tid: u32) -> Option<Hit> {
+        let nr_sector = self.nr_sector.u64(raw)? as u32;
+        Some(Hit {
+            kind: self.kind,
+            time,
+            dev: self.dev.u64(raw)?,
+            sector: self.sector.u64(raw)?,
+            nr_sector,
+            bytes: match &self.bytes {
+                Some(b) => b.u64(raw)? as u32,
+                None => nr_sector * 512,
+            },
+            rwbs: self
+                .rwbs
+                .as_ref()
+                .and_then(|f| f.str(raw))
+                .unwrap_or_default()
+                .into_owned(),
+            error: self.error.as_ref().and_then(|f| f.i64(raw)).unwrap_or(0) as i32,
+            task: Task {
+                pid,
+                tid,
+                // Only starts and issues name a task; completions and inserts
+                // run on whatever CPU the interrupt hit.
+                comm: match (&self.comm, self.kind) {
+                    (_, Kind::Complete | Kind::Insert) => String::new(),
+                    (Some(f), _) => f.str(raw).unwrap_or_default().into_owned(),
+                    (None, _) => comm_of(tid),
+                },
+            },
+        })
+    }
+}
+
+fn comm_of(tid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{tid}/comm"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+pub struct BlockPerf {
+    session: Session,
+    /// Decoders by tracepoint id.
+    decoders: HashMap<u64, Decoder>,
+    pending: Vec<Hit>,
+    matcher: Matcher,
+    /// Whether block_io_start exists: submitters are known.
+    pub has_io_start: bool,
+}
+
+impl BlockPerf {
+    pub fn start(options: Options, names: HashMap<DevId, String>) -> anyhow::Result<BlockPerf> {
+        let fs = Tracefs::open()?;
+        if !fs.has_event("block", "block_rq_issue") || !fs.has_event("block", "block_rq_complete") {
+            anyhow::bail!(
+                "this kernel has no block tracepoints (block:block_rq_issue, block:block_rq_complete); \
+                 it needs CONFIG_BLOCK and CONFIG_TRACEPOINTS"
+            );
+        }
+        let has_io_start = fs.has_event("block", "block_io_start");
+        let mut wanted = vec![
+            (Kind::Issue, "block_rq_issue"),
+            (Kind::Complete, "block_rq_complete"),
+        ];
+        if has_io_start {
+            wanted.push((Kind::Start, "block_io_start"));
+        }
+        if options.queued {
+            wanted.push((Kind::Insert, "block_rq_insert"));
+        }
+        let mut decoders = HashMap::new();
+        let mut specs = Vec::new();
+        for (kind, name) in wanted {
+            let format = fs.event("block", name)?;
+            let mut spec = EventSpec::tracepoint(format.id);
+            if let Some(dev) = options.dev {
+                spec = spec.with_filter(format!("dev == {}", dev.to_kernel()));
+            }
+            specs.push(spec);
+            decoders.insert(format.id, Decoder::new(kind, &format)?);
+        }
+        let session = Session::open(&specs, Target::AllCpus, RING_PAGES)
+            .context("opening the block tracepoints")?;
+        session.enable()?;
+        Ok(BlockPerf {
+            session,
+            decoders,
+            pending: Vec::new(),
+            matcher: Matcher::new(options.queued, names),
+            has_io_start,
+        })
+    }
+
+    pub fn poll(&self, timeout: Duration) -> anyhow::Result<()> {
+        self.session.poll(timeout).map(|_| ())
+    }
+
+    /// Match what the rings hold; completed requests go to `out`. With
+    /// `all`, also the records too recent to be sure of their order (at the end).
+    pub fn drain(&mut self, out: &mut Vec<BlockIo>, all: bool) {
+        let decoders = &self.decoders;
+        let pending = &mut self.pending;
+        self.session.drain(|rec| {
+            if let Record::Sample(s) = rec
+                && s.raw.len() >= 2
+            {
+                let id = u16::from_ne_bytes([s.raw[0], s.raw[1]]) as u64;
+                if let Some(d) = decoders.get(&id)
+                    && let Some(hit) = d.decode(s.raw, s.time, s.pid, s.tid)
+                {
+                    pending.push(hit);
+                }
+            }
+        });
+        pending.sort_by_key(|h| h.time);
+        let cutoff = if all {
+            u64::MAX
+        } else {
+            pending
+                .last()
+                .map_or(0, |h| h.time.saturating_sub(REORDER_NS))
+        };
+        let ready = pending.partition_point(|h| h.time <= cutoff);
+        for hit in pending.drain(..ready) {
+            if let Some(io) = self.matcher.feed(hit) {
+                out.push(io);
+            }
+        }
+    }
+
+    /// Records the kernel dropped because a ring was full.
+    pub fn lost(&self) -> u64 {
+        self.session.losses().lost
+    }
+
+    /// Why requests may be missing besides lost records: how often sampling
+    /// was throttled, and how many issued requests never showed a completion
+    /// (after `drain(.., true)`; some may just have been in flight at the end).
+    pub fn gaps(&self) -> (u64, u64) {
+        (self.session.losses().throttled, self.matcher.unmatched())
+    }
+}
+
+/// A request between issue and completion.
+struct Issued {
+    issue: Hit,
+    /// Who caused it (block_io_start), if seen.
+    submitter: Option<Task>,
+    /// When it was queued (insert, else block_io_start), if seen.
+    queued_at: Option<u64>,
+}
+
+/// Pairs tracepoint hits into requests. Identical keys in flight at once
+/// (flushes: sector 0, no sectors) are paired first in, first out.
+pub struct Matcher {
+    queued: bool,
+    names: HashMap<DevId, String>,
+    starts: HashMap<(u64, u64), VecDeque<(u64, Task)>>,
+    inserts: HashMap<(u64, u64), VecDeque<u64>>,
+    inflight: HashMap<(u64, u64, u32), VecDeque<Issued>>,
+    last_sweep: u64,
+}
+
+impl Matcher {
+    pub fn new(queued: bool, names: HashMap<DevId, String>) -> Matcher {
+        Matcher {
+            queued,
+            names,
+            starts: HashMap::new(),
+            inserts: HashMap::new(),
+            inflight: HashMap::new(),
+            last_sweep: 0,
+        }
+    }
+
+    /// Feed hits in time order; a completion that ends a request returns it.
+    pub fn feed(&mut self, hit: Hit) -> Option<BlockIo> {
+        self.sweep(hit.time);
+        // Back merges keep a request's start sector; its size grows, so
+        // starts and inserts are keyed without it.
+        let at = (hit.dev, hit.sector);
+        match hit.kind {
+            Kind::Start => {
+                self.starts
+                    .entry(at)
+                    .or_default()
+                    .push_back((hit.time, hit.task));
+                None
+            }
+            Kind::Insert => {
+                self.inserts.entry(at).or_default().push_back(hit.time);
+                None
+            }
+            Kind::Issue => {
+                let start = pop(&mut self.starts, at);
+                let insert = pop(&mut self.inserts, at);
+                let key = (hit.dev, hit.sector, hit.nr_sector);
+                self.inflight.entry(key).or_default().push_back(Issued {
+                    queued_at: insert
+                        .or(start.as_ref().map(|s| s.0))
+                        .filter(|&t| t <= hit.time),
+                    submitter: start.map(|s| s.1),
+                    issue: hit,
+                });
+                None
+            }
+            Kind::Complete => {
+                let issued = pop(&mut self.inflight, (hit.dev, hit.sector, hit.nr_sector))?;
+                Some(self.request(issued, hit))
+            }
+        }
+    }
+
+    fn request(&self, i: Issued, done: Hit) -> BlockIo {
+        let issuer = i.issue.task;
+        let cause = i.submitter.unwrap_or_else(|| issuer.clone());
+        let start_ns = match (self.queued, i.queued_at) {
+            (true, Some(t)) => t,
+            _ => i.issue.time,
+        };
+        let dev = DevId::from_kernel(i.issue.dev);
+        BlockIo {
+            comm: cause.comm.clone(),
+            pid: cause.pid,
+            tid: cause.tid,
+            issuer: (issuer.pid != cause.pid).then_some(issuer),
+            rwbs: i.issue.rwbs,
+            dev,
+            disk: self.names.get(&dev).cloned().unwrap_or_default(),
+            sector: i.issue.sector,
+            bytes: i.issue.bytes as u64,
+            start_ns,
+            issue_ns: i.issue.time,
+            end_ns: done.time,
+            queue_ns: i.queued_at.map(|t| i.issue.time - t),
+            latency_ns: done.time.saturating_sub(start_ns),
+            error: done.error,
+        }
+    }
+
+    /// Issued requests still waiting for their completion.
+    pub fn unmatched(&self) -> u64 {
+        self.inflight.values().map(|q| q.len() as u64).sum()
+    }
+
+    /// Forget what never completed (merged into another request, or lost).
+    fn sweep(&mut self, now: u64) {
+        if now < self.last_sweep + STALE_NS {
+            return;
+        }
+        self.last_sweep = now;
+        let old = now.saturating_sub(STALE_NS);
+        self.starts.retain(|_, q| {
+            q.retain(|(t, _)| *t >= old);
+            !q.is_empty()
+        });
+        self.inserts.retain(|_, q| {
+            q.retain(|t| *t >= old);
+            !q.is_empty()
+        });
+        self.inflight.retain(|_, q| {
+            q.retain(|i| i.issue.time >= old);
+            !q.is_empty()
+        });
+    }
+}
+
+fn pop<K: std::hash::Hash + Eq, V>(m: &mut HashMap<K, VecDeque<V>>, k: K) -> Option<V> {
+    let q = m.get_mut(&k)?;
+    let v = q.pop_front();
+    if q.is_empty() {
+        m.remove(&k);
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const VDA: u64 = 254 << 20;
+
+    fn hit(kind: Kind, time: u64, sector: u64, nr: u32, pid: u32, comm: &str) -> Hit {
+        Hit {
+            kind,
+            time,
+            dev: VDA,
+            sector,
+            nr_sector: nr,
+            bytes: nr * 512,
+            rwbs: "W".into(),
+            error: 0,
+            task: Task {
+                pid,
+                tid: pid,
+                comm: comm.into(),
+            },
+        }
+    }
+
+    fn matcher(queued: bool) -> Matcher {
+        Matcher::new(queued, [(DevId::new(254, 0), "vda".to_string())].into())
+    }
+
+    #[test]
+    fn submitter_issue_complete() {
+        let mut m = matcher(false);
+        assert!(m.feed(hit(Kind::Start, 100, 8, 8, 42, "writer")).is_none());
+        assert!(
+            m.feed(hit(Kind::Issue, 150, 8, 16, 7, "kworker/0:1H"))
+                .is_none()
+        );
+        let io = m
+            .feed(hit(Kind::Complete, 1150, 8, 16, 0, "swapper/0"))
+            .unwrap();
+        assert_eq!(
+            (io.pid, io.comm.as_str(), io.bytes, io.latency_ns),
+            (42, "writer", 8192, 1000)
+        );
+        assert_eq!(io.issuer.unwrap().comm, "kworker/0:1H");
+        assert_eq!((io.disk.as_str(), io.queue_ns), ("vda", Some(50)));
+    }
+
+    #[test]
+    fn queued_latency_counts_from_insert() {
+        let mut m = matcher(true);
+        m.feed(hit(Kind::Start, 100, 8, 8, 42, "w"));
+        m.feed(hit(Kind::Insert, 120, 8, 8, 42, "w"));
+        m.feed(hit(Kind::Issue, 150, 8, 8, 42, "w"));
+        let io = m.feed(hit(Kind::Complete, 1150, 8, 8, 0, "")).unwrap();
+        assert_eq!(
+            (io.latency_ns, io.queue_ns, io.issuer),
+            (1030, Some(30), None)
+        );
+    }
+
+    #[test]
+    fn flushes_pair_first_in_first_out() {
+        let mut m = matcher(false);
+        m.feed(hit(Kind::Issue, 10, 0, 0, 1, "jbd2/vda-8"));
+        m.feed(hit(Kind::Issue, 20, 0, 0, 2, "fsync"));
+        let a = m.feed(hit(Kind::Complete, 110, 0, 0, 0, "")).unwrap();
+        let b = m.feed(hit(Kind::Complete, 130, 0, 0, 0, "")).unwrap();
+        assert_eq!((a.pid, a.latency_ns, b.pid, b.latency_ns), (1, 100, 2, 110));
+        // A completion nobody issued (tracing began mid-flight) is dropped.
+        assert!(m.feed(hit(Kind::Complete, 140, 0, 0, 0, "")).is_none());
+    }
+
+    #[test]
+    fn without_io_start_the_issuer_is_the_cause() {
+        let mut m = matcher(false);
+        m.feed(hit(Kind::Issue, 10, 64, 8, 9, "dd"));
+        let io = m.feed(hit(Kind::Complete, 30, 64, 8, 0, "")).unwrap();
+        assert_eq!((io.pid, io.issuer), (9, None));
+    }
+
+    #[test]
+    fn stale_entries_are_forgotten() {
+        let mut m = matcher(false);
+        m.feed(hit(Kind::Start, 10, 64, 8, 9, "dd"));
+        m.feed(hit(Kind::Issue, 20, 128, 8, 9, "dd"));
+        m.feed(hit(Kind::Issue, STALE_NS * 3, 256, 8, 9, "dd"));
+        assert!(m.starts.is_empty());
+        assert_eq!(m.inflight.len(), 1);
+    }
+}

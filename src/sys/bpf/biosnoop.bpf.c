@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+// kdiag iosnoop, BPF tier: block requests followed by their `struct request *`
+// from submission to completion, so latencies stay exact with merges and
+// requeues, and the submitting process is known even when a kworker issues.
+//
+// block_io_start  (>= 6.5, submitter's context): who caused the request
+// block_rq_insert (-Q only):                     when it entered the queue
+// block_rq_issue:                                when it went to the device, by whom
+// block_rq_complete:                             one event (or a histogram count)
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#define TASK_COMM_LEN 16
+#define RWBS_LEN 8
+#define REQ_OP_MASK 0xff
+#define MAX_SLOTS 32
+
+// Set by the loader (EbpfLoader::override_global).
+const volatile __u32 filter_dev = 0;   // kernel dev_t (major << 20 | minor), 0 = all
+const volatile __u8 queued = 0;        // -Q: latency from insert (else issue)
+const volatile __u8 hist_only = 0;     // --hist: count in `hist`, emit no events
+
+struct task_id {
+	__u32 pid;  // tgid
+	__u32 tid;
+	char comm[TASK_COMM_LEN];
+};
+
+// What we know about a request in flight.
+struct inflight {
+	__u64 io_start_ns;
+	__u64 insert_ns;
+	__u64 issue_ns;
+	__u64 sector;  // at issue: partial completions advance the request's own
+	__u32 bytes;   // at issue
+	__u32 _pad;
+	struct task_id submitter;  // pid 0: block_io_start not seen
+	struct task_id issuer;
+};
+
+// One completed request, as user space reads it from the ring buffer
+// (mirrored by `Event` in block.rs).
+struct event {
+	__u64 io_start_ns;
+	__u64 insert_ns;
+	__u64 issue_ns;
+	__u64 complete_ns;
+	__u64 sector;
+	__u32 dev;
+	__u32 bytes;
+	__s32 error;
+	__u32 _pad;
+	struct task_id submitter;
+	struct task_id issuer;
+	char rwbs[RWBS_LEN];
+};
+
+// Histogram bucket key: latency slot per device, type and process, so user
+// space can group and filter (-i, -p, -n) without a second pass in the kernel.
+struct hist_key {
+	__u32 dev;
+	__u32 slot;  // log2 of the latency in microseconds
+	__u32 pid;
+	char rwbs[RWBS_LEN];
+	char comm[TASK_COMM_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct request *);
+	__type(value, struct inflight);
+} inflight SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 22);  // 4 MiB: ~35k events before loss
+} events SEC(".maps");
+
+// Wake the reader only once this much is waiting: it polls every 100 ms
+// anyway, and a wakeup per event costs more than the event.
+#define WAKEUP_BYTES (1 << 20)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct hist_key);
+	__type(value, __u64);
+} hist SEC(".maps");
+
+// Events the ring buffer had no room for (index 0).
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} lost SEC(".maps");
+
+// Zeroed template for new map entries: avoids a large stack memset, which
+// aya cannot relocate (aya#831).
+static const struct inflight zero_inflight;
+
+// tp_btf arguments are trusted kernel pointers: plain loads (relocated by
+// CO-RE through vmlinux.h's preserve_access_index) are cheaper than
+// bpf_probe_read_kernel calls.
+static __always_inline __u32 rq_dev(struct request *rq)
+{
+	struct gendisk *disk = rq->q->disk;
+	if (!disk)
+		return 0;
+	return ((__u32)disk->major << 20) | disk->first_minor;
+}
+
+static __always_inline bool wanted(struct request *rq)
+{
+	return !filter_dev || rq_dev(rq) == filter_dev;
+}
+
+static __always_inline void current_task(struct task_id *t)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	t->pid = id >> 32;
+	t->tid = (__u32)id;
+	bpf_get_current_comm(t->comm, sizeof(t->comm));
+}
+
+static __always_inline struct inflight *track(struct request *rq)
+{
+	struct inflight *f = bpf_map_lookup_elem(&inflight, &rq);
+	if (f)
+		return f;
+	bpf_map_update_elem(&inflight, &rq, &zero_inflight, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&inflight, &rq);
+}
+
+// The kernel's blk_fill_rwbs(), on the request's cmd_flags. Flag bit numbers
+// come from this kernel's BTF (CO-RE enum relocations). Characters are
+// shifted into one word (no variable-index stores: the verifier rejects the
+// pointer arithmetic clang emits for them on the stack).
+static __always_inline void fill_rwbs(char *rwbs, __u32 opf)
+{
+	__u64 v = 0;
+	int n = 0;
+	__u32 op = opf & REQ_OP_MASK;
+
+#define PUT(c) do { v |= (__u64)(c) << (8 * n); n++; } while (0)
+	if (opf & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_PREFLUSH)))
+		PUT('F');
+	if (op == bpf_core_enum_value(enum req_op, REQ_OP_WRITE))
+		PUT('W');
+	else if (op == bpf_core_enum_value(enum req_op, REQ_OP_DISCARD))
+		PUT('D');
+	else if (op == bpf_core_enum_value(enum req_op, REQ_OP_SECURE_ERASE)) {
+		PUT('D');
+		PUT('E');
+	} else if (op == bpf_core_enum_value(enum req_op, REQ_OP_FLUSH))
+		PUT('F');
+	else if (op == bpf_core_enum_value(enum req_op, REQ_OP_READ))
+		PUT('R');
+	else
+		PUT('N');
+	if (opf & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_FUA)))
+		PUT('F');
+	if (opf & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_RAHEAD)))
+		PUT('A');
+	if (opf & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_SYNC)))
+		PUT('S');
+	if (opf & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_META)))
+		PUT('M');
+#undef PUT
+	// At most 7 characters: the last byte stays NUL.
+	__builtin_memcpy(rwbs, &v, RWBS_LEN);
+}
+
+static __always_inline __u32 log2_slot(__u64 v)
+{
+	__u32 slot = 0;
+	for (int i = 0; i < MAX_SLOTS - 1 && v > 1; i++) {
+		v >>= 1;
+		slot++;
+	}
+	return slot;
+}
+
+SEC("tp_btf/block_io_start")
+int BPF_PROG(block_io_start, struct request *rq)
+{
+	if (!wanted(rq))
+		return 0;
+	struct inflight *f = track(rq);
+	if (!f)
+		return 0;
+	f->io_start_ns = bpf_ktime_get_ns();
+	current_task(&f->submitter);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_insert")
+int BPF_PROG(block_rq_insert, struct request *rq)
+{
+	if (!wanted(rq))
+		return 0;
+	struct inflight *f = track(rq);
+	if (f)
+		f->insert_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(block_rq_issue, struct request *rq)
+{
+	if (!wanted(rq))
+		return 0;
+	struct inflight *f = track(rq);
+	if (!f)
+		return 0;
+	// A requeued request is issued again: its latency counts from the last issue.
+	f->issue_ns = bpf_ktime_get_ns();
+	f->sector = rq->__sector;
+	f->bytes = rq->__data_len;
+	current_task(&f->issuer);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
+{
+	struct inflight *f = bpf_map_lookup_elem(&inflight, &rq);
+	if (!f)
+		return 0;
+	// A partial completion: the request stays in flight until its last bytes.
+	if (nr_bytes < rq->__data_len)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	if (!f->issue_ns) {
+		bpf_map_delete_elem(&inflight, &rq);
+		return 0;
+	}
+	struct task_id *who = f->submitter.pid ? &f->submitter : &f->issuer;
+	__u32 opf = rq->cmd_flags;
+
+	if (hist_only) {
+		__u64 from = f->issue_ns;
+		if (queued && f->insert_ns && f->insert_ns < from)
+			from = f->insert_ns;
+		struct hist_key key = {};
+		key.dev = rq_dev(rq);
+		key.slot = log2_slot((now - from) / 1000);
+		key.pid = who->pid;
+		fill_rwbs(key.rwbs, opf);
+		__builtin_memcpy(key.comm, who->comm, TASK_COMM_LEN);
+		__u64 one = 1, *count = bpf_map_lookup_elem(&hist, &key);
+		if (count)
+			__sync_fetch_and_add(count, 1);
+		else
+			bpf_map_update_elem(&hist, &key, &one, BPF_NOEXIST);
+		bpf_map_delete_elem(&inflight, &rq);
+		return 0;
+	}
+
+	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		__u32 zero = 0;
+		__u64 *n = bpf_map_lookup_elem(&lost, &zero);
+		if (n)
+			*n += 1;
+		bpf_map_delete_elem(&inflight, &rq);
+		return 0;
+	}
+	e->io_start_ns = f->io_start_ns;
+	e->insert_ns = f->insert_ns;
+	e->issue_ns = f->issue_ns;
+	e->complete_ns = now;
+	e->sector = f->sector;
+	e->dev = rq_dev(rq);
+	e->bytes = f->bytes;
+	e->error = error;
+	e->_pad = 0;
+	e->submitter = f->submitter;
+	e->issuer = f->issuer;
+	fill_rwbs(e->rwbs, opf);
+	long flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= WAKEUP_BYTES ?
+		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	bpf_ringbuf_submit(e, flags);
+	bpf_map_delete_elem(&inflight, &rq);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";
