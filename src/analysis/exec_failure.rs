@@ -162,7 +162,7 @@ fn explain_one(
         .iter()
         .any(|e| matches!(e, TraceEvent::PrepareExec(p) if p.pid == pid));
     let end = window.iter().find_map(|e| match e {
-        TraceEvent::Exit(x) if x.pid == pid && is_last => Some(x.exit),
+        TraceEvent::Exit(x) if x.pid == pid && is_last => Some(x.exit.clone()),
         _ => None,
     });
     let fatal = match end {

@@ -273,6 +273,14 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                  or their completion records were not delivered)."
             );
         }
+        if let Some((counted, delivered)) = p.undelivered() {
+            eprintln!(
+                "perf tier: the kernel counted {counted} completions but delivered only {delivered} \
+                 as samples (no records were lost): this kernel drops tracepoint samples taken in \
+                 an interrupt on an idle CPU. Latencies are missing for those requests; \
+                 use --tier bpf for exact results."
+            );
+        }
     }
     let counts: Option<Vec<LatencyCount>> = match (&source, args.hist) {
         (Source::Bpf(b), true) => Some(b.hist()?),

@@ -52,7 +52,7 @@ pub struct Frame {
 pub struct SignalEvent {
     pub time_ns: u64,
     pub sig: i32,
-    pub sig_name: &'static str,
+    pub sig_name: String,
     pub code: i32,
     /// "SI_KERNEL", "SEGV_MAPERR", ...
     pub code_name: String,
@@ -72,7 +72,7 @@ pub struct SignalEvent {
 }
 
 /// How a process ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "how")]
 pub enum Exit {
     Code {
@@ -80,7 +80,7 @@ pub enum Exit {
     },
     Signal {
         sig: i32,
-        name: &'static str,
+        name: String,
         core_dumped: bool,
     },
     /// The tier saw the end but not the status (perf: no exit code).
@@ -144,52 +144,10 @@ impl TraceEvent {
 }
 
 pub use super::errno::{errno_message, errno_name, errno_number};
-
-const SIGNALS: [&str; 32] = [
-    "0",
-    "SIGHUP",
-    "SIGINT",
-    "SIGQUIT",
-    "SIGILL",
-    "SIGTRAP",
-    "SIGABRT",
-    "SIGBUS",
-    "SIGFPE",
-    "SIGKILL",
-    "SIGUSR1",
-    "SIGSEGV",
-    "SIGUSR2",
-    "SIGPIPE",
-    "SIGALRM",
-    "SIGTERM",
-    "SIGSTKFLT",
-    "SIGCHLD",
-    "SIGCONT",
-    "SIGSTOP",
-    "SIGTSTP",
-    "SIGTTIN",
-    "SIGTTOU",
-    "SIGURG",
-    "SIGXCPU",
-    "SIGXFSZ",
-    "SIGVTALRM",
-    "SIGPROF",
-    "SIGWINCH",
-    "SIGIO",
-    "SIGPWR",
-    "SIGSYS",
-];
+pub use super::signal::signal_name;
 
 pub const SIGSEGV: i32 = 11;
 pub const SI_KERNEL: i32 = 0x80;
-
-/// "SIGSEGV" for 11; real-time signals are "SIGRT".
-pub fn signal_name(sig: i32) -> &'static str {
-    usize::try_from(sig)
-        .ok()
-        .and_then(|i| SIGNALS.get(i).copied())
-        .unwrap_or("SIGRT")
-}
 
 /// The name of an si_code, which depends on the signal for positive codes.
 pub fn si_code_name(sig: i32, code: i32) -> String {

@@ -8,4 +8,5 @@ pub mod exec;
 pub mod process;
 pub mod profile;
 pub mod rusage;
+pub mod signal;
 pub mod system;

@@ -378,6 +378,54 @@ impl Session {
     }
 }
 
+/// A counting (non-sampling) tracepoint event on every CPU: how many times
+/// the kernel hit the tracepoint, whether or not samples were delivered.
+/// Samplers compare it with what their rings received.
+pub struct Counter {
+    fds: Vec<OwnedFd>,
+}
+
+impl Counter {
+    pub fn tracepoint(spec: &EventSpec) -> anyhow::Result<Counter> {
+        let mut fds = Vec::new();
+        for cpu in online_cpus()? {
+            let mut attr = spec.attr(false);
+            attr.sample_type = 0;
+            attr.__bindgen_anon_1.sample_period = 0;
+            attr.set_watermark(0);
+            attr.set_disabled(0);
+            let flags = sys::PERF_FLAG_FD_CLOEXEC as libc::c_ulong;
+            // SAFETY: attr is fully initialised; the kernel validates the rest.
+            let fd = unsafe { pe::perf_event_open(&mut attr, -1, cpu, -1, flags) };
+            if fd < 0 {
+                return Err(open_error(std::io::Error::last_os_error(), spec, -1));
+            }
+            // SAFETY: fd is a fresh descriptor we own.
+            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+            if let Some(filter) = &spec.filter {
+                set_filter(&fd, filter)?;
+            }
+            fds.push(fd);
+        }
+        Ok(Counter { fds })
+    }
+
+    /// The hits counted so far, summed over CPUs.
+    pub fn read(&self) -> anyhow::Result<u64> {
+        let mut total = 0;
+        for fd in &self.fds {
+            let mut v = 0u64;
+            // SAFETY: reading 8 bytes into a local u64 from a counting event.
+            let n = unsafe { libc::read(fd.as_raw_fd(), (&raw mut v).cast(), 8) };
+            if n != 8 {
+                return Err(std::io::Error::last_os_error()).context("reading a perf counter");
+            }
+            total += v;
+        }
+        Ok(total)
+    }
+}
+
 fn open_event(spec: &EventSpec, pid: i32, cpu: i32, inherit: bool) -> anyhow::Result<OwnedFd> {
     let mut attr = spec.attr(inherit);
     let flags = sys::PERF_FLAG_FD_CLOEXEC as libc::c_ulong;
@@ -626,6 +674,21 @@ mod tests {
             saw_exec && saw_exit,
             "exec seen: {saw_exec}, exit seen: {saw_exit}"
         );
+    }
+
+    #[test]
+    fn counter_counts_tracepoint_hits() {
+        if !crate::testing::require_root("counter_counts_tracepoint_hits") {
+            return;
+        }
+        let fs = Tracefs::open().unwrap();
+        let exec = fs.event("sched", "sched_process_exec").unwrap();
+        let counter = Counter::tracepoint(&EventSpec::tracepoint(exec.id)).unwrap();
+        let before = counter.read().unwrap();
+        for _ in 0..3 {
+            std::process::Command::new("/bin/true").status().unwrap();
+        }
+        assert!(counter.read().unwrap() - before >= 3);
     }
 
     #[test]
