@@ -67,8 +67,8 @@ fn known_facts_of_this_machine() {
     assert_eq!(status(&r, "uprobe_pmu"), "ok");
 
     let profile = feature(&r, "profile");
-    assert_eq!(profile["tier"], "bpf");
-    assert_eq!(profile["available"], serde_json::json!(["bpf", "perf"]));
+    assert_eq!(profile["tier"], "perf");
+    assert_eq!(profile["available"], serde_json::json!(["perf"]));
     assert!(
         profile["note"].as_str().unwrap().contains("cpu-clock"),
         "{profile}"

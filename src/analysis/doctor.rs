@@ -24,11 +24,10 @@ pub fn features(p: &Probes) -> Vec<Feature> {
     vec![
         feature(
             "profile",
-            &[(Tier::Bpf, p.bpf_perf_event.is_ok()), (Tier::Perf, clock)],
+            // Only a perf tier so far: callchains per sample are cheap enough
+            // at profiling rates; in-kernel stack counting would be tier B.
+            &[(Tier::Perf, clock)],
             |t| match t {
-                Some(Tier::Bpf) => format!(
-                    "stacks counted in the kernel, sampling on {sample_event}{kernel_names}"
-                ),
                 Some(_) => format!("callchain samples on {sample_event}{kernel_names}"),
                 None => format!("cannot sample CPU stacks: {need_root}"),
             },
@@ -207,8 +206,8 @@ mod tests {
     fn dev_vm_prefers_bpf_and_samples_on_cpu_clock() {
         let fs = features(&dev_vm());
         let profile = get(&fs, "profile");
-        assert_eq!(profile.tier, Some(Tier::Bpf));
-        assert_eq!(profile.available, vec![Tier::Bpf, Tier::Perf]);
+        assert_eq!(profile.tier, Some(Tier::Perf));
+        assert_eq!(profile.available, vec![Tier::Perf]);
         assert!(profile.note.contains("cpu-clock"), "{}", profile.note);
         assert_eq!(get(&fs, "iosnoop").tier, Some(Tier::Bpf));
         assert_eq!(get(&fs, "exec-trace").tier, Some(Tier::Bpf));
@@ -239,17 +238,6 @@ mod tests {
         for name in ["profile", "iosnoop", "exec-trace", "execsnoop"] {
             assert_eq!(tier_for(&p, name), Some(Tier::Perf), "{name}");
         }
-    }
-
-    #[test]
-    fn profile_needs_a_perf_event_program_for_bpf() {
-        let p = Probes {
-            bpf_perf_event: Check::denied("EPERM", "x"),
-            ..dev_vm()
-        };
-        let profile = get(&features(&p), "profile");
-        assert_eq!(profile.tier, Some(Tier::Perf));
-        assert_eq!(profile.available, vec![Tier::Perf]);
     }
 
     #[test]

@@ -228,7 +228,7 @@ mod tests {
             Exit::from_status(11 | 0x80),
             Exit::Signal {
                 sig: 11,
-                name: "SIGSEGV",
+                name: "SIGSEGV".to_string(),
                 core_dumped: true
             }
         );
