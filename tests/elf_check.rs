@@ -15,16 +15,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-const DEFECTS: &[&str] = &[
-    "congruence",
-    "filesz-gt-memsz",
-    "entry-in-kernel",
-    "huge-memsz",
-    "no-load",
-    "bad-interp",
-    "bad-magic",
-    "good",
-];
+const DEFECTS: &[&str] = BAD_ELF_DEFECTS;
 
 fn bad_elf(args: &[&str]) -> std::process::Output {
     Command::new(workload("bad-elf"))

@@ -63,16 +63,7 @@ fn every_bad_elf_defect_is_traced_and_explained() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    for defect in [
-        "congruence",
-        "filesz-gt-memsz",
-        "entry-in-kernel",
-        "huge-memsz",
-        "no-load",
-        "bad-interp",
-        "bad-magic",
-        "good",
-    ] {
+    for &defect in BAD_ELF_DEFECTS {
         let truth = describe(defect);
         let file = dir.path().join(defect);
         let made = Command::new(workload("bad-elf"))
@@ -364,7 +355,6 @@ fn runs_the_command_as_the_sudo_invoker() {
     if !require_root("runs_the_command_as_the_sudo_invoker") {
         return;
     }
-    use std::os::unix::process::CommandExt;
     // The invoker's own groups: not the supplementary group of root's that
     // kdiag is given here.
     let want = String::from_utf8(
@@ -388,16 +378,7 @@ fn runs_the_command_as_the_sudo_invoker() {
         "-c",
         &script,
     ]);
-    // SAFETY: setgroups is async-signal-safe; the array outlives the call.
-    unsafe {
-        cmd.pre_exec(|| {
-            let groups = [0 as libc::gid_t, 4];
-            if libc::setgroups(groups.len(), groups.as_ptr()) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        })
-    };
+    with_root_groups(&mut cmd);
     let out = cmd.output().unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let root = &v["findings"][0];

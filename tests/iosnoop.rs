@@ -113,15 +113,15 @@ fn direct_writes_then_reads(path: &Path, n: usize) {
 /// rings: perf record loses it too. The perf-tier tests keep the CPUs out of
 /// idle so they can check exact matching; `perf_tier_accounts_for_every_completion`
 /// checks that kdiag reports the shortfall when the CPUs do idle.
-struct BusyCpus(Vec<Child>);
+struct BusyCpus(#[allow(dead_code)] Kids);
 
 impl BusyCpus {
     fn for_tier(tier: &str) -> BusyCpus {
         if tier != "perf" {
-            return BusyCpus(Vec::new());
+            return BusyCpus(Kids(Vec::new()));
         }
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        BusyCpus(
+        BusyCpus(Kids(
             (0..cpus)
                 .map(|_| {
                     Command::new("nice")
@@ -130,16 +130,7 @@ impl BusyCpus {
                         .unwrap()
                 })
                 .collect(),
-        )
-    }
-}
-
-impl Drop for BusyCpus {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        ))
     }
 }
 

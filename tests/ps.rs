@@ -7,20 +7,9 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{run_kdiag, stderr, stdout};
+use common::{Kids, run_kdiag, stderr, stdout};
 
 /// Children killed and reaped when the test ends, even when it fails.
-struct Kids(Vec<Child>);
-
-impl Drop for Kids {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
 fn spawn(cmd: &str, args: &[&str]) -> Child {
     Command::new(cmd)
         .args(args)

@@ -421,7 +421,6 @@ fn under_sudo_the_command_runs_as_the_invoker() {
     if !require_root("under_sudo_the_command_runs_as_the_invoker") {
         return;
     }
-    use std::os::unix::process::CommandExt;
     let mut cmd = kdiag();
     cmd.env("SUDO_UID", "65534").env("SUDO_GID", "65534").args([
         "time",
@@ -430,17 +429,7 @@ fn under_sudo_the_command_runs_as_the_invoker() {
         "-c",
         "id -u; id -g; id -G",
     ]);
-    // Give kdiag a supplementary group of root's that the command must lose.
-    // SAFETY: setgroups is async-signal-safe; the array outlives the call.
-    unsafe {
-        cmd.pre_exec(|| {
-            let groups = [0 as libc::gid_t, 4];
-            if libc::setgroups(groups.len(), groups.as_ptr()) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        })
-    };
+    with_root_groups(&mut cmd);
     let out = cmd.output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     // The invoker's own supplementary groups, not root's.

@@ -6,18 +6,7 @@ mod common;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{kdiag, run_kdiag, stderr, stdout};
-
-struct Kids(Vec<Child>);
-
-impl Drop for Kids {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
+use common::{Kids, kdiag, run_kdiag, stderr, stdout};
 
 fn spawn(cmd: &str, args: &[&str]) -> Child {
     Command::new(cmd)

@@ -1,6 +1,7 @@
 //! Pure functions over model data: classification, folding, pattern
 //! detection, rules. Unit-tested on fixtures without privileges.
 
+pub mod calendar;
 pub mod doctor;
 pub mod elf_rules;
 pub mod exec_failure;

@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output};
 
 /// The kdiag binary under test.
 pub fn kdiag() -> Command {
@@ -60,4 +60,45 @@ pub fn stdout(out: &Output) -> String {
 /// stderr as a String.
 pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Child processes killed and reaped when the test ends, pass or fail.
+pub struct Kids(pub Vec<Child>);
+
+impl Drop for Kids {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Every defect the bad-elf workload generates.
+pub const BAD_ELF_DEFECTS: &[&str] = &[
+    "congruence",
+    "filesz-gt-memsz",
+    "entry-in-kernel",
+    "huge-memsz",
+    "no-load",
+    "bad-interp",
+    "bad-magic",
+    "good",
+];
+
+/// Start `cmd` with root's supplementary groups 0 and 4, which a command
+/// run as the sudo invoker must lose (root has none here, so without this a
+/// test of the group switch could not fail).
+pub fn with_root_groups(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setgroups is async-signal-safe; the array outlives the call.
+    unsafe {
+        cmd.pre_exec(|| {
+            let groups = [0 as libc::gid_t, 4];
+            if libc::setgroups(groups.len(), groups.as_ptr()) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    };
 }
