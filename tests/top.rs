@@ -43,7 +43,12 @@ fn once_prints_header_and_the_chosen_processes() {
         "{text}"
     );
     assert!(
-        lines[6].contains("PID USER %CPU %MEM") && lines[6].contains("COMMAND"),
+        // Columns widen with their values ("100.0"), so compare words.
+        lines[6]
+            .split_whitespace()
+            .take(4)
+            .eq(["PID", "USER", "%CPU", "%MEM"])
+            && lines[6].contains("COMMAND"),
         "{text}"
     );
     assert_eq!(
@@ -182,8 +187,9 @@ fn exited(s: &str) -> bool {
 fn live_screen_keys_and_clean_exit() {
     let _kid = Kids(vec![spawn("sleep", &["300"])]);
     let t = session("-d 0.5");
-    let s = t.wait_for("the header", |s| {
-        s.contains("load average:") && s.contains("%CPU▼")
+    // A capture can catch a frame half written: wait for its last line too.
+    let s = t.wait_for("the whole first frame", |s| {
+        s.contains("load average:") && s.contains("%CPU▼") && s.contains("sort: ")
     });
     assert!(
         s.contains("Tasks: ") && s.contains("MiB Mem :") && s.contains("MiB Swap:"),
@@ -251,4 +257,32 @@ fn sigterm_quits_and_restores_the_terminal() {
         s.lines().any(|l| l == "icanon") && s.lines().any(|l| l == "echo"),
         "{s}"
     );
+}
+
+/// Closing the window (here: killing its tmux session) must end kdiag top,
+/// not leave it spinning on a terminal that only returns end-of-file.
+#[test]
+fn closing_the_terminal_ends_top() {
+    let bin = env!("CARGO_BIN_EXE_kdiag");
+    // kdiag is the pane's own process: nothing else gets the hangup for it.
+    let t = Tmux::start(&format!("exec {bin} top -d 0.5"));
+    t.wait_for("the header", |s| s.contains("load average:"));
+    let out = Command::new("tmux")
+        .args(["display-message", "-p", "-t", &t.0, "#{pane_pid}"])
+        .output()
+        .unwrap();
+    let kdiag: i32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    drop(t); // kill-session: the terminal's other side goes away
+    let start = Instant::now();
+    while std::path::Path::new(&format!("/proc/{kdiag}")).exists() {
+        let state = std::fs::read_to_string(format!("/proc/{kdiag}/stat")).unwrap_or_default();
+        if state.contains(") Z ") {
+            break; // exited; its parent (tmux) is gone and init reaps it
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "kdiag top still running 5 s after its terminal closed: {state}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
