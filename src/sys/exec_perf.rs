@@ -33,7 +33,7 @@ enum Role {
 }
 
 pub struct ExecPerf {
-    sessions: Vec<Session>,
+    session: Session,
     formats: Vec<(Role, EventFormat)>,
     filter: Filter,
     /// The command kdiag spawned and the path it passed to execve.
@@ -92,19 +92,13 @@ impl ExecPerf {
             Some(pid) => Target::Process(pid as i32),
             None => Target::AllCpus,
         };
-        // One session per event: Session::open with several events redirects
-        // them with PERF_EVENT_IOC_SET_OUTPUT before the first ring is mapped,
-        // which the kernel refuses (EINVAL: no ring buffer to redirect to).
-        let pages = if filter.pid.is_some() { 8 } else { 32 };
-        let sessions = specs
-            .iter()
-            .map(|s| Session::open(std::slice::from_ref(s), target, pages))
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        for s in &sessions {
-            s.enable()?;
-        }
+        // All events share one ring per CPU, so records of one CPU arrive in
+        // time order; as much room as the separate rings they replace had.
+        let pages = if filter.pid.is_some() { 8 } else { 32 } * specs.len();
+        let session = Session::open(&specs, target, pages)?;
+        session.enable()?;
         Ok(ExecPerf {
-            sessions,
+            session,
             formats,
             filter,
             spawned,
@@ -262,26 +256,24 @@ impl Source for ExecPerf {
     fn poll(&mut self, timeout: Duration, out: &mut Vec<TraceEvent>) -> anyhow::Result<()> {
         // Copy the samples out first: decoding needs &mut self.
         let mut samples: Vec<RawSample> = Vec::new();
-        for (i, session) in self.sessions.iter_mut().enumerate() {
-            session.poll(if i == 0 { timeout } else { Duration::ZERO })?;
-            session.drain(|r| {
-                if let Record::Sample(s) = r {
-                    let kernel = s
-                        .callchain
-                        .frames()
-                        .filter(|(space, _)| *space == Space::Kernel)
-                        .map(|(_, ip)| ip)
-                        .collect();
-                    samples.push(RawSample {
-                        pid: s.pid,
-                        tid: s.tid,
-                        time: s.time,
-                        raw: s.raw.to_vec(),
-                        kernel,
-                    });
-                }
-            });
-        }
+        self.session.poll(timeout)?;
+        self.session.drain(|r| {
+            if let Record::Sample(s) = r {
+                let kernel = s
+                    .callchain
+                    .frames()
+                    .filter(|(space, _)| *space == Space::Kernel)
+                    .map(|(_, ip)| ip)
+                    .collect();
+                samples.push(RawSample {
+                    pid: s.pid,
+                    tid: s.tid,
+                    time: s.time,
+                    raw: s.raw.to_vec(),
+                    kernel,
+                });
+            }
+        });
         samples.sort_by_key(|s| s.time);
         for s in samples {
             if let Some(e) = decode(self, s.pid, s.tid, s.time, &s.raw, s.kernel) {
@@ -292,7 +284,7 @@ impl Source for ExecPerf {
     }
 
     fn lost(&self) -> u64 {
-        self.sessions.iter().map(|s| s.losses().lost).sum()
+        self.session.losses().lost
     }
 
     fn notes(&self) -> Vec<String> {
