@@ -7,6 +7,7 @@
 // block_rq_insert (-Q only):                     when it entered the queue
 // block_rq_issue:                                when it went to the device, by whom
 // block_rq_complete:                             one event (or a histogram count)
+// build: -mcpu=v3 (compare-and-swap on map values: Linux >= 5.12)
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -67,11 +68,23 @@ struct hist_key {
 	char comm[TASK_COMM_LEN];
 };
 
+// Requests in flight, in a set-associative table keyed by the request
+// pointer: an array lookup is a plain memory access, where a hash map insert
+// and delete per request cost ~0.5 us of locking on the I/O path. Requests
+// come from a fixed, reused pool, so a slot left behind (a request merged
+// away, a completion never seen) is taken back when its request returns.
+#define WAYS 4
+#define SETS 8192  // power of two
+struct set {
+	__u64 rq[WAYS];  // request pointers, 0 = free: one cache line to search
+	struct inflight f[WAYS];
+};
+
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, struct request *);
-	__type(value, struct inflight);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SETS);
+	__type(key, __u32);
+	__type(value, struct set);
 } inflight SEC(".maps");
 
 struct {
@@ -90,10 +103,11 @@ struct {
 	__type(value, __u64);
 } hist SEC(".maps");
 
-// Events the ring buffer had no room for (index 0).
+// Events lost: the ring buffer had no room (index 0), or every way of a
+// request's set was taken (index 1).
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, __u64);
 } lost SEC(".maps");
@@ -126,13 +140,83 @@ static __always_inline void current_task(struct task_id *t)
 	bpf_get_current_comm(t->comm, sizeof(t->comm));
 }
 
-static __always_inline struct inflight *track(struct request *rq)
+// One word per CPU for ptr_bits().
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} scratch SEC(".maps");
+
+// A trusted pointer's value as a plain number, to hash it: the verifier
+// allows no arithmetic on the pointer itself, but a word read back from a
+// map is a scalar. (Storing a pointer in a map needs root, as do we.)
+static __always_inline __u64 ptr_bits(void *p)
 {
-	struct inflight *f = bpf_map_lookup_elem(&inflight, &rq);
-	if (f)
-		return f;
-	bpf_map_update_elem(&inflight, &rq, &zero_inflight, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&inflight, &rq);
+	__u32 zero = 0;
+	__u64 *w = bpf_map_lookup_elem(&scratch, &zero);
+	if (!w)
+		return 0;
+	*w = (__u64)p;
+	return *(volatile __u64 *)w;
+}
+
+static __always_inline void count_lost(__u32 why)
+{
+	__u64 *n = bpf_map_lookup_elem(&lost, &why);
+	if (n)
+		*n += 1;
+}
+
+// A slot of the in-flight table: a set and a way.
+struct slot {
+	struct set *set;
+	__u32 way;
+};
+
+// The request's set (Fibonacci hashing of its address) and the way holding
+// it, else way WAYS.
+static __always_inline struct slot find(__u64 key)
+{
+	__u32 i = (__u32)((key * 0x9E3779B97F4A7C15ull) >> 51) & (SETS - 1);
+	struct slot s = { bpf_map_lookup_elem(&inflight, &i), WAYS };
+	if (!s.set)
+		return s;
+	for (__u32 w = 0; w < WAYS; w++)
+		if (s.set->rq[w] == key) {
+			s.way = w;
+			break;
+		}
+	return s;
+}
+
+// The request's entry, else a free way claimed for it (NULL, and counted as
+// lost, when all ways are taken). A claimed entry starts zeroed; `fresh`
+// zeroes a found one too (a new request reusing a stale entry's pointer).
+static __always_inline struct inflight *track(__u64 key, bool fresh)
+{
+	struct slot s = find(key);
+	if (!s.set)
+		return NULL;
+	if (s.way < WAYS) {
+		if (fresh)
+			__builtin_memset(&s.set->f[s.way], 0, sizeof(struct inflight));
+		return &s.set->f[s.way];
+	}
+	for (__u32 w = 0; w < WAYS; w++)
+		if (__sync_val_compare_and_swap(&s.set->rq[w], 0, key) == 0) {
+			__builtin_memset(&s.set->f[w], 0, sizeof(struct inflight));
+			return &s.set->f[w];
+		}
+	count_lost(1);
+	return NULL;
+}
+
+// Free the request's entry (after its fields were read).
+static __always_inline void untrack(struct slot s, __u64 key)
+{
+	if (s.way < WAYS)
+		__sync_val_compare_and_swap(&s.set->rq[s.way], key, 0);
 }
 
 // The kernel's blk_fill_rwbs(), on the request's cmd_flags. Flag bit numbers
@@ -187,9 +271,10 @@ static __always_inline __u32 log2_slot(__u64 v)
 SEC("tp_btf/block_io_start")
 int BPF_PROG(block_io_start, struct request *rq)
 {
-	if (!wanted(rq))
+	__u64 key = ptr_bits(rq);
+	if (!key || !wanted(rq))
 		return 0;
-	struct inflight *f = track(rq);
+	struct inflight *f = track(key, true);
 	if (!f)
 		return 0;
 	f->io_start_ns = bpf_ktime_get_ns();
@@ -200,9 +285,10 @@ int BPF_PROG(block_io_start, struct request *rq)
 SEC("tp_btf/block_rq_insert")
 int BPF_PROG(block_rq_insert, struct request *rq)
 {
-	if (!wanted(rq))
+	__u64 key = ptr_bits(rq);
+	if (!key || !wanted(rq))
 		return 0;
-	struct inflight *f = track(rq);
+	struct inflight *f = track(key, false);
 	if (f)
 		f->insert_ns = bpf_ktime_get_ns();
 	return 0;
@@ -211,31 +297,41 @@ int BPF_PROG(block_rq_insert, struct request *rq)
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(block_rq_issue, struct request *rq)
 {
-	if (!wanted(rq))
+	__u64 key = ptr_bits(rq);
+	if (!key || !wanted(rq))
 		return 0;
-	struct inflight *f = track(rq);
+	struct inflight *f = track(key, false);
 	if (!f)
 		return 0;
 	// A requeued request is issued again: its latency counts from the last issue.
 	f->issue_ns = bpf_ktime_get_ns();
 	f->sector = rq->__sector;
 	f->bytes = rq->__data_len;
-	current_task(&f->issuer);
+	// Mostly the submitter issues its own request: copy rather than ask
+	// the kernel for its name again.
+	if ((__u32)bpf_get_current_pid_tgid() == f->submitter.tid && f->submitter.pid)
+		f->issuer = f->submitter;
+	else
+		current_task(&f->issuer);
 	return 0;
 }
 
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
 {
-	struct inflight *f = bpf_map_lookup_elem(&inflight, &rq);
-	if (!f)
+	__u64 key = ptr_bits(rq);
+	if (!key)
 		return 0;
+	struct slot s = find(key);
+	if (!s.set || s.way >= WAYS)
+		return 0;
+	struct inflight *f = &s.set->f[s.way];
 	// A partial completion: the request stays in flight until its last bytes.
 	if (nr_bytes < rq->__data_len)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	if (!f->issue_ns) {
-		bpf_map_delete_elem(&inflight, &rq);
+		untrack(s, key);
 		return 0;
 	}
 	struct task_id *who = f->submitter.pid ? &f->submitter : &f->issuer;
@@ -245,28 +341,25 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 		__u64 from = f->issue_ns;
 		if (queued && f->insert_ns && f->insert_ns < from)
 			from = f->insert_ns;
-		struct hist_key key = {};
-		key.dev = rq_dev(rq);
-		key.slot = log2_slot((now - from) / 1000);
-		key.pid = who->pid;
-		fill_rwbs(key.rwbs, opf);
-		__builtin_memcpy(key.comm, who->comm, TASK_COMM_LEN);
-		__u64 one = 1, *count = bpf_map_lookup_elem(&hist, &key);
+		struct hist_key hk = {};
+		hk.dev = rq_dev(rq);
+		hk.slot = log2_slot((now - from) / 1000);
+		hk.pid = who->pid;
+		fill_rwbs(hk.rwbs, opf);
+		__builtin_memcpy(hk.comm, who->comm, TASK_COMM_LEN);
+		__u64 one = 1, *count = bpf_map_lookup_elem(&hist, &hk);
 		if (count)
 			__sync_fetch_and_add(count, 1);
 		else
-			bpf_map_update_elem(&hist, &key, &one, BPF_NOEXIST);
-		bpf_map_delete_elem(&inflight, &rq);
+			bpf_map_update_elem(&hist, &hk, &one, BPF_NOEXIST);
+		untrack(s, key);
 		return 0;
 	}
 
 	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
-		__u32 zero = 0;
-		__u64 *n = bpf_map_lookup_elem(&lost, &zero);
-		if (n)
-			*n += 1;
-		bpf_map_delete_elem(&inflight, &rq);
+		count_lost(0);
+		untrack(s, key);
 		return 0;
 	}
 	e->io_start_ns = f->io_start_ns;
@@ -284,7 +377,7 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 	long flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= WAKEUP_BYTES ?
 		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 	bpf_ringbuf_submit(e, flags);
-	bpf_map_delete_elem(&inflight, &rq);
+	untrack(s, key);
 	return 0;
 }
 

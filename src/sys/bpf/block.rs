@@ -130,7 +130,8 @@ impl BlockBpf {
         }
     }
 
-    /// Events dropped because the ring buffer was full.
+    /// Events dropped: the ring buffer was full (index 0 of the `lost`
+    /// map), or the in-flight table had no free way for a request (index 1).
     pub fn lost(&self) -> u64 {
         let Some(map) = self.ebpf.map("lost") else {
             return 0;
@@ -138,7 +139,11 @@ impl BlockBpf {
         let Ok(arr) = PerCpuArray::<_, u64>::try_from(map) else {
             return 0;
         };
-        arr.get(&0, 0).map(|v| v.iter().sum()).unwrap_or(0)
+        [0, 1]
+            .iter()
+            .filter_map(|i| arr.get(i, 0).ok())
+            .map(|v| v.iter().sum::<u64>())
+            .sum()
     }
 
     /// The in-kernel latency histogram (with `hist_only`).

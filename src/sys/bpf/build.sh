@@ -16,7 +16,10 @@ bpftool btf dump file /sys/kernel/btf/vmlinux format c > vmlinux.h
 arch=$(uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 for src in *.bpf.c; do
   obj=${src%.c}.o
-  "$clang" -g -O2 -target bpf -D__TARGET_ARCH_"$arch" -I. -c "$src" -o "$obj"
+  # A source may ask for more flags on a "// build: FLAGS (why)" line.
+  extra=$(sed -n 's|^// build: \([^(]*\).*|\1|p' "$src")
+  # shellcheck disable=SC2086 # $extra is a list of flags
+  "$clang" -g -O2 -target bpf $extra -D__TARGET_ARCH_"$arch" -I. -c "$src" -o "$obj"
   # Strip DWARF but keep BTF: smaller objects, same CO-RE relocations.
   llvm-strip-14 -g "$obj" 2>/dev/null || true
   echo "built $obj"

@@ -45,9 +45,9 @@ impl<'a> Callchain<'a> {
     pub fn frames(&self) -> impl Iterator<Item = (Space, u64)> + 'a {
         let mut space = Space::Kernel;
         self.raw().filter_map(move |ip| {
-            if ip >= sys::PERF_CONTEXT_MAX as u64 {
+            if ip >= sys::PERF_CONTEXT_MAX {
                 space = match ip {
-                    x if x == sys::PERF_CONTEXT_USER as u64 => Space::User,
+                    x if x == sys::PERF_CONTEXT_USER => Space::User,
                     _ => Space::Kernel,
                 };
                 None
@@ -269,8 +269,8 @@ mod tests {
 
     #[test]
     fn decodes_a_sample_with_callchain_and_raw() {
-        let kernel = sys::PERF_CONTEXT_KERNEL as u64;
-        let user = sys::PERF_CONTEXT_USER as u64;
+        let kernel = sys::PERF_CONTEXT_KERNEL;
+        let user = sys::PERF_CONTEXT_USER;
         let body = sample_body(
             &[kernel, 0xffff_ffff_8100_0000, user, 0x401000, 0x401100],
             b"rawdata",
