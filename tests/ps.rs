@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Kids, run_kdiag, stderr, stdout};
+use common::{Kids, Tmux, run_kdiag, stderr, stdout};
 
 /// Children killed and reaped when the test ends, even when it fails.
 fn spawn(cmd: &str, args: &[&str]) -> Child {
@@ -224,31 +224,12 @@ fn terminal_columns_agree_with_procps() {
         o = ours.display(),
         t = theirs.display(),
     );
-    let name = format!("kdiag-ps-test-{}", std::process::id());
-    let ok = Command::new("tmux")
-        .args([
-            "new-session",
-            "-d",
-            "-s",
-            &name,
-            "-x",
-            "100",
-            "-y",
-            "10",
-            "sh",
-            "-c",
-            &script,
-        ])
-        .status()
-        .expect("tmux is installed");
-    assert!(ok.success());
+    let session = Tmux::start(&script);
     let t = Instant::now();
     while !(ours.exists() && theirs.exists()) && t.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(50));
     }
-    let _ = Command::new("tmux")
-        .args(["kill-session", "-t", &name])
-        .status();
+    drop(session);
     let row: Vec<serde_json::Value> =
         serde_json::from_str(&std::fs::read_to_string(&ours).expect("kdiag wrote")).unwrap();
     let ps = std::fs::read_to_string(&theirs).expect("ps wrote");

@@ -6,7 +6,7 @@ mod common;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Kids, kdiag, run_kdiag, stderr, stdout};
+use common::{Kids, Tmux, kdiag, run_kdiag, stderr, stdout};
 
 fn spawn(cmd: &str, args: &[&str]) -> Child {
     Command::new(cmd)
@@ -100,74 +100,6 @@ fn piped_output_is_one_frame_not_a_tui() {
     assert!(!text.contains('\x1b'), "no escape sequences when piped");
 }
 
-/// A tmux session with a fixed size, killed on drop.
-struct Tmux(String);
-
-impl Tmux {
-    fn start(command: &str) -> Tmux {
-        let name = format!(
-            "kdiag-top-test-{}-{:?}",
-            std::process::id(),
-            std::thread::current().id()
-        )
-        .replace(['(', ')'], "");
-        let ok = Command::new("tmux")
-            .args([
-                "new-session",
-                "-d",
-                "-s",
-                &name,
-                "-x",
-                "120",
-                "-y",
-                "32",
-                command,
-            ])
-            .status()
-            .expect("tmux is installed");
-        assert!(ok.success(), "tmux new-session");
-        Tmux(name)
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", &self.0];
-        args.extend_from_slice(keys);
-        assert!(Command::new("tmux").args(&args).status().unwrap().success());
-    }
-
-    fn screen(&self) -> String {
-        let out = Command::new("tmux")
-            .args(["capture-pane", "-p", "-t", &self.0])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// Wait until the screen satisfies `want` (10 s at most).
-    fn wait_for(&self, what: &str, want: impl Fn(&str) -> bool) -> String {
-        let t = Instant::now();
-        loop {
-            let s = self.screen();
-            if want(&s) {
-                return s;
-            }
-            assert!(
-                t.elapsed() < Duration::from_secs(10),
-                "waiting for {what}; screen:\n{s}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["kill-session", "-t", &self.0])
-            .status();
-    }
-}
-
 /// After kdiag exits the shell reports its code and the terminal's modes,
 /// which must be cooked again (icanon, echo).
 fn session(args: &str) -> Tmux {
@@ -237,11 +169,7 @@ fn sigterm_quits_and_restores_the_terminal() {
     let t = session("-d 1");
     t.wait_for("the header", |s| s.contains("load average:"));
     // The pane runs sh, whose child is kdiag.
-    let out = Command::new("tmux")
-        .args(["display-message", "-p", "-t", &t.0, "#{pane_pid}"])
-        .output()
-        .unwrap();
-    let sh = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let sh = t.pane_pid();
     let children = std::fs::read_to_string(format!("/proc/{sh}/task/{sh}/children")).unwrap();
     let kdiag: i32 = children
         .split_whitespace()
@@ -267,11 +195,7 @@ fn closing_the_terminal_ends_top() {
     // kdiag is the pane's own process: nothing else gets the hangup for it.
     let t = Tmux::start(&format!("exec {bin} top -d 0.5"));
     t.wait_for("the header", |s| s.contains("load average:"));
-    let out = Command::new("tmux")
-        .args(["display-message", "-p", "-t", &t.0, "#{pane_pid}"])
-        .output()
-        .unwrap();
-    let kdiag: i32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    let kdiag = t.pane_pid();
     drop(t); // kill-session: the terminal's other side goes away
     let start = Instant::now();
     while std::path::Path::new(&format!("/proc/{kdiag}")).exists() {

@@ -638,10 +638,7 @@ mod tests {
             | pe::PERF_SAMPLE_CPU
             | pe::PERF_SAMPLE_PERIOD
             | pe::PERF_SAMPLE_CALLCHAIN) as u64;
-        let body = sample_body(
-            gone,
-            &[pe::PERF_CONTEXT_USER, ip, m.end + 0x1000_0000],
-        );
+        let body = sample_body(gone, &[pe::PERF_CONTEXT_USER, ip, m.end + 0x1000_0000]);
         let sample =
             crate::sys::perf::decode(pe::PERF_RECORD_SAMPLE, 0, &body, sample_type).unwrap();
         rec.record(&sample);

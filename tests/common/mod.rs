@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Output};
+use std::time::{Duration, Instant};
 
 /// The kdiag binary under test.
 pub fn kdiag() -> Command {
@@ -101,4 +102,82 @@ pub fn with_root_groups(cmd: &mut Command) {
             Ok(())
         })
     };
+}
+
+/// A tmux session (120x32) running `command` through the shell, killed on
+/// drop: a real terminal for the TUI and TTY tests.
+pub struct Tmux(String);
+
+impl Tmux {
+    pub fn start(command: &str) -> Tmux {
+        let name = format!(
+            "kdiag-test-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        )
+        .replace(['(', ')'], "");
+        let ok = Command::new("tmux")
+            .args([
+                "new-session",
+                "-d",
+                "-s",
+                &name,
+                "-x",
+                "120",
+                "-y",
+                "32",
+                command,
+            ])
+            .status()
+            .expect("tmux is installed");
+        assert!(ok.success(), "tmux new-session");
+        Tmux(name)
+    }
+
+    pub fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", &self.0];
+        args.extend_from_slice(keys);
+        assert!(Command::new("tmux").args(&args).status().unwrap().success());
+    }
+
+    /// The pid of the pane's first process (the shell, or an `exec`ed command).
+    pub fn pane_pid(&self) -> i32 {
+        let out = Command::new("tmux")
+            .args(["display-message", "-p", "-t", &self.0, "#{pane_pid}"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+    }
+
+    pub fn screen(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["capture-pane", "-p", "-t", &self.0])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Wait until the screen satisfies `want` (10 s at most).
+    pub fn wait_for(&self, what: &str, want: impl Fn(&str) -> bool) -> String {
+        let t = Instant::now();
+        loop {
+            let s = self.screen();
+            if want(&s) {
+                return s;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "waiting for {what}; screen:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.0])
+            .status();
+    }
 }
