@@ -9,15 +9,40 @@ use serde::Serialize;
 
 use crate::model::block::{BlockIo, DevId, LatencyCount, Op, Rwbs};
 
-/// The shape of the I/O in a trace.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct IoPattern {
+/// Requests and bytes, in all and by direction.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Totals {
     pub requests: u64,
     pub bytes: u64,
     pub reads: u64,
     pub writes: u64,
     pub read_bytes: u64,
     pub write_bytes: u64,
+}
+
+impl Totals {
+    pub fn of<'a>(ios: impl IntoIterator<Item = &'a BlockIo>) -> Totals {
+        let mut t = Totals::default();
+        for io in ios {
+            t.requests += 1;
+            t.bytes += io.bytes;
+            if io.is_read() {
+                t.reads += 1;
+                t.read_bytes += io.bytes;
+            } else if io.is_write() {
+                t.writes += 1;
+                t.write_bytes += io.bytes;
+            }
+        }
+        t
+    }
+}
+
+/// The shape of the I/O in a trace.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IoPattern {
+    #[serde(flatten)]
+    pub totals: Totals,
     /// Requests starting where the previous request of the same process,
     /// device and direction ended; the first of each such stream is neither.
     pub sequential: u64,
@@ -206,19 +231,8 @@ pub fn pattern(ios: &[BlockIo]) -> IoPattern {
         })
         .collect();
 
-    let sum = |f: &dyn Fn(&BlockIo) -> bool| {
-        let v: Vec<&BlockIo> = ios.iter().filter(|io| f(io)).collect();
-        (v.len() as u64, v.iter().map(|io| io.bytes).sum::<u64>())
-    };
-    let (reads, read_bytes) = sum(&BlockIo::is_read);
-    let (writes, write_bytes) = sum(&BlockIo::is_write);
     IoPattern {
-        requests: n,
-        bytes: ios.iter().map(|io| io.bytes).sum(),
-        reads,
-        writes,
-        read_bytes,
-        write_bytes,
+        totals: Totals::of(ios),
         sequential,
         random,
         sequential_share: if sequential + random == 0 {
@@ -242,12 +256,8 @@ pub fn pattern(ios: &[BlockIo]) -> IoPattern {
 pub struct ProcessIo {
     pub pid: u32,
     pub comm: String,
-    pub requests: u64,
-    pub bytes: u64,
-    pub reads: u64,
-    pub writes: u64,
-    pub read_bytes: u64,
-    pub write_bytes: u64,
+    #[serde(flatten)]
+    pub totals: Totals,
     pub avg_ms: f64,
     pub p50_ms: f64,
     pub p99_ms: f64,
@@ -265,21 +275,10 @@ pub fn per_process(ios: &[BlockIo]) -> Vec<ProcessIo> {
             let mut lat: Vec<u64> = v.iter().map(|io| io.latency_ns).collect();
             lat.sort_unstable();
             let ms = |ns: u64| ns as f64 / 1e6;
-            let of = |f: fn(&BlockIo) -> bool| {
-                let m: Vec<&&BlockIo> = v.iter().filter(|io| f(io)).collect();
-                (m.len() as u64, m.iter().map(|io| io.bytes).sum::<u64>())
-            };
-            let (reads, read_bytes) = of(BlockIo::is_read);
-            let (writes, write_bytes) = of(BlockIo::is_write);
             ProcessIo {
                 pid,
                 comm: comm.to_string(),
-                requests: v.len() as u64,
-                bytes: v.iter().map(|io| io.bytes).sum(),
-                reads,
-                writes,
-                read_bytes,
-                write_bytes,
+                totals: Totals::of(v.iter().copied()),
                 avg_ms: ms(lat.iter().sum::<u64>() / lat.len() as u64),
                 p50_ms: ms(percentile(&lat, 50.0)),
                 p99_ms: ms(percentile(&lat, 99.0)),
@@ -288,8 +287,8 @@ pub fn per_process(ios: &[BlockIo]) -> Vec<ProcessIo> {
         .collect();
     out.sort_by_key(|p| {
         (
-            std::cmp::Reverse(p.bytes),
-            std::cmp::Reverse(p.requests),
+            std::cmp::Reverse(p.totals.bytes),
+            std::cmp::Reverse(p.totals.requests),
             p.pid,
         )
     });
@@ -474,9 +473,9 @@ mod tests {
     #[test]
     fn shares_and_sizes() {
         let p = pattern(&io_app());
-        assert_eq!(p.requests, 37 * 10);
-        assert_eq!(p.writes, 37 * 10);
-        assert_eq!(p.reads, 0);
+        assert_eq!(p.totals.requests, 37 * 10);
+        assert_eq!(p.totals.writes, 37 * 10);
+        assert_eq!(p.totals.reads, 0);
         assert_eq!(p.sync_share, 1.0);
         assert!((p.fua_share - 37.0 / 370.0).abs() < 1e-9);
         assert!((p.preflush_share - 37.0 / 370.0).abs() < 1e-9);
@@ -517,9 +516,12 @@ mod tests {
         ios.push(io(8, "dd", "W", 0, 1 << 20, 0, 5000));
         let s = per_process(&ios);
         assert_eq!(s[0].comm, "dd");
-        assert_eq!((s[0].writes, s[0].write_bytes), (1, 1 << 20));
+        assert_eq!((s[0].totals.writes, s[0].totals.write_bytes), (1, 1 << 20));
         let fio = &s[1];
-        assert_eq!((fio.requests, fio.reads, fio.bytes), (100, 100, 409600));
+        assert_eq!(
+            (fio.totals.requests, fio.totals.reads, fio.totals.bytes),
+            (100, 100, 409600)
+        );
         assert_eq!(fio.p50_ms, 0.05);
         assert_eq!(fio.p99_ms, 0.099);
         assert!((fio.avg_ms - 0.0505).abs() < 1e-3);

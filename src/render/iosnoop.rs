@@ -109,10 +109,14 @@ pub fn summary(out: &mut impl Write, procs: &[ProcessIo]) -> io::Result<()> {
         t.push(vec![
             p.pid.to_string(),
             p.comm.clone(),
-            p.requests.to_string(),
-            human_bytes(p.bytes),
-            format!("{} ({})", p.reads, human_bytes(p.read_bytes)),
-            format!("{} ({})", p.writes, human_bytes(p.write_bytes)),
+            p.totals.requests.to_string(),
+            human_bytes(p.totals.bytes),
+            format!("{} ({})", p.totals.reads, human_bytes(p.totals.read_bytes)),
+            format!(
+                "{} ({})",
+                p.totals.writes,
+                human_bytes(p.totals.write_bytes)
+            ),
             format!("{:.2}", p.avg_ms),
             format!("{:.2}", p.p50_ms),
             format!("{:.2}", p.p99_ms),
@@ -123,19 +127,20 @@ pub fn summary(out: &mut impl Write, procs: &[ProcessIo]) -> io::Result<()> {
 
 /// The I/O pattern in a few sentences.
 pub fn pattern(out: &mut impl Write, p: &IoPattern) -> io::Result<()> {
-    if p.requests == 0 {
+    let t = &p.totals;
+    if t.requests == 0 {
         return writeln!(out, "No block requests completed.");
     }
     let pct = |f: f64| format!("{:.0}%", f * 100.0);
     writeln!(
         out,
         "{} requests, {}: {} reads ({}), {} writes ({})",
-        p.requests,
-        human_bytes(p.bytes),
-        p.reads,
-        human_bytes(p.read_bytes),
-        p.writes,
-        human_bytes(p.write_bytes)
+        t.requests,
+        human_bytes(t.bytes),
+        t.reads,
+        human_bytes(t.read_bytes),
+        t.writes,
+        human_bytes(t.write_bytes)
     )?;
     if p.sequential + p.random > 0 {
         writeln!(
