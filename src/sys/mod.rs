@@ -16,3 +16,4 @@ pub mod signal_origin;
 pub mod spawn;
 pub mod symbolize;
 pub mod tracefs;
+pub mod workloads;

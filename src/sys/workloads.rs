@@ -1,0 +1,108 @@
+//! The bundled workloads as kdiag finds and runs them: separate binaries
+//! (crate workloads/) installed next to kdiag's own executable.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use anyhow::Context;
+
+use crate::error;
+
+/// The bundled workloads: name and what is wrong with it.
+pub const WORKLOADS: &[(&str, &str)] = &[
+    (
+        "io-app",
+        "rewrites the same 10 MiB file region with large O_SYNC writes, forever",
+    ),
+    (
+        "scheduling",
+        "runs N small tasks as threads (MODE 0) or fork()ed processes (MODE 1)",
+    ),
+    (
+        "memory",
+        "copies a file with mmap (MODE 0) or read/write through a BLK-byte buffer (MODE 1)",
+    ),
+    (
+        "bio",
+        "20 threads doing tiny synchronous O_DIRECT reads: D state, high load, idle CPU",
+    ),
+    (
+        "io-stall",
+        "bursts of dirty page cache flushed by kernel threads: disk stalls, culprit looks idle",
+    ),
+    (
+        "cpu-burn",
+        "burns CPU in two named hot functions (user) or a system-call loop (kernel)",
+    ),
+    (
+        "lock-contend",
+        "threads serialised on one mutex held while sleeping",
+    ),
+    ("mem-leak", "resident memory grows steadily until a cap"),
+    (
+        "bad-elf",
+        "generates ELF files the kernel refuses to execute after the point of no return",
+    ),
+];
+
+/// The directory holding kdiag's own executable, where the workloads live.
+pub fn bin_dir() -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe().context("cannot find kdiag's own executable")?;
+    Ok(exe.parent().map(PathBuf::from).unwrap_or_default())
+}
+
+pub fn binary(name: &str) -> anyhow::Result<PathBuf> {
+    if !WORKLOADS.iter().any(|(n, _)| *n == name) {
+        let names: Vec<&str> = WORKLOADS.iter().map(|(n, _)| *n).collect();
+        return Err(error::usage(format!(
+            "no workload named {name:?}; the workloads are: {}",
+            names.join(", ")
+        )));
+    }
+    let dir = bin_dir()?;
+    let path = dir.join(name);
+    if !path.is_file() {
+        anyhow::bail!(
+            "workload {name} is not built (looked for {}): {}",
+            path.display(),
+            build_hint(&dir)
+        );
+    }
+    Ok(path)
+}
+
+pub fn build_hint(dir: &std::path::Path) -> String {
+    format!(
+        "build the workloads with `cargo build --release --workspace` \
+         (they must sit next to kdiag, in {}; for a debug kdiag use `cargo build --workspace`)",
+        dir.display()
+    )
+}
+
+/// A workload's ground truth (`--describe`, JSON text) for `seed`; `args`
+/// are workload arguments that change it (e.g. scheduling's MODE).
+pub fn ground_truth(name: &str, seed: Option<u64>, args: &[String]) -> anyhow::Result<String> {
+    let path = binary(name)?;
+    let mut cmd = Command::new(&path);
+    cmd.arg("--describe").args(args);
+    if let Some(seed) = seed {
+        cmd.args(["--seed", &seed.to_string()]);
+    }
+    let out = cmd
+        .output()
+        .with_context(|| format!("cannot run {}", path.display()))?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let msg = stderr
+            .trim()
+            .trim_end_matches("Run with --help for usage.")
+            .trim_end()
+            .to_string();
+        // The workloads exit 2 on usage errors, as kdiag does.
+        return Err(match out.status.code() {
+            Some(2) => error::usage(msg),
+            _ => anyhow::anyhow!(msg),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
