@@ -42,6 +42,14 @@ pub enum Command {
     ElfCheck(commands::elf_check::Args),
     /// List and run the bundled misbehaving workloads
     Workload(commands::workload::Args),
+    /// Run a guided lab: a misbehaving workload, step by step, with checks
+    Lab(commands::lab::Args),
+    /// Record a finding for a lab's checks
+    Answer(commands::answer::Args),
+    /// Check a lab's answers (for learners and autograders)
+    Check(commands::check::Args),
+    /// Grade a directory of lab submissions
+    Grade(commands::grade::Args),
     /// Print a shell completion script
     Completions(commands::completions::Args),
     /// Print the man page

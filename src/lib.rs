@@ -10,6 +10,8 @@ pub mod analysis;
 pub mod cli;
 pub mod commands;
 pub mod error;
+pub mod grade;
+pub mod lab;
 pub mod model;
 pub mod render;
 pub mod sys;

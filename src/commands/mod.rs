@@ -1,12 +1,16 @@
 //! One small file per subcommand: parse options, wire sources → analysis →
 //! output. Each exposes `Args` (clap) and `run(Args) -> Result<exit code>`.
 
+pub mod answer;
+pub mod check;
 pub mod completions;
 pub mod doctor;
 pub mod elf_check;
 pub mod exec_trace;
 pub mod execsnoop;
+pub mod grade;
 pub mod iosnoop;
+pub mod lab;
 pub mod man;
 pub mod profile;
 pub mod ps;
@@ -29,6 +33,10 @@ pub fn run(command: Command) -> anyhow::Result<u8> {
         Command::Execsnoop(args) => execsnoop::run(args),
         Command::ElfCheck(args) => elf_check::run(args),
         Command::Workload(args) => workload::run(args),
+        Command::Lab(args) => lab::run(args),
+        Command::Answer(args) => answer::run(args),
+        Command::Check(args) => check::run(args),
+        Command::Grade(args) => grade::run(args),
         Command::Completions(args) => completions::run(args),
         Command::Man(args) => man::run(args),
     }

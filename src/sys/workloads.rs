@@ -80,7 +80,9 @@ pub fn build_hint(dir: &std::path::Path) -> String {
 }
 
 /// A workload's ground truth (`--describe`, JSON text) for `seed`; `args`
-/// are workload arguments that change it (e.g. scheduling's MODE).
+/// are workload arguments that change it (e.g. scheduling's MODE). Under
+/// sudo it is the invoking user's, as `kdiag workload run` runs it as that
+/// user (the scratch directory's path depends on the uid).
 pub fn ground_truth(name: &str, seed: Option<u64>, args: &[String]) -> anyhow::Result<String> {
     let path = binary(name)?;
     let mut cmd = Command::new(&path);
@@ -88,6 +90,7 @@ pub fn ground_truth(name: &str, seed: Option<u64>, args: &[String]) -> anyhow::R
     if let Some(seed) = seed {
         cmd.args(["--seed", &seed.to_string()]);
     }
+    crate::sys::privilege::run_as_invoker(&mut cmd);
     let out = cmd
         .output()
         .with_context(|| format!("cannot run {}", path.display()))?;

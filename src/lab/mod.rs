@@ -1,0 +1,216 @@
+//! Guided labs: their definitions (labs/<id>/lab.toml and the steps'
+//! markdown, embedded in the binary; `--labs DIR` reads a directory laid out
+//! the same way instead), and a learner's session and answers on disk. The
+//! runner in commands/lab.rs drives the steps; grade/ checks the answers.
+
+pub mod answers;
+pub mod session;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::Deserialize;
+
+use crate::error;
+
+/// The embedded labs and checks: (path under the repository, contents).
+const EMBEDDED: &[(&str, &str)] = &[
+    (
+        "labs/0-demo/lab.toml",
+        include_str!("../../labs/0-demo/lab.toml"),
+    ),
+    (
+        "labs/0-demo/steps/1-who.md",
+        include_str!("../../labs/0-demo/steps/1-who.md"),
+    ),
+    (
+        "labs/0-demo/steps/1-who.done.md",
+        include_str!("../../labs/0-demo/steps/1-who.done.md"),
+    ),
+    (
+        "labs/0-demo/steps/2-what.md",
+        include_str!("../../labs/0-demo/steps/2-what.md"),
+    ),
+    (
+        "labs/0-demo/steps/2-what.done.md",
+        include_str!("../../labs/0-demo/steps/2-what.done.md"),
+    ),
+    (
+        "labs/0-demo/steps/3-why.md",
+        include_str!("../../labs/0-demo/steps/3-why.md"),
+    ),
+    (
+        "labs/0-demo/steps/3-why.done.md",
+        include_str!("../../labs/0-demo/steps/3-why.done.md"),
+    ),
+    (
+        "labs/0-demo/steps/4-trend.md",
+        include_str!("../../labs/0-demo/steps/4-trend.md"),
+    ),
+    (
+        "labs/0-demo/steps/4-trend.done.md",
+        include_str!("../../labs/0-demo/steps/4-trend.done.md"),
+    ),
+    (
+        "checks/0-demo.toml",
+        include_str!("../../checks/0-demo.toml"),
+    ),
+    (
+        "checks/solutions/0-demo.toml",
+        include_str!("../../checks/solutions/0-demo.toml"),
+    ),
+];
+
+/// The lab file format this binary reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Where labs and checks come from: the binary, or a directory with the
+/// repository's layout (labs/, checks/).
+#[derive(Debug, Clone, Default)]
+pub struct Source {
+    pub dir: Option<PathBuf>,
+}
+
+impl Source {
+    /// A file by its path under the repository, e.g. "labs/0-demo/lab.toml".
+    pub fn read(&self, path: &str) -> anyhow::Result<String> {
+        match &self.dir {
+            Some(dir) => {
+                let file = dir.join(path);
+                std::fs::read_to_string(&file)
+                    .with_context(|| format!("cannot read {}", file.display()))
+            }
+            None => EMBEDDED
+                .iter()
+                .find(|(p, _)| *p == path)
+                .map(|(_, text)| text.to_string())
+                .with_context(|| format!("{path} is not built into kdiag")),
+        }
+    }
+
+    /// The ids of the labs available, sorted.
+    pub fn ids(&self) -> anyhow::Result<Vec<String>> {
+        let mut ids: Vec<String> = match &self.dir {
+            Some(dir) => {
+                let labs = dir.join("labs");
+                std::fs::read_dir(&labs)
+                    .with_context(|| format!("cannot list {}", labs.display()))?
+                    .filter_map(|e| e.ok())
+                    .filter(|e| e.path().join("lab.toml").is_file())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            }
+            None => EMBEDDED
+                .iter()
+                .filter_map(|(p, _)| p.strip_prefix("labs/")?.strip_suffix("/lab.toml"))
+                .map(str::to_string)
+                .collect(),
+        };
+        ids.sort();
+        Ok(ids)
+    }
+
+    /// Load lab `id`, with its steps' text.
+    pub fn lab(&self, id: &str) -> anyhow::Result<Lab> {
+        let ids = self.ids()?;
+        if !ids.iter().any(|i| i == id) {
+            return Err(error::usage(format!(
+                "no lab {id:?}; the labs are: {} (kdiag lab list)",
+                ids.join(", ")
+            )));
+        }
+        let path = format!("labs/{id}/lab.toml");
+        let file: LabFile = parse_toml(&path, &self.read(&path)?)?;
+        if file.format_version > FORMAT_VERSION {
+            anyhow::bail!(
+                "{path} has format_version {}; this kdiag reads up to {FORMAT_VERSION}: update kdiag",
+                file.format_version
+            );
+        }
+        let mut steps = Vec::new();
+        for s in file.steps {
+            steps.push(Step {
+                text: self.read(&format!("labs/{id}/{}", s.text))?,
+                explain: self.read(&format!("labs/{id}/{}", s.explain))?,
+                id: s.id,
+                title: s.title,
+            });
+        }
+        Ok(Lab {
+            id: file.id,
+            title: file.title,
+            workload: file.workload,
+            workload_args: file.workload_args,
+            welcome: file.welcome,
+            fin: file.r#final,
+            steps,
+        })
+    }
+}
+
+/// Parse TOML, with errors that point at the line and column.
+pub fn parse_toml<T: serde::de::DeserializeOwned>(path: &str, text: &str) -> anyhow::Result<T> {
+    toml::from_str(text).map_err(|e| {
+        let at = e
+            .span()
+            .map(|s| {
+                let before = &text[..s.start.min(text.len())];
+                let line = before.matches('\n').count() + 1;
+                let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+                format!(":{line}:{col}")
+            })
+            .unwrap_or_default();
+        anyhow::anyhow!("{path}{at}: {}", e.message())
+    })
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LabFile {
+    format_version: u32,
+    id: String,
+    title: String,
+    workload: String,
+    #[serde(default)]
+    workload_args: Vec<String>,
+    welcome: String,
+    r#final: String,
+    steps: Vec<StepFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StepFile {
+    id: String,
+    title: String,
+    text: String,
+    explain: String,
+}
+
+/// A lab, ready to run.
+#[derive(Debug, Clone)]
+pub struct Lab {
+    pub id: String,
+    pub title: String,
+    pub workload: String,
+    pub workload_args: Vec<String>,
+    pub welcome: String,
+    /// Shown once every check passes.
+    pub fin: String,
+    pub steps: Vec<Step>,
+}
+
+/// One step: what to do, and the write-up shown once its checks pass.
+#[derive(Debug, Clone)]
+pub struct Step {
+    pub id: String,
+    pub title: String,
+    pub text: String,
+    pub explain: String,
+}
+
+/// The directory holding a learner's files for lab `id` under `root`
+/// (answers, session, progress).
+pub fn lab_dir(root: &Path, id: &str) -> PathBuf {
+    root.join(id)
+}
