@@ -1,12 +1,10 @@
 //! `kdiag answer LAB KEY VALUE`: record a finding in the lab's answers file
 //! (what `kdiag lab` and `kdiag check` read).
 
-use std::path::PathBuf;
-
 use anyhow::Context;
 
 use crate::error;
-use crate::lab::{self, Source, answers::Answers};
+use crate::lab::answers::Answers;
 use crate::sys::privilege;
 
 #[derive(Debug, clap::Args)]
@@ -17,16 +15,12 @@ pub struct Args {
     pub key: String,
     /// Your answer
     pub value: String,
-    /// The directory `kdiag lab` uses (one folder per lab)
-    #[arg(long, value_name = "DIR", default_value = "kdiag-labs")]
-    pub dir: PathBuf,
-    /// Read labs and checks from this directory instead of the built-in ones
-    #[arg(long, value_name = "DIR")]
-    pub labs: Option<PathBuf>,
+    #[command(flatten)]
+    pub files: super::lab::Files,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let source = Source { dir: args.labs };
+    let source = args.files.source();
     let checks = super::lab::load_checks(&source, &source.lab(&args.lab)?.id)?;
     if !checks.checks.iter().any(|c| c.id == args.key) {
         let keys: Vec<&str> = checks.checks.iter().map(|c| c.id.as_str()).collect();
@@ -37,7 +31,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             keys.join(", ")
         )));
     }
-    let dir = lab::lab_dir(&args.dir, &args.lab);
+    let dir = args.files.lab_dir(&args.lab);
     let file = dir.join("answers.toml");
     let mut answers = Answers::load(&file)?;
     answers.set(&args.key, &args.value)?;

@@ -7,7 +7,6 @@ use crate::error;
 use crate::grade::{self, Status, report};
 use crate::lab::answers::Answers;
 use crate::lab::session::{Session, fill};
-use crate::lab::{self, Source};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -28,18 +27,12 @@ pub struct Args {
     /// Output format
     #[arg(long, value_enum, default_value = "text")]
     pub format: report::Format,
-    /// The directory `kdiag lab` uses (one folder per lab)
-    #[arg(long, value_name = "DIR", default_value = "kdiag-labs")]
-    pub dir: PathBuf,
-    /// Read labs and checks from this directory instead of the built-in ones
-    #[arg(long, value_name = "DIR")]
-    pub labs: Option<PathBuf>,
+    #[command(flatten)]
+    pub files: super::lab::Files,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let source = Source {
-        dir: args.labs.clone(),
-    };
+    let source = args.files.source();
     let lab = source.lab(&args.lab)?;
     let mut checks = super::lab::load_checks(&source, &lab.id)?.checks;
     if let Some(only) = &args.only {
@@ -51,7 +44,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             )));
         }
     }
-    let dir = lab::lab_dir(&args.dir, &lab.id);
+    let dir = args.files.lab_dir(&lab.id);
     let session = Session::load(
         &args
             .session

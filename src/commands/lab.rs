@@ -25,6 +25,13 @@ pub struct Args {
     /// Seed for the workload's parameters (default: $KDIAG_SEED, else 0)
     #[arg(long)]
     pub seed: Option<u64>,
+    #[command(flatten)]
+    pub files: Files,
+}
+
+/// Where a lab's files are, for lab, answer and check.
+#[derive(Debug, clap::Args)]
+pub struct Files {
     /// Directory for your answers, progress and the session (one folder per lab)
     #[arg(long, value_name = "DIR", default_value = "kdiag-labs")]
     pub dir: PathBuf,
@@ -33,10 +40,21 @@ pub struct Args {
     pub labs: Option<PathBuf>,
 }
 
+impl Files {
+    pub fn source(&self) -> Source {
+        Source {
+            dir: self.labs.clone(),
+        }
+    }
+
+    /// The learner's folder for lab `id`.
+    pub fn lab_dir(&self, id: &str) -> PathBuf {
+        lab::lab_dir(&self.dir, id)
+    }
+}
+
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let source = Source {
-        dir: args.labs.clone(),
-    };
+    let source = args.files.source();
     if args.lab == "list" {
         for id in source.ids()? {
             let lab = source.lab(&id)?;
@@ -57,7 +75,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             .transpose()?
             .unwrap_or(0),
     };
-    let dir = lab::lab_dir(&args.dir, &lab.id);
+    let dir = args.files.lab_dir(&lab.id);
     create_dir(&dir)?;
     let dir = dir.canonicalize()?;
 
