@@ -319,3 +319,29 @@ fn grades_two_hundred_submissions() {
     let broken = rows.iter().find(|r| r.starts_with("student-zzz,")).unwrap();
     assert!(broken.contains("session.json"), "{broken}");
 }
+
+/// kdiag killed mid-lab: the kernel's parent-death signal stops the
+/// workload, which removes its scratch files.
+#[test]
+fn killing_the_lab_stops_its_workload() {
+    if !require_root("killing_the_lab_stops_its_workload") {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let mut lab = LabRun::start(root.path(), 12);
+    let session = lab.session();
+    let pid = session["pid"].as_u64().unwrap();
+    let scratch = PathBuf::from(session["truth"]["workload"]["scratch"].as_str().unwrap());
+    // SAFETY: signalling the kdiag this test started.
+    unsafe { libc::kill(lab.child.id() as i32, libc::SIGTERM) };
+    lab.child.wait().unwrap();
+    let t = Instant::now();
+    while pid_alive(pid) && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!pid_alive(pid), "the workload outlived kdiag");
+    while scratch.exists() && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!scratch.exists(), "{} is left behind", scratch.display());
+}
