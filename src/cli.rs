@@ -42,6 +42,8 @@ pub enum Command {
     ElfCheck(commands::elf_check::Args),
     /// List and run the bundled misbehaving workloads
     Workload(commands::workload::Args),
+    /// Watch a process and say what dominates: CPU, a CPU queue, storage, a lock, memory growth
+    Diagnose(commands::diagnose::Args),
     /// Run a guided lab: a misbehaving workload, step by step, with checks
     Lab(commands::lab::Args),
     /// Record a finding for a lab's checks

@@ -4,6 +4,7 @@
 pub mod answer;
 pub mod check;
 pub mod completions;
+pub mod diagnose;
 pub mod doctor;
 pub mod elf_check;
 pub mod exec_trace;
@@ -33,6 +34,7 @@ pub fn run(command: Command) -> anyhow::Result<u8> {
         Command::Execsnoop(args) => execsnoop::run(args),
         Command::ElfCheck(args) => elf_check::run(args),
         Command::Workload(args) => workload::run(args),
+        Command::Diagnose(args) => diagnose::run(args),
         Command::Lab(args) => lab::run(args),
         Command::Answer(args) => answer::run(args),
         Command::Check(args) => check::run(args),

@@ -2,6 +2,7 @@
 
 pub mod block;
 pub mod capability;
+pub mod diagnosis;
 pub mod elf;
 pub mod errno;
 pub mod exec;

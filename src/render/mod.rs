@@ -1,6 +1,7 @@
 //! Turning model and analysis results into text tables, JSON, folded stacks
 //! and SVG flame graphs.
 
+pub mod diagnose;
 pub mod doctor;
 pub mod elf;
 pub mod exec;

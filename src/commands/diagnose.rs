@@ -1,0 +1,107 @@
+//! `kdiag diagnose`: watch one process (or a command it starts) for a few
+//! seconds and say what dominates: CPU, waiting for a CPU, storage, a lock,
+//! memory growth, or nothing; with the numbers and the instrument to run
+//! next.
+
+use std::ffi::OsString;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+use crate::analysis::classify::classify;
+use crate::error::{self, usage};
+use crate::render;
+use crate::sys::proc::observe::observe;
+use crate::sys::spawn::HeldChild;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The process to diagnose
+    #[arg(short = 'p', long = "pid", value_name = "PID")]
+    pub pid: Option<i32>,
+    /// Seconds to watch it
+    #[arg(short = 'd', long, value_name = "SECS", default_value_t = 5.0)]
+    pub duration: f64,
+    /// Print the observation and the diagnosis as JSON
+    #[arg(long)]
+    pub json: bool,
+    /// A command to start and diagnose (stopped at the end)
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<OsString>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    if args.pid.is_some() != args.command.is_empty() {
+        return Err(usage("say what to diagnose: -p PID, or -- CMD ARGS"));
+    }
+    if !(args.duration > 0.0 && args.duration.is_finite()) {
+        return Err(usage("-d must be a positive number of seconds"));
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+    }
+    let window = Duration::from_secs_f64(args.duration);
+    let mut child = None;
+    let pid = match args.pid {
+        Some(pid) => {
+            if pid <= 0 || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                anyhow::bail!("no process with PID {pid}");
+            }
+            pid
+        }
+        None => {
+            let program = args.command[0].to_string_lossy().into_owned();
+            let mut c = HeldChild::spawn(&args.command)
+                .with_context(|| format!("cannot start `{program}`"))?;
+            c.release().context("releasing the command")?;
+            if let Some(err) = c.exec_error().context("starting the command")? {
+                anyhow::bail!("cannot run `{program}`: {err}");
+            }
+            let pid = c.pid as i32;
+            child = Some(c);
+            pid
+        }
+    };
+    if !args.json {
+        eprintln!("Watching PID {pid} for {:.1} s ...", args.duration);
+    }
+    let observed = observe(pid, window, &stop);
+    if let Some(c) = child.as_mut() {
+        end(c);
+    }
+    let o = observed?;
+    let d = classify(&o);
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if args.json {
+        render::json(
+            &mut out,
+            &serde_json::json!({"observation": o, "diagnosis": d}),
+        )?;
+    } else {
+        render::diagnose::report(&mut out, &o, &d)?;
+    }
+    Ok(error::OK)
+}
+
+/// Stop the command we started: SIGTERM, SIGKILL after 2 s, reaped.
+fn end(c: &mut HeldChild) {
+    if c.try_wait().is_some() {
+        return;
+    }
+    // SAFETY: signalling our own, not yet reaped, child.
+    unsafe { libc::kill(c.pid as i32, libc::SIGTERM) };
+    let t = Instant::now();
+    while c.try_wait().is_none() {
+        if t.elapsed() > Duration::from_secs(2) {
+            // SAFETY: as above.
+            unsafe { libc::kill(c.pid as i32, libc::SIGKILL) };
+            let _ = c.reap();
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

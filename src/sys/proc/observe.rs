@@ -1,0 +1,124 @@
+//! Watch one process for a window, for `kdiag diagnose`: every thread's
+//! state (and, when asleep, its wait channel) sampled every 10 ms, RSS every
+//! 250 ms, and CPU time, run-queue delay, storage bytes and context
+//! switches read at both ends. Amounts come from the counters; sampling
+//! only says where the threads wait.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use super::{Reader, hz, parse};
+use crate::model::diagnosis::Observation;
+
+const SAMPLE: Duration = Duration::from_millis(10);
+const RSS_EVERY: Duration = Duration::from_millis(250);
+
+/// Counters of the whole process at one moment.
+#[derive(Clone)]
+struct Counters {
+    utime: u64,
+    stime: u64,
+    run_delay_ns: u64,
+    io: Option<(u64, u64)>,
+    vcsw: u64,
+    ivcsw: u64,
+}
+
+fn counters(reader: &mut Reader, pid: i32) -> Option<Counters> {
+    let p = reader.process(pid)?;
+    let run_delay_ns = tids(pid)
+        .iter()
+        .filter_map(|tid| std::fs::read(format!("/proc/{pid}/task/{tid}/schedstat")).ok())
+        .filter_map(|b| parse::schedstat(&b))
+        .map(|s| s.1)
+        .sum();
+    Some(Counters {
+        utime: p.utime,
+        stime: p.stime,
+        run_delay_ns,
+        io: p.io.map(|io| (io.read_bytes, io.write_bytes)),
+        vcsw: p.voluntary_ctxt,
+        ivcsw: p.nonvoluntary_ctxt,
+    })
+}
+
+fn tids(pid: i32) -> Vec<i32> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn rss_kib(pid: i32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Watch `pid` for `window` (less if it exits or `stop` is set). An error
+/// when the process does not exist at the start.
+pub fn observe(pid: i32, window: Duration, stop: &AtomicBool) -> anyhow::Result<Observation> {
+    let mut reader = Reader::new();
+    reader.top_extras = true;
+    let comm = reader
+        .process(pid)
+        .map(|p| p.comm)
+        .ok_or_else(|| anyhow::anyhow!("no process with PID {pid}"))?;
+    let start = counters(&mut reader, pid).ok_or_else(|| anyhow::anyhow!("PID {pid} exited"))?;
+    let mut o = Observation {
+        pid,
+        comm,
+        ..Default::default()
+    };
+    let t0 = Instant::now();
+    let mut next_rss = t0;
+    // The latest counters, so a process that exits mid-window still counts.
+    let mut last = None;
+    while t0.elapsed() < window && !stop.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        if now >= next_rss {
+            match (rss_kib(pid), counters(&mut reader, pid)) {
+                (Some(kib), Some(c)) => {
+                    o.rss_kib.push((t0.elapsed().as_secs_f64(), kib));
+                    last = Some(c);
+                }
+                _ => break, // gone
+            }
+            next_rss += RSS_EVERY;
+        }
+        let tids = tids(pid);
+        o.threads = o.threads.max(tids.len());
+        for tid in tids {
+            let dir = format!("/proc/{pid}/task/{tid}");
+            let Some(st) = std::fs::read(format!("{dir}/stat"))
+                .ok()
+                .and_then(|b| parse::stat(&b))
+            else {
+                continue;
+            };
+            let wchan = match st.state {
+                'S' | 'D' => std::fs::read_to_string(format!("{dir}/wchan")).unwrap_or_default(),
+                _ => String::new(),
+            };
+            o.sample(st.state, if wchan == "0" { "" } else { &wchan });
+        }
+        std::thread::sleep(SAMPLE.saturating_sub(now.elapsed()));
+    }
+    let end = counters(&mut reader, pid)
+        .or(last)
+        .unwrap_or_else(|| start.clone());
+    o.window_s = t0.elapsed().as_secs_f64();
+    let hz = hz() as f64;
+    o.user_s = end.utime.saturating_sub(start.utime) as f64 / hz;
+    o.system_s = end.stime.saturating_sub(start.stime) as f64 / hz;
+    o.run_delay_s = end.run_delay_ns.saturating_sub(start.run_delay_ns) as f64 / 1e9;
+    if let (Some(a), Some(b)) = (start.io, end.io) {
+        o.read_bytes = Some(b.0.saturating_sub(a.0));
+        o.write_bytes = Some(b.1.saturating_sub(a.1));
+    }
+    o.voluntary_switches = end.vcsw.saturating_sub(start.vcsw);
+    o.involuntary_switches = end.ivcsw.saturating_sub(start.ivcsw);
+    Ok(o)
+}
