@@ -79,6 +79,13 @@ impl LabRun {
         serde_json::from_str(&text).unwrap()
     }
 
+    /// The workload's PID and scratch directory, from the session.
+    fn workload(&self) -> (u64, PathBuf) {
+        let s = self.session();
+        let scratch = s["truth"]["workload"]["scratch"].as_str().unwrap();
+        (s["pid"].as_u64().unwrap(), PathBuf::from(scratch))
+    }
+
     fn answer(&self, key: &str, value: &str) {
         let out = kdiag()
             .args(["answer", "0-demo", key, value, "--dir"])
@@ -112,9 +119,7 @@ fn lab_checks_a_step_and_leaves_nothing_behind() {
     }
     let root = tempfile::tempdir().unwrap();
     let mut lab = LabRun::start(root.path(), 11);
-    let session = lab.session();
-    let pid = session["pid"].as_u64().unwrap();
-    let scratch = PathBuf::from(session["truth"]["workload"]["scratch"].as_str().unwrap());
+    let (pid, scratch) = lab.workload();
     assert!(pid_alive(pid), "the workload runs");
     let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap();
     assert_eq!(comm.trim(), "io-app");
@@ -151,7 +156,7 @@ fn reference_answers_pass_and_empty_answers_fail() {
     }
     let root = tempfile::tempdir().unwrap();
     let lab = LabRun::start(root.path(), 4);
-    let pid = lab.session()["pid"].as_u64().unwrap();
+    let (pid, _) = lab.workload();
     let file = lab.session()["truth"]["expect"]["file"]
         .as_str()
         .unwrap()
@@ -329,9 +334,7 @@ fn killing_the_lab_stops_its_workload() {
     }
     let root = tempfile::tempdir().unwrap();
     let mut lab = LabRun::start(root.path(), 12);
-    let session = lab.session();
-    let pid = session["pid"].as_u64().unwrap();
-    let scratch = PathBuf::from(session["truth"]["workload"]["scratch"].as_str().unwrap());
+    let (pid, scratch) = lab.workload();
     // SAFETY: signalling the kdiag this test started.
     unsafe { libc::kill(lab.child.id() as i32, libc::SIGTERM) };
     lab.child.wait().unwrap();
