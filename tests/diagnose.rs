@@ -93,6 +93,13 @@ fn bad_targets_are_clear_errors() {
     assert!(stderr(&out).contains("-p PID, or -- CMD"));
     let out = run_kdiag(&["diagnose", "-d", "0", "-p", "1"]);
     assert_eq!(out.status.code(), Some(2));
+    let out = run_kdiag(&["diagnose", "--", "sh", "-c", "exit 3"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("(exited with code 3): nothing to diagnose"),
+        "{}",
+        stderr(&out)
+    );
     let out = run_kdiag(&["diagnose", "--", "/nonexistent/prog"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("cannot run"), "{}", stderr(&out));

@@ -5,13 +5,14 @@
 
 use std::ffi::OsString;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
 use crate::analysis::classify::classify;
 use crate::error::{self, usage};
+use crate::model::exec::Exit;
 use crate::render;
 use crate::sys::proc::observe::observe;
 use crate::sys::spawn::HeldChild;
@@ -69,10 +70,22 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         eprintln!("Watching PID {pid} for {:.1} s ...", args.duration);
     }
     let observed = observe(pid, window, &stop);
+    // A command that ended on its own within the window says how.
+    let ended = child.as_mut().and_then(|c| c.try_wait());
     if let Some(c) = child.as_mut() {
         end(c);
     }
     let o = observed?;
+    // Too short a look gives no verdict worth having.
+    if o.window_s < (args.duration / 2.0).min(0.5) && !stop.load(Ordering::Relaxed) {
+        let how = ended.map_or(String::new(), |s| {
+            format!(" ({})", render::exec::exit_text(&Exit::from_status(s)))
+        });
+        anyhow::bail!(
+            "PID {pid} ended after {:.1} s{how}: nothing to diagnose",
+            o.window_s
+        );
+    }
     let d = classify(&o);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

@@ -78,6 +78,14 @@ pub fn observe(pid: i32, window: Duration, stop: &AtomicBool) -> anyhow::Result<
     let mut last = None;
     while t0.elapsed() < window && !stop.load(Ordering::Relaxed) {
         let now = Instant::now();
+        // Gone, or a zombie waiting for its parent (our own -- CMD child).
+        let state = std::fs::read(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|b| parse::stat(&b))
+            .map(|st| st.state);
+        if matches!(state, None | Some('Z' | 'X')) {
+            break;
+        }
         if now >= next_rss {
             match (rss_kib(pid), counters(&mut reader, pid)) {
                 (Some(kib), Some(c)) => {
