@@ -67,7 +67,8 @@ const GROWTH_RATE_KIB_S: f64 = 512.0;
 pub fn classify(o: &Observation) -> Diagnosis {
     let w = o.window_s.max(1e-3);
     let cpu = (o.user_s + o.system_s) / w;
-    let run_wait = o.run_delay_s / w;
+    let run_delay = o.run_delay_s.unwrap_or(0.0);
+    let run_wait = run_delay / w;
     let samples = Samples::of(o);
     let d = samples.share('D');
     let io_rate = (o.read_bytes.unwrap_or(0) + o.write_bytes.unwrap_or(0)) as f64 / w;
@@ -83,11 +84,13 @@ pub fn classify(o: &Observation) -> Diagnosis {
             if o.threads == 1 { "" } else { "s" }
         ),
         format!("Thread states: {}", states(&samples)),
-        format!(
-            "Waiting for a CPU: {:.0}% of the time (run queue {:.2} s)",
-            run_wait * 100.0,
-            o.run_delay_s
-        ),
+        match o.run_delay_s {
+            Some(d) => format!(
+                "Waiting for a CPU: {:.0}% of the time (run queue {d:.2} s)",
+                run_wait * 100.0
+            ),
+            None => "Waiting for a CPU: unknown (this kernel keeps no schedstats)".to_string(),
+        },
     ];
     if let (Some(r), Some(wr)) = (o.read_bytes, o.write_bytes) {
         evidence.push(format!(
@@ -138,7 +141,7 @@ pub fn classify(o: &Observation) -> Diagnosis {
             ),
             vec![format!("sudo kdiag iosnoop -p {pid} --summary 5")],
         )
-    } else if cpu >= 0.5 && o.run_delay_s / (o.run_delay_s + o.user_s + o.system_s) >= 0.25 {
+    } else if cpu >= 0.5 && run_delay / (run_delay + o.user_s + o.system_s) >= 0.25 {
         (
             Class::Sched,
             format!(
@@ -287,8 +290,20 @@ mod tests {
             "{:?}",
             d.evidence
         );
-        o.run_delay_s = 1.5;
+        o.run_delay_s = Some(1.5);
         assert_eq!(classify(&o).verdict, Class::Sched);
+        o.run_delay_s = None;
+        let d = classify(&o);
+        assert_eq!(
+            d.verdict,
+            Class::Cpu,
+            "no schedstats: no claim about the queue"
+        );
+        assert!(
+            d.evidence
+                .iter()
+                .any(|e| e.contains("unknown (this kernel keeps no schedstats)"))
+        );
     }
 
     #[test]

@@ -46,8 +46,9 @@ pub struct Observation {
     /// CPU time used in the window (user and system).
     pub user_s: f64,
     pub system_s: f64,
-    /// Time its threads waited runnable for a CPU (schedstat run_delay).
-    pub run_delay_s: f64,
+    /// Time its threads waited runnable for a CPU (schedstat run_delay);
+    /// None when the kernel keeps no schedstats.
+    pub run_delay_s: Option<f64>,
     /// Storage bytes (/proc/PID/io); None when not readable.
     pub read_bytes: Option<u64>,
     pub write_bytes: Option<u64>,

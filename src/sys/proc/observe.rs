@@ -18,7 +18,8 @@ const RSS_EVERY: Duration = Duration::from_millis(250);
 struct Counters {
     utime: u64,
     stime: u64,
-    run_delay_ns: u64,
+    /// None when the kernel keeps no schedstats (every thread reads "0 0 0").
+    run_delay_ns: Option<u64>,
     io: Option<(u64, u64)>,
     vcsw: u64,
     ivcsw: u64,
@@ -26,12 +27,15 @@ struct Counters {
 
 fn counters(reader: &mut Reader, pid: i32) -> Option<Counters> {
     let p = reader.process(pid)?;
-    let run_delay_ns = tids(pid)
+    let stats: Vec<(u64, u64, u64)> = tids(pid)
         .iter()
         .filter_map(|tid| std::fs::read(format!("/proc/{pid}/task/{tid}/schedstat")).ok())
         .filter_map(|b| parse::schedstat(&b))
-        .map(|s| s.1)
-        .sum();
+        .collect();
+    let run_delay_ns = stats
+        .iter()
+        .any(|s| *s != (0, 0, 0))
+        .then(|| stats.iter().map(|s| s.1).sum());
     Some(Counters {
         utime: p.utime,
         stime: p.stime,
@@ -121,7 +125,10 @@ pub fn observe(pid: i32, window: Duration, stop: &AtomicBool) -> anyhow::Result<
     let hz = hz() as f64;
     o.user_s = end.utime.saturating_sub(start.utime) as f64 / hz;
     o.system_s = end.stime.saturating_sub(start.stime) as f64 / hz;
-    o.run_delay_s = end.run_delay_ns.saturating_sub(start.run_delay_ns) as f64 / 1e9;
+    o.run_delay_s = end
+        .run_delay_ns
+        .zip(start.run_delay_ns)
+        .map(|(e, s)| e.saturating_sub(s) as f64 / 1e9);
     if let (Some(a), Some(b)) = (start.io, end.io) {
         o.read_bytes = Some(b.0.saturating_sub(a.0));
         o.write_bytes = Some(b.1.saturating_sub(a.1));
