@@ -26,6 +26,18 @@ pub fn pids() -> io::Result<Vec<i32>> {
     Ok(v)
 }
 
+/// The thread ids of a process, ascending; empty once it is gone.
+pub fn tids(pid: i32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    let mut tids: Vec<i32> = dir
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    tids.sort_unstable();
+    tids
+}
+
 pub struct Reader {
     buf: Vec<u8>,
     len: usize,
@@ -87,13 +99,10 @@ impl Reader {
 
     /// Every thread of a process, each with the process's command line.
     pub fn threads(&mut self, pid: i32) -> Vec<Process> {
-        let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        let tids = tids(pid);
+        if tids.is_empty() {
             return Vec::new();
-        };
-        let mut tids: Vec<i32> = dir
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-            .collect();
-        tids.sort_unstable();
+        }
         let cmdline = self.cmdline(pid);
         tids.into_iter()
             .filter_map(|tid| {

@@ -7,8 +7,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::{Reader, hz, parse};
+use super::{Reader, hz, parse, tids};
 use crate::model::diagnosis::Observation;
+use crate::model::process::Process;
 
 const SAMPLE: Duration = Duration::from_millis(10);
 const RSS_EVERY: Duration = Duration::from_millis(250);
@@ -23,42 +24,32 @@ struct Counters {
     io: Option<(u64, u64)>,
     vcsw: u64,
     ivcsw: u64,
+    rss_kib: u64,
 }
 
-fn counters(reader: &mut Reader, pid: i32) -> Option<Counters> {
-    let p = reader.process(pid)?;
-    let stats: Vec<(u64, u64, u64)> = tids(pid)
-        .iter()
-        .filter_map(|tid| std::fs::read(format!("/proc/{pid}/task/{tid}/schedstat")).ok())
-        .filter_map(|b| parse::schedstat(&b))
-        .collect();
-    let run_delay_ns = stats
-        .iter()
-        .any(|s| *s != (0, 0, 0))
-        .then(|| stats.iter().map(|s| s.1).sum());
-    Some(Counters {
-        utime: p.utime,
-        stime: p.stime,
-        run_delay_ns,
-        io: p.io.map(|io| (io.read_bytes, io.write_bytes)),
-        vcsw: p.voluntary_ctxt,
-        ivcsw: p.nonvoluntary_ctxt,
-    })
-}
-
-fn tids(pid: i32) -> Vec<i32> {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .map(|d| {
-            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn rss_kib(pid: i32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
+impl Counters {
+    /// From a snapshot of the process (read with `top_extras`), plus every
+    /// thread's schedstat.
+    fn of(p: &Process) -> Counters {
+        let stats: Vec<(u64, u64, u64)> = tids(p.pid)
+            .iter()
+            .filter_map(|tid| std::fs::read(format!("/proc/{}/task/{tid}/schedstat", p.pid)).ok())
+            .filter_map(|b| parse::schedstat(&b))
+            .collect();
+        let run_delay_ns = stats
+            .iter()
+            .any(|s| *s != (0, 0, 0))
+            .then(|| stats.iter().map(|s| s.1).sum());
+        Counters {
+            utime: p.utime,
+            stime: p.stime,
+            run_delay_ns,
+            io: p.io.map(|io| (io.read_bytes, io.write_bytes)),
+            vcsw: p.voluntary_ctxt,
+            ivcsw: p.nonvoluntary_ctxt,
+            rss_kib: p.rss_kib,
+        }
+    }
 }
 
 /// Watch `pid` for `window` (less if it exits or `stop` is set). An error
@@ -66,14 +57,13 @@ fn rss_kib(pid: i32) -> Option<u64> {
 pub fn observe(pid: i32, window: Duration, stop: &AtomicBool) -> anyhow::Result<Observation> {
     let mut reader = Reader::new();
     reader.top_extras = true;
-    let comm = reader
+    let first = reader
         .process(pid)
-        .map(|p| p.comm)
         .ok_or_else(|| anyhow::anyhow!("no process with PID {pid}"))?;
-    let start = counters(&mut reader, pid).ok_or_else(|| anyhow::anyhow!("PID {pid} exited"))?;
+    let start = Counters::of(&first);
     let mut o = Observation {
         pid,
-        comm,
+        comm: first.comm,
         ..Default::default()
     };
     let t0 = Instant::now();
@@ -82,26 +72,11 @@ pub fn observe(pid: i32, window: Duration, stop: &AtomicBool) -> anyhow::Result<
     let mut last = None;
     while t0.elapsed() < window && !stop.load(Ordering::Relaxed) {
         let now = Instant::now();
-        // Gone, or a zombie waiting for its parent (our own -- CMD child).
-        let state = std::fs::read(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|b| parse::stat(&b))
-            .map(|st| st.state);
-        if matches!(state, None | Some('Z' | 'X')) {
-            break;
-        }
-        if now >= next_rss {
-            match (rss_kib(pid), counters(&mut reader, pid)) {
-                (Some(kib), Some(c)) => {
-                    o.rss_kib.push((t0.elapsed().as_secs_f64(), kib));
-                    last = Some(c);
-                }
-                _ => break, // gone
-            }
-            next_rss += RSS_EVERY;
-        }
         let tids = tids(pid);
         o.threads = o.threads.max(tids.len());
+        // Gone, or a zombie waiting for its parent (our own -- CMD child):
+        // its main thread says so.
+        let mut alive = false;
         for tid in tids {
             let dir = format!("/proc/{pid}/task/{tid}");
             let Some(st) = std::fs::read(format!("{dir}/stat"))
@@ -110,15 +85,34 @@ pub fn observe(pid: i32, window: Duration, stop: &AtomicBool) -> anyhow::Result<
             else {
                 continue;
             };
+            if tid == pid {
+                alive = !matches!(st.state, 'Z' | 'X');
+                if !alive {
+                    break;
+                }
+            }
             let wchan = match st.state {
                 'S' | 'D' => std::fs::read_to_string(format!("{dir}/wchan")).unwrap_or_default(),
                 _ => String::new(),
             };
             o.sample(st.state, if wchan == "0" { "" } else { &wchan });
         }
+        if !alive {
+            break;
+        }
+        if now >= next_rss {
+            let Some(c) = reader.process(pid).map(|p| Counters::of(&p)) else {
+                break; // gone
+            };
+            o.rss_kib.push((t0.elapsed().as_secs_f64(), c.rss_kib));
+            last = Some(c);
+            next_rss += RSS_EVERY;
+        }
         std::thread::sleep(SAMPLE.saturating_sub(now.elapsed()));
     }
-    let end = counters(&mut reader, pid)
+    let end = reader
+        .process(pid)
+        .map(|p| Counters::of(&p))
         .or(last)
         .unwrap_or_else(|| start.clone());
     o.window_s = t0.elapsed().as_secs_f64();
