@@ -6,7 +6,7 @@
 use std::ffi::OsString;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 
@@ -73,7 +73,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     // A command that ended on its own within the window says how.
     let ended = child.as_mut().and_then(|c| c.try_wait());
     if let Some(c) = child.as_mut() {
-        end(c);
+        c.stop(Duration::from_secs(2));
     }
     let o = observed?;
     // Too short a look gives no verdict worth having.
@@ -98,23 +98,4 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         render::diagnose::report(&mut out, &o, &d)?;
     }
     Ok(error::OK)
-}
-
-/// Stop the command we started: SIGTERM, SIGKILL after 2 s, reaped.
-fn end(c: &mut HeldChild) {
-    if c.try_wait().is_some() {
-        return;
-    }
-    // SAFETY: signalling our own, not yet reaped, child.
-    unsafe { libc::kill(c.pid as i32, libc::SIGTERM) };
-    let t = Instant::now();
-    while c.try_wait().is_none() {
-        if t.elapsed() > Duration::from_secs(2) {
-            // SAFETY: as above.
-            unsafe { libc::kill(c.pid as i32, libc::SIGKILL) };
-            let _ = c.reap();
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }

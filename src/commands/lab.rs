@@ -7,7 +7,7 @@ use std::io::{BufRead, Write};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 
@@ -16,6 +16,7 @@ use crate::grade::{self, CheckFile, Status, report};
 use crate::lab::answers::Answers;
 use crate::lab::session::Session;
 use crate::lab::{self, Lab, Source};
+use crate::sys::spawn::terminate;
 use crate::sys::{privilege, workloads};
 
 #[derive(Debug, clap::Args)]
@@ -267,20 +268,10 @@ impl Workload {
 
     /// SIGTERM, then SIGKILL after 5 s; reaped either way.
     fn stop(&mut self) {
-        if self.exited().is_some() {
-            return;
-        }
-        // SAFETY: signalling our own child, not yet reaped.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let t = Instant::now();
-        while self.exited().is_none() {
-            if t.elapsed() > Duration::from_secs(5) {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let child = &mut self.child;
+        terminate(child.id(), Duration::from_secs(5), || {
+            child.try_wait().ok().flatten().is_some()
+        });
     }
 }
 

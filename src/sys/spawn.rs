@@ -13,6 +13,7 @@ use std::io::{self, Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use crate::sys::privilege::InvokerSwitch;
 
@@ -20,6 +21,29 @@ use crate::sys::privilege::InvokerSwitch;
 const EXEC_FAILED: i32 = 127;
 /// Exit code of a child that could not become the invoking user.
 const SWITCH_FAILED: i32 = 126;
+
+/// Stop a child of ours: SIGTERM, then SIGKILL once `grace` has passed.
+/// `ended` polls it without blocking and reaps it when it has ended; it is
+/// not called again once it said so. Returns when the child is reaped.
+pub fn terminate(pid: u32, grace: Duration, mut ended: impl FnMut() -> bool) {
+    for (sig, wait) in [(libc::SIGTERM, Some(grace)), (libc::SIGKILL, None)] {
+        if ended() {
+            return;
+        }
+        // SAFETY: signalling our own child, not yet reaped.
+        unsafe { libc::kill(pid as i32, sig) };
+        let t = Instant::now();
+        loop {
+            if ended() {
+                return;
+            }
+            if wait.is_some_and(|w| t.elapsed() > w) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
 
 /// A forked child waiting for `release` before it calls execve.
 pub struct HeldChild {
@@ -219,6 +243,15 @@ impl HeldChild {
         }
     }
 
+    /// Stop the command (see `terminate`) unless it was already reaped.
+    pub fn stop(&mut self, grace: Duration) {
+        if self.reaped {
+            return;
+        }
+        let pid = self.pid;
+        terminate(pid, grace, || self.try_wait().is_some());
+    }
+
     /// The wait status once the child has ended (non-blocking).
     pub fn try_wait(&mut self) -> Option<i32> {
         self.try_reap().ok().flatten().map(|(status, _)| status)
@@ -288,6 +321,23 @@ mod tests {
 
     fn exit_code(status: i32) -> Option<i32> {
         libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status))
+    }
+
+    #[test]
+    fn terminate_kills_what_ignores_sigterm() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "trap '' TERM; while :; do sleep 0.05; done"])
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(100)); // let the trap be set
+        let t = Instant::now();
+        terminate(child.id(), Duration::from_millis(200), || {
+            child.try_wait().unwrap().is_some()
+        });
+        let status = child.try_wait().unwrap().expect("reaped");
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(libc::SIGKILL));
+        assert!(t.elapsed() >= Duration::from_millis(200));
     }
 
     #[test]
