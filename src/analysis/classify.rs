@@ -83,7 +83,7 @@ pub fn classify(o: &Observation) -> Diagnosis {
             o.threads,
             if o.threads == 1 { "" } else { "s" }
         ),
-        format!("Thread states: {}", states(&samples)),
+        format!("Thread states: {}", shares(&samples.states, usize::MAX)),
         match o.run_delay_s {
             Some(d) => format!(
                 "Waiting for a CPU: {:.0}% of the time (run queue {d:.2} s)",
@@ -99,8 +99,8 @@ pub fn classify(o: &Observation) -> Diagnosis {
             human_bytes((wr as f64 / w) as u64)
         ));
     }
-    if let Some(waits) = top_waits(&samples) {
-        evidence.push(format!("Sleeping in: {waits}"));
+    if !samples.wchans.is_empty() {
+        evidence.push(format!("Sleeping in: {}", shares(&samples.wchans, 3)));
     }
     if samples.for_work > 0 {
         let all = samples.for_work + samples.states.values().sum::<u64>();
@@ -179,7 +179,6 @@ pub fn classify(o: &Observation) -> Diagnosis {
             vec![],
         )
     };
-    evidence.retain(|e| !e.is_empty());
     Diagnosis {
         verdict,
         summary,
@@ -217,32 +216,17 @@ fn futex_share(s: &Samples) -> f64 {
     futex as f64 / all as f64
 }
 
-/// "R 97%, S 3%", most frequent first.
-fn states(s: &Samples) -> String {
-    let all = s.states.values().sum::<u64>().max(1) as f64;
-    let mut v: Vec<(&char, &u64)> = s.states.iter().collect();
+/// "R 97%, S 3%": the `most` most frequent keys with their shares; empty
+/// when there is nothing.
+fn shares<K: std::fmt::Display + Ord>(counts: &BTreeMap<K, u64>, most: usize) -> String {
+    let all = counts.values().sum::<u64>().max(1) as f64;
+    let mut v: Vec<(&K, &u64)> = counts.iter().collect();
     v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     v.iter()
-        .map(|(c, n)| format!("{c} {:.0}%", **n as f64 * 100.0 / all))
+        .take(most)
+        .map(|(k, n)| format!("{k} {:.0}%", **n as f64 * 100.0 / all))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// The three most frequent wait channels with their shares.
-fn top_waits(s: &Samples) -> Option<String> {
-    let all: u64 = s.wchans.values().sum();
-    if all == 0 {
-        return None;
-    }
-    let mut v: Vec<(&String, &u64)> = s.wchans.iter().collect();
-    v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-    Some(
-        v.iter()
-            .take(3)
-            .map(|(w, n)| format!("{w} {:.0}%", **n as f64 * 100.0 / all as f64))
-            .collect::<Vec<_>>()
-            .join(", "),
-    )
 }
 
 #[cfg(test)]
