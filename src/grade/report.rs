@@ -31,10 +31,18 @@ pub fn render_invalid(format: Format, lab: &str, why: &str) -> String {
         Format::Text => format!("cannot grade: {why}\n"),
         Format::Json => pretty(serde_json::json!({"lab": lab, "error": why})),
         Format::Gradescope => pretty(serde_json::json!({"score": 0.0, "output": why})),
-        Format::Junit => format!(
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"{l}\" tests=\"1\" failures=\"0\" errors=\"1\">\n  <testsuite name=\"{l}\" tests=\"1\" failures=\"0\" errors=\"1\">\n    <testcase classname=\"{l}\" name=\"answers\">\n      <error message=\"{w}\"/>\n    </testcase>\n  </testsuite>\n</testsuites>\n",
-            l = xml(lab),
-            w = xml(why)
+        // One test case in error: the answers themselves.
+        Format::Junit => junit(
+            lab,
+            &[CheckResult {
+                id: "answers".into(),
+                step: "answers".into(),
+                name: "answers file".into(),
+                status: Status::Error,
+                score: 0.0,
+                max_score: 0.0,
+                message: why.into(),
+            }],
         ),
         // gradable: false costs the student no attempt.
         Format::Prairielearn => pretty(serde_json::json!({
