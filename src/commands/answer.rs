@@ -35,10 +35,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let file = dir.join("answers.toml");
     let mut answers = Answers::load(&file)?;
     answers.set(&args.key, &args.value)?;
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    std::fs::write(&file, answers.to_toml())
+    privilege::create_dir_all_as_invoker(&dir)
+        .with_context(|| format!("cannot create {}", dir.display()))?;
+    privilege::write_as_invoker(&file, answers.to_toml())
         .with_context(|| format!("cannot write {}", file.display()))?;
-    let _ = privilege::chown_to_invoker(&file);
     println!(
         "{} = {:?} recorded in {}",
         args.key,

@@ -50,7 +50,7 @@ impl Files {
 
     /// The learner's folder for lab `id`.
     pub fn lab_dir(&self, id: &str) -> PathBuf {
-        lab::lab_dir(&self.dir, id)
+        self.dir.join(id)
     }
 }
 
@@ -77,7 +77,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             .unwrap_or(0),
     };
     let dir = args.files.lab_dir(&lab.id);
-    create_dir(&dir)?;
+    privilege::create_dir_all_as_invoker(&dir)
+        .with_context(|| format!("cannot create {}", dir.display()))?;
     let dir = dir.canonicalize()?;
 
     let truth: serde_json::Value = serde_json::from_str(&workloads::ground_truth(
@@ -96,7 +97,6 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     let session_file = dir.join(Session::FILE);
     session.save(&session_file)?;
-    let _ = privilege::chown_to_invoker(&session_file);
 
     let answers_file = dir.join("answers.toml");
     println!(
@@ -175,8 +175,7 @@ fn guide(
                     if results.iter().all(|r| r.status == Status::Passed) {
                         println!("\nStep done.\n{}", step.explain.trim_end());
                         done.push(step.id.clone());
-                        std::fs::write(&progress_file, done.join("\n") + "\n")?;
-                        let _ = privilege::chown_to_invoker(&progress_file);
+                        privilege::write_as_invoker(&progress_file, done.join("\n") + "\n")?;
                         break;
                     }
                 }
@@ -211,17 +210,6 @@ pub fn load_checks(source: &Source, lab: &str) -> anyhow::Result<CheckFile> {
         anyhow::bail!("{path} is for lab {:?}, not {lab:?}", checks.lab);
     }
     Ok(checks)
-}
-
-fn create_dir(dir: &std::path::Path) -> anyhow::Result<()> {
-    for d in dir.ancestors().collect::<Vec<_>>().into_iter().rev() {
-        if d.as_os_str().is_empty() || d.exists() {
-            continue;
-        }
-        std::fs::create_dir(d).with_context(|| format!("cannot create {}", d.display()))?;
-        let _ = privilege::chown_to_invoker(d);
-    }
-    Ok(())
 }
 
 /// The lab's workload: run as the invoking user, and sent SIGTERM if kdiag

@@ -366,9 +366,7 @@ fn command_line(argv: &[OsString]) -> String {
 
 /// Write a result file, owned by the sudo invoker.
 fn write_file(path: &Path, data: &[u8]) -> anyhow::Result<()> {
-    std::fs::write(path, data).with_context(|| format!("writing {}", path.display()))?;
-    privilege::chown_to_invoker(path).with_context(|| format!("chown {}", path.display()))?;
-    Ok(())
+    privilege::write_as_invoker(path, data).with_context(|| format!("writing {}", path.display()))
 }
 
 /// Now, as `2026-11-22T07:02:28Z`.

@@ -76,8 +76,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
     match &args.output {
         Some(path) => {
-            std::fs::write(path, &buf).with_context(|| format!("writing {}", path.display()))?;
-            crate::sys::privilege::chown_to_invoker(path)?;
+            crate::sys::privilege::write_as_invoker(path, &buf)
+                .with_context(|| format!("writing {}", path.display()))?;
         }
         None => std::io::stderr().write_all(&buf)?,
     }

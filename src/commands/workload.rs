@@ -166,13 +166,13 @@ fn build_module(
             kdir.display()
         );
     }
-    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    privilege::create_dir_all_as_invoker(out)
+        .with_context(|| format!("cannot create {}", out.display()))?;
     let out = out.canonicalize()?;
-    privilege::chown_to_invoker(&out)?;
     for (file, text) in IO_MODULE {
         let path = out.join(file);
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
-        privilege::chown_to_invoker(&path)?;
+        privilege::write_as_invoker(&path, text)
+            .with_context(|| format!("cannot write {}", path.display()))?;
     }
     let mut make = Command::new("make");
     make.arg("-C")

@@ -6,7 +6,7 @@
 pub mod answers;
 pub mod session;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
 use serde::Deserialize;
@@ -207,10 +207,4 @@ pub struct Step {
     pub title: String,
     pub text: String,
     pub explain: String,
-}
-
-/// The directory holding a learner's files for lab `id` under `root`
-/// (answers, session, progress).
-pub fn lab_dir(root: &Path, id: &str) -> PathBuf {
-    root.join(id)
 }

@@ -34,9 +34,11 @@ impl Session {
             .with_context(|| format!("{} is not a kdiag lab session", path.display()))
     }
 
+    /// Write it, owned by the learner (the sudo invoker).
     pub fn save(&self, path: &Path) -> anyhow::Result<()> {
         let text = serde_json::to_string_pretty(self)? + "\n";
-        std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+        crate::sys::privilege::write_as_invoker(path, text)
+            .with_context(|| format!("cannot write {}", path.display()))
     }
 
     /// The facts checks refer to: `session.*`, and the ground truth's

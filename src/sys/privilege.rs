@@ -41,6 +41,24 @@ pub fn chown_to_invoker(path: &Path) -> std::io::Result<()> {
     }
 }
 
+/// Write a file kdiag makes for the user, owned by the invoking user.
+pub fn write_as_invoker(path: &Path, data: impl AsRef<[u8]>) -> std::io::Result<()> {
+    std::fs::write(path, data)?;
+    chown_to_invoker(path)
+}
+
+/// Create `dir` and its missing parents, each owned by the invoking user.
+pub fn create_dir_all_as_invoker(dir: &Path) -> std::io::Result<()> {
+    for d in dir.ancestors().collect::<Vec<_>>().into_iter().rev() {
+        if d.as_os_str().is_empty() || d.exists() {
+            continue;
+        }
+        std::fs::create_dir(d)?;
+        chown_to_invoker(d)?;
+    }
+    Ok(())
+}
+
 /// Make `cmd` run as the invoking user, with that user's supplementary groups
 /// (no-op without sudo).
 pub fn run_as_invoker(cmd: &mut Command) {
