@@ -57,3 +57,16 @@ pub enum Command {
     /// Print the man page
     Man(commands::man::Args),
 }
+
+/// `-p PID,...`, the same for every command that takes a list of processes.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct PidList {
+    /// Only these processes (comma-separated PIDs)
+    #[arg(
+        short = 'p',
+        long = "pid",
+        value_name = "PID,...",
+        value_delimiter = ','
+    )]
+    pub pids: Vec<i32>,
+}

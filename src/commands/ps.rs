@@ -11,14 +11,8 @@ use crate::sys::proc::{self as procfs, users};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Only these processes (comma-separated PIDs)
-    #[arg(
-        short = 'p',
-        long = "pid",
-        value_name = "PID,...",
-        value_delimiter = ','
-    )]
-    pub pids: Vec<i32>,
+    #[command(flatten)]
+    pub only: crate::cli::PidList,
     /// Only processes whose effective user is USER (name or uid)
     #[arg(short = 'u', long = "user", value_name = "USER")]
     pub user: Option<String>,
@@ -54,12 +48,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 
     let mut reader = procfs::Reader::new();
     let mut procs = Vec::new();
-    if args.pids.is_empty() {
+    if args.only.pids.is_empty() {
         procs = reader.all(args.threads).context("cannot list /proc")?;
     } else {
         let mut missing = Vec::new();
         // Like ps: in PID order, each once.
-        let mut pids = args.pids.clone();
+        let mut pids = args.only.pids.clone();
         pids.sort_unstable();
         pids.dedup();
         for pid in pids {

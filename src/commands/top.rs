@@ -30,14 +30,8 @@ pub struct Args {
     /// Print one plain-text frame and exit (also what happens when stdout is not a terminal)
     #[arg(long)]
     pub once: bool,
-    /// Only these processes (comma-separated PIDs)
-    #[arg(
-        short = 'p',
-        long = "pid",
-        value_name = "PID,...",
-        value_delimiter = ','
-    )]
-    pub pids: Vec<i32>,
+    #[command(flatten)]
+    pub only: crate::cli::PidList,
     /// Print one frame as JSON and exit (implies --once)
     #[arg(long)]
     pub json: bool,
@@ -47,7 +41,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if !(args.delay.is_finite() && args.delay >= 0.1) {
         return Err(error::usage("-d needs at least 0.1 seconds"));
     }
-    let mut collector = Collector::new(args.pids.clone())?;
+    let mut collector = Collector::new(args.only.pids.clone())?;
     if args.once || args.json || !io::stdout().is_terminal() {
         // Rates need two snapshots: wait one interval (at most a second).
         std::thread::sleep(Duration::from_secs_f64(args.delay.min(1.0)));
