@@ -50,6 +50,9 @@ impl Scratch {
         tidy_parent: bool,
     ) -> Result<Scratch, String> {
         let show = dir.display().to_string();
+        // Blocked before the directory exists: a SIGTERM between its
+        // creation and the cleanup thread's start would leave it behind.
+        let signals = block_exit_signals();
         if let Some(parent) = dir.parent() {
             fs::create_dir_all(parent)
                 .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
@@ -91,7 +94,7 @@ impl Scratch {
                 "{show} is on tmpfs, where writes never reach a disk: pass --scratch DIR on a disk-backed file system"
             ));
         }
-        remove_on_signal(&scratch.dir, tidy_parent);
+        remove_on_signal(signals, &scratch.dir, tidy_parent);
         Ok(scratch)
     }
 
@@ -227,11 +230,10 @@ fn free_bytes(dir: &Path) -> Option<u64> {
 }
 
 /// Block SIGINT, SIGTERM and SIGHUP in this thread (and so in every thread
-/// started later) and let one thread wait for them: it removes the directory
-/// and exits with 128 + the signal, however busy the workers are.
-fn remove_on_signal(dir: &Path, tidy_parent: bool) {
+/// started later); `remove_on_signal` then waits for them.
+fn block_exit_signals() -> libc::sigset_t {
     // SAFETY: plain signal-set manipulation on a local sigset_t.
-    let set = unsafe {
+    unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
         for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
@@ -239,7 +241,12 @@ fn remove_on_signal(dir: &Path, tidy_parent: bool) {
         }
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
         set
-    };
+    }
+}
+
+/// Let one thread wait for the blocked `set`: it removes the directory and
+/// exits with 128 + the signal, however busy the workers are.
+fn remove_on_signal(set: libc::sigset_t, dir: &Path, tidy_parent: bool) {
     let dir = dir.to_path_buf();
     std::thread::Builder::new()
         .name("scratch-cleanup".into())
