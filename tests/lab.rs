@@ -15,14 +15,20 @@ use common::{kdiag, require_root, stdout};
 /// `kdiag lab 0-demo` running with piped input; its output lines arrive on
 /// a channel. Dropping it closes stdin (the lab quits) and reaps kdiag.
 struct LabRun {
+    _one: std::sync::MutexGuard<'static, ()>,
     child: Child,
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
     dir: PathBuf,
 }
 
+/// One lab at a time: every run of io-app uses the same scratch directory,
+/// and a second one refuses to start while the first runs.
+static ONE_WORKLOAD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 impl LabRun {
     fn start(root: &Path, seed: u64) -> LabRun {
+        let guard = ONE_WORKLOAD.lock().unwrap_or_else(|e| e.into_inner());
         let mut child = kdiag()
             .args(["lab", "0-demo", "--seed", &seed.to_string(), "--dir"])
             .arg(root)
@@ -41,6 +47,7 @@ impl LabRun {
             }
         });
         let run = LabRun {
+            _one: guard,
             stdin: child.stdin.take(),
             child,
             lines,
