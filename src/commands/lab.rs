@@ -156,7 +156,12 @@ fn guide(
                 return Ok(error::FAILURE);
             };
             if let Some(code) = workload.exited() {
-                anyhow::bail!("the workload stopped on its own ({code}): run the lab again");
+                // Its own last words say why (e.g. its scratch directory is
+                // in use by another run of it).
+                let log =
+                    std::fs::read_to_string(session.dir.join("workload.log")).unwrap_or_default();
+                let why = log.lines().last().unwrap_or("no output");
+                anyhow::bail!("the workload stopped on its own ({code}: {why}); run the lab again");
             }
             match line.trim() {
                 "c" | "check" => {
