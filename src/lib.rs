@@ -11,11 +11,13 @@ pub mod cli;
 pub mod commands;
 pub mod error;
 pub mod grade;
+pub mod instruments;
 pub mod lab;
 pub mod model;
 pub mod render;
 pub mod sys;
 pub mod tui;
+pub mod workloads;
 
 #[cfg(test)]
 pub(crate) mod testing;

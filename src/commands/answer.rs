@@ -5,7 +5,7 @@ use anyhow::Context;
 
 use crate::error;
 use crate::lab::answers::Answers;
-use crate::sys::privilege;
+use crate::sys::process::privilege;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

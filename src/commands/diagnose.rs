@@ -12,10 +12,10 @@ use anyhow::Context;
 
 use crate::analysis::classify::classify;
 use crate::error::{self, usage};
+use crate::instruments::observe::observe;
 use crate::model::exec::Exit;
 use crate::render;
-use crate::sys::proc::observe::observe;
-use crate::sys::spawn::HeldChild;
+use crate::sys::process::spawn::HeldChild;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

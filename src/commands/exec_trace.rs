@@ -12,10 +12,11 @@ use serde::Serialize;
 
 use crate::analysis::exec_failure::{self, FileFacts, Finding};
 use crate::error;
+use crate::instruments::Tier;
+use crate::instruments::exec::{Filter, Spawned};
 use crate::model::exec::{Exit, ProcessEnd, TraceEvent};
 use crate::render;
-use crate::sys::exec::{Filter, Spawned, TierChoice};
-use crate::sys::spawn::HeldChild;
+use crate::sys::process::spawn::HeldChild;
 
 #[derive(Debug, clap::Args)]
 #[command(arg_required_else_help = true)]
@@ -27,7 +28,7 @@ pub struct Args {
     /// Tracing tier: bpf reads exec filenames and arguments in the kernel;
     /// perf needs no BPF but sees less
     #[arg(long, value_enum, default_value = "auto")]
-    pub tier: TierChoice,
+    pub tier: Tier,
     /// Print the trace and the explanation as JSON
     #[arg(long)]
     pub json: bool,
@@ -53,8 +54,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             "give a command after -- (kdiag exec-trace -- ./prog) or -p PID",
         ));
     }
-    if !crate::sys::privilege::is_root() {
-        return Err(crate::sys::privilege::needs_privilege("kdiag exec-trace"));
+    if !crate::sys::process::privilege::is_root() {
+        return Err(crate::sys::process::privilege::needs_privilege(
+            "kdiag exec-trace",
+        ));
     }
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -70,11 +73,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         if !Path::new(&format!("/proc/{pid}")).exists() {
             anyhow::bail!("no process with PID {pid}");
         }
-        let (mut source, mut notes) = crate::sys::exec::open(args.tier, filter(pid), None)?;
+        let (mut source, mut notes) = crate::instruments::exec::open(args.tier, filter(pid), None)?;
         // On stderr even with --json: scripts wait for it to know tracing is on.
         eprintln!(
             "kdiag exec-trace: watching pid {pid} and its children ({} tier); Ctrl-C to stop",
-            source.tier()
+            source.tier().name()
         );
         while !stop.load(Ordering::Relaxed) {
             source.poll(Duration::from_millis(100), &mut events)?;
@@ -87,11 +90,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             }
         }
         notes.extend(source.notes());
-        (source.tier(), source.lost(), notes, pid)
+        (source.tier().name(), source.lost(), notes, pid)
     } else {
         let mut child = HeldChild::spawn(&args.command).context("starting the command")?;
         let pid = child.pid;
-        let (mut source, mut notes) = crate::sys::exec::open(
+        let (mut source, mut notes) = crate::instruments::exec::open(
             args.tier,
             filter(pid),
             Some(Spawned {
@@ -126,7 +129,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             record_end(&mut events, pid, status);
         }
         notes.extend(source.notes());
-        (source.tier(), source.lost(), notes, pid)
+        (source.tier().name(), source.lost(), notes, pid)
     };
 
     let files = file_facts(&events);

@@ -6,9 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::instruments::Tier;
+use crate::instruments::exec::Filter;
 use crate::model::exec::{ExecEvent, TraceEvent};
 use crate::render;
-use crate::sys::exec::{Filter, TierChoice};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -24,7 +25,7 @@ pub struct Args {
     /// Tracing tier: bpf reads filenames and arguments in the kernel; perf
     /// reads arguments from /proc after the fact (best effort)
     #[arg(long, value_enum, default_value = "auto")]
-    pub tier: TierChoice,
+    pub tier: Tier,
     /// Print the execs as JSON when done
     #[arg(long)]
     pub json: bool,
@@ -38,8 +39,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             "DURATION must be a positive number of seconds",
         ));
     }
-    if !crate::sys::privilege::is_root() {
-        return Err(crate::sys::privilege::needs_privilege("kdiag execsnoop"));
+    if !crate::sys::process::privilege::is_root() {
+        return Err(crate::sys::process::privilege::needs_privilege(
+            "kdiag execsnoop",
+        ));
     }
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -50,7 +53,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         follow_children: false,
         signals: false,
     };
-    let (mut source, notes) = crate::sys::exec::open(args.tier, filter, None)?;
+    let (mut source, notes) = crate::instruments::exec::open(args.tier, filter, None)?;
     let mut err = std::io::stderr().lock();
     for n in notes.iter().chain(&source.notes()) {
         writeln!(err, "note: {n}")?;
@@ -58,7 +61,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     writeln!(
         err,
         "tracing execs system-wide ({} tier); Ctrl-C to stop",
-        source.tier()
+        source.tier().name()
     )?;
     drop(err);
 

@@ -12,22 +12,11 @@ use serde::Serialize;
 
 use crate::analysis::io_filter::IoFilter;
 use crate::analysis::io_pattern::{self, IoPattern, Log2Hist, ProcessIo};
+use crate::instruments::Tier;
+use crate::instruments::block::{self, Options};
 use crate::model::block::{BlockIo, LatencyCount};
 use crate::render::iosnoop::{self as view, Columns};
-use crate::sys::block_perf::BlockPerf;
-use crate::sys::bpf::block::{BlockBpf, Options};
 use crate::sys::disks;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Tier {
-    /// BPF where the kernel allows it, else perf
-    Auto,
-    /// tp_btf programs keyed by the request: exact latencies, in-kernel histograms
-    Bpf,
-    /// perf_event_open tracepoints matched by (dev, sector)
-    Perf,
-}
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  \
@@ -80,67 +69,6 @@ pub struct Args {
 /// 200 MB. Beyond it requests are still printed and counted.
 const MAX_KEPT: usize = 1_000_000;
 
-/// Either tier, behind one face.
-enum Source {
-    Bpf(BlockBpf),
-    Perf(BlockPerf),
-}
-
-impl Source {
-    fn start(tier: Tier, options: Options) -> anyhow::Result<(Source, Option<String>)> {
-        let names = disks::names();
-        match tier {
-            Tier::Bpf => Ok((Source::Bpf(BlockBpf::start(options, names)?), None)),
-            Tier::Perf => Ok((Source::Perf(BlockPerf::start(options, names)?), None)),
-            Tier::Auto => match BlockBpf::start(options, names.clone()) {
-                Ok(b) => Ok((Source::Bpf(b), None)),
-                Err(e) => {
-                    let why = format!("BPF tier unavailable ({e:#}); using the perf tier");
-                    Ok((Source::Perf(BlockPerf::start(options, names)?), Some(why)))
-                }
-            },
-        }
-    }
-
-    fn tier(&self) -> Tier {
-        match self {
-            Source::Bpf(_) => Tier::Bpf,
-            Source::Perf(_) => Tier::Perf,
-        }
-    }
-
-    fn has_io_start(&self) -> bool {
-        match self {
-            Source::Bpf(b) => b.has_io_start,
-            Source::Perf(p) => p.has_io_start,
-        }
-    }
-
-    fn poll(&self, timeout: Duration) -> anyhow::Result<()> {
-        match self {
-            Source::Bpf(b) => {
-                b.poll(timeout);
-                Ok(())
-            }
-            Source::Perf(p) => p.poll(timeout),
-        }
-    }
-
-    fn drain(&mut self, out: &mut Vec<BlockIo>, last: bool) {
-        match self {
-            Source::Bpf(b) => b.drain(out),
-            Source::Perf(p) => p.drain(out, last),
-        }
-    }
-
-    fn lost(&self) -> u64 {
-        match self {
-            Source::Bpf(b) => b.lost(),
-            Source::Perf(p) => p.lost(),
-        }
-    }
-}
-
 /// The --json document.
 #[derive(Serialize)]
 struct Report {
@@ -188,7 +116,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         queued: args.queued,
         hist_only: args.hist,
     };
-    let (mut source, fallback) = Source::start(args.tier, options)?;
+    let (mut source, fallback) = block::open(args.tier, options)?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop))
@@ -235,9 +163,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 d.saturating_duration_since(Instant::now())
                     .min(Duration::from_millis(100))
             });
-            source.poll(wait)?;
+            source.poll(wait, &mut batch)?;
+        } else {
+            source.finish(&mut batch)?;
         }
-        source.drain(&mut batch, last);
         for io in batch.drain(..).filter(|io| filter.matches(io)) {
             if live {
                 let _ = view::write_row(&mut out, &io, columns, t0);
@@ -260,32 +189,15 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let elapsed = began.elapsed().as_secs_f64();
     let lost = source.lost();
     let tier = source.tier();
-    if let Source::Perf(p) = &source {
-        let (throttled, unmatched) = p.gaps();
-        if throttled > 0 {
-            eprintln!(
-                "perf tier: the kernel throttled the block tracepoints {throttled} times; requests are missing."
-            );
-        }
-        if unmatched > 0 {
-            eprintln!(
-                "perf tier: {unmatched} issued requests showed no completion (in flight at the end, \
-                 or their completion records were not delivered)."
-            );
-        }
-        if let Some((counted, delivered)) = p.undelivered() {
-            eprintln!(
-                "perf tier: the kernel counted {counted} completions but delivered only {delivered} \
-                 as samples (no records were lost): this kernel drops tracepoint samples taken in \
-                 an interrupt on an idle CPU. Latencies are missing for those requests; \
-                 use --tier bpf for exact results."
-            );
-        }
+    for note in source.notes() {
+        eprintln!("{note}");
     }
-    let counts: Option<Vec<LatencyCount>> = match (&source, args.hist) {
-        (Source::Bpf(b), true) => Some(b.hist()?),
-        (_, true) => Some(io_pattern::latency_counts(&kept)),
-        _ => None,
+    let counts: Option<Vec<LatencyCount>> = match args.hist {
+        true => Some(match source.hist()? {
+            Some(kernel) => kernel,
+            None => io_pattern::latency_counts(&kept),
+        }),
+        false => None,
     };
     // Tracing state is released here, before the output is written.
     drop(source);

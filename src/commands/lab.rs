@@ -16,8 +16,9 @@ use crate::grade::{self, CheckFile, Status, report};
 use crate::lab::answers::Answers;
 use crate::lab::session::Session;
 use crate::lab::{self, Lab, Source};
-use crate::sys::spawn::terminate;
-use crate::sys::{privilege, workloads};
+use crate::sys::process::privilege;
+use crate::sys::process::spawn::terminate;
+use crate::workloads;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

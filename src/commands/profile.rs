@@ -12,12 +12,12 @@ use anyhow::{Context, bail};
 
 use crate::analysis::fold;
 use crate::error::usage;
+use crate::instruments::profile::symbolize::{RecordOptions, Recorder};
 use crate::model::profile::Profile;
 use crate::render;
 use crate::sys::perf::{EventSpec, NoHardwareCounter, Session, Target};
-use crate::sys::privilege;
-use crate::sys::spawn::HeldChild;
-use crate::sys::symbolize::{RecordOptions, Recorder};
+use crate::sys::process::privilege;
+use crate::sys::process::spawn::HeldChild;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

@@ -7,12 +7,12 @@ use anyhow::Context as _;
 use crate::analysis::ps::{self, Context, SortKey};
 use crate::error;
 use crate::render;
-use crate::sys::proc::{self as procfs, users};
+use crate::sys::procfs::{self as procfs, users};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
-    pub only: crate::cli::PidList,
+    pub only: super::args::PidList,
     /// Only processes whose effective user is USER (name or uid)
     #[arg(short = 'u', long = "user", value_name = "USER")]
     pub user: Option<String>,

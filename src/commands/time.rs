@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
-use crate::sys::rusage::{self, RunError};
-use crate::sys::signal_origin::SignalTracer;
+use crate::sys::process::rusage::{self, RunError};
+use crate::sys::process::signal_origin::SignalTracer;
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -41,7 +41,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<u8> {
     // Recording who sends a fatal signal needs tracefs, hence root; without
     // it the report says the sender is unknown and why.
-    let (tracer, origin_note) = if crate::sys::privilege::is_root() {
+    let (tracer, origin_note) = if crate::sys::process::privilege::is_root() {
         match SignalTracer::start() {
             Ok(t) => (Some(t), None),
             Err(e) => (None, Some(format!("tracing signal_generate failed: {e}"))),
@@ -76,7 +76,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
     match &args.output {
         Some(path) => {
-            crate::sys::privilege::write_as_invoker(path, &buf)
+            crate::sys::process::privilege::write_as_invoker(path, &buf)
                 .with_context(|| format!("writing {}", path.display()))?;
         }
         None => std::io::stderr().write_all(&buf)?,

@@ -14,7 +14,7 @@ use crate::error;
 use crate::model::process::Process;
 use crate::model::system::CpuTimes;
 use crate::render::{self, table::Align, table::Table};
-use crate::sys::proc as procfs;
+use crate::sys::procfs;
 use crate::tui::{self, top::Data, top::Key, top::State};
 
 #[derive(Debug, clap::Args)]
@@ -31,7 +31,7 @@ pub struct Args {
     #[arg(long)]
     pub once: bool,
     #[command(flatten)]
-    pub only: crate::cli::PidList,
+    pub only: super::args::PidList,
     /// Print one frame as JSON and exit (implies --once)
     #[arg(long)]
     pub json: bool,

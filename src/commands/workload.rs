@@ -10,8 +10,8 @@ use anyhow::Context;
 
 use crate::error;
 use crate::render::table::{Align, Table};
-use crate::sys::privilege;
-use crate::sys::workloads::{self, WORKLOADS, bin_dir, binary, build_hint};
+use crate::sys::process::privilege;
+use crate::workloads::{self, WORKLOADS, bin_dir, binary, build_hint};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

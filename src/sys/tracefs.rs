@@ -28,8 +28,8 @@ impl Tracefs {
         if let Some(found) = Self::find() {
             return Ok(found);
         }
-        if !crate::sys::privilege::is_root() {
-            return Err(crate::sys::privilege::needs_privilege(
+        if !crate::sys::process::privilege::is_root() {
+            return Err(crate::sys::process::privilege::needs_privilege(
                 "reading tracepoints",
             ));
         }
@@ -76,7 +76,7 @@ impl Tracefs {
                 )
             }
             Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-                return Err(crate::sys::privilege::needs_privilege(&format!(
+                return Err(crate::sys::process::privilege::needs_privilege(&format!(
                     "the tracepoint {system}:{name}"
                 )));
             }

@@ -7,9 +7,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::{Reader, hz, parse, tids};
 use crate::model::diagnosis::Observation;
 use crate::model::process::Process;
+use crate::sys::procfs::{Reader, hz, parse, tids};
 
 const SAMPLE: Duration = Duration::from_millis(10);
 const RSS_EVERY: Duration = Duration::from_millis(250);

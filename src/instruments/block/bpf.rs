@@ -13,20 +13,9 @@ use aya::Btf;
 use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
 use aya::programs::BtfTracePoint;
 
+use super::source::{BlockSource, Options};
+use crate::instruments::{Source, Tier};
 use crate::model::block::{BlockIo, DevId, LatencyCount, Task};
-
-static OBJECT: &[u8] = aya::include_bytes_aligned!("biosnoop.bpf.o");
-
-/// What to trace.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Options {
-    /// Only this device (filtered in the kernel).
-    pub dev: Option<DevId>,
-    /// -Q: latency counted from queue insertion.
-    pub queued: bool,
-    /// --hist: aggregate latencies in the kernel, emit no events.
-    pub hist_only: bool,
-}
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -74,7 +63,7 @@ pub struct BlockBpf {
     options: Options,
     names: HashMap<DevId, String>,
     /// Whether block_io_start (>= 6.5) is attached: submitters are known.
-    pub has_io_start: bool,
+    has_io_start: bool,
 }
 
 impl BlockBpf {
@@ -83,11 +72,15 @@ impl BlockBpf {
         let dev = options.dev.map_or(0, |d| d.to_kernel() as u32);
         let queued = options.queued as u8;
         let hist_only = options.hist_only as u8;
-        let mut ebpf = super::load_with(OBJECT, "block I/O tracing with BPF", |l| {
-            l.override_global("filter_dev", &dev, true)
-                .override_global("queued", &queued, true)
-                .override_global("hist_only", &hist_only, true);
-        })?;
+        let mut ebpf = crate::sys::bpf::load_with(
+            crate::sys::bpf::objects::BIOSNOOP,
+            "block I/O tracing with BPF",
+            |l| {
+                l.override_global("filter_dev", &dev, true)
+                    .override_global("queued", &queued, true)
+                    .override_global("hist_only", &hist_only, true);
+            },
+        )?;
         let btf =
             Btf::from_sys_fs().context("reading the kernel's BTF (/sys/kernel/btf/vmlinux)")?;
         let has_io_start = attach(&mut ebpf, &btf, "block_io_start").is_ok();
@@ -107,7 +100,7 @@ impl BlockBpf {
     }
 
     /// Wait up to `timeout` for events.
-    pub fn poll(&self, timeout: Duration) {
+    fn wait(&self, timeout: Duration) {
         let mut fd = libc::pollfd {
             fd: self.events.as_raw_fd(),
             events: libc::POLLIN,
@@ -118,7 +111,7 @@ impl BlockBpf {
     }
 
     /// Move every completed request into `out`.
-    pub fn drain(&mut self, out: &mut Vec<BlockIo>) {
+    fn drain(&mut self, out: &mut Vec<BlockIo>) {
         while let Some(item) = self.events.next() {
             if item.len() < size_of::<Event>() {
                 continue;
@@ -132,7 +125,7 @@ impl BlockBpf {
 
     /// Events dropped: the ring buffer was full (index 0 of the `lost`
     /// map), or the in-flight table had no free way for a request (index 1).
-    pub fn lost(&self) -> u64 {
+    fn lost_events(&self) -> u64 {
         let Some(map) = self.ebpf.map("lost") else {
             return 0;
         };
@@ -147,7 +140,7 @@ impl BlockBpf {
     }
 
     /// The in-kernel latency histogram (with `hist_only`).
-    pub fn hist(&self) -> anyhow::Result<Vec<LatencyCount>> {
+    fn kernel_hist(&self) -> anyhow::Result<Vec<LatencyCount>> {
         let map = self.ebpf.map("hist").context("no hist map")?;
         let hist = BpfHashMap::<_, HistKey, u64>::try_from(map)?;
         let mut out = Vec::new();
@@ -165,6 +158,43 @@ impl BlockBpf {
             });
         }
         Ok(out)
+    }
+}
+
+impl Source for BlockBpf {
+    type Event = BlockIo;
+
+    fn tier(&self) -> Tier {
+        Tier::Bpf
+    }
+
+    fn poll(&mut self, timeout: Duration, out: &mut Vec<BlockIo>) -> anyhow::Result<()> {
+        self.wait(timeout);
+        self.drain(out);
+        Ok(())
+    }
+
+    fn finish(&mut self, out: &mut Vec<BlockIo>) -> anyhow::Result<()> {
+        self.drain(out);
+        Ok(())
+    }
+
+    fn lost(&self) -> u64 {
+        self.lost_events()
+    }
+
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+impl BlockSource for BlockBpf {
+    fn has_io_start(&self) -> bool {
+        self.has_io_start
+    }
+
+    fn hist(&self) -> anyhow::Result<Option<Vec<LatencyCount>>> {
+        self.kernel_hist().map(Some)
     }
 }
 

@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 
+use super::source::{BlockSource, Options};
+use crate::instruments::{Source, Tier};
 use crate::model::block::{BlockIo, DevId, Task};
 use crate::sys::perf::{Counter, EventSpec, Record, Session, Target};
 use crate::sys::tracefs::{EventFormat, Field, Tracefs};
-
-pub use super::bpf::block::Options;
 
 /// Per-CPU ring size in pages: ~8k records per CPU, room for 100 ms at
 /// tens of thousands of IOPS.
@@ -123,7 +123,7 @@ pub struct BlockPerf {
     pending: Vec<Hit>,
     matcher: Matcher,
     /// Whether block_io_start exists: submitters are known.
-    pub has_io_start: bool,
+    has_io_start: bool,
     /// Completions the kernel counted, to compare with the samples delivered.
     completions: Counter,
     /// The counter's value just before the final drain.
@@ -183,13 +183,9 @@ impl BlockPerf {
         })
     }
 
-    pub fn poll(&self, timeout: Duration) -> anyhow::Result<()> {
-        self.session.poll(timeout).map(|_| ())
-    }
-
     /// Match what the rings hold; completed requests go to `out`. With
     /// `all`, also the records too recent to be sure of their order (at the end).
-    pub fn drain(&mut self, out: &mut Vec<BlockIo>, all: bool) {
+    fn drain(&mut self, out: &mut Vec<BlockIo>, all: bool) {
         if all {
             // Read before draining: every completion counted by now has its
             // sample in a ring already, unless the kernel dropped it.
@@ -233,22 +229,73 @@ impl BlockPerf {
     /// completion interrupt while that CPU is idle are counted but never
     /// written to the ring. Only the BPF tier sees those completions.
     /// Valid after the final `drain(.., true)`.
-    pub fn undelivered(&self) -> Option<(u64, u64)> {
+    fn undelivered(&self) -> Option<(u64, u64)> {
         let counted = self.counted_completions?;
         let delivered = self.delivered_completions;
         (counted > delivered).then_some((counted, delivered))
     }
 
-    /// Records the kernel dropped because a ring was full.
-    pub fn lost(&self) -> u64 {
-        self.session.losses().lost
-    }
-
     /// Why requests may be missing besides lost records: how often sampling
     /// was throttled, and how many issued requests never showed a completion
     /// (after `drain(.., true)`; some may just have been in flight at the end).
-    pub fn gaps(&self) -> (u64, u64) {
+    fn gaps(&self) -> (u64, u64) {
         (self.session.losses().throttled, self.matcher.unmatched())
+    }
+}
+
+impl Source for BlockPerf {
+    type Event = BlockIo;
+
+    fn tier(&self) -> Tier {
+        Tier::Perf
+    }
+
+    fn poll(&mut self, timeout: Duration, out: &mut Vec<BlockIo>) -> anyhow::Result<()> {
+        self.session.poll(timeout)?;
+        self.drain(out, false);
+        Ok(())
+    }
+
+    fn finish(&mut self, out: &mut Vec<BlockIo>) -> anyhow::Result<()> {
+        self.drain(out, true);
+        Ok(())
+    }
+
+    /// Records the kernel dropped because a ring was full.
+    fn lost(&self) -> u64 {
+        self.session.losses().lost
+    }
+
+    /// Why requests may be missing besides lost records (after `finish`).
+    fn notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        let (throttled, unmatched) = self.gaps();
+        if throttled > 0 {
+            notes.push(format!(
+                "perf tier: the kernel throttled the block tracepoints {throttled} times; requests are missing."
+            ));
+        }
+        if unmatched > 0 {
+            notes.push(format!(
+                "perf tier: {unmatched} issued requests showed no completion (in flight at the end, \
+                 or their completion records were not delivered)."
+            ));
+        }
+        if let Some((counted, delivered)) = self.undelivered() {
+            notes.push(format!(
+                "perf tier: the kernel counted {counted} completions but delivered only {delivered} \
+                 as samples (no records were lost): this kernel drops tracepoint samples taken in \
+                 an interrupt on an idle CPU. Latencies are missing for those requests; \
+                 use --tier bpf for exact results."
+            ));
+        }
+        notes
+    }
+}
+
+impl BlockSource for BlockPerf {
+    fn has_io_start(&self) -> bool {
+        self.has_io_start
     }
 }
 

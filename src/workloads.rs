@@ -90,7 +90,7 @@ pub fn ground_truth(name: &str, seed: Option<u64>, args: &[String]) -> anyhow::R
     if let Some(seed) = seed {
         cmd.args(["--seed", &seed.to_string()]);
     }
-    crate::sys::privilege::run_as_invoker(&mut cmd);
+    crate::sys::process::privilege::run_as_invoker(&mut cmd);
     let out = cmd
         .output()
         .with_context(|| format!("cannot run {}", path.display()))?;

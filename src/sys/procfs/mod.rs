@@ -6,7 +6,6 @@
 //! 2,000 extra processes: reading stat, status and cmdline through the
 //! procfs crate took 108 ms of CPU; this reader, formatting included, 67 ms.)
 
-pub mod observe;
 pub mod parse;
 pub mod tty;
 pub mod users;

@@ -15,8 +15,6 @@ use perf_event_open_sys as perf;
 
 use crate::model::capability::{Check, Probes};
 
-static PROBE_OBJ: &[u8] = aya::include_bytes_aligned!("bpf/probe.bpf.o");
-
 const SUDO: &str = "run kdiag with sudo";
 
 const CAP_SYS_ADMIN: u32 = 21;
@@ -26,7 +24,7 @@ const CAP_BPF: u32 = 39;
 /// Run every probe.
 pub fn probe_all() -> Probes {
     let caps = effective_caps();
-    let root = crate::sys::privilege::is_root();
+    let root = crate::sys::process::privilege::is_root();
     let has = |bit: u32| caps.is_some_and(|c| c & (1 << bit) != 0);
     let cap = |bit: u32, name: &str, why: &str| {
         if has(bit) {
@@ -147,7 +145,7 @@ fn effective_caps() -> Option<u64> {
 fn user_check(root: bool, caps: Option<u64>) -> Check {
     // SAFETY: geteuid cannot fail.
     let uid = unsafe { libc::geteuid() };
-    let name = crate::sys::privilege::user_name(uid).unwrap_or_else(|| uid.to_string());
+    let name = crate::sys::process::privilege::user_name(uid).unwrap_or_else(|| uid.to_string());
     let caps = caps.map(|c| format!("CapEff {c:016x}")).unwrap_or_default();
     if root {
         Check::ok(format!("{name} (uid {uid}), {caps}"))
@@ -199,7 +197,7 @@ fn paranoid_check(perfmon: bool) -> Check {
 fn kptr_check() -> Check {
     match read_sysctl("kernel/kptr_restrict") {
         Ok(v) if v == "0" => Check::ok(v),
-        Ok(v) if v == "1" && crate::sys::privilege::is_root() => {
+        Ok(v) if v == "1" && crate::sys::process::privilege::is_root() => {
             Check::ok(format!("{v} (root sees addresses)"))
         }
         Ok(v) => Check::denied(
@@ -211,7 +209,7 @@ fn kptr_check() -> Check {
 }
 
 fn load_probe_object() -> anyhow::Result<aya::Ebpf> {
-    crate::sys::bpf::load(PROBE_OBJ, "the BPF probe")
+    crate::sys::bpf::load(crate::sys::bpf::objects::PROBE, "the BPF probe")
 }
 
 fn program<'a, T>(ebpf: &'a mut aya::Ebpf, name: &str) -> anyhow::Result<&'a mut T>
@@ -227,7 +225,7 @@ where
 /// Run a BPF probe; the Ebpf (programs, links) is dropped inside `f`, so
 /// nothing stays attached.
 fn bpf_check(f: impl FnOnce() -> anyhow::Result<String>) -> Check {
-    let root = crate::sys::privilege::is_root();
+    let root = crate::sys::process::privilege::is_root();
     let err = match f() {
         Ok(detail) => return Check::ok(detail),
         Err(e) => e,

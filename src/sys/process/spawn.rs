@@ -15,7 +15,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::sys::privilege::InvokerSwitch;
+use crate::sys::process::privilege::InvokerSwitch;
 
 /// Exit code of a child whose execve failed (the shell's "not found").
 const EXEC_FAILED: i32 = 127;

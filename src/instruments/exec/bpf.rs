@@ -9,13 +9,13 @@ use aya::maps::{MapData, PerCpuArray, RingBuf, StackTraceMap};
 use aya::programs::{BtfTracePoint, TracePoint};
 use aya::{Btf, Ebpf};
 
+use super::source::Filter;
+use crate::instruments::{Source, Tier};
 use crate::model::exec::{
     ExecEvent, Exit, Fork, PrepareExec, ProcessEnd, SignalEvent, TraceEvent, errno_name,
     si_code_name, signal_name,
 };
-use crate::sys::exec::{Filter, KernelSymbols, Source};
-
-static OBJECT: &[u8] = aya::include_bytes_aligned!("exec.bpf.o");
+use crate::sys::kallsyms::KernelSymbols;
 
 // Mirrors of the C records (exec.bpf.c); every record starts with `kind`.
 const EXEC: u32 = 1;
@@ -122,11 +122,15 @@ impl ExecBpf {
         let pid = filter.pid.unwrap_or(0);
         let follow = filter.follow_children as u8;
         let signals = filter.signals as u8;
-        let mut ebpf = crate::sys::bpf::load_with(OBJECT, "exec tracing (BPF)", |l| {
-            l.override_global("targ_pid", &pid, true)
-                .override_global("follow_children", &follow, true)
-                .override_global("want_signals", &signals, true);
-        })?;
+        let mut ebpf = crate::sys::bpf::load_with(
+            crate::sys::bpf::objects::EXEC,
+            "exec tracing (BPF)",
+            |l| {
+                l.override_global("targ_pid", &pid, true)
+                    .override_global("follow_children", &follow, true)
+                    .override_global("want_signals", &signals, true);
+            },
+        )?;
         let tracefs = crate::sys::tracefs::Tracefs::open()?;
         let mut notes = Vec::new();
         for (prog, event) in [
@@ -278,8 +282,10 @@ impl ExecBpf {
 }
 
 impl Source for ExecBpf {
-    fn tier(&self) -> &'static str {
-        "bpf"
+    type Event = TraceEvent;
+
+    fn tier(&self) -> Tier {
+        Tier::Bpf
     }
 
     fn poll(&mut self, timeout: Duration, out: &mut Vec<TraceEvent>) -> anyhow::Result<()> {

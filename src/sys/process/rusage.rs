@@ -12,8 +12,8 @@ use std::time::Instant;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 
 use crate::model::rusage::{CommandRun, Ending, IoBytes, Rusage};
-use crate::sys::signal_origin::SignalTracer;
-use crate::sys::spawn::HeldChild;
+use crate::sys::process::signal_origin::SignalTracer;
+use crate::sys::process::spawn::HeldChild;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {

@@ -12,11 +12,13 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
+use super::source::{Filter, Spawned};
+use crate::instruments::{Source, Tier};
 use crate::model::exec::{
     ExecEvent, Exit, Fork, PrepareExec, ProcessEnd, SignalEvent, TraceEvent, errno_name,
     si_code_name, signal_name,
 };
-use crate::sys::exec::{Filter, KernelSymbols, Source, Spawned};
+use crate::sys::kallsyms::KernelSymbols;
 use crate::sys::perf::{EventSpec, Record, Session, Space, Target};
 use crate::sys::tracefs::{EventFormat, Tracefs};
 
@@ -249,8 +251,10 @@ fn decode(
 }
 
 impl Source for ExecPerf {
-    fn tier(&self) -> &'static str {
-        "perf"
+    type Event = TraceEvent;
+
+    fn tier(&self) -> Tier {
+        Tier::Perf
     }
 
     fn poll(&mut self, timeout: Duration, out: &mut Vec<TraceEvent>) -> anyhow::Result<()> {
