@@ -13,53 +13,9 @@ use serde::Deserialize;
 
 use crate::error;
 
-/// The embedded labs and checks: (path under the repository, contents).
-const EMBEDDED: &[(&str, &str)] = &[
-    (
-        "labs/0-demo/lab.toml",
-        include_str!("../../labs/0-demo/lab.toml"),
-    ),
-    (
-        "labs/0-demo/steps/1-who.md",
-        include_str!("../../labs/0-demo/steps/1-who.md"),
-    ),
-    (
-        "labs/0-demo/steps/1-who.done.md",
-        include_str!("../../labs/0-demo/steps/1-who.done.md"),
-    ),
-    (
-        "labs/0-demo/steps/2-what.md",
-        include_str!("../../labs/0-demo/steps/2-what.md"),
-    ),
-    (
-        "labs/0-demo/steps/2-what.done.md",
-        include_str!("../../labs/0-demo/steps/2-what.done.md"),
-    ),
-    (
-        "labs/0-demo/steps/3-why.md",
-        include_str!("../../labs/0-demo/steps/3-why.md"),
-    ),
-    (
-        "labs/0-demo/steps/3-why.done.md",
-        include_str!("../../labs/0-demo/steps/3-why.done.md"),
-    ),
-    (
-        "labs/0-demo/steps/4-trend.md",
-        include_str!("../../labs/0-demo/steps/4-trend.md"),
-    ),
-    (
-        "labs/0-demo/steps/4-trend.done.md",
-        include_str!("../../labs/0-demo/steps/4-trend.done.md"),
-    ),
-    (
-        "checks/0-demo.toml",
-        include_str!("../../checks/0-demo.toml"),
-    ),
-    (
-        "checks/solutions/0-demo.toml",
-        include_str!("../../checks/solutions/0-demo.toml"),
-    ),
-];
+/// The embedded labs and checks: (path under the repository, contents),
+/// every file of labs/ and checks/ (listed by build.rs).
+const EMBEDDED: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/embedded_labs.rs"));
 
 /// The lab file format this binary reads.
 pub const FORMAT_VERSION: u32 = 1;
