@@ -16,9 +16,18 @@ use std::io::{self, Read};
 use crate::model::process::{Details, Process};
 use crate::model::system::System;
 
+/// Where the kernel's process files are: `/proc`, or a captured copy of
+/// it for tests and replay (tests/data/procfs/).
+pub const PROC: &str = "/proc";
+
 /// Every PID in /proc, ascending.
 pub fn pids() -> io::Result<Vec<i32>> {
-    let mut v: Vec<i32> = std::fs::read_dir("/proc")?
+    pids_in(PROC)
+}
+
+/// Every PID under `root` (a /proc or a captured copy), ascending.
+pub fn pids_in(root: &str) -> io::Result<Vec<i32>> {
+    let mut v: Vec<i32> = std::fs::read_dir(root)?
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
         .collect();
     v.sort_unstable();
@@ -27,7 +36,11 @@ pub fn pids() -> io::Result<Vec<i32>> {
 
 /// The thread ids of a process, ascending; empty once it is gone.
 pub fn tids(pid: i32) -> Vec<i32> {
-    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+    tids_in(PROC, pid)
+}
+
+fn tids_in(root: &str, pid: i32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir(format!("{root}/{pid}/task")) else {
         return Vec::new();
     };
     let mut tids: Vec<i32> = dir
@@ -38,6 +51,8 @@ pub fn tids(pid: i32) -> Vec<i32> {
 }
 
 pub struct Reader {
+    /// /proc, or a captured copy of it.
+    root: String,
     buf: Vec<u8>,
     len: usize,
     path: String,
@@ -58,9 +73,16 @@ impl Default for Reader {
 
 impl Reader {
     pub fn new() -> Self {
+        Self::with_root(PROC)
+    }
+
+    /// A reader of a captured /proc tree (user names still come from this
+    /// machine's password database, terminal names from its /dev).
+    pub fn with_root(root: &str) -> Self {
         // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
         Reader {
+            root: root.to_string(),
             buf: vec![0; 16 * 1024],
             len: 0,
             path: String::with_capacity(64),
@@ -73,7 +95,7 @@ impl Reader {
 
     /// Every process, and with `threads` every thread of each instead.
     pub fn all(&mut self, threads: bool) -> io::Result<Vec<Process>> {
-        let pids = pids()?;
+        let pids = pids_in(&self.root)?;
         let mut out = Vec::with_capacity(pids.len());
         for pid in pids {
             if threads {
@@ -87,7 +109,7 @@ impl Reader {
 
     /// One process, or `None` if it is gone (it may exit while we read).
     pub fn process(&mut self, pid: i32) -> Option<Process> {
-        let dir = format!("/proc/{pid}");
+        let dir = format!("{}/{pid}", self.root);
         let mut p = self.task(&dir)?;
         p.cmdline = self.cmdline(pid);
         if self.top_extras && p.num_threads > 1 {
@@ -98,14 +120,14 @@ impl Reader {
 
     /// Every thread of a process, each with the process's command line.
     pub fn threads(&mut self, pid: i32) -> Vec<Process> {
-        let tids = tids(pid);
+        let tids = tids_in(&self.root, pid);
         if tids.is_empty() {
             return Vec::new();
         }
         let cmdline = self.cmdline(pid);
         tids.into_iter()
             .filter_map(|tid| {
-                let mut t = self.task(&format!("/proc/{pid}/task/{tid}"))?;
+                let mut t = self.task(&format!("{}/{pid}/task/{tid}", self.root))?;
                 t.pid = pid;
                 t.cmdline = cmdline.clone();
                 Some(t)
@@ -152,7 +174,7 @@ impl Reader {
     }
 
     fn cmdline(&mut self, pid: i32) -> Vec<String> {
-        match self.read(&format!("/proc/{pid}"), "cmdline") {
+        match self.read(&format!("{}/{pid}", self.root), "cmdline") {
             Ok(()) => parse::cmdline(self.data()),
             Err(_) => Vec::new(),
         }
@@ -209,12 +231,18 @@ pub fn clock() -> (i64, i64) {
 
 /// Uptime, load, CPU split and memory of the machine.
 pub fn system() -> io::Result<System> {
-    let (cpu, boot_time) = parse::proc_stat(&std::fs::read("/proc/stat")?);
+    system_in(PROC)
+}
+
+/// The same, from `root` (a /proc or a captured copy).
+pub fn system_in(root: &str) -> io::Result<System> {
+    let read = |name: &str| std::fs::read(format!("{root}/{name}"));
+    let (cpu, boot_time) = parse::proc_stat(&read("stat")?);
     Ok(System {
-        uptime_secs: parse::uptime(&std::fs::read("/proc/uptime")?),
-        load: parse::loadavg(&std::fs::read("/proc/loadavg")?),
+        uptime_secs: parse::uptime(&read("uptime")?),
+        load: parse::loadavg(&read("loadavg")?),
         cpu,
-        memory: parse::meminfo(&std::fs::read("/proc/meminfo")?),
+        memory: parse::meminfo(&read("meminfo")?),
         boot_time,
         hz: hz(),
     })
