@@ -1,11 +1,9 @@
 //! `kdiag answer LAB KEY VALUE`: record a finding in the lab's answers file
 //! (what `kdiag lab` and `kdiag check` read).
 
-use anyhow::Context;
-
 use crate::error;
 use crate::lab::answers::Answers;
-use crate::sys::process::privilege;
+use crate::sys::process::user_files;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -35,10 +33,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let file = dir.join("answers.toml");
     let mut answers = Answers::load(&file)?;
     answers.set(&args.key, &args.value)?;
-    privilege::create_dir_all_as_invoker(&dir)
-        .with_context(|| format!("cannot create {}", dir.display()))?;
-    privilege::write_as_invoker(&file, answers.to_toml())
-        .with_context(|| format!("cannot write {}", file.display()))?;
+    user_files::create_dir_all(&dir)?;
+    user_files::write(&file, answers.to_toml())?;
     println!(
         "{} = {:?} recorded in {}",
         args.key,

@@ -16,8 +16,8 @@ use crate::grade::{self, CheckFile, Status, report};
 use crate::lab::answers::Answers;
 use crate::lab::session::Session;
 use crate::lab::{self, Lab, Source};
-use crate::sys::process::privilege;
 use crate::sys::process::spawn::terminate;
+use crate::sys::process::{privilege, user_files};
 use crate::workloads;
 
 #[derive(Debug, clap::Args)]
@@ -78,8 +78,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             .unwrap_or(0),
     };
     let dir = args.files.lab_dir(&lab.id);
-    privilege::create_dir_all_as_invoker(&dir)
-        .with_context(|| format!("cannot create {}", dir.display()))?;
+    user_files::create_dir_all(&dir)?;
     let dir = dir.canonicalize()?;
 
     let truth: serde_json::Value = serde_json::from_str(&workloads::ground_truth(
@@ -181,7 +180,7 @@ fn guide(
                     if results.iter().all(|r| r.status == Status::Passed) {
                         println!("\nStep done.\n{}", step.explain.trim_end());
                         done.push(step.id.clone());
-                        privilege::write_as_invoker(&progress_file, done.join("\n") + "\n")?;
+                        user_files::write(&progress_file, done.join("\n") + "\n")?;
                         break;
                     }
                 }
@@ -228,9 +227,7 @@ impl Workload {
     fn start(lab: &Lab, seed: u64, dir: &std::path::Path) -> anyhow::Result<Workload> {
         let path = workloads::binary(&lab.workload)?;
         let log = dir.join("workload.log");
-        let out = std::fs::File::create(&log)
-            .with_context(|| format!("cannot create {}", log.display()))?;
-        let _ = privilege::chown_to_invoker(&log);
+        let out = user_files::create(&log)?;
         let mut cmd = Command::new(&path);
         cmd.args(&lab.workload_args)
             .args(["--seed", &seed.to_string(), "--duration", "0"])

@@ -16,8 +16,8 @@ use crate::instruments::profile::symbolize::{RecordOptions, Recorder};
 use crate::model::profile::Profile;
 use crate::render;
 use crate::sys::perf::{EventSpec, NoHardwareCounter, Session, Target};
-use crate::sys::process::privilege;
 use crate::sys::process::spawn::HeldChild;
+use crate::sys::process::user_files;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -364,9 +364,9 @@ fn command_line(argv: &[OsString]) -> String {
     }
 }
 
-/// Write a result file, owned by the sudo invoker.
+/// Write a result file as the user who named it.
 fn write_file(path: &Path, data: &[u8]) -> anyhow::Result<()> {
-    privilege::write_as_invoker(path, data).with_context(|| format!("writing {}", path.display()))
+    Ok(user_files::write(path, data)?)
 }
 
 /// Now, as `2026-11-22T07:02:28Z`.

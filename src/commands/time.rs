@@ -6,8 +6,6 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::Context;
-
 use crate::sys::process::rusage::{self, RunError};
 use crate::sys::process::signal_origin::SignalTracer;
 
@@ -76,8 +74,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
     match &args.output {
         Some(path) => {
-            crate::sys::process::privilege::write_as_invoker(path, &buf)
-                .with_context(|| format!("writing {}", path.display()))?;
+            crate::sys::process::user_files::write(path, &buf)?;
         }
         None => std::io::stderr().write_all(&buf)?,
     }

@@ -10,7 +10,7 @@ use anyhow::Context;
 
 use crate::error;
 use crate::render::table::{Align, Table};
-use crate::sys::process::privilege;
+use crate::sys::process::{privilege, user_files};
 use crate::workloads::{self, WORKLOADS, bin_dir, binary, build_hint};
 
 #[derive(Debug, clap::Args)]
@@ -166,13 +166,11 @@ fn build_module(
             kdir.display()
         );
     }
-    privilege::create_dir_all_as_invoker(out)
-        .with_context(|| format!("cannot create {}", out.display()))?;
+    user_files::create_dir_all(out)?;
     let out = out.canonicalize()?;
     for (file, text) in IO_MODULE {
         let path = out.join(file);
-        privilege::write_as_invoker(&path, text)
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        user_files::write(&path, text)?;
     }
     let mut make = Command::new("make");
     make.arg("-C")

@@ -131,7 +131,12 @@ fn outcome(c: &Check, answers: &Answers, facts: &serde_json::Value) -> Result<bo
             Some(fact(facts, name).ok_or_else(|| Missing::Fact(name.to_string()))?)
         }
         Kind::ArtifactContains => {
-            let Ok(text) = std::fs::read_to_string(&answer) else {
+            // Evidence is read with the learner's rights and limits: a FIFO
+            // or an oversized file fails the check instead of stalling it.
+            let limits = crate::sys::process::user_files::Limits::input();
+            let Ok(text) =
+                crate::sys::process::user_files::read_to_string(answer.as_ref(), &limits)
+            else {
                 return Ok(false);
             };
             for want in &c.contains {

@@ -13,10 +13,11 @@ impl Answers {
     /// Read `path`; a missing file is no answers yet. Parse errors name the
     /// file, line and column.
     pub fn load(path: &Path) -> anyhow::Result<Answers> {
-        match std::fs::read_to_string(path) {
+        use crate::sys::process::user_files::{self, Limits, UserFileError};
+        match user_files::read_to_string(path, &Limits::input()) {
             Ok(text) => Answers::parse(&path.display().to_string(), &text),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Answers::default()),
-            Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+            Err(UserFileError::NotFound(_)) => Ok(Answers::default()),
+            Err(e) => Err(e.into()),
         }
     }
 

@@ -37,8 +37,7 @@ impl Session {
     /// Write it, owned by the learner (the sudo invoker).
     pub fn save(&self, path: &Path) -> anyhow::Result<()> {
         let text = serde_json::to_string_pretty(self)? + "\n";
-        crate::sys::process::privilege::write_as_invoker(path, text)
-            .with_context(|| format!("cannot write {}", path.display()))
+        Ok(crate::sys::process::user_files::write(path, text)?)
     }
 
     /// The facts checks refer to: `session.*`, and the ground truth's

@@ -1,12 +1,11 @@
 //! Who we run as, and acting for the user who invoked `sudo kdiag`.
 //!
-//! Under sudo, files kdiag writes belong to the invoking user and commands it
-//! spawns for `-- CMD` run as that user, so a learner's files and processes stay
-//! theirs.
+//! Under sudo, commands kdiag spawns for `-- CMD` run as the invoking user,
+//! and files the user names are opened with their identity (`user_files`), so
+//! a learner's files and processes stay theirs.
 
 use std::ffi::CString;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
 use std::process::Command;
 
 /// The user behind `sudo`, when kdiag runs as root through sudo.
@@ -31,32 +30,6 @@ pub fn invoker() -> Option<Invoker> {
     let uid = std::env::var("SUDO_UID").ok()?.parse().ok()?;
     let gid = std::env::var("SUDO_GID").ok()?.parse().ok()?;
     (uid != 0).then_some(Invoker { uid, gid })
-}
-
-/// Give a file kdiag wrote to the invoking user (no-op without sudo).
-pub fn chown_to_invoker(path: &Path) -> std::io::Result<()> {
-    match invoker() {
-        Some(who) => std::os::unix::fs::chown(path, Some(who.uid), Some(who.gid)),
-        None => Ok(()),
-    }
-}
-
-/// Write a file kdiag makes for the user, owned by the invoking user.
-pub fn write_as_invoker(path: &Path, data: impl AsRef<[u8]>) -> std::io::Result<()> {
-    std::fs::write(path, data)?;
-    chown_to_invoker(path)
-}
-
-/// Create `dir` and its missing parents, each owned by the invoking user.
-pub fn create_dir_all_as_invoker(dir: &Path) -> std::io::Result<()> {
-    for d in dir.ancestors().collect::<Vec<_>>().into_iter().rev() {
-        if d.as_os_str().is_empty() || d.exists() {
-            continue;
-        }
-        std::fs::create_dir(d)?;
-        chown_to_invoker(d)?;
-    }
-    Ok(())
 }
 
 /// Make `cmd` run as the invoking user, with that user's supplementary groups
@@ -89,6 +62,11 @@ impl InvokerSwitch {
             .map(|name| group_list(&name, who.gid))
             .unwrap_or_default();
         Some(InvokerSwitch { who, groups })
+    }
+
+    /// The invoker's uid, gid and supplementary groups.
+    pub fn identity(&self) -> (libc::uid_t, libc::gid_t, &[libc::gid_t]) {
+        (self.who.uid, self.who.gid, &self.groups)
     }
 
     /// Take the invoker's groups, gid and uid, in that order (each step
