@@ -13,7 +13,8 @@ use crate::commands;
     long_about = "kdiag finds out why a Linux process misbehaves: who causes the load, \
                   what it does, why (stacks, I/O, exec failures) and how it trends. \
                   Tracing needs root, or CAP_PERFMON and CAP_BPF: run it with sudo.",
-    propagate_version = true
+    propagate_version = true,
+    after_help = crate::error::EXIT_CODES_HELP
 )]
 pub struct Cli {
     #[command(subcommand)]

@@ -9,7 +9,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{kdiag, require_root, stderr, stdout, workload};
+use common::{free_pid, kdiag, require_root, stderr, stdout, workload};
 use serde_json::Value;
 
 /// cpu-burn's ground truth for these arguments.
@@ -398,12 +398,13 @@ fn usage_errors() {
     assert!(stderr(&out).contains("-p PID, -a"), "{}", stderr(&out));
     let out = kdiag().args(["profile", "-a", "-p", "1"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    let out = kdiag()
-        .args(["profile", "-p", "999999999"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("no process with PID 999999999"));
+    let gone = free_pid();
+    let out = kdiag().args(["profile", "-p", &gone]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains(&format!("no process with PID {gone}")));
+    let out = kdiag().args(["profile", "-p", "999999999"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("kernel.pid_max"), "{}", stderr(&out));
     let out = kdiag()
         .args(["profile", "--", "/no/such/program"])
         .output()

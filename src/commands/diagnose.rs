@@ -20,10 +20,16 @@ use crate::sys::process::spawn::HeldChild;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The process to diagnose
-    #[arg(short = 'p', long = "pid", value_name = "PID")]
+    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = super::args::pid::<i32>)]
     pub pid: Option<i32>,
-    /// Seconds to watch it
-    #[arg(short = 'd', long, value_name = "SECS", default_value_t = 5.0)]
+    /// Seconds to watch it (fractions, ms, m and h allowed; at most a week)
+    #[arg(
+        short = 'd',
+        long,
+        value_name = "SECS",
+        default_value = "5",
+        value_parser = super::args::duration
+    )]
     pub duration: f64,
     /// Print the observation and the diagnosis as JSON
     #[arg(long)]
@@ -33,13 +39,16 @@ pub struct Args {
     pub command: Vec<OsString>,
 }
 
-pub fn run(args: Args) -> anyhow::Result<u8> {
+/// The checks on the arguments as a whole (values are checked when parsed).
+pub fn validate(args: &Args) -> anyhow::Result<()> {
     if args.pid.is_some() != args.command.is_empty() {
         return Err(usage("say what to diagnose: -p PID, or -- CMD ARGS"));
     }
-    if !(args.duration > 0.0 && args.duration.is_finite()) {
-        return Err(usage("-d must be a positive number of seconds"));
-    }
+    Ok(())
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    validate(&args)?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
@@ -49,7 +58,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let pid = match args.pid {
         Some(pid) => {
             if pid <= 0 || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-                anyhow::bail!("no process with PID {pid}");
+                return Err(error::NoSuchProcess::one(pid));
             }
             pid
         }

@@ -23,7 +23,7 @@ use crate::sys::process::spawn::HeldChild;
 pub struct Args {
     /// Watch the execs of a running process (and its children) until it
     /// exits or Ctrl-C
-    #[arg(short, long, conflicts_with = "command")]
+    #[arg(short, long, conflicts_with = "command", value_parser = super::args::pid::<u32>)]
     pub pid: Option<u32>,
     /// Tracing tier: bpf reads exec filenames and arguments in the kernel;
     /// perf needs no BPF but sees less
@@ -48,12 +48,18 @@ struct Report {
     notes: Vec<String>,
 }
 
-pub fn run(args: Args) -> anyhow::Result<u8> {
+/// The checks on the arguments as a whole (values are checked when parsed).
+pub fn validate(args: &Args) -> anyhow::Result<()> {
     if args.pid.is_none() && args.command.is_empty() {
         return Err(error::usage(
             "give a command after -- (kdiag exec-trace -- ./prog) or -p PID",
         ));
     }
+    Ok(())
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    validate(&args)?;
     if !crate::sys::process::privilege::is_root() {
         return Err(crate::sys::process::privilege::needs_privilege(
             "kdiag exec-trace",
@@ -71,7 +77,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let mut events = Vec::new();
     let (tier, lost, notes, pid) = if let Some(pid) = args.pid {
         if !Path::new(&format!("/proc/{pid}")).exists() {
-            anyhow::bail!("no process with PID {pid}");
+            return Err(error::NoSuchProcess::one(pid));
         }
         let (mut source, mut notes) = crate::instruments::exec::open(args.tier, filter(pid), None)?;
         // On stderr even with --json: scripts wait for it to know tracing is on.

@@ -22,16 +22,22 @@ use crate::sys::process::user_files;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Profile this process (its threads and the children it starts)
-    #[arg(short, long, value_name = "PID")]
+    #[arg(short, long, value_name = "PID", value_parser = super::args::pid::<i32>)]
     pub pid: Option<i32>,
     /// Profile every CPU (system-wide)
     #[arg(short = 'a', long)]
     pub all_cpus: bool,
     /// Samples per second per CPU
-    #[arg(short = 'F', long = "freq", value_name = "HZ", default_value_t = 99)]
+    #[arg(
+        short = 'F',
+        long = "freq",
+        value_name = "HZ",
+        default_value = "99",
+        value_parser = super::args::frequency
+    )]
     pub freq: u64,
     /// Stop after this many seconds (default: when the command or PID exits, or Ctrl-C)
-    #[arg(short, long, value_name = "SECS")]
+    #[arg(short, long, value_name = "SECS", value_parser = super::args::duration)]
     pub duration: Option<f64>,
     /// Keep only user-space frames and samples
     #[arg(long, conflicts_with = "kernel_only")]
@@ -61,19 +67,19 @@ const TOP: usize = 15;
 /// Data pages per CPU ring: ~1 MiB, room for ~4000 deep-stack samples.
 const RING_PAGES: usize = 256;
 
-pub fn run(args: Args) -> anyhow::Result<u8> {
+/// The checks on the arguments as a whole (values are checked when parsed).
+pub fn validate(args: &Args) -> anyhow::Result<()> {
     let targets = args.pid.is_some() as u8 + args.all_cpus as u8 + !args.command.is_empty() as u8;
     if targets != 1 {
         return Err(usage(
             "say what to profile: one of -p PID, -a (all CPUs) or -- CMD ARGS",
         ));
     }
-    if args.freq == 0 {
-        return Err(usage("-F must be at least 1 Hz"));
-    }
-    if args.duration.is_some_and(|d| !d.is_finite() || d <= 0.0) {
-        return Err(usage("-d must be a positive number of seconds"));
-    }
+    Ok(())
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    validate(&args)?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
@@ -93,7 +99,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         let t = match args.pid {
             Some(pid) => {
                 if pid <= 0 || !Path::new(&format!("/proc/{pid}")).exists() {
-                    bail!("no process with PID {pid}");
+                    return Err(crate::error::NoSuchProcess::one(pid));
                 }
                 recorder.capture(pid as u32);
                 profile.target = format!("PID {pid} ({})", comm_of(pid));

@@ -70,10 +70,11 @@ impl Tracefs {
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                bail!(
+                return Err(crate::error::Unavailable::Feature(format!(
                     "this kernel has no tracepoint {system}:{name} (no {})",
                     path.display()
-                )
+                ))
+                .into());
             }
             Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
                 return Err(crate::sys::process::privilege::needs_privilege(&format!(

@@ -181,3 +181,17 @@ impl Drop for Tmux {
             .status();
     }
 }
+
+/// A PID within kernel.pid_max that no process has right now (the tests'
+/// "missing process"; PIDs beyond pid_max are refused when parsed).
+pub fn free_pid() -> String {
+    let max: u32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(32768);
+    (2..max)
+        .rev()
+        .find(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
+        .expect("a free pid")
+        .to_string()
+}

@@ -118,12 +118,10 @@ pub fn user_name(uid: libc::uid_t) -> Option<String> {
     Some(name.to_string_lossy().into_owned())
 }
 
-/// The error for an operation that needs privileges we do not have.
+/// The error for an operation that needs privileges we do not have (exit
+/// code 3; see `crate::error`).
 pub fn needs_privilege(what: &str) -> anyhow::Error {
-    anyhow::anyhow!(
-        "{what} needs root, or CAP_PERFMON and CAP_BPF: run it with sudo \
-         (sudo kdiag ...), or see `kdiag doctor` for what this machine allows"
-    )
+    crate::error::needs_privilege(what)
 }
 
 #[cfg(test)]
