@@ -17,6 +17,7 @@ use crate::instruments::exec::{Filter, Spawned};
 use crate::model::exec::{Exit, ProcessEnd, TraceEvent};
 use crate::render;
 use crate::sys::process::spawn::HeldChild;
+use crate::sys::process::user_files::Peek;
 
 #[derive(Debug, clap::Args)]
 #[command(arg_required_else_help = true)]
@@ -204,15 +205,16 @@ fn file_facts(events: &[TraceEvent]) -> Vec<FileFacts> {
         if facts.iter().any(|f| &f.path == path) {
             continue;
         }
+        // Looked at as the user, as everything a user names.
         let p = Path::new(path);
-        let elf = p
-            .is_file()
+        let peek = crate::sys::process::user_files::peek(p, 0);
+        let elf = matches!(peek, Peek::File { .. })
             .then(|| crate::sys::elf::read_target(p).ok())
             .flatten()
-            .map(|(bytes, env)| crate::analysis::elf_rules::check(&bytes, &env));
+            .map(|(image, env)| crate::analysis::elf_rules::check(&image, &env));
         facts.push(FileFacts {
             path: path.clone(),
-            exists: p.exists(),
+            exists: !matches!(peek, Peek::Missing),
             elf,
         });
     }

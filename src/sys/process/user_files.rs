@@ -58,6 +58,14 @@ impl Limits {
         }
     }
 
+    /// A file kdiag reads only parts of, with pread (elf-check): any size.
+    pub fn parts_only() -> Limits {
+        Limits {
+            max_bytes: u64::MAX,
+            ..Limits::input()
+        }
+    }
+
     /// The same with another size limit.
     pub fn max(self, max_bytes: u64) -> Limits {
         Limits { max_bytes, ..self }
@@ -241,6 +249,76 @@ pub fn open(path: &Path, limits: &Limits) -> Result<(File, u64), UserFileError> 
         });
     }
     Ok((file, meta.len()))
+}
+
+/// `n` bytes at `off` of a file from `open` (fewer at its end), with
+/// pread: what readers of parts of a big file use.
+pub fn read_at(file: &File, path: &Path, off: u64, n: usize) -> Result<Vec<u8>, UserFileError> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; n];
+    let mut len = 0;
+    while len < n {
+        match file.read_at(&mut buf[len..], off + len as u64) {
+            Ok(0) => break,
+            Ok(k) => len += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                return Err(UserFileError::Io {
+                    path: path.to_path_buf(),
+                    source: e,
+                });
+            }
+        }
+    }
+    buf.truncate(len);
+    Ok(buf)
+}
+
+/// What is at a path as the user would find it, following symlinks as
+/// execve does: used for paths a file names (an interpreter), never read
+/// beyond `head` bytes, and only when it is a regular file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Peek {
+    Missing,
+    Denied,
+    /// Not a regular file (a directory, FIFO, device...).
+    NotRegular,
+    /// A regular file: its mode, and its first bytes (None when the user
+    /// cannot read it).
+    File { mode: u32, head: Option<Vec<u8>> },
+}
+
+/// Look at `path` as the user (see `Peek`).
+pub fn peek(path: &Path, head: usize) -> Peek {
+    let Ok(c) = c_path(path) else {
+        return Peek::Missing;
+    };
+    let look = || -> Peek {
+        let meta = match std::fs::metadata(path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => return Peek::Denied,
+            Err(_) => return Peek::Missing,
+        };
+        if !meta.file_type().is_file() {
+            return Peek::NotRegular;
+        }
+        let flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY;
+        let head = open_raw(&c, flags, 0).ok().and_then(|fd| {
+            let file = File::from(fd);
+            // Swapped for something else since the stat: read nothing.
+            if !file.metadata().ok()?.file_type().is_file() {
+                return None;
+            }
+            let mut buf = Vec::with_capacity(head);
+            file.take(head as u64).read_to_end(&mut buf).ok()?;
+            Some(buf)
+        });
+        Peek::File {
+            mode: meta.mode(),
+            head,
+        }
+    };
+    as_user(look).unwrap_or(Peek::Denied)
 }
 
 /// Read a whole input file, as the user, within `limits`.
