@@ -8,6 +8,7 @@
 //! | 1     | the command ran and found a problem, or a check failed |
 //! | 2     | usage error, or an input that cannot be used (missing, not a regular file, too large, not yours) |
 //! | 3     | missing privilege or kernel feature (the message says how to get it) |
+//! | 126, 127 | the command given after `--` could not be executed / was not found |
 //! | 128+N | kdiag was interrupted by signal N (SIGINT 130, SIGTERM 143, SIGHUP 129) |
 //!
 //! Where kdiag runs a command (`-- CMD`), `time` and `workload run` exit
@@ -31,12 +32,24 @@ pub const UNAVAILABLE: u8 = 3;
 /// The text of the convention, for `kdiag --help` (after_help).
 pub const EXIT_CODES_HELP: &str = "Exit status: 0 ok; 1 the command ran and found a problem \
     or a check failed; 2 usage error or unusable input; 3 missing privilege or kernel feature \
-    (the message says how to get it); 128+N interrupted by signal N (130 for Ctrl-C). `time` \
-    and `workload run` exit with the command's own status.";
+    (the message says how to get it); 126/127 the command after -- could not be executed / was \
+    not found; 128+N interrupted by signal N (130 for Ctrl-C, except where Ctrl-C is how a \
+    trace without a duration ends). `time` and `workload run` exit with the command's own \
+    status, `profile -- CMD` too when the command ended by itself.";
 
 /// The exit code of a process killed by signal `sig`, as shells report it.
 pub fn signal_exit(sig: i32) -> u8 {
     128u8.saturating_add(u8::try_from(sig).unwrap_or(127))
+}
+
+/// The exit code a shell reports for a child's wait status: its exit
+/// code, or 128+N when signal N killed it.
+pub fn status_exit(status: i32) -> u8 {
+    if libc::WIFSIGNALED(status) {
+        signal_exit(libc::WTERMSIG(status))
+    } else {
+        libc::WEXITSTATUS(status) as u8
+    }
 }
 
 /// A usage error found after argument parsing (for example two options that
@@ -66,6 +79,35 @@ impl NoSuchProcess {
 fn list(pids: &[i64]) -> String {
     let v: Vec<String> = pids.iter().map(i64::to_string).collect();
     v.join(", ")
+}
+
+/// The command kdiag was asked to run (`-- CMD`) could not be started:
+/// exit 127 when it was not found, 126 when it could not be executed, as
+/// a shell says (and `kdiag time` reports).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot run `{program}`: {}", describe(.source))]
+pub struct CannotRun {
+    pub program: String,
+    pub source: std::io::Error,
+}
+
+impl CannotRun {
+    pub fn exit_code(&self) -> u8 {
+        if self.source.kind() == std::io::ErrorKind::NotFound {
+            127
+        } else {
+            126
+        }
+    }
+}
+
+/// strerror's text without Rust's " (os error N)".
+fn describe(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
 }
 
 /// Something this run needs and does not have: a privilege or a kernel
@@ -105,6 +147,9 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
         }
         if cause.is::<Unavailable>() {
             return UNAVAILABLE;
+        }
+        if let Some(c) = cause.downcast_ref::<CannotRun>() {
+            return c.exit_code();
         }
         if let Some(Interrupted(sig)) = cause.downcast_ref::<Interrupted>() {
             return signal_exit(*sig);

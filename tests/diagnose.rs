@@ -102,6 +102,6 @@ fn bad_targets_are_clear_errors() {
         stderr(&out)
     );
     let out = run_kdiag(&["diagnose", "--", "/nonexistent/prog"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(127));
     assert!(stderr(&out).contains("cannot run"), "{}", stderr(&out));
 }

@@ -383,7 +383,7 @@ fn refused_without_privileges_says_how_to_fix_it() {
             .output()
             .unwrap()
     };
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(3), "missing privilege");
     let err = stderr(&out);
     assert!(
         err.contains("perf_event_paranoid") && err.contains("sudo"),
@@ -410,7 +410,7 @@ fn usage_errors() {
         .output()
         .unwrap();
     if require_root("usage_errors (missing program)") {
-        assert_eq!(out.status.code(), Some(1));
+        assert_eq!(out.status.code(), Some(127), "as a shell says");
         assert!(
             stderr(&out).contains("cannot run `/no/such/program`"),
             "{}",

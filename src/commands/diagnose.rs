@@ -4,8 +4,6 @@
 //! next.
 
 use std::ffi::OsString;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -15,6 +13,7 @@ use crate::error::{self, usage};
 use crate::instruments::observe::observe;
 use crate::model::exec::Exit;
 use crate::render;
+use crate::sys::process::interrupt::Interrupt;
 use crate::sys::process::spawn::HeldChild;
 
 #[derive(Debug, clap::Args)]
@@ -49,10 +48,7 @@ pub fn validate(args: &Args) -> anyhow::Result<()> {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     validate(&args)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))?;
-    }
+    let interrupt = Interrupt::catch()?;
     let window = Duration::from_secs_f64(args.duration);
     let mut child = None;
     let pid = match args.pid {
@@ -67,8 +63,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             let mut c = HeldChild::spawn(&args.command)
                 .with_context(|| format!("cannot start `{program}`"))?;
             c.release().context("releasing the command")?;
-            if let Some(err) = c.exec_error().context("starting the command")? {
-                anyhow::bail!("cannot run `{program}`: {err}");
+            if let Some(source) = c.exec_error().context("starting the command")? {
+                return Err(error::CannotRun { program, source }.into());
             }
             let pid = c.pid as i32;
             child = Some(c);
@@ -78,7 +74,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if !args.json {
         eprintln!("Watching PID {pid} for {:.1} s ...", args.duration);
     }
-    let observed = observe(pid, window, &stop);
+    let observed = observe(pid, window, &interrupt.stop_flag());
     // A command that ended on its own within the window says how.
     let ended = child.as_mut().and_then(|c| c.try_wait());
     if let Some(c) = child.as_mut() {
@@ -86,7 +82,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
     let o = observed?;
     // Too short a look gives no verdict worth having.
-    if o.window_s < (args.duration / 2.0).min(0.5) && !stop.load(Ordering::Relaxed) {
+    if o.window_s < (args.duration / 2.0).min(0.5) && !interrupt.is_set() {
         let how = ended.map_or(String::new(), |s| {
             format!(" ({})", render::exec::exit_text(&Exit::from_status(s)))
         });
@@ -106,5 +102,5 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     } else {
         render::diagnose::report(&mut out, &o, &d)?;
     }
-    Ok(error::OK)
+    Ok(interrupt.exit_code(error::OK, false))
 }

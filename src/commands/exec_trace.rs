@@ -3,8 +3,6 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -16,6 +14,7 @@ use crate::instruments::Tier;
 use crate::instruments::exec::{Filter, Spawned};
 use crate::model::exec::{Exit, ProcessEnd, TraceEvent};
 use crate::render;
+use crate::sys::process::interrupt::Interrupt;
 use crate::sys::process::spawn::HeldChild;
 use crate::sys::process::user_files::Peek;
 
@@ -37,6 +36,9 @@ pub struct Args {
     #[arg(last = true)]
     pub command: Vec<String>,
 }
+
+/// How long an interrupted command gets between SIGTERM and SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(2);
 
 #[derive(Serialize)]
 struct Report {
@@ -66,10 +68,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             "kdiag exec-trace",
         ));
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))?;
-    }
+    let interrupt = Interrupt::catch()?;
     let filter = |pid| Filter {
         pid: Some(pid),
         follow_children: true,
@@ -86,7 +85,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             "kdiag exec-trace: watching pid {pid} and its children ({} tier); Ctrl-C to stop",
             source.tier().name()
         );
-        while !stop.load(Ordering::Relaxed) {
+        while !interrupt.is_set() {
             source.poll(Duration::from_millis(100), &mut events)?;
             let ended = events
                 .iter()
@@ -125,10 +124,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             if ended_at.is_some_and(|t| t.elapsed() > Duration::from_millis(200)) {
                 break;
             }
-            if stop.load(Ordering::Relaxed) && status.is_none() {
-                // Ctrl-C reached the command too; wait for it briefly.
-                std::thread::sleep(Duration::from_millis(200));
+            if interrupt.is_set() && status.is_none() {
+                // Interrupted: stop the command and all it started; its
+                // end (by our SIGTERM, or SIGKILL) is part of the trace.
+                child.stop(STOP_GRACE);
                 status = child.try_wait();
+                source.poll(Duration::from_millis(100), &mut events)?;
                 break;
             }
         }
@@ -167,11 +168,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         render::exec::findings(&mut out, &findings)?;
     }
     out.flush()?;
-    Ok(if findings.iter().any(Finding::is_problem) {
+    let code = if findings.iter().any(Finding::is_problem) {
         error::FAILURE
     } else {
         error::OK
-    })
+    };
+    // Ctrl-C is how a -p trace ends; a command's trace it interrupts.
+    Ok(interrupt.exit_code(code, args.pid.is_some()))
 }
 
 /// Put the wait status (the truth) in place of what the tier saw of the

@@ -4,8 +4,6 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, bail};
@@ -16,6 +14,7 @@ use crate::instruments::profile::symbolize::{RecordOptions, Recorder};
 use crate::model::profile::Profile;
 use crate::render;
 use crate::sys::perf::{EventSpec, NoHardwareCounter, Session, Target};
+use crate::sys::process::interrupt::Interrupt;
 use crate::sys::process::spawn::HeldChild;
 use crate::sys::process::user_files;
 
@@ -62,6 +61,9 @@ pub struct Args {
     pub command: Vec<OsString>,
 }
 
+/// How long a command still running at the end gets between SIGTERM and
+/// SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(2);
 /// How many entries each top list keeps.
 const TOP: usize = 15;
 /// Data pages per CPU ring: ~1 MiB, room for ~4000 deep-stack samples.
@@ -80,10 +82,7 @@ pub fn validate(args: &Args) -> anyhow::Result<()> {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     validate(&args)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))?;
-    }
+    let interrupt = Interrupt::catch()?;
 
     let mut profile = Profile {
         freq_hz: args.freq,
@@ -123,10 +122,15 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         let session = open(&args, Target::Process(child.pid as i32), true, &mut profile)?;
         // The events switch on by themselves when the child execs the command.
         child.release().context("releasing the command")?;
-        if let Some(err) = child.exec_error().context("starting the command")? {
-            bail!("cannot run `{program}`: {err}");
+        if let Some(source) = child.exec_error().context("starting the command")? {
+            return Err(crate::error::CannotRun { program, source }.into());
         }
-        (session, Running::Child { child, usage: None })
+        let child = Running::Child {
+            child,
+            usage: None,
+            own_status: None,
+        };
+        (session, child)
     };
 
     profile.started = utc_now();
@@ -138,7 +142,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     loop {
         session.poll(Duration::from_millis(100))?;
         session.drain(|r| recorder.record(&r));
-        if stop.load(Ordering::Relaxed) || limit.is_some_and(|l| t0.elapsed() >= l) {
+        if interrupt.is_set() || limit.is_some_and(|l| t0.elapsed() >= l) {
             break;
         }
         if let Some(b) = target.busy_secs() {
@@ -189,7 +193,18 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     } else {
         render::profile::text(&mut out, &profile, &summary)?;
     }
-    Ok(crate::error::OK)
+    // A command that ended by itself passes its status on; one kdiag
+    // stopped at the end of -d does not. Ctrl-C is how -p and -a end
+    // without -d.
+    let code = match &target {
+        Running::Child {
+            own_status: Some(status),
+            ..
+        } => crate::error::status_exit(*status),
+        _ => crate::error::OK,
+    };
+    let ctrl_c_ends = args.command.is_empty() && args.duration.is_none();
+    Ok(interrupt.exit_code(code, ctrl_c_ends))
 }
 
 /// Open the sampling events: hardware cycles where the machine has a PMU,
@@ -236,6 +251,8 @@ enum Running {
     Child {
         child: HeldChild,
         usage: Option<f64>,
+        /// The wait status, when the command ended by itself.
+        own_status: Option<i32>,
     },
     /// `-p PID` or `-a`.
     Other(Target),
@@ -279,12 +296,17 @@ impl Running {
     /// Whether the target has gone, with why when that ends the run early.
     fn ended(&mut self) -> anyhow::Result<Option<Option<String>>> {
         match self {
-            Running::Child { child, usage } => {
+            Running::Child {
+                child,
+                usage,
+                own_status,
+            } => {
                 let reaped = child
                     .try_reap()
                     .context("waiting for the profiled command")?;
-                if let Some((_, ru)) = reaped {
+                if let Some((status, ru)) = reaped {
                     *usage = Some(cpu_secs(&ru));
+                    *own_status = Some(status);
                     return Ok(Some(None));
                 }
                 Ok(None)
@@ -304,13 +326,13 @@ impl Running {
         }
     }
 
-    /// End a command still running (after -d or Ctrl-C) and reap it.
+    /// End a command still running (after -d or Ctrl-C), with everything
+    /// it started, and reap it.
     fn finish(&mut self) -> anyhow::Result<()> {
-        if let Running::Child { child, usage } = self
+        if let Running::Child { child, usage, .. } = self
             && usage.is_none()
         {
-            // SAFETY: the child is not reaped yet, so its pid is still ours.
-            unsafe { libc::kill(child.pid as i32, libc::SIGTERM) };
+            child.stop(STOP_GRACE);
             let (_, ru) = child.reap().context("waiting for the profiled command")?;
             *usage = Some(cpu_secs(&ru));
         }

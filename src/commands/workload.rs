@@ -2,7 +2,7 @@
 //! programs. They are separate binaries (crate workloads/) installed next to
 //! kdiag's own executable; kdiag finds them there.
 
-use std::os::unix::process::CommandExt;
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -10,6 +10,7 @@ use anyhow::Context;
 
 use crate::error;
 use crate::render::table::{Align, Table};
+use crate::sys::process::spawn::{Forwarder, HeldChild};
 use crate::sys::process::{privilege, user_files};
 use crate::workloads::{self, WORKLOADS, bin_dir, binary, build_hint};
 
@@ -117,15 +118,27 @@ fn list(json: bool) -> anyhow::Result<u8> {
     Ok(error::OK)
 }
 
-/// Replace kdiag with the workload, so signals (Ctrl-C) and the exit status
-/// are the workload's own. Under sudo it runs as the invoking user.
+/// Run the workload under kdiag's supervisor, like any `-- CMD`: it and
+/// everything it starts die with kdiag, SIGKILL included. Signals sent to
+/// kdiag reach the workload, and kdiag exits with its status. Under sudo it
+/// runs as the invoking user.
 fn exec(name: &str, args: &[String]) -> anyhow::Result<u8> {
     let path = binary(name)?;
-    let mut cmd = Command::new(&path);
-    cmd.args(args);
-    privilege::run_as_invoker(&mut cmd);
-    let err = cmd.exec();
-    Err(err).with_context(|| format!("cannot run {}", path.display()))
+    let mut argv: Vec<OsString> = vec![path.clone().into()];
+    argv.extend(args.iter().map(OsString::from));
+    let forwarder = Forwarder::catch()?;
+    let mut child = HeldChild::spawn(&argv)
+        .with_context(|| format!("cannot start {}", path.display()))?;
+    child.release()?;
+    if let Some(source) = child.exec_error()? {
+        return Err(error::CannotRun {
+            program: path.display().to_string(),
+            source,
+        }
+        .into());
+    }
+    let ended = forwarder.wait(&mut child)?;
+    Ok(error::status_exit(ended.status))
 }
 
 fn describe(name: &str, seed: Option<u64>, args: &[String]) -> anyhow::Result<u8> {
