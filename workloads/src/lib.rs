@@ -103,6 +103,37 @@ pub fn describe_args(name: &str, args: &[String]) -> Result<String, String> {
     document_for(name, args).map(|doc| doc.pretty())
 }
 
+/// Where workload `name` would put its scratch directory with `args` (for
+/// the current user), or None if it writes no files: `--scratch DIR` if
+/// given, else the default. kdiag uses it to find the disk to throttle.
+pub fn scratch_dir(name: &str, args: &[String]) -> Option<std::path::PathBuf> {
+    let storage = match name {
+        "io-app" => io_app::IoApp::STORAGE,
+        "scheduling" => scheduling::Scheduling::STORAGE,
+        "memory" => memory::Memory::STORAGE,
+        "bio" => bio::Bio::STORAGE,
+        "io-stall" => io_stall::IoStall::STORAGE,
+        "cpu-burn" => cpu_burn::CpuBurn::STORAGE,
+        "lock-contend" => lock_contend::LockContend::STORAGE,
+        "mem-leak" => mem_leak::MemLeak::STORAGE,
+        _ => Storage::None,
+    };
+    if storage == Storage::None {
+        return None;
+    }
+    // The last --scratch wins, as in the workload's own parser.
+    let mut given = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--scratch" {
+            given = it.next().cloned();
+        } else if let Some(v) = a.strip_prefix("--scratch=") {
+            given = Some(v.to_string());
+        }
+    }
+    Some(given.map_or_else(|| scratch::base(storage).join(name), Into::into))
+}
+
 fn document_for(name: &str, args: &[String]) -> Result<Json, String> {
     let args: Vec<String> = args
         .iter()

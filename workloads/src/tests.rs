@@ -235,3 +235,19 @@ fn no_throttle_drops_the_requirement() {
     let doc = describe("bio", "0", &args(&["--no-throttle"])).unwrap();
     assert!(doc.contains("\"throttle_read_iops\": null"), "{doc}");
 }
+
+#[test]
+fn scratch_dir_follows_the_arguments() {
+    let bio = scratch_dir("bio", &[]).unwrap();
+    assert!(
+        bio.starts_with("/var/tmp") && bio.ends_with("bio"),
+        "{}",
+        bio.display()
+    );
+    assert_eq!(
+        scratch_dir("bio", &args(&["--scratch", "/a", "--scratch=/b"])),
+        Some("/b".into())
+    );
+    assert_eq!(scratch_dir("cpu-burn", &[]), None);
+    assert_eq!(scratch_dir("bad-elf", &[]), None);
+}
