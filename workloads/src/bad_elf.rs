@@ -35,7 +35,7 @@ pub struct Defect {
 pub const DEFECTS: &[Defect] = &[
     Defect {
         name: "congruence",
-        about: "2nd PT_LOAD: p_offset and p_vaddr differ modulo the page size, p_align 0x20 hides it (the lab's bad_elf)",
+        about: "the data PT_LOAD (the last one): p_offset and p_vaddr differ modulo the page size, p_align 0x20 hides it (the lab's bad_elf)",
         rule: Some("load-congruence"),
         errno: Some("EINVAL"),
         stage: "after-point-of-no-return",
@@ -45,7 +45,7 @@ pub const DEFECTS: &[Defect] = &[
     },
     Defect {
         name: "filesz-gt-memsz",
-        about: "2nd PT_LOAD: p_filesz larger than p_memsz",
+        about: "the data PT_LOAD (the last one): p_filesz larger than p_memsz",
         rule: Some("load-filesz-gt-memsz"),
         errno: Some("EINVAL"),
         stage: "after-point-of-no-return",
@@ -65,7 +65,7 @@ pub const DEFECTS: &[Defect] = &[
     },
     Defect {
         name: "huge-memsz",
-        about: "2nd PT_LOAD: p_memsz so large the zero-filled part ends past TASK_SIZE",
+        about: "the data PT_LOAD (the last one): p_memsz so large the zero-filled part ends past TASK_SIZE",
         rule: Some("load-bss-beyond-task-size"),
         errno: Some("ENOMEM"),
         stage: "after-point-of-no-return",
