@@ -346,6 +346,77 @@ fn bio_readers_wait_in_d_state_while_the_cpu_stays_idle() {
     }
 }
 
+/// SIGKILL cannot be caught: the workload still gets SIGTERM (parent-death
+/// signal) and removes its scratch directory, and the cgroup kdiag left is
+/// removed by the next kdiag that makes one.
+#[test]
+fn bio_leaves_nothing_when_kdiag_is_killed() {
+    let _one = serial();
+    if !require_root("bio_leaves_nothing_when_kdiag_is_killed") {
+        return;
+    }
+    let tmp = disk_tempdir();
+    let dir = tmp.path().join("bio");
+    let run = |duration: &str| {
+        kdiag()
+            .args([
+                "workload",
+                "run",
+                "bio",
+                "--sectors",
+                "100",
+                "--duration",
+                duration,
+            ])
+            .arg("--scratch")
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut kd = Kids(vec![run("30")]);
+    let kpid = kd.0[0].id();
+    let mut pid = 0;
+    wait_for("the bio process", Duration::from_secs(10), || {
+        pid = child_of(kpid, "bio").unwrap_or(0);
+        pid != 0 && dir.exists()
+    });
+    let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            let path = l.rsplit(':').next()?;
+            path.contains("kdiag-").then(|| path.to_string())
+        })
+        .unwrap();
+    let cgroup_dir = ["/sys/fs/cgroup/blkio", "/sys/fs/cgroup"]
+        .iter()
+        .map(|h| PathBuf::from(format!("{h}{cgroup}")))
+        .find(|p| p.exists())
+        .unwrap();
+    kd.0[0].kill().unwrap();
+    kd.0[0].wait().unwrap();
+    let gone = |p: u32| {
+        stat_fields(&format!("/proc/{p}/stat")).is_none_or(|(_, f)| f[0] == "Z" || f[0] == "X")
+    };
+    wait_for(
+        "bio to end after kdiag died",
+        Duration::from_secs(10),
+        || gone(pid),
+    );
+    wait_for(
+        "its scratch directory to go",
+        Duration::from_secs(5),
+        || !dir.exists(),
+    );
+    assert!(cgroup_dir.exists(), "SIGKILL left {}", cgroup_dir.display());
+    // The next kdiag sweeps it.
+    let status = run("0.5").wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(!cgroup_dir.exists(), "{} swept", cgroup_dir.display());
+}
+
 /// Without root there is no throttle: kdiag says what is missing (exit 3)
 /// instead of running an unfaithful bio; --no-throttle runs it anyway.
 #[test]
