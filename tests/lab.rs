@@ -86,11 +86,26 @@ impl LabRun {
         serde_json::from_str(&text).unwrap()
     }
 
-    /// The workload's PID and scratch directory, from the session.
+    /// The workload's PID, from the session, and its scratch directory:
+    /// where the file the truth names is open (the truth names files, not
+    /// paths).
     fn workload(&self) -> (u64, PathBuf) {
         let s = self.session();
-        let scratch = s["truth"]["workload"]["scratch"].as_str().unwrap();
-        (s["pid"].as_u64().unwrap(), PathBuf::from(scratch))
+        let pid = s["pid"].as_u64().unwrap();
+        let file = s["truth"]["expect"]["file"].as_str().unwrap().to_string();
+        let mut found = None;
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while found.is_none() && std::time::Instant::now() < end {
+            found = std::fs::read_dir(format!("/proc/{pid}/fd"))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|e| std::fs::read_link(e.path()).ok())
+                .find(|t| t.file_name().is_some_and(|n| n == file.as_str()));
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let path = found.unwrap_or_else(|| panic!("{pid} holds no file named {file}"));
+        (pid, path.parent().unwrap().to_path_buf())
     }
 
     fn answer(&self, key: &str, value: &str) {

@@ -83,7 +83,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 
     let truth: serde_json::Value = serde_json::from_str(&workloads::ground_truth(
         &lab.workload,
-        Some(seed),
+        &seed.to_string(),
         &lab.workload_args,
     )?)
     .context("the workload's ground truth is not JSON")?;
