@@ -313,7 +313,7 @@ fn answer_works_from_any_directory_and_the_state_is_per_user() {
     answer(&a, "artifacts.profile", "trace.folded");
     let file = state.join("kdiag/labs/0-demo/answers.toml");
     let text = std::fs::read_to_string(&file).unwrap();
-    assert!(text.contains("comm = \"io-app\"") && text.contains("sync = true"), "{text}");
+    assert!(text.contains("comm = \"io-app\"") && text.contains("sync = \"yes\""), "{text}");
     // An evidence file is recorded by its full path.
     assert!(text.contains(&format!("{}", a.join("trace.folded").display())), "{text}");
     assert!(!a.join("kdiag-labs").exists() && !b.join("kdiag-labs").exists());

@@ -121,6 +121,20 @@ impl LabRun {
     }
 }
 
+impl Drop for LabRun {
+    /// A failed test still stops its lab before the next one starts: the
+    /// next io-app would find the scratch directory in use.
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 fn pid_alive(pid: u64) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
         !s.rsplit(')')
@@ -160,6 +174,7 @@ fn lab_checks_a_step_and_leaves_nothing_behind() {
     assert!(seen.contains("Step done."), "{seen}");
     assert!(seen.contains("not your grade"), "who.pid is a live check: {seen}");
     // The lab prints the exact commands, with the --dir it was given.
+    let seen = lab.expect("what.sync");
     assert!(
         seen.contains(&format!("kdiag answer 0-demo what.sync <yes|no> --dir {}", root.path().display())),
         "{seen}"
