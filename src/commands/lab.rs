@@ -168,7 +168,12 @@ fn run_lab(id: &str, seed: Option<String>, files: &Files) -> anyhow::Result<u8> 
     };
     let (mut engine, resumed) = Engine::start(&source, id, seed, &root, files.dir.clone())?;
     let lab = engine.lab.clone();
-    println!("== Lab {}: {} ==\n{}", lab.id, lab.title, lab.welcome.trim_end());
+    println!(
+        "== Lab {}: {} ==\n{}",
+        lab.id,
+        lab.title,
+        lab.welcome.trim_end()
+    );
     println!(
         "\nkdiag started the workload (your variant: seed {}). Your answers go to\n{}\n\
          Record them with the commands each step shows (from any directory), or edit the file.",
@@ -259,7 +264,9 @@ fn guide(engine: &mut Engine, resumed: bool) -> anyhow::Result<u8> {
                         .iter()
                         .any(|r| !r.graded && r.status == Status::Passed)
                     {
-                        println!("(checked against the running workload: your progress, not your grade)");
+                        println!(
+                            "(checked against the running workload: your progress, not your grade)"
+                        );
                     }
                     if checked.done {
                         println!("\nStep done.\n{}", step.explain.trim_end());
@@ -324,7 +331,13 @@ fn submit(
     let packed = submission::pack(&checks, &answers, &dir.path, &learner, seed.as_str())?;
     let safe: String = learner
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     let out = out.unwrap_or_else(|| {
         PathBuf::from(if folder {
@@ -367,8 +380,9 @@ fn reference(
             print!("{}", solution::print(&sol, &lab, &facts, learner)?);
         }
         Some(dir) => {
-            solution::make(&source, &lab, &checks, &seed, learner, &dir)
-                .with_context(|| format!("cannot make the reference submission in {}", dir.display()))?;
+            solution::make(&source, &lab, &checks, &seed, learner, &dir).with_context(|| {
+                format!("cannot make the reference submission in {}", dir.display())
+            })?;
             println!(
                 "Wrote the reference submission of learner {learner} (seed {seed}) to {}",
                 dir.display()

@@ -105,7 +105,9 @@ impl Course {
         }
         let secret = unhex(&file.secret)
             .filter(|s| s.len() >= 16)
-            .with_context(|| format!("{name}: the secret is not the hex kdiag course init writes"))?;
+            .with_context(|| {
+                format!("{name}: the secret is not the hex kdiag course init writes")
+            })?;
         Ok(Course {
             path: path.to_path_buf(),
             secret,
@@ -150,7 +152,7 @@ fn hex(bytes: &[u8]) -> String {
 
 fn unhex(s: &str) -> Option<Vec<u8>> {
     let s = s.trim();
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
     (0..s.len())
