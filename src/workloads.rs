@@ -61,6 +61,13 @@ pub fn ground_truth(name: &str, seed: &str, args: &[String]) -> anyhow::Result<S
     kdiag_workloads::describe(name, seed, args).map_err(error::usage)
 }
 
+/// The ground truth of workload `name` for seed `token`, parsed: the one
+/// place labs, checks and grading get a learner's truth.
+pub fn truth(name: &str, token: &str, args: &[String]) -> anyhow::Result<serde_json::Value> {
+    let text = ground_truth(name, token, args)?;
+    serde_json::from_str(&text).with_context(|| format!("the ground truth of {name} is not JSON"))
+}
+
 /// The read-IOPS limit a workload's truth asks kdiag to apply to its disk
 /// before it starts (`expect.throttle_read_iops`), if any.
 pub fn read_iops_limit(truth: &serde_json::Value) -> Option<u64> {
