@@ -28,6 +28,8 @@ pub const FAILURE: u8 = 1;
 pub const USAGE: u8 = 2;
 /// Exit code for a missing privilege or kernel feature.
 pub const UNAVAILABLE: u8 = 3;
+/// The same, by its other name.
+pub const MISSING: u8 = UNAVAILABLE;
 
 /// The text of the convention, for `kdiag --help` (after_help).
 pub const EXIT_CODES_HELP: &str = "Exit status: 0 ok; 1 the command ran and found a problem \
@@ -120,6 +122,11 @@ pub enum Unavailable {
     /// The kernel lacks something (a tracepoint, BPF, a sysctl's setting).
     #[error("{0}")]
     Feature(String),
+}
+
+/// A missing privilege or kernel feature, when the message says it all.
+pub fn missing(msg: impl Into<String>) -> anyhow::Error {
+    Unavailable::Feature(msg.into()).into()
 }
 
 /// The error for an operation that needs privileges we do not have.

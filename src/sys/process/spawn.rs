@@ -267,12 +267,13 @@ impl Exec {
         })
     }
 
-    /// In the command's process: wait on the gate, become the invoker,
-    /// restore default signal handling, execve; report a failure.
+    /// In the command's process (a child of `supervisor`): wait on the
+    /// gate, become the invoker, restore default signal handling, execve;
+    /// report a failure.
     ///
     /// # Safety
     /// Only in a forked child, with `gate`/`report` its ends of the pipes.
-    unsafe fn run(&self, gate: i32, report: i32) -> ! {
+    unsafe fn run(&self, gate: i32, report: i32, supervisor: i32) -> ! {
         // SAFETY: async-signal-safe calls on data prepared before the fork.
         unsafe {
             // The supervisor ignores the terminal's signals; the command
@@ -301,11 +302,17 @@ impl Exec {
             if n != 1 {
                 libc::_exit(EXEC_FAILED);
             }
-            if let Some(switch) = &self.switch
-                && let Err(e) = switch.apply()
-            {
-                report_errno(report, e.raw_os_error().unwrap_or(libc::EPERM));
-                libc::_exit(SWITCH_FAILED);
+            if let Some(switch) = &self.switch {
+                if let Err(e) = switch.apply() {
+                    report_errno(report, e.raw_os_error().unwrap_or(libc::EPERM));
+                    libc::_exit(SWITCH_FAILED);
+                }
+                // Changing credentials cleared PDEATHSIG: ask again, and
+                // do not run if the supervisor died meanwhile.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+                if libc::getppid() != supervisor {
+                    libc::_exit(EXEC_FAILED);
+                }
             }
             libc::execve(
                 self.path.as_ptr(),
@@ -362,7 +369,7 @@ impl HeldChild {
         }
         if pid == 0 {
             // SAFETY: in the fresh fork, with its descriptors.
-            unsafe { supervisor::supervise(kdiag, fds, || exec.run(gate, report)) }
+            unsafe { supervisor::supervise(kdiag, fds, |s| exec.run(gate, report, s)) }
         }
         // The other processes' ends: closed here so EOFs reach each side.
         drop((gate_r, report_w, events_w, control_r));

@@ -458,12 +458,12 @@ fn for_each_child(mut f: impl FnMut(i32)) {
     }
 }
 
-/// S's whole life, in the forked supervisor: start CMD with `child`
-/// (which execs and does not return), report it, watch it, clean up, exit.
+/// S's whole life, in the forked supervisor: start CMD with `child` (given
+/// S's pid; it execs and does not return), report it, watch it, clean up, exit.
 ///
 /// # Safety
 /// Call only in a freshly forked child; `fds` are its descriptors.
-pub unsafe fn supervise(kdiag: i32, fds: Fds, child: impl FnOnce()) -> ! {
+pub unsafe fn supervise(kdiag: i32, fds: Fds, child: impl FnOnce(i32)) -> ! {
     // SAFETY (whole function): raw system calls on data prepared before
     // the fork and on stack buffers; see the module comment.
     unsafe {
@@ -514,7 +514,7 @@ pub unsafe fn supervise(kdiag: i32, fds: Fds, child: impl FnOnce()) -> ! {
                 libc::_exit(127);
             }
             libc::setpgid(0, 0);
-            child();
+            child(me);
             libc::_exit(127);
         }
         if cmd < 0 {
