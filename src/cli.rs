@@ -19,4 +19,9 @@ use crate::commands;
 pub struct Cli {
     #[command(subcommand)]
     pub command: commands::Command,
+    /// The largest file kdiag reads for you (answers, course, roster,
+    /// submissions' files): default 1M; archives and evidence files have
+    /// larger limits of their own, raised to SIZE if it is larger
+    #[arg(long, global = true, value_name = "SIZE", value_parser = commands::args::size)]
+    pub max_input: Option<u64>,
 }

@@ -235,7 +235,9 @@ fn build_module(
         .trim()
         .to_string();
     let kdir = kernel_dir.unwrap_or_else(|| PathBuf::from(format!("/lib/modules/{release}/build")));
-    if !kdir.join("Makefile").is_file() {
+    // Looked at as the user, who runs make in it.
+    let makefile = user_files::peek(&kdir.join("Makefile"), 0);
+    if !matches!(makefile, user_files::Peek::File { .. }) {
         anyhow::bail!(
             "kernel headers not found at {}: install the headers for kernel {release} \
              (Debian/Ubuntu: sudo apt install linux-headers-{release}; Fedora: sudo dnf install \

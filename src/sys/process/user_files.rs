@@ -37,14 +37,31 @@ pub struct Limits {
     pub follow_symlinks: bool,
 }
 
+/// The input limit set with `--max-input` (0: the default).
+static INPUT_LIMIT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Set the size limit of inputs (`kdiag --max-input SIZE`): `Limits::input`
+/// uses it, and the larger limits of archives and artifacts grow to it.
+pub fn set_input_limit(bytes: u64) {
+    INPUT_LIMIT.store(bytes, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn input_limit_set() -> Option<u64> {
+    match INPUT_LIMIT.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => None,
+        n => Some(n),
+    }
+}
+
 impl Limits {
     /// The default size limit for a file a user hands kdiag to read.
     pub const INPUT_MAX: u64 = 1 << 20;
 
-    /// An input the user names on the command line (answers, artifacts).
+    /// An input the user names on the command line (answers, artifacts):
+    /// INPUT_MAX, or what `--max-input` says.
     pub fn input() -> Limits {
         Limits {
-            max_bytes: Self::INPUT_MAX,
+            max_bytes: input_limit_set().unwrap_or(Self::INPUT_MAX),
             follow_symlinks: true,
         }
     }
@@ -66,9 +83,12 @@ impl Limits {
         }
     }
 
-    /// The same with another size limit.
+    /// The same with another size limit (or `--max-input`'s, if larger).
     pub fn max(self, max_bytes: u64) -> Limits {
-        Limits { max_bytes, ..self }
+        Limits {
+            max_bytes: max_bytes.max(input_limit_set().unwrap_or(0)),
+            ..self
+        }
     }
 }
 
@@ -84,7 +104,7 @@ pub enum UserFileError {
     #[error("{}: is a symbolic link; name the file itself", .0.display())]
     Symlink(PathBuf),
     #[error(
-        "{}: {size} bytes is over the limit of {max} bytes (raise it with the command's size option if the file is right)",
+        "{}: {size} bytes is over the limit of {max} bytes (if the file is right, raise the limit with kdiag --max-input SIZE)",
         .path.display()
     )]
     TooLarge { path: PathBuf, size: u64, max: u64 },
