@@ -144,25 +144,33 @@ pub fn needs_privilege(what: &str) -> anyhow::Error {
 #[error("interrupted by {}", crate::model::signal::signal_name(*.0))]
 pub struct Interrupted(pub i32);
 
-/// The exit code for an error that reached `main`: the first typed kind in
-/// its chain, else 1.
+/// The exit code for an error that reached `main`: its typed kind,
+/// wherever it is (the error, a context added to it, or a source), else 1.
+/// An interruption comes first: kdiag was stopped, whatever else failed.
 pub fn exit_code(err: &anyhow::Error) -> u8 {
-    for cause in err.chain() {
-        if cause.is::<UsageError>() || cause.is::<UserFileError>() || cause.is::<NoSuchProcess>()
-        {
-            return USAGE;
-        }
-        if cause.is::<Unavailable>() {
-            return UNAVAILABLE;
-        }
-        if let Some(c) = cause.downcast_ref::<CannotRun>() {
-            return c.exit_code();
-        }
-        if let Some(Interrupted(sig)) = cause.downcast_ref::<Interrupted>() {
-            return signal_exit(*sig);
-        }
+    if let Some(Interrupted(sig)) = kind::<Interrupted>(err) {
+        return signal_exit(*sig);
+    }
+    if let Some(c) = kind::<CannotRun>(err) {
+        return c.exit_code();
+    }
+    if kind::<UsageError>(err).is_some()
+        || kind::<UserFileError>(err).is_some()
+        || kind::<NoSuchProcess>(err).is_some()
+    {
+        return USAGE;
+    }
+    if kind::<Unavailable>(err).is_some() {
+        return UNAVAILABLE;
     }
     FAILURE
+}
+
+/// `T` in `err`: the error or a context of it (anyhow's downcast), or any
+/// source in its chain.
+fn kind<T: std::error::Error + Send + Sync + 'static>(err: &anyhow::Error) -> Option<&T> {
+    err.downcast_ref::<T>()
+        .or_else(|| err.chain().find_map(|c| c.downcast_ref::<T>()))
 }
 
 #[cfg(test)]
@@ -181,6 +189,15 @@ mod tests {
         let e = anyhow::Error::new(Interrupted(libc::SIGTERM));
         assert_eq!(exit_code(&e), 143);
         assert_eq!(e.to_string(), "interrupted by SIGTERM");
+        // As a context on another error too.
+        let e = anyhow::anyhow!("no samples").context(Interrupted(libc::SIGINT));
+        assert_eq!(exit_code(&e), 130);
+        // And as a source inside another error.
+        #[derive(Debug, thiserror::Error)]
+        #[error("outer")]
+        struct Outer(#[source] UsageError);
+        let e = anyhow::Error::new(Outer(UsageError("x".into())));
+        assert_eq!(exit_code(&e), USAGE);
         let e = anyhow::Error::new(UserFileError::NotFound("f".into())).context("reading");
         assert_eq!(exit_code(&e), USAGE);
         assert_eq!(exit_code(&anyhow::anyhow!("plain")), FAILURE);

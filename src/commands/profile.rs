@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 
 use crate::analysis::fold;
 use crate::error::usage;
@@ -173,8 +173,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     recorder.finish(&mut profile);
     let summary = fold::summarize(&profile, TOP);
     let folded = fold::fold(&profile);
+    let ctrl_c_ends = args.command.is_empty() && args.duration.is_none();
     if folded.is_empty() {
-        bail!("{}", render::flamegraph::no_samples_reason(&profile));
+        let why = anyhow::anyhow!("{}", render::flamegraph::no_samples_reason(&profile));
+        return Err(interrupt.explain(why, ctrl_c_ends));
     }
     if let Some(path) = &args.folded {
         let mut text = folded.join("\n");
@@ -203,7 +205,6 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         } => crate::error::status_exit(*status),
         _ => crate::error::OK,
     };
-    let ctrl_c_ends = args.command.is_empty() && args.duration.is_none();
     Ok(interrupt.exit_code(code, ctrl_c_ends))
 }
 

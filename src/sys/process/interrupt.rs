@@ -49,6 +49,16 @@ impl Interrupt {
         }
     }
 
+    /// `err`, marked as the interruption's consequence when a signal
+    /// interrupted the run (so kdiag exits 128+N, see `exit_code`).
+    pub fn explain(&self, err: anyhow::Error, ctrl_c_ends: bool) -> anyhow::Error {
+        match self.signal() {
+            Some(SIGINT) if ctrl_c_ends => err,
+            Some(sig) => err.context(crate::error::Interrupted(sig)),
+            None => err,
+        }
+    }
+
     /// The exit code of a run that would exit with `code`: 128+N when
     /// signal N interrupted it, unless it is SIGINT and `ctrl_c_ends` (the
     /// run's normal end is Ctrl-C).
