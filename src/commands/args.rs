@@ -184,11 +184,12 @@ pub fn size(s: &str) -> Result<u64, String> {
         Some('T' | 't') => (&t[..t.len() - 1], 40),
         _ => (t, 0),
     };
-    let n = whole(number, "bytes, with an optional K, M, G or T")?;
+    let not_a_size = || format!("{s:?} is not a size: bytes from 1 to 1T, with an optional K, M, G or T (64K, 2M)");
+    let n = whole(number, "bytes").map_err(|_| not_a_size())?;
     let bytes = n.checked_shl(shift).filter(|b| b >> shift == n);
     match bytes {
         Some(b) if (1..=MAX_SIZE).contains(&b) => Ok(b),
-        _ => Err(format!("a size is from 1 byte to 1T, not {s}")),
+        _ => Err(not_a_size()),
     }
 }
 
