@@ -18,7 +18,7 @@
 mod record;
 mod ring;
 
-pub use record::{Callchain, Record, Sample, Space, decode};
+pub use record::{Callchain, Record, Sample, Space, UserRegs, decode};
 pub use ring::page_size;
 
 use std::ffi::CString;
@@ -55,7 +55,18 @@ pub struct EventSpec {
     pub enable_on_exec: bool,
     /// A tracepoint filter expression, e.g. `dev == 265289728`.
     pub filter: Option<String>,
+    /// Copy this many bytes of the user stack, with the user registers, into
+    /// every sample (for DWARF unwinding after the fact). A multiple of 8,
+    /// at most `MAX_USER_STACK`.
+    pub user_stack: Option<u32>,
+    /// Leave the user half out of the kernel's callchain (it walks frame
+    /// pointers; DWARF unwinding replaces it).
+    pub exclude_callchain_user: bool,
 }
+
+/// The largest user stack copy the kernel accepts (it must also be a
+/// multiple of 8 and keep a record under 64 KiB).
+pub const MAX_USER_STACK: u32 = 65528;
 
 impl EventSpec {
     fn new(kind: EventKind) -> Self {
@@ -67,6 +78,8 @@ impl EventSpec {
             task_events: false,
             enable_on_exec: false,
             filter: None,
+            user_stack: None,
+            exclude_callchain_user: false,
         }
     }
 
@@ -119,6 +132,19 @@ impl EventSpec {
         }
     }
 
+    /// Sample the user registers and `bytes` of the user stack (see
+    /// `user_stack`); `bytes` is rounded down to a multiple of 8 and capped.
+    pub fn with_user_stack(mut self, bytes: u32) -> Self {
+        self.user_stack = Some(bytes.min(MAX_USER_STACK) & !7);
+        self
+    }
+
+    /// Drop the frame-pointer user half of the callchain (kernel half kept).
+    pub fn without_user_callchain(mut self) -> Self {
+        self.exclude_callchain_user = true;
+        self
+    }
+
     pub fn with_filter(mut self, filter: impl Into<String>) -> Self {
         self.filter = Some(filter.into());
         self
@@ -131,6 +157,9 @@ impl EventSpec {
         }
         if matches!(self.kind, EventKind::Tracepoint { .. }) {
             t |= sys::PERF_SAMPLE_RAW as u64;
+        }
+        if self.user_stack.is_some() {
+            t |= (sys::PERF_SAMPLE_REGS_USER | sys::PERF_SAMPLE_STACK_USER) as u64;
         }
         t
     }
@@ -178,6 +207,11 @@ impl EventSpec {
         }
         if self.callchain {
             a.sample_max_stack = max_stack();
+            a.set_exclude_callchain_user(self.exclude_callchain_user as u64);
+        }
+        if let Some(bytes) = self.user_stack {
+            a.sample_regs_user = record::USER_REGS_MASK;
+            a.sample_stack_user = bytes;
         }
         // Wake the poller when half the ring is full (the kernel default for a
         // zero wakeup_watermark), not on every record.
@@ -517,7 +551,7 @@ fn alive(tid: i32) -> bool {
 }
 
 /// The deepest callchain the kernel allows (kernel.perf_event_max_stack).
-fn max_stack() -> u16 {
+pub fn max_stack() -> u16 {
     std::fs::read_to_string("/proc/sys/kernel/perf_event_max_stack")
         .ok()
         .and_then(|s| s.trim().parse().ok())

@@ -1,0 +1,3 @@
+//! Instruments' own pipelines, stage by stage (collect → model).
+
+pub mod profile;

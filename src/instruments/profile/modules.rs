@@ -1,0 +1,262 @@
+//! What the unwinder needs to know about each mapped binary, read once per
+//! file: its unwind tables (`.eh_frame` with `.eh_frame_hdr`, or
+//! `.debug_frame`), its LOAD segments (to turn a mapping's file offset into
+//! the binary's own addresses), and which of its functions keep a frame
+//! pointer (for `--call-graph auto`).
+//!
+//! Frame-pointer detection: a function keeps a frame pointer when its code
+//! starts with `push %rbp; mov %rsp,%rbp` (`55 48 89 e5`), optionally after
+//! `endbr64`. That is the prologue gcc and clang emit with
+//! `-fno-omit-frame-pointer` and rustc with `-C force-frame-pointers=yes`;
+//! code built without them (gcc/clang `-O2`, Rust release, glibc) starts
+//! otherwise. Functions come from `.symtab`, else `.dynsym`. It is a
+//! per-function answer, so one binary can mix both (a Rust binary's own code
+//! and the precompiled std), and an address in no known function counts as
+//! "no frame pointer", which sends its sample to the DWARF unwinder.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::Arc;
+
+use framehop::{ExplicitModuleSectionInfo, Module};
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
+
+/// Section bytes shared between every process that maps the file.
+pub type Bytes = Arc<[u8]>;
+
+/// One binary's unwind tables and layout.
+#[derive(Debug)]
+pub struct Binary {
+    /// LOAD segments: (vaddr, file offset, file size).
+    segments: Vec<(u64, u64, u64)>,
+    text: Option<Range<u64>>,
+    got: Option<Range<u64>>,
+    eh_frame: Option<(Range<u64>, Bytes)>,
+    eh_frame_hdr: Option<(Range<u64>, Bytes)>,
+    debug_frame: Option<Bytes>,
+    /// Functions sorted by start address: (start, end, keeps a frame pointer).
+    functions: Vec<(u64, u64, bool)>,
+}
+
+/// `push %rbp; mov %rsp,%rbp`.
+const FP_PROLOGUE: [u8; 4] = [0x55, 0x48, 0x89, 0xe5];
+/// `endbr64`, which CET-enabled builds put first.
+const ENDBR64: [u8; 4] = [0xf3, 0x0f, 0x1e, 0xfa];
+
+impl Binary {
+    /// Parse an ELF image (a file's bytes, or the vDSO's).
+    pub fn parse(data: &[u8]) -> Result<Binary, String> {
+        let obj = object::File::parse(data).map_err(|e| format!("not a readable ELF file ({e})"))?;
+        let section = |name: &str| {
+            let s = obj.section_by_name(name)?;
+            let range = s.address()..s.address() + s.size();
+            let bytes: Bytes = s.uncompressed_data().ok()?.into_owned().into();
+            Some((range, bytes))
+        };
+        let range = |name: &str| {
+            obj.section_by_name(name)
+                .map(|s| s.address()..s.address() + s.size())
+        };
+        let segments: Vec<(u64, u64, u64)> = obj
+            .segments()
+            .map(|s| {
+                let (off, size) = s.file_range();
+                (s.address(), off, size)
+            })
+            .collect();
+        let mut functions: Vec<(u64, u64, bool)> = Vec::new();
+        let symbols: Vec<_> = if obj.symbols().next().is_some() {
+            obj.symbols().collect()
+        } else {
+            obj.dynamic_symbols().collect()
+        };
+        for sym in symbols {
+            if sym.kind() != SymbolKind::Text || sym.size() == 0 || sym.address() == 0 {
+                continue;
+            }
+            let start = sym.address();
+            let code = file_bytes(data, &segments, start, 8).unwrap_or(&[]);
+            let fp = code.starts_with(&FP_PROLOGUE)
+                || (code.starts_with(&ENDBR64) && code[4..].starts_with(&FP_PROLOGUE));
+            functions.push((start, start + sym.size(), fp));
+        }
+        functions.sort_unstable();
+        functions.dedup_by_key(|f| f.0);
+        Ok(Binary {
+            segments,
+            text: range(".text"),
+            got: range(".got"),
+            eh_frame: section(".eh_frame"),
+            eh_frame_hdr: section(".eh_frame_hdr"),
+            debug_frame: section(".debug_frame").map(|(_, b)| b),
+            functions,
+        })
+    }
+
+    /// The load bias of a mapping of this file at `start` from file offset
+    /// `pgoff`: what to add to the file's own addresses to get the process's.
+    /// Through the LOAD segments, since a segment's vaddr and file offset
+    /// can differ (rustc PIEs: p_offset 0x14df0, p_vaddr 0x15df0).
+    pub fn bias(&self, start: u64, pgoff: u64) -> Option<u64> {
+        let page = 4096;
+        let &(vaddr, off, _) = self
+            .segments
+            .iter()
+            .find(|&&(_, off, size)| off & !(page - 1) <= pgoff && pgoff < off + size.max(1))?;
+        // vaddr − off is the same for every byte of the segment.
+        Some(start.wrapping_sub(vaddr.wrapping_sub(off)).wrapping_sub(pgoff))
+    }
+
+    /// A framehop module for a mapping of this file at `avma` with `bias`.
+    pub fn module(&self, name: &str, avma: Range<u64>, bias: u64) -> Module<Bytes> {
+        let info = ExplicitModuleSectionInfo {
+            base_svma: 0,
+            text_svma: self.text.clone(),
+            got_svma: self.got.clone(),
+            eh_frame_svma: self.eh_frame.as_ref().map(|(r, _)| r.clone()),
+            eh_frame: self.eh_frame.as_ref().map(|(_, b)| b.clone()),
+            eh_frame_hdr_svma: self.eh_frame_hdr.as_ref().map(|(r, _)| r.clone()),
+            eh_frame_hdr: self.eh_frame_hdr.as_ref().map(|(_, b)| b.clone()),
+            debug_frame: self.debug_frame.clone(),
+            ..Default::default()
+        };
+        Module::new(name.to_string(), avma, bias, info)
+    }
+
+    /// Whether the function at `svma` (the file's own address) keeps a frame
+    /// pointer; false when no known function covers it.
+    pub fn keeps_frame_pointer(&self, svma: u64) -> bool {
+        let i = self.functions.partition_point(|f| f.0 <= svma);
+        i > 0 && {
+            let (_, end, fp) = self.functions[i - 1];
+            svma < end && fp
+        }
+    }
+
+    /// Whether any unwind table was found.
+    pub fn has_unwind_tables(&self) -> bool {
+        self.eh_frame.is_some() || self.debug_frame.is_some()
+    }
+}
+
+/// `len` bytes at the file address `addr`, through the LOAD segments.
+fn file_bytes<'a>(data: &'a [u8], segments: &[(u64, u64, u64)], addr: u64, len: u64) -> Option<&'a [u8]> {
+    let &(vaddr, off, size) = segments
+        .iter()
+        .find(|&&(v, _, s)| v <= addr && addr + len <= v + s)?;
+    let _ = size;
+    let at = (off + (addr - vaddr)) as usize;
+    data.get(at..at + len as usize)
+}
+
+/// Binaries by path, each parsed once per recording. A file that cannot be
+/// read is remembered with why.
+#[derive(Debug, Default)]
+pub struct Binaries {
+    by_path: HashMap<String, Result<Arc<Binary>, String>>,
+}
+
+impl Binaries {
+    pub fn get(&mut self, path: &str) -> Result<Arc<Binary>, String> {
+        self.by_path
+            .entry(path.to_string())
+            .or_insert_with(|| load(path))
+            .clone()
+    }
+}
+
+fn load(path: &str) -> Result<Arc<Binary>, String> {
+    if path == "[vdso]" {
+        return vdso_image()
+            .ok_or_else(|| "the vDSO image could not be read".to_string())
+            .and_then(|img| Binary::parse(&img))
+            .map(Arc::new);
+    }
+    if path.ends_with(" (deleted)") {
+        return Err("file deleted since it was mapped".into());
+    }
+    let data = std::fs::read(path).map_err(|e| format!("unreadable ({e})"))?;
+    Binary::parse(&data).map(Arc::new)
+}
+
+/// A copy of the vDSO as mapped in kdiag itself: the kernel maps the same
+/// image into every process, so its unwind tables serve all of them.
+fn vdso_image() -> Option<Vec<u8>> {
+    // SAFETY: getauxval has no preconditions.
+    let base = unsafe { libc::getauxval(libc::AT_SYSINFO_EHDR) };
+    if base == 0 {
+        return None;
+    }
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
+    let (a, rest) = line.split_once('-')?;
+    let b = rest.split(' ').next()?;
+    let (start, end) = (
+        u64::from_str_radix(a, 16).ok()?,
+        u64::from_str_radix(b, 16).ok()?,
+    );
+    if start != base || end <= start {
+        return None;
+    }
+    // SAFETY: [start, end) is our own vDSO mapping, readable and never unmapped.
+    let bytes = unsafe { std::slice::from_raw_parts(start as *const u8, (end - start) as usize) };
+    Some(bytes.to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::symbolize::parse_maps;
+
+    fn own_maps() -> Vec<crate::sys::symbolize::Mapping> {
+        parse_maps(&std::fs::read_to_string("/proc/self/maps").unwrap())
+    }
+
+    #[test]
+    fn own_code_keeps_frame_pointers_and_libc_does_not() {
+        // kdiag is built with -C force-frame-pointers=yes (.cargo/config.toml);
+        // glibc is built without frame pointers.
+        let ip = own_code_keeps_frame_pointers_and_libc_does_not as fn() as usize as u64;
+        let maps = own_maps();
+        let mut bins = Binaries::default();
+        let own = maps.iter().find(|m| m.start <= ip && ip < m.end).unwrap();
+        let bin = bins.get(&own.path).unwrap();
+        let bias = bin.bias(own.start, own.pgoff).unwrap();
+        assert!(bin.keeps_frame_pointer(ip - bias), "our own function");
+        assert!(bin.has_unwind_tables());
+
+        let getpid = libc::getpid as usize as u64;
+        let libc_map = maps
+            .iter()
+            .find(|m| m.start <= getpid && getpid < m.end)
+            .unwrap();
+        let libc_bin = bins.get(&libc_map.path).unwrap();
+        let bias = libc_bin.bias(libc_map.start, libc_map.pgoff).unwrap();
+        assert!(!libc_bin.keeps_frame_pointer(getpid - bias), "glibc's getpid");
+        assert!(!libc_bin.keeps_frame_pointer(0), "no function there");
+    }
+
+    #[test]
+    fn bias_follows_segment_offsets() {
+        // A rustc PIE layout: r-x LOAD at offset 0x14df0, vaddr 0x15df0,
+        // mapped from page offset 0x14000 at 0x5555_5556_8000.
+        let bin = Binary {
+            segments: vec![(0, 0, 0x14df0), (0x15df0, 0x14df0, 0x30000)],
+            text: None,
+            got: None,
+            eh_frame: None,
+            eh_frame_hdr: None,
+            debug_frame: None,
+            functions: vec![],
+        };
+        let bias = bin.bias(0x5555_5556_8000, 0x14000).unwrap();
+        // File offset 0x14df0 (vaddr 0x15df0) is mapped at map start + 0xdf0.
+        assert_eq!(0x15df0 + bias, 0x5555_5556_8000 + 0xdf0);
+    }
+
+    #[test]
+    fn vdso_has_unwind_tables() {
+        let bin = Binaries::default().get("[vdso]").unwrap();
+        assert!(bin.has_unwind_tables());
+    }
+}
