@@ -99,10 +99,17 @@ impl Binary {
     /// can differ (rustc PIEs: p_offset 0x14df0, p_vaddr 0x15df0).
     pub fn bias(&self, start: u64, pgoff: u64) -> Option<u64> {
         let page = 4096;
+        // A mapping starts at its segment's offset rounded down to a page,
+        // which the previous segment's bytes may also cover: an exact start
+        // decides first.
+        let covers = |&&(_, off, size): &&(u64, u64, u64)| {
+            off & !(page - 1) <= pgoff && pgoff < off + size.max(1)
+        };
         let &(vaddr, off, _) = self
             .segments
             .iter()
-            .find(|&&(_, off, size)| off & !(page - 1) <= pgoff && pgoff < off + size.max(1))?;
+            .find(|&&(_, off, _)| off & !(page - 1) == pgoff)
+            .or_else(|| self.segments.iter().find(covers))?;
         // vaddr − off is the same for every byte of the segment.
         Some(start.wrapping_sub(vaddr.wrapping_sub(off)).wrapping_sub(pgoff))
     }
@@ -241,7 +248,9 @@ mod tests {
         // A rustc PIE layout: r-x LOAD at offset 0x14df0, vaddr 0x15df0,
         // mapped from page offset 0x14000 at 0x5555_5556_8000.
         let bin = Binary {
-            segments: vec![(0, 0, 0x14df0), (0x15df0, 0x14df0, 0x30000)],
+            // The first (r--) segment's bytes reach into the page the r-x
+            // mapping starts at.
+            segments: vec![(0, 0, 0x14dec), (0x15df0, 0x14df0, 0x30000)],
             text: None,
             got: None,
             eh_frame: None,
