@@ -11,8 +11,10 @@
 //! separate stage.
 //!
 //! `--call-graph auto` keeps the kernel's frame-pointer chain for a sample
-//! when every user frame of it lies in a function that keeps a frame
-//! pointer (see `modules`), and unwinds the sample from DWARF otherwise.
+//! when every user frame of it but the outermost lies in a function that
+//! keeps a frame pointer (see `modules`), and unwinds the sample from DWARF
+//! otherwise: a leaf without a frame pointer hides its caller, and one in
+//! the middle breaks the chain.
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -175,9 +177,13 @@ impl Unwinder {
         let t0 = Instant::now();
         let proc = self.processes.entry(sample.pid).or_insert_with(Process::new);
         proc.sync(maps, &mut self.binaries);
+        // The outermost frame's own frame pointer is never followed (it is
+        // where the walk ends: libc's start_thread or __libc_start_call_main,
+        // which keep none), so it need not keep one.
+        let walked = &fp_chain[..fp_chain.len().saturating_sub(1).max(1.min(fp_chain.len()))];
         if self.mode == CallGraph::Auto
-            && !fp_chain.is_empty()
-            && fp_chain.iter().enumerate().all(|(i, &ip)| {
+            && !walked.is_empty()
+            && walked.iter().enumerate().all(|(i, &ip)| {
                 // Return addresses point after the call: look up the call.
                 proc.keeps_frame_pointer(if i == 0 { ip } else { ip.wrapping_sub(1) })
             })
