@@ -9,6 +9,6 @@ pub mod exec;
 pub mod process;
 pub mod profile;
 pub mod rusage;
-pub mod stacks;
 pub mod signal;
+pub mod stacks;
 pub mod system;

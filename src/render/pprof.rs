@@ -104,7 +104,8 @@ pub fn encode(set: &StackSet<'_>) -> Vec<u8> {
     let mut p = Msg::default();
     let value_type = |strings: &mut Strings, v: &crate::model::stacks::ValueType| {
         let mut m = Msg::default();
-        m.uint(1, strings.get(&v.kind)).uint(2, strings.get(&v.unit));
+        m.uint(1, strings.get(&v.kind))
+            .uint(2, strings.get(&v.unit));
         m
     };
     // sample_type = 1
@@ -122,13 +123,15 @@ pub fn encode(set: &StackSet<'_>) -> Vec<u8> {
         // Leaf first, as pprof wants.
         for f in stack.frames.iter().rev() {
             let next = functions.len() as u64 + 1;
-            let fid = *functions.entry((f.name.as_str(), f.kernel)).or_insert_with(|| {
-                let name = strings.get(&f.name);
-                let mut m = Msg::default();
-                m.uint(1, next).uint(2, name).uint(3, name);
-                function_msgs.push(m);
-                next
-            });
+            let fid = *functions
+                .entry((f.name.as_str(), f.kernel))
+                .or_insert_with(|| {
+                    let name = strings.get(&f.name);
+                    let mut m = Msg::default();
+                    m.uint(1, next).uint(2, name).uint(3, name);
+                    function_msgs.push(m);
+                    next
+                });
             let mapping = match (f.kernel, f.module) {
                 (true, _) => kernel_mapping(set),
                 (false, Some(i)) => i as u64 + 1,

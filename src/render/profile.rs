@@ -234,6 +234,7 @@ mod tests {
                 profiled_cpu_secs: Some(0.4),
                 post_secs: 0.05,
             },
+            ..Default::default()
         };
         let s = summarize(&p, 5);
         let mut out = Vec::new();
@@ -248,6 +249,8 @@ mod tests {
             "Samples: 40 kept, 3 records lost, 1 throttles; 5 idle samples left out",
             "(no hardware PMU here, so no cycles event)",
             "kdiag used 2.0 ms of CPU while recording 2.00 s (0.10% of one CPU), 0.50% of the profiled CPU time (0.40 s)",
+            "with frame-pointer callchains",
+            "Profile with `--call-graph auto`",
         ] {
             assert!(out.contains(want), "missing {want:?} in\n{out}");
         }
@@ -256,5 +259,32 @@ mod tests {
         let v: serde_json::Value = serde_json::from_slice(&js).unwrap();
         assert_eq!(v["summary"]["top_self"][0]["name"], "hot");
         assert_eq!(v["profile"]["lost"], 3);
+    }
+
+    #[test]
+    fn report_says_how_stacks_were_unwound() {
+        let p = Profile {
+            call_graph: "auto".into(),
+            stack_size: Some(8192),
+            unwind: Some(crate::model::profile::UnwindStats {
+                dwarf_samples: 30,
+                fp_samples: 10,
+                dwarf_frames: 210,
+                stack_exhausted: 2,
+                no_stack: 0,
+                secs: 0.0015,
+            }),
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        footer(&mut out, &p).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        for want in [
+            "frame pointers where the code keeps them, DWARF unwinding of 8192-byte stack copies elsewhere",
+            "Unwinding: 30 samples unwound from DWARF CFI (7.0 user frames on average, 1.5 ms), \
+             10 kept their frame-pointer chain; 2 ran past the 8192-byte stack copy (raise --stack-size)",
+        ] {
+            assert!(out.contains(want), "missing {want:?} in\n{out}");
+        }
     }
 }

@@ -557,7 +557,10 @@ impl<'a> Names<'a> {
             };
             self.perf_maps.insert(pid, map);
         }
-        self.perf_maps[&pid].as_ref()?.lookup(ip).map(str::to_string)
+        self.perf_maps[&pid]
+            .as_ref()?
+            .lookup(ip)
+            .map(str::to_string)
     }
 
     fn module(&mut self, path: &str) -> u32 {

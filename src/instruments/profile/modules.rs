@@ -46,7 +46,8 @@ const ENDBR64: [u8; 4] = [0xf3, 0x0f, 0x1e, 0xfa];
 impl Binary {
     /// Parse an ELF image (a file's bytes, or the vDSO's).
     pub fn parse(data: &[u8]) -> Result<Binary, String> {
-        let obj = object::File::parse(data).map_err(|e| format!("not a readable ELF file ({e})"))?;
+        let obj =
+            object::File::parse(data).map_err(|e| format!("not a readable ELF file ({e})"))?;
         let section = |name: &str| {
             let s = obj.section_by_name(name)?;
             let range = s.address()..s.address() + s.size();
@@ -111,7 +112,11 @@ impl Binary {
             .find(|&&(_, off, _)| off & !(page - 1) == pgoff)
             .or_else(|| self.segments.iter().find(covers))?;
         // vaddr − off is the same for every byte of the segment.
-        Some(start.wrapping_sub(vaddr.wrapping_sub(off)).wrapping_sub(pgoff))
+        Some(
+            start
+                .wrapping_sub(vaddr.wrapping_sub(off))
+                .wrapping_sub(pgoff),
+        )
     }
 
     /// A framehop module for a mapping of this file at `avma` with `bias`.
@@ -147,7 +152,12 @@ impl Binary {
 }
 
 /// `len` bytes at the file address `addr`, through the LOAD segments.
-fn file_bytes<'a>(data: &'a [u8], segments: &[(u64, u64, u64)], addr: u64, len: u64) -> Option<&'a [u8]> {
+fn file_bytes<'a>(
+    data: &'a [u8],
+    segments: &[(u64, u64, u64)],
+    addr: u64,
+    len: u64,
+) -> Option<&'a [u8]> {
     let &(vaddr, off, size) = segments
         .iter()
         .find(|&&(v, _, s)| v <= addr && addr + len <= v + s)?;
@@ -239,7 +249,10 @@ mod tests {
             .unwrap();
         let libc_bin = bins.get(&libc_map.path).unwrap();
         let bias = libc_bin.bias(libc_map.start, libc_map.pgoff).unwrap();
-        assert!(!libc_bin.keeps_frame_pointer(getpid - bias), "glibc's getpid");
+        assert!(
+            !libc_bin.keeps_frame_pointer(getpid - bias),
+            "glibc's getpid"
+        );
         assert!(!libc_bin.keeps_frame_pointer(0), "no function there");
     }
 

@@ -164,6 +164,10 @@ mod tests {
         assert!(err.contains("not a regular file"), "{err}");
 
         let none = dir.path().join("none.map");
-        assert!(PerfMap::load_from(none.to_str().unwrap(), Some(me)).unwrap().is_none());
+        assert!(
+            PerfMap::load_from(none.to_str().unwrap(), Some(me))
+                .unwrap()
+                .is_none()
+        );
     }
 }

@@ -175,7 +175,10 @@ impl Unwinder {
     ) -> Option<Vec<u64>> {
         let regs = sample.user_regs?;
         let t0 = Instant::now();
-        let proc = self.processes.entry(sample.pid).or_insert_with(Process::new);
+        let proc = self
+            .processes
+            .entry(sample.pid)
+            .or_insert_with(Process::new);
         proc.sync(maps, &mut self.binaries);
         // The outermost frame's own frame pointer is never followed (it is
         // where the walk ends: libc's start_thread or __libc_start_call_main,
@@ -192,7 +195,13 @@ impl Unwinder {
             self.stats.secs += t0.elapsed().as_secs_f64();
             return None;
         }
-        let frames = walk(proc, regs, sample.user_stack, self.max_frames, &mut self.stats);
+        let frames = walk(
+            proc,
+            regs,
+            sample.user_stack,
+            self.max_frames,
+            &mut self.stats,
+        );
         self.stats.dwarf_samples += 1;
         self.stats.dwarf_frames += frames.len() as u64;
         self.stats.secs += t0.elapsed().as_secs_f64();
@@ -253,7 +262,10 @@ mod tests {
         assert_eq!(check_stack_size(65528), Ok(65528));
         for bad in [0, 7, 65529, 65536, 1 << 20] {
             let err = check_stack_size(bad).unwrap_err();
-            assert!(err.contains("multiple of 8") && err.contains("65528"), "{err}");
+            assert!(
+                err.contains("multiple of 8") && err.contains("65528"),
+                "{err}"
+            );
         }
     }
 
@@ -280,7 +292,13 @@ mod tests {
         let mut proc = Process::new();
         proc.sync(&maps, &mut Binaries::default());
         let mut stats = UnwindStats::default();
-        let frames = walk(&mut proc, crate::sys::perf::UserRegs { ip, sp, bp }, &copy, 64, &mut stats);
+        let frames = walk(
+            &mut proc,
+            crate::sys::perf::UserRegs { ip, sp, bp },
+            &copy,
+            64,
+            &mut stats,
+        );
         out.extend(&frames);
         frames
     }
@@ -306,7 +324,10 @@ mod tests {
         let here = leaf as fn(u32, &mut Vec<u64>) -> Vec<u64> as usize as u64;
         // 5 activations of `leaf` (depth 4..0): their return addresses (and
         // the first IP) lie in its code, within a few hundred bytes.
-        let in_leaf = frames.iter().filter(|&&a| a >= here && a < here + 1024).count();
+        let in_leaf = frames
+            .iter()
+            .filter(|&&a| a >= here && a < here + 1024)
+            .count();
         assert!(in_leaf >= 5, "{in_leaf} frames in leaf: {frames:x?}");
         // And the walk goes on past the test into its caller.
         assert!(frames.len() > 6, "{frames:x?}");

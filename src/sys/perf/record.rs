@@ -18,9 +18,8 @@ pub const BASE_SAMPLE_TYPE: u64 = (sys::PERF_SAMPLE_IP
 /// and IP, the three an x86-64 unwinder starts from. The kernel writes them
 /// in register-number order.
 #[cfg(target_arch = "x86_64")]
-pub const USER_REGS_MASK: u64 = (1 << sys::PERF_REG_X86_BP)
-    | (1 << sys::PERF_REG_X86_SP)
-    | (1 << sys::PERF_REG_X86_IP);
+pub const USER_REGS_MASK: u64 =
+    (1 << sys::PERF_REG_X86_BP) | (1 << sys::PERF_REG_X86_SP) | (1 << sys::PERF_REG_X86_IP);
 #[cfg(not(target_arch = "x86_64"))]
 pub const USER_REGS_MASK: u64 = 0;
 
