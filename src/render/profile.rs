@@ -186,7 +186,9 @@ pub fn footer(out: &mut impl Write, p: &Profile) -> anyhow::Result<()> {
 
 /// How user stacks were walked, for the tier line.
 fn call_graph(p: &Profile) -> String {
-    let stack = p.stack_size.unwrap_or(0);
+    let Some(stack) = p.stack_size else {
+        return "frame-pointer callchains".into();
+    };
     match p.call_graph.as_str() {
         "dwarf" => format!("DWARF unwinding of {stack}-byte user stack copies"),
         "auto" => format!(

@@ -21,8 +21,91 @@ use std::sync::Arc;
 use framehop::{ExplicitModuleSectionInfo, Module};
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
 
-/// Section bytes shared between every process that maps the file.
-pub type Bytes = Arc<[u8]>;
+/// Section bytes, shared between every process that maps the file: a range
+/// of the file mapped into kdiag (or of a copy, for the vDSO).
+#[derive(Clone)]
+pub struct Bytes {
+    image: Arc<Image>,
+    range: Range<usize>,
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.image.bytes()[self.range.clone()]
+    }
+}
+
+impl std::fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Bytes({:?})", self.range)
+    }
+}
+
+/// A whole binary: mapped from its file (reading 100 MB binaries such as
+/// node into memory cost hundreds of ms; mapping touches only what the
+/// unwinder reads), or owned.
+enum Image {
+    Mapped { ptr: *const u8, len: usize },
+    Owned(Vec<u8>),
+}
+
+// SAFETY: the mapping is read-only and private, and unmapped only on drop.
+unsafe impl Send for Image {}
+// SAFETY: as above; nothing writes through it.
+unsafe impl Sync for Image {}
+
+impl Image {
+    fn map(path: &str) -> Result<Image, String> {
+        use std::os::fd::AsRawFd;
+        let file = std::fs::File::open(path).map_err(|e| format!("unreadable ({e})"))?;
+        let len = file
+            .metadata()
+            .map_err(|e| format!("unreadable ({e})"))?
+            .len() as usize;
+        if len == 0 {
+            return Err("empty file".into());
+        }
+        // SAFETY: a fresh read-only private mapping of an open file, checked
+        // before use. A binary truncated while mapped would fault on access;
+        // binaries are replaced by rename, not rewritten in place (blazesym
+        // maps them the same way).
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(format!("cannot map ({})", std::io::Error::last_os_error()));
+        }
+        Ok(Image::Mapped {
+            ptr: ptr.cast(),
+            len,
+        })
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            // SAFETY: ptr/len are a live mapping owned by self.
+            Image::Mapped { ptr, len } => unsafe { std::slice::from_raw_parts(*ptr, *len) },
+            Image::Owned(v) => v,
+        }
+    }
+}
+
+impl Drop for Image {
+    fn drop(&mut self) {
+        if let Image::Mapped { ptr, len } = *self {
+            // SAFETY: exactly the mapping made in `map`.
+            unsafe { libc::munmap(ptr as *mut libc::c_void, len) };
+        }
+    }
+}
 
 /// One binary's unwind tables and layout.
 #[derive(Debug)]
@@ -44,14 +127,28 @@ const FP_PROLOGUE: [u8; 4] = [0x55, 0x48, 0x89, 0xe5];
 const ENDBR64: [u8; 4] = [0xf3, 0x0f, 0x1e, 0xfa];
 
 impl Binary {
-    /// Parse an ELF image (a file's bytes, or the vDSO's).
-    pub fn parse(data: &[u8]) -> Result<Binary, String> {
+    /// Parse an ELF image (a file's, or the vDSO's); find which functions
+    /// keep frame pointers when `functions` is set (for auto).
+    fn parse(image: Image, functions: bool) -> Result<Binary, String> {
+        let image = Arc::new(image);
+        let data = image.bytes();
         let obj =
             object::File::parse(data).map_err(|e| format!("not a readable ELF file ({e})"))?;
         let section = |name: &str| {
             let s = obj.section_by_name(name)?;
             let range = s.address()..s.address() + s.size();
-            let bytes: Bytes = s.uncompressed_data().ok()?.into_owned().into();
+            // Compressed sections (a .debug_frame with SHF_COMPRESSED) are
+            // left out: the unwinder reads sections as they are stored.
+            let stored = s.compressed_file_range().ok()?;
+            if stored.format != object::CompressionFormat::None {
+                return None;
+            }
+            let (off, size) = (stored.offset as usize, stored.compressed_size as usize);
+            data.get(off..off + size)?;
+            let bytes = Bytes {
+                image: image.clone(),
+                range: off..off + size,
+            };
             Some((range, bytes))
         };
         let range = |name: &str| {
@@ -65,8 +162,10 @@ impl Binary {
                 (s.address(), off, size)
             })
             .collect();
-        let mut functions: Vec<(u64, u64, bool)> = Vec::new();
-        let symbols: Vec<_> = if obj.symbols().next().is_some() {
+        let mut table: Vec<(u64, u64, bool)> = Vec::new();
+        let symbols: Vec<_> = if !functions {
+            Vec::new()
+        } else if obj.symbols().next().is_some() {
             obj.symbols().collect()
         } else {
             obj.dynamic_symbols().collect()
@@ -79,10 +178,10 @@ impl Binary {
             let code = file_bytes(data, &segments, start, 8).unwrap_or(&[]);
             let fp = code.starts_with(&FP_PROLOGUE)
                 || (code.starts_with(&ENDBR64) && code[4..].starts_with(&FP_PROLOGUE));
-            functions.push((start, start + sym.size(), fp));
+            table.push((start, start + sym.size(), fp));
         }
-        functions.sort_unstable();
-        functions.dedup_by_key(|f| f.0);
+        table.sort_unstable();
+        table.dedup_by_key(|f| f.0);
         Ok(Binary {
             segments,
             text: range(".text"),
@@ -90,7 +189,7 @@ impl Binary {
             eh_frame: section(".eh_frame"),
             eh_frame_hdr: section(".eh_frame_hdr"),
             debug_frame: section(".debug_frame").map(|(_, b)| b),
-            functions,
+            functions: table,
         })
     }
 
@@ -130,7 +229,12 @@ impl Binary {
             eh_frame_hdr_svma: self.eh_frame_hdr.as_ref().map(|(r, _)| r.clone()),
             eh_frame_hdr: self.eh_frame_hdr.as_ref().map(|(_, b)| b.clone()),
             debug_frame: self.debug_frame.clone(),
-            ..Default::default()
+            text: None,
+            stubs_svma: None,
+            stub_helper_svma: None,
+            unwind_info: None,
+            text_segment_svma: None,
+            text_segment: None,
         };
         Module::new(name.to_string(), avma, bias, info)
     }
@@ -170,30 +274,38 @@ fn file_bytes<'a>(
 /// read is remembered with why.
 #[derive(Debug, Default)]
 pub struct Binaries {
+    /// Whether to find which functions keep frame pointers (auto).
+    functions: bool,
     by_path: HashMap<String, Result<Arc<Binary>, String>>,
 }
 
 impl Binaries {
+    /// `functions`: also index functions by frame-pointer use (for auto).
+    pub fn new(functions: bool) -> Self {
+        Binaries {
+            functions,
+            by_path: HashMap::new(),
+        }
+    }
+
     pub fn get(&mut self, path: &str) -> Result<Arc<Binary>, String> {
+        let functions = self.functions;
         self.by_path
             .entry(path.to_string())
-            .or_insert_with(|| load(path))
+            .or_insert_with(|| load(path, functions))
             .clone()
     }
 }
 
-fn load(path: &str) -> Result<Arc<Binary>, String> {
-    if path == "[vdso]" {
-        return vdso_image()
-            .ok_or_else(|| "the vDSO image could not be read".to_string())
-            .and_then(|img| Binary::parse(&img))
-            .map(Arc::new);
-    }
-    if path.ends_with(" (deleted)") {
+fn load(path: &str, functions: bool) -> Result<Arc<Binary>, String> {
+    let image = if path == "[vdso]" {
+        Image::Owned(vdso_image().ok_or("the vDSO image could not be read")?)
+    } else if path.ends_with(" (deleted)") {
         return Err("file deleted since it was mapped".into());
-    }
-    let data = std::fs::read(path).map_err(|e| format!("unreadable ({e})"))?;
-    Binary::parse(&data).map(Arc::new)
+    } else {
+        Image::map(path)?
+    };
+    Binary::parse(image, functions).map(Arc::new)
 }
 
 /// A copy of the vDSO as mapped in kdiag itself: the kernel maps the same
@@ -235,7 +347,7 @@ mod tests {
         // glibc is built without frame pointers.
         let ip = own_code_keeps_frame_pointers_and_libc_does_not as fn() as usize as u64;
         let maps = own_maps();
-        let mut bins = Binaries::default();
+        let mut bins = Binaries::new(true);
         let own = maps.iter().find(|m| m.start <= ip && ip < m.end).unwrap();
         let bin = bins.get(&own.path).unwrap();
         let bias = bin.bias(own.start, own.pgoff).unwrap();
@@ -278,7 +390,7 @@ mod tests {
 
     #[test]
     fn vdso_has_unwind_tables() {
-        let bin = Binaries::default().get("[vdso]").unwrap();
+        let bin = Binaries::new(false).get("[vdso]").unwrap();
         assert!(bin.has_unwind_tables());
     }
 }

@@ -148,7 +148,7 @@ impl Unwinder {
         Unwinder {
             mode,
             max_frames: max_frames.max(1),
-            binaries: Binaries::default(),
+            binaries: Binaries::new(mode == CallGraph::Auto),
             processes: HashMap::new(),
             stats: UnwindStats::default(),
         }
@@ -290,7 +290,7 @@ mod tests {
         let maps =
             crate::sys::symbolize::parse_maps(&std::fs::read_to_string("/proc/self/maps").unwrap());
         let mut proc = Process::new();
-        proc.sync(&maps, &mut Binaries::default());
+        proc.sync(&maps, &mut Binaries::new(false));
         let mut stats = UnwindStats::default();
         let frames = walk(
             &mut proc,
