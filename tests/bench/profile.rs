@@ -118,11 +118,12 @@ const DWARF: Mode = Mode {
 };
 
 fn probe_effect(dir: &Path, rounds: usize, mode: Mode) -> String {
-    // A fixed job: gzip a 6M-line file (~47 MB), a few seconds of CPU.
+    // A fixed job: gzip a 6M-line file (~111 MB), a few seconds of CPU.
     let data = dir.join("data.txt");
     let text: String = (1..=6_000_000u32)
         .map(|i| format!("{i} {}\n", i.wrapping_mul(2654435761)))
         .collect();
+    let data_mb = text.len() as f64 / 1e6;
     std::fs::write(&data, text).unwrap();
     let timing = dir.join("time.txt");
     let job = |cmd: &mut Command| {
@@ -209,7 +210,7 @@ fn probe_effect(dir: &Path, rounds: usize, mode: Mode) -> String {
     let (kn, pn) = (mode.kdiag_name, mode.perf_name);
     format!(
         "### Probe effect: `{kn} -F 99` vs `{pn} -F 99`\n\n\
-         Job: `gzip -6` of a 47 MB generated file ({job_cpu:.2} s of CPU bare), {rounds} paired \
+         Job: `gzip -6` of a {data_mb:.0} MB generated file ({job_cpu:.2} s of CPU bare), {rounds} paired \
          rounds, order rotated, medians of per-round figures.\n\n\
          | | {kn} | {pn} |\n|---|---|---|\n\
          | job wall-time slowdown vs bare run | {slow_k:+.2}% | {slow_p:+.2}% |\n\
@@ -289,27 +290,27 @@ fn svg_time(dir: &Path, secs: u64, mode: Mode) -> String {
     let inferno = have("inferno-collapse-perf") && have("inferno-flamegraph");
     let pipeline = if inferno {
         format!(
-            "set -o pipefail 2>/dev/null; perf script -i {} 2>/dev/null | inferno-collapse-perf | inferno-flamegraph > {}/perf.svg",
+            "set -o pipefail 2>/dev/null; perf script --no-inline -i {} 2>/dev/null | inferno-collapse-perf | inferno-flamegraph > {}/perf.svg",
             data.display(),
             dir.display()
         )
     } else {
-        format!("perf script -i {} > /dev/null 2>&1", data.display())
+        format!(
+            "perf script --no-inline -i {} > /dev/null 2>&1",
+            data.display()
+        )
     };
     let (_, p_script, _) = run_measured(Command::new("bash").args(["-c", &pipeline]));
-    let count = Command::new("sh")
-        .args([
-            "-c",
-            &format!(
-                "perf script -i {} -F period 2>/dev/null | wc -l",
-                data.display()
-            ),
-        ])
+    let stats = Command::new("perf")
+        .args(["report", "--stats", "-i"])
+        .arg(&data)
+        .stderr(Stdio::null())
         .output()
         .unwrap();
-    let p_samples: u64 = String::from_utf8_lossy(&count.stdout)
-        .trim()
-        .parse()
+    let p_samples: u64 = String::from_utf8_lossy(&stats.stdout)
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("SAMPLE events:"))
+        .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
         .unwrap_or(0);
     let mut busy = busy;
     busy.kill().ok();
@@ -319,7 +320,7 @@ fn svg_time(dir: &Path, secs: u64, mode: Mode) -> String {
 
     let peer = p_final + p_script.as_secs_f64();
     let what = if inferno {
-        "`perf script \\| inferno-collapse-perf \\| inferno-flamegraph`"
+        "`perf script --no-inline \\| inferno-collapse-perf \\| inferno-flamegraph`"
     } else {
         "`perf script` alone (inferno's CLI is not installed: `cargo install inferno`; \
          the full peer pipeline would be slower still)"
@@ -335,7 +336,10 @@ fn svg_time(dir: &Path, secs: u64, mode: Mode) -> String {
          | | samples | end of recording → SVG |\n|---|---|---|\n\
          | {kn} (in-process fold + blazesym + inferno{unwound}) | {k_samples} ({k_lost} lost) | {k_post:.2} s |\n\
          | {pn} finalization ({data_mb:.0} MB perf.data) + {what} | {p_samples} | {peer:.2} s ({p_final:.2} s + {:.2} s) |\n\n\
-         kdiag is **{:.1}x** faster (goal: at least 3x). kdiag's whole run took {:.1} s.\n",
+         kdiag is **{:.1}x** faster (goal: at least 3x). kdiag's whole run took {:.1} s. \
+         perf script runs with `--no-inline`: kdiag names no inlined frames either, and \
+         perf's inline lookups (addr2line) on the large binaries of other work sampled \
+         system-wide took many minutes.\n",
         p_script.as_secs_f64(),
         peer / k_post,
         kwall.as_secs_f64()

@@ -354,7 +354,7 @@ mod tests {
         assert!(bin.keeps_frame_pointer(ip - bias), "our own function");
         assert!(bin.has_unwind_tables());
 
-        let getpid = libc::getpid as usize as u64;
+        let getpid = libc::getpid as *const () as usize as u64;
         let libc_map = maps
             .iter()
             .find(|m| m.start <= getpid && getpid < m.end)

@@ -55,7 +55,7 @@ pub const DEFAULT_STACK_SIZE: u32 = 16 * 1024;
 /// Check a `--stack-size`: the kernel takes a multiple of 8, at most 65528.
 pub fn check_stack_size(bytes: u64) -> Result<u32, String> {
     let max = crate::sys::perf::MAX_USER_STACK as u64;
-    if bytes == 0 || bytes > max || bytes % 8 != 0 {
+    if bytes == 0 || bytes > max || !bytes.is_multiple_of(8) {
         return Err(format!(
             "--stack-size must be a multiple of 8 between 8 and {max} bytes (the kernel's \
              limit for a stack copy), not {bytes}; the default is {DEFAULT_STACK_SIZE}"
@@ -233,19 +233,20 @@ fn walk(
         }
     };
     let mut frames = Vec::with_capacity(16);
-    let mut iter = proc.unwinder.iter_frames(
-        regs.ip,
-        UnwindRegsX86_64::new(regs.ip, regs.sp, regs.bp),
-        &mut proc.cache,
-        &mut read_stack,
-    );
-    while frames.len() < max_frames {
-        match iter.next() {
-            Ok(Some(frame)) => frames.push(frame.address()),
-            Ok(None) | Err(_) => break,
+    {
+        let mut iter = proc.unwinder.iter_frames(
+            regs.ip,
+            UnwindRegsX86_64::new(regs.ip, regs.sp, regs.bp),
+            &mut proc.cache,
+            &mut read_stack,
+        );
+        while frames.len() < max_frames {
+            match iter.next() {
+                Ok(Some(frame)) => frames.push(frame.address()),
+                Ok(None) | Err(_) => break,
+            }
         }
     }
-    drop(iter);
     if exhausted {
         stats.stack_exhausted += 1;
     }
