@@ -101,7 +101,7 @@ impl Check {
 /// Load and validate the checks of lab `lab`, whose steps are `steps`.
 pub fn load(source: &Source, lab: &str, steps: &[String]) -> anyhow::Result<CheckFile> {
     let path = format!("checks/{lab}.toml");
-    let file: CheckFile = crate::lab::parse_toml(&path, &source.read(&path)?)?;
+    let file: CheckFile = crate::toml_file::parse(&path, &source.read(&path)?)?;
     validate(&path, &file, lab, steps)?;
     Ok(file)
 }
@@ -173,7 +173,7 @@ mod tests {
 
     fn parse(checks: &str) -> anyhow::Result<CheckFile> {
         let text = format!("format_version = 2\nlab = \"l\"\n{checks}");
-        let file: CheckFile = crate::lab::parse_toml("c.toml", &text)?;
+        let file: CheckFile = crate::toml_file::parse("c.toml", &text)?;
         validate("c.toml", &file, "l", &["s".to_string()])?;
         Ok(file)
     }

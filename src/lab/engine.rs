@@ -63,8 +63,8 @@ impl Engine {
         root: &Path,
         dir_flag: Option<PathBuf>,
     ) -> anyhow::Result<(Engine, Option<Resumed>)> {
-        let (lab, checks) = super::load(source, id)?;
-        let truth = super::facts(&lab, &seed)?;
+        let (lab, checks) = load(source, id)?;
+        let truth = facts(&lab, &seed)?;
         let dir = LabDir::new(root, &lab.id);
         dir.create()?;
         let before = Progress::load(&dir.progress());
@@ -253,4 +253,18 @@ mod tests {
         assert_eq!(shell_word("a b"), "'a b'");
         assert_eq!(shell_word("it's"), "'it'\\''s'");
     }
+}
+
+/// Lab `id` and its checks.
+pub fn load(source: &Source, id: &str) -> anyhow::Result<(Lab, CheckFile)> {
+    let lab = source.lab(id)?;
+    let steps: Vec<String> = lab.steps.iter().map(|s| s.id.clone()).collect();
+    let checks = grade::checks::load(source, &lab.id, &steps)?;
+    Ok((lab, checks))
+}
+
+/// The truth of `lab` for `seed`, recomputed from the seed alone.
+pub fn facts(lab: &Lab, seed: &Token) -> anyhow::Result<Facts> {
+    let truth = crate::workloads::truth(&lab.workload, seed.as_str(), &lab.workload_args)?;
+    Ok(Facts::from_truth(seed, &truth))
 }

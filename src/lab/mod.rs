@@ -19,9 +19,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use serde::Deserialize;
 
-use crate::course::Token;
 use crate::error;
-use crate::grade::{CheckFile, Facts};
 
 /// The embedded labs and checks: (path under the repository, contents),
 /// every file of labs/ and checks/ (listed by build.rs).
@@ -86,7 +84,7 @@ impl Source {
             )));
         }
         let path = format!("labs/{id}/lab.toml");
-        let file: LabFile = parse_toml(&path, &self.read(&path)?)?;
+        let file: LabFile = crate::toml_file::parse(&path, &self.read(&path)?)?;
         if file.format_version > FORMAT_VERSION {
             anyhow::bail!(
                 "{path} has format_version {}; this kdiag reads up to {FORMAT_VERSION}: update kdiag",
@@ -112,36 +110,6 @@ impl Source {
             steps,
         })
     }
-}
-
-/// Lab `id` and its checks.
-pub fn load(source: &Source, id: &str) -> anyhow::Result<(Lab, CheckFile)> {
-    let lab = source.lab(id)?;
-    let steps: Vec<String> = lab.steps.iter().map(|s| s.id.clone()).collect();
-    let checks = crate::grade::checks::load(source, &lab.id, &steps)?;
-    Ok((lab, checks))
-}
-
-/// The truth of `lab` for `seed`, recomputed from the seed alone.
-pub fn facts(lab: &Lab, seed: &Token) -> anyhow::Result<Facts> {
-    let truth = crate::workloads::truth(&lab.workload, seed.as_str(), &lab.workload_args)?;
-    Ok(Facts::from_truth(seed, &truth))
-}
-
-/// Parse TOML, with errors that point at the line and column.
-pub fn parse_toml<T: serde::de::DeserializeOwned>(path: &str, text: &str) -> anyhow::Result<T> {
-    toml::from_str(text).map_err(|e| {
-        let at = e
-            .span()
-            .map(|s| {
-                let before = &text[..s.start.min(text.len())];
-                let line = before.matches('\n').count() + 1;
-                let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
-                format!(":{line}:{col}")
-            })
-            .unwrap_or_default();
-        anyhow::anyhow!("{path}{at}: {}", e.message())
-    })
 }
 
 #[derive(Debug, Deserialize)]

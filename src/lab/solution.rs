@@ -65,7 +65,7 @@ impl Recipe {
 
 pub fn load(source: &Source, lab: &str) -> anyhow::Result<SolutionFile> {
     let path = format!("checks/solutions/{lab}.toml");
-    super::parse_toml(&path, &source.read(&path)?)
+    crate::toml_file::parse(&path, &source.read(&path)?)
 }
 
 /// The reference answers for `facts`; answers that need a fact `facts`
@@ -139,7 +139,7 @@ pub fn make(
         ));
     }
     submission::ensure_empty_dir(out)?;
-    let facts = super::facts(lab, seed)?;
+    let facts = super::engine::facts(lab, seed)?;
     let mut workload = Workload::start(&lab.workload, &lab.workload_args, seed.as_str(), None)?;
     let live = facts.with_live(workload.pid());
     let made = make_artifacts(&sol, &live, out, &mut workload);

@@ -188,7 +188,7 @@ fn open_archive(path: &Path) -> Result<Submission, Invalid> {
 }
 
 fn parse_manifest(name: &str, text: &str) -> Result<Manifest, Invalid> {
-    super::parse_toml(name, text).map_err(|e| Invalid(format!("{e:#}")))
+    crate::toml_file::parse(name, text).map_err(|e| Invalid(format!("{e:#}")))
 }
 
 /// What `kdiag lab submit` packs: the answers (artifact answers rewritten
