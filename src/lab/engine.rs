@@ -73,6 +73,7 @@ impl Engine {
             &lab.workload_args,
             seed.as_str(),
             Some(&dir.log()),
+            read_iops(&truth),
         )?;
         let facts = truth.with_live(workload.pid());
         let progress = Progress {
@@ -229,6 +230,11 @@ impl Engine {
     pub fn stop(&mut self) {
         self.workload.stop();
     }
+}
+
+/// The read-IOPS limit a workload's truth asks for (bio's slowed disk).
+pub fn read_iops(facts: &Facts) -> Option<u64> {
+    facts.get("expect.throttle_read_iops")?.parse().ok()
 }
 
 /// `s` quoted for a POSIX shell when it needs to be.

@@ -140,7 +140,13 @@ pub fn make(
     }
     submission::ensure_empty_dir(out)?;
     let facts = super::facts(lab, seed)?;
-    let mut workload = Workload::start(&lab.workload, &lab.workload_args, seed.as_str(), None)?;
+    let mut workload = Workload::start(
+        &lab.workload,
+        &lab.workload_args,
+        seed.as_str(),
+        None,
+        super::engine::read_iops(&facts),
+    )?;
     let live = facts.with_live(workload.pid());
     let made = make_artifacts(&sol, &live, out, &mut workload);
     workload.stop();
