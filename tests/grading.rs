@@ -599,3 +599,70 @@ fn reference_submissions_earn_full_marks_the_same_way_everywhere() {
     );
     assert!(stdout(&out).contains("Passed"), "{}", stdout(&out));
 }
+
+#[test]
+fn gradescope_s_container_names_the_learner_through_its_metadata() {
+    let d = tempfile::tempdir().unwrap();
+    let (file, _) = course(d.path(), &["ada@example.org"]);
+    // /autograder: submission/ and submission_metadata.json beside it.
+    let autograder = d.path().join("autograder");
+    let sub = autograder.join("submission");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::write(
+        sub.join("answers.toml"),
+        value_answers(&file, "ada@example.org"),
+    )
+    .unwrap();
+    std::fs::write(
+        autograder.join("submission_metadata.json"),
+        r#"{"id": 1, "users": [{"email": "Ada@Example.org", "name": "Ada", "sid": ""}]}"#,
+    )
+    .unwrap();
+    let out = kdiag()
+        .args([
+            "grade",
+            "0-demo",
+            s(&sub),
+            "--course",
+            s(&file),
+            "--format",
+            "gradescope",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the artifact is missing: {out:?}"
+    );
+    let g: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tests = g["tests"].as_array().unwrap();
+    let failed: Vec<&str> = tests
+        .iter()
+        .filter(|t| t["status"] == "failed")
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(failed.len(), 1, "only the evidence is missing: {g:#}");
+    let max: f64 = tests.iter().map(|t| t["max_score"].as_f64().unwrap()).sum();
+    assert!(g["score"].as_f64().unwrap() > 0.0 && g["score"].as_f64().unwrap() < max);
+    // Another learner's metadata: the same answers are wrong for them.
+    std::fs::write(
+        autograder.join("submission_metadata.json"),
+        r#"{"id": 2, "users": [{"email": "bob@example.org"}]}"#,
+    )
+    .unwrap();
+    let out = kdiag()
+        .args([
+            "grade",
+            "0-demo",
+            s(&sub),
+            "--course",
+            s(&file),
+            "--format",
+            "gradescope",
+        ])
+        .output()
+        .unwrap();
+    let b: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(b["score"].as_f64() < g["score"].as_f64(), "{b:#}");
+}
