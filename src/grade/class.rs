@@ -11,7 +11,7 @@ use serde::Serialize;
 use std::hash::{Hash, Hasher};
 
 use super::{Check, CheckResult, Evidence, Facts, Status, artifact_passes, forms, variant_key};
-use crate::lab::answers::Answers;
+use crate::grade::answers::Answers;
 
 /// One submission as graded, with what the comparison needs.
 #[derive(Debug, Clone)]

@@ -10,11 +10,11 @@
 
 use std::path::{Path, PathBuf};
 
-use super::answers::Answers;
 use super::state::{LabDir, Progress};
 use super::workload::Workload;
 use super::{Lab, Source};
 use crate::course::Token;
+use crate::grade::answers::Answers;
 use crate::grade::{self, CheckFile, CheckResult, Evidence, Facts, Status};
 
 pub struct Engine {

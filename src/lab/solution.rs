@@ -12,11 +12,11 @@ use std::time::Duration;
 use anyhow::Context;
 use serde::Deserialize;
 
-use super::answers::Answers;
 use super::submission::{self, ANSWERS, MANIFEST, Manifest};
 use super::workload::Workload;
 use super::{Lab, Source};
 use crate::course::Token;
+use crate::grade::answers::Answers;
 use crate::grade::facts::placeholders;
 use crate::grade::{CheckFile, Facts};
 use crate::sys::process::{privilege, user_files};
@@ -65,7 +65,7 @@ impl Recipe {
 
 pub fn load(source: &Source, lab: &str) -> anyhow::Result<SolutionFile> {
     let path = format!("checks/solutions/{lab}.toml");
-    super::parse_toml(&path, &source.read(&path)?)
+    crate::error::parse_toml(&path, &source.read(&path)?)
 }
 
 /// The reference answers for `facts`; answers that need a fact `facts`
