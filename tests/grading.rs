@@ -666,3 +666,43 @@ fn gradescope_s_container_names_the_learner_through_its_metadata() {
     let b: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(b["score"].as_f64() < g["score"].as_f64(), "{b:#}");
 }
+
+/// Under sudo the learner's files are the invoker's: in their state
+/// directory, never root's, and created with their identity.
+#[test]
+fn under_sudo_the_state_is_the_invoker_s() {
+    if !require_root("under_sudo_the_state_is_the_invoker_s") {
+        return;
+    }
+    use std::os::unix::fs::MetadataExt;
+    let d = tempfile::tempdir().unwrap();
+    let state = d.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    std::os::unix::fs::chown(&state, Some(65534), Some(65534)).unwrap();
+    std::fs::set_permissions(
+        d.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let sudo = |cmd: &mut std::process::Command| {
+        cmd.env("SUDO_UID", "65534")
+            .env("SUDO_GID", "65534")
+            .env("HOME", "/root")
+            .args(["answer", "0-demo", "who.comm", "io-app"])
+            .output()
+            .unwrap()
+    };
+    let out = sudo(kdiag().env("XDG_STATE_HOME", &state));
+    assert!(out.status.success(), "{out:?}");
+    let file = state.join("kdiag/labs/0-demo/answers.toml");
+    assert_eq!(std::fs::metadata(&file).unwrap().uid(), 65534);
+    // Without XDG_STATE_HOME: the invoker's home from the password
+    // database (nobody's is /nonexistent), not root's $HOME.
+    let out = sudo(kdiag().env_remove("XDG_STATE_HOME"));
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("/nonexistent/.local/state/kdiag"),
+        "{}",
+        stderr(&out)
+    );
+}
