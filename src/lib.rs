@@ -17,7 +17,6 @@ pub mod lab;
 pub mod model;
 pub mod render;
 pub mod sys;
-pub mod toml_file;
 pub mod tui;
 pub mod workloads;
 

@@ -4,7 +4,7 @@
 //! wherever you run kdiag from.
 
 use crate::error;
-use crate::lab::answers::Answers;
+use crate::grade::answers::Answers;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -20,7 +20,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let source = args.files.source();
-    let (lab, checks) = crate::lab::engine::load(&source, &args.lab)?;
+    let (lab, checks) = crate::lab::load(&source, &args.lab)?;
     let Some(check) = checks.checks.iter().find(|c| c.id == args.key) else {
         let keys: Vec<&str> = checks.checks.iter().map(|c| c.id.as_str()).collect();
         return Err(error::usage(format!(

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use crate::course::{Course, Token};
 use crate::error;
+use crate::grade::answers::Answers;
 use crate::grade::{self, CheckResult, Evidence, Facts, Status, report};
-use crate::lab::answers::Answers;
 use crate::lab::submission::{self, Invalid, Submission};
 use crate::lab::{self, Lab, solution};
 
@@ -49,7 +49,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let source = args.files.source();
-    let (lab, checks) = lab::engine::load(&source, &args.lab)?;
+    let (lab, checks) = lab::load(&source, &args.lab)?;
     if args.self_test {
         return self_test(&source, &lab, &checks);
     }
@@ -86,7 +86,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             return Ok(error::USAGE);
         }
     };
-    let facts = lab::engine::facts(&lab, &seed)?;
+    let facts = lab::facts(&lab, &seed)?;
     let results = grade::evaluate(&checks, &sub.answers, &facts, &sub.evidence, None);
     print!("{}", report::render(args.format, &lab.id, &results));
     Ok(if grade::all_graded_passed(&results) {
@@ -135,8 +135,8 @@ fn self_test(source: &lab::Source, lab: &Lab, checks: &grade::CheckFile) -> anyh
     let reference = tmp.0.join("reference");
     solution::make(source, lab, checks, &course.token(a), a, &reference)?;
     let sub = submission::open(&reference).map_err(|e| anyhow::anyhow!(e.0))?;
-    let facts_a = lab::engine::facts(lab, &course.token(a))?;
-    let facts_b = lab::engine::facts(lab, &course.token(b))?;
+    let facts_a = lab::facts(lab, &course.token(a))?;
+    let facts_b = lab::facts(lab, &course.token(b))?;
     let run = |answers: &Answers, evidence: &Evidence, facts: &Facts| -> Vec<CheckResult> {
         grade::evaluate(&checks.checks, answers, facts, evidence, None)
     };

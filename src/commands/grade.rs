@@ -60,7 +60,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let source = Source {
         dir: args.labs.clone(),
     };
-    let (lab, checks) = lab::engine::load(&source, &args.lab)?;
+    let (lab, checks) = lab::load(&source, &args.lab)?;
     let course = Course::load(&args.course)?;
     let roster = args.roster.as_deref().map(Roster::load).transpose()?;
     let mut grader = Grader {
@@ -266,7 +266,7 @@ impl Grader<'_> {
         let seed = self.course.token(learner);
         let facts = match self.truths.get(&seed) {
             Some(f) => f.clone(),
-            None => match lab::engine::facts(self.lab, &seed) {
+            None => match lab::facts(self.lab, &seed) {
                 Ok(f) => {
                     self.truths.insert(seed.clone(), f.clone());
                     f

@@ -312,9 +312,9 @@ fn submit(
     files: &Files,
 ) -> anyhow::Result<u8> {
     let source = files.source();
-    let (lab, checks) = lab::engine::load(&source, id)?;
+    let (lab, checks) = lab::load(&source, id)?;
     let dir = files.lab_dir(&lab.id)?;
-    let answers = crate::lab::answers::Answers::load(&dir.answers())?;
+    let answers = crate::grade::answers::Answers::load(&dir.answers())?;
     if answers.keys().is_empty() {
         return Err(error::usage(format!(
             "no answers yet in {}: run kdiag lab {} first",
@@ -371,12 +371,12 @@ fn reference(
 ) -> anyhow::Result<u8> {
     let source = files.source();
     let course = Course::load(course)?;
-    let (lab, checks) = lab::engine::load(&source, id)?;
+    let (lab, checks) = lab::load(&source, id)?;
     let seed = course.token(learner);
     match out {
         None => {
             let sol = solution::load(&source, &lab.id)?;
-            let facts = lab::engine::facts(&lab, &seed)?;
+            let facts = lab::facts(&lab, &seed)?;
             print!("{}", solution::print(&sol, &lab, &facts, learner)?);
         }
         Some(dir) => {

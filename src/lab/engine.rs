@@ -10,11 +10,11 @@
 
 use std::path::{Path, PathBuf};
 
-use super::answers::Answers;
 use super::state::{LabDir, Progress};
 use super::workload::Workload;
 use super::{Lab, Source};
 use crate::course::Token;
+use crate::grade::answers::Answers;
 use crate::grade::{self, CheckFile, CheckResult, Evidence, Facts, Status};
 
 pub struct Engine {
@@ -63,8 +63,8 @@ impl Engine {
         root: &Path,
         dir_flag: Option<PathBuf>,
     ) -> anyhow::Result<(Engine, Option<Resumed>)> {
-        let (lab, checks) = load(source, id)?;
-        let truth = facts(&lab, &seed)?;
+        let (lab, checks) = super::load(source, id)?;
+        let truth = super::facts(&lab, &seed)?;
         let dir = LabDir::new(root, &lab.id);
         dir.create()?;
         let before = Progress::load(&dir.progress());
@@ -73,6 +73,7 @@ impl Engine {
             &lab.workload_args,
             seed.as_str(),
             Some(&dir.log()),
+            read_iops(&truth),
         )?;
         let facts = truth.with_live(workload.pid());
         let progress = Progress {
@@ -231,6 +232,11 @@ impl Engine {
     }
 }
 
+/// The read-IOPS limit a workload's truth asks for (bio's slowed disk).
+pub fn read_iops(facts: &Facts) -> Option<u64> {
+    facts.get("expect.throttle_read_iops")?.parse().ok()
+}
+
 /// `s` quoted for a POSIX shell when it needs to be.
 pub fn shell_word(s: &str) -> String {
     let plain = !s.is_empty()
@@ -253,18 +259,4 @@ mod tests {
         assert_eq!(shell_word("a b"), "'a b'");
         assert_eq!(shell_word("it's"), "'it'\\''s'");
     }
-}
-
-/// Lab `id` and its checks.
-pub fn load(source: &Source, id: &str) -> anyhow::Result<(Lab, CheckFile)> {
-    let lab = source.lab(id)?;
-    let steps: Vec<String> = lab.steps.iter().map(|s| s.id.clone()).collect();
-    let checks = grade::checks::load(source, &lab.id, &steps)?;
-    Ok((lab, checks))
-}
-
-/// The truth of `lab` for `seed`, recomputed from the seed alone.
-pub fn facts(lab: &Lab, seed: &Token) -> anyhow::Result<Facts> {
-    let truth = crate::workloads::truth(&lab.workload, seed.as_str(), &lab.workload_args)?;
-    Ok(Facts::from_truth(seed, &truth))
 }

@@ -6,7 +6,6 @@
 //! self-contained submissions (`submission.rs`, `tar.rs`) and reference
 //! solutions (`solution.rs`). grade/ checks the answers.
 
-pub mod answers;
 pub mod engine;
 pub mod solution;
 pub mod state;
@@ -19,7 +18,9 @@ use std::path::PathBuf;
 use anyhow::Context;
 use serde::Deserialize;
 
+use crate::course::Token;
 use crate::error;
+use crate::grade::{CheckFile, Facts};
 
 /// The embedded labs and checks: (path under the repository, contents),
 /// every file of labs/ and checks/ (listed by build.rs).
@@ -84,7 +85,7 @@ impl Source {
             )));
         }
         let path = format!("labs/{id}/lab.toml");
-        let file: LabFile = crate::toml_file::parse(&path, &self.read(&path)?)?;
+        let file: LabFile = error::parse_toml(&path, &self.read(&path)?)?;
         if file.format_version > FORMAT_VERSION {
             anyhow::bail!(
                 "{path} has format_version {}; this kdiag reads up to {FORMAT_VERSION}: update kdiag",
@@ -110,6 +111,21 @@ impl Source {
             steps,
         })
     }
+}
+
+/// Lab `id` and its checks.
+pub fn load(source: &Source, id: &str) -> anyhow::Result<(Lab, CheckFile)> {
+    let lab = source.lab(id)?;
+    let steps: Vec<String> = lab.steps.iter().map(|s| s.id.clone()).collect();
+    let path = format!("checks/{}.toml", lab.id);
+    let checks = crate::grade::checks::parse(&path, &source.read(&path)?, &lab.id, &steps)?;
+    Ok((lab, checks))
+}
+
+/// The truth of `lab` for `seed`, recomputed from the seed alone.
+pub fn facts(lab: &Lab, seed: &Token) -> anyhow::Result<Facts> {
+    let truth = crate::workloads::truth(&lab.workload, seed.as_str(), &lab.workload_args)?;
+    Ok(Facts::from_truth(seed, &truth))
 }
 
 #[derive(Debug, Deserialize)]
@@ -155,4 +171,17 @@ pub struct Step {
     pub title: String,
     pub text: String,
     pub explain: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_built_in_labs_and_checks_are_valid() {
+        let source = Source::default();
+        for id in source.ids().unwrap() {
+            load(&source, &id).unwrap();
+        }
+    }
 }
