@@ -51,6 +51,14 @@ fn cases() -> BTreeMap<&'static str, Case> {
             Writer("profile -F 999 --folded {P} -- {BUSY}"),
         ),
         ("profile --svg", Writer("profile -F 999 --svg {P} -- {BUSY}")),
+        (
+            "profile --pprof",
+            Writer("profile -F 999 --pprof {P} -- {BUSY}"),
+        ),
+        (
+            "profile --speedscope",
+            Writer("profile -F 999 --speedscope {P} -- {BUSY}"),
+        ),
         ("course init --out", Writer("course init --out {P}")),
         (
             "lab submit --out",

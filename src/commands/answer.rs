@@ -4,7 +4,7 @@
 //! wherever you run kdiag from.
 
 use crate::error;
-use crate::lab::answers::Answers;
+use crate::grade::answers::Answers;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

@@ -314,7 +314,7 @@ fn submit(
     let source = files.source();
     let (lab, checks) = lab::load(&source, id)?;
     let dir = files.lab_dir(&lab.id)?;
-    let answers = crate::lab::answers::Answers::load(&dir.answers())?;
+    let answers = crate::grade::answers::Answers::load(&dir.answers())?;
     if answers.keys().is_empty() {
         return Err(error::usage(format!(
             "no answers yet in {}: run kdiag lab {} first",

@@ -22,7 +22,7 @@ impl Answers {
     }
 
     pub fn parse(name: &str, text: &str) -> anyhow::Result<Answers> {
-        super::parse_toml(name, text).map(Answers)
+        crate::error::parse_toml(name, text).map(Answers)
     }
 
     /// The answer at a dotted key, as text (numbers and booleans too).
