@@ -127,7 +127,11 @@ fn leaves() -> Vec<Leaf> {
             if let Some(s) = arg.get_short() {
                 flags.push(format!("-{s}"));
             }
-            known.extend(arg.get_possible_values().iter().map(|v| v.get_name().to_string()));
+            known.extend(
+                arg.get_possible_values()
+                    .iter()
+                    .map(|v| v.get_name().to_string()),
+            );
         }
         out.push(Leaf {
             path: path.clone(),
@@ -171,7 +175,11 @@ fn exercise(argv: &[OsString]) -> Result<bool, String> {
 #[test]
 fn no_command_line_panics() {
     let leaves = leaves();
-    assert!(leaves.len() > 20, "the walk found {} subcommands", leaves.len());
+    assert!(
+        leaves.len() > 20,
+        "the walk found {} subcommands",
+        leaves.len()
+    );
     let mut rng = Rng(0x6b64_6961_6721_2025);
     let mut failures = Vec::new();
     let mut parsed = 0usize;
@@ -207,9 +215,17 @@ fn no_command_line_panics() {
             Err(msg) => failures.push(format!("{argv:?}: {msg}")),
         }
     }
-    assert!(failures.is_empty(), "{} panics, e.g.:\n{}", failures.len(), failures[..failures.len().min(10)].join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} panics, e.g.:\n{}",
+        failures.len(),
+        failures[..failures.len().min(10)].join("\n")
+    );
     // The generator reaches past the parser often enough to matter.
-    assert!(parsed > iterations / 20, "only {parsed} of {iterations} command lines parsed");
+    assert!(
+        parsed > iterations / 20,
+        "only {parsed} of {iterations} command lines parsed"
+    );
     eprintln!("{iterations} command lines, {parsed} parsed and validated, no panic");
 }
 
@@ -219,22 +235,49 @@ fn no_command_line_panics() {
 fn known_bad_values_are_refused_with_their_range() {
     let kdiag = env!("CARGO_BIN_EXE_kdiag");
     for (args, want) in [
-        (&["diagnose", "-d", "1e300", "-p", "1"][..], "is not a number of seconds"),
-        (&["profile", "-d", "1e300", "-a"][..], "is not a number of seconds"),
-        (&["iosnoop", "-d", "1e300"][..], "is not a number of seconds"),
+        (
+            &["diagnose", "-d", "1e300", "-p", "1"][..],
+            "is not a number of seconds",
+        ),
+        (
+            &["profile", "-d", "1e300", "-a"][..],
+            "is not a number of seconds",
+        ),
+        (
+            &["iosnoop", "-d", "1e300"][..],
+            "is not a number of seconds",
+        ),
         (&["iosnoop", "1e300"][..], "is not a number of seconds"),
-        (&["execsnoop", "-d", "1e300"][..], "is not a number of seconds"),
+        (
+            &["execsnoop", "-d", "1e300"][..],
+            "is not a number of seconds",
+        ),
         (&["execsnoop", "1e300"][..], "is not a number of seconds"),
-        (&["profile", "-F", "1000000", "-a"][..], "kernel.perf_event_max_sample_rate"),
+        (
+            &["profile", "-F", "1000000", "-a"][..],
+            "kernel.perf_event_max_sample_rate",
+        ),
         (&["profile", "-F", "0", "-a"][..], "at least 1 Hz"),
         (&["iosnoop", "-i", "garbage!!"][..], "not an rwbs pattern"),
         (&["diagnose", "-p", "0"][..], "kernel.pid_max"),
         (&["top", "--interval", "0"][..], "from 0.1 to 3600"),
-        (&["diagnose", "-d", "700000", "-p", "1"][..], "from 0.001 to 604800"),
-        (&["check", "0-demo", "--max-input", "1P"][..], "is not a size"),
-        (&["check", "0-demo", "--max-input", "2T"][..], "is not a size"),
+        (
+            &["diagnose", "-d", "700000", "-p", "1"][..],
+            "from 0.001 to 604800",
+        ),
+        (
+            &["check", "0-demo", "--max-input", "1P"][..],
+            "is not a size",
+        ),
+        (
+            &["check", "0-demo", "--max-input", "2T"][..],
+            "is not a size",
+        ),
     ] {
-        let out = std::process::Command::new(kdiag).args(args).output().unwrap();
+        let out = std::process::Command::new(kdiag)
+            .args(args)
+            .output()
+            .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(want), "{args:?}: {err}");

@@ -486,7 +486,10 @@ fn huge_files_are_read_in_parts() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["interpreter"], "/lib64/ld-linux-x86-64.so.2");
-    assert!(rss_kib < 64 * 1024, "elf-check used {rss_kib} KiB for 2 GiB");
+    assert!(
+        rss_kib < 64 * 1024,
+        "elf-check used {rss_kib} KiB for 2 GiB"
+    );
     // The program header table and the interpreter path near the end of
     // a 2 GiB file: found there, still in little memory.
     let far = dir.path().join("far-2g");
@@ -514,17 +517,27 @@ fn huge_files_are_read_in_parts() {
     }
     std::fs::set_permissions(&far, std::fs::Permissions::from_mode(0o755)).unwrap();
     let (out, rss_kib) = kdiag_with_rss(&["elf-check", "--json", far.to_str().unwrap()]);
-    let report: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
-    assert_eq!(report["interpreter"], "/lib64/ld-linux-x86-64.so.2", "{report}");
+    let report: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
+    assert_eq!(
+        report["interpreter"], "/lib64/ld-linux-x86-64.so.2",
+        "{report}"
+    );
     assert_eq!(report["program_headers"].as_array().unwrap().len(), 2);
-    assert!(rss_kib < 64 * 1024, "elf-check used {rss_kib} KiB for 2 GiB");
+    assert!(
+        rss_kib < 64 * 1024,
+        "elf-check used {rss_kib} KiB for 2 GiB"
+    );
     // Every truncation of a real program gives a report, never a crash.
     let cut = dir.path().join("cut");
     for len in (0..real.len().min(8192)).step_by(61) {
         std::fs::write(&cut, &real[..len]).unwrap();
         let out = run_kdiag(&["elf-check", "--json", cut.to_str().unwrap()]);
-        assert!(matches!(out.status.code(), Some(0 | 1)), "{len}: {}", stderr(&out));
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "{len}: {}",
+            stderr(&out)
+        );
         serde_json::from_slice::<Value>(&out.stdout).unwrap();
     }
 }

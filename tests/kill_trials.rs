@@ -58,7 +58,10 @@ fn marked(marker: &str) -> Vec<u32> {
             continue;
         };
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        if stat.rsplit_once(") ").is_none_or(|(_, r)| r.starts_with('Z')) {
+        if stat
+            .rsplit_once(") ")
+            .is_none_or(|(_, r)| r.starts_with('Z'))
+        {
             continue;
         }
         let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
@@ -82,7 +85,10 @@ fn start(args: &[String], marker: &str, expect: usize) -> Child {
         .unwrap();
     let t = Instant::now();
     loop {
-        let below = marked(marker).into_iter().filter(|&p| p != child.id()).count();
+        let below = marked(marker)
+            .into_iter()
+            .filter(|&p| p != child.id())
+            .count();
         if below >= expect {
             return child;
         }
@@ -105,7 +111,8 @@ fn assert_nothing_left(what: &str, marker: &str, since: Instant) {
             let names: Vec<String> = left
                 .iter()
                 .map(|p| {
-                    let comm = std::fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default();
+                    let comm =
+                        std::fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default();
                     format!("{p} {}", comm.trim())
                 })
                 .collect();
@@ -136,7 +143,10 @@ fn sigkill_of_kdiag_leaves_nothing() {
             k.wait().unwrap();
             assert_nothing_left(&format!("{name}, trial {trial}"), &marker, killed);
         }
-        eprintln!("{name}: {TRIALS} trials in {:.1} s", t0.elapsed().as_secs_f64());
+        eprintln!(
+            "{name}: {TRIALS} trials in {:.1} s",
+            t0.elapsed().as_secs_f64()
+        );
     }
 }
 
@@ -170,7 +180,10 @@ fn a_pid_kdiag_did_not_start_is_never_signalled() {
     if !require_root("a_pid_kdiag_did_not_start_is_never_signalled") {
         return;
     }
-    let mut target = std::process::Command::new("sleep").arg("300").spawn().unwrap();
+    let mut target = std::process::Command::new("sleep")
+        .arg("300")
+        .spawn()
+        .unwrap();
     let pid = target.id().to_string();
     for args in [
         vec!["diagnose", "-d", "300", "-p", &pid],

@@ -404,7 +404,10 @@ fn usage_errors() {
     let out = kdiag().args(["profile", "-p", &gone]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains(&format!("no process with PID {gone}")));
-    let out = kdiag().args(["profile", "-p", "999999999"]).output().unwrap();
+    let out = kdiag()
+        .args(["profile", "-p", "999999999"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("kernel.pid_max"), "{}", stderr(&out));
     let out = kdiag()

@@ -50,7 +50,10 @@ fn cases() -> BTreeMap<&'static str, Case> {
             "profile --folded",
             Writer("profile -F 999 --folded {P} -- {BUSY}"),
         ),
-        ("profile --svg", Writer("profile -F 999 --svg {P} -- {BUSY}")),
+        (
+            "profile --svg",
+            Writer("profile -F 999 --svg {P} -- {BUSY}"),
+        ),
         (
             "profile --pprof",
             Writer("profile -F 999 --pprof {P} -- {BUSY}"),
@@ -64,7 +67,10 @@ fn cases() -> BTreeMap<&'static str, Case> {
             "lab submit --out",
             Writer("lab submit 0-demo --dir {STATE} --out {P}"),
         ),
-        ("answer --dir", DirWriter("answer 0-demo who.comm io-app --dir {P}")),
+        (
+            "answer --dir",
+            DirWriter("answer 0-demo who.comm io-app --dir {P}"),
+        ),
         (
             "workload build-module --out",
             DirWriter("workload build-module io --kernel-dir {KDIR} --out {P}"),
@@ -167,13 +173,22 @@ fn path_arguments() -> Vec<String> {
 fn every_path_argument_has_a_case() {
     let table = cases();
     let found = path_arguments();
-    let missing: Vec<&String> = found.iter().filter(|k| !table.contains_key(k.as_str())).collect();
+    let missing: Vec<&String> = found
+        .iter()
+        .filter(|k| !table.contains_key(k.as_str()))
+        .collect();
     assert!(
         missing.is_empty(),
         "path arguments without a case in tests/user_files_sudo.rs: {missing:?}"
     );
-    let stale: Vec<&&str> = table.keys().filter(|k| !found.iter().any(|f| f == *k)).collect();
-    assert!(stale.is_empty(), "cases for arguments that no longer exist: {stale:?}");
+    let stale: Vec<&&str> = table
+        .keys()
+        .filter(|k| !found.iter().any(|f| f == *k))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "cases for arguments that no longer exist: {stale:?}"
+    );
     for (key, case) in &table {
         if let Case::Same(of) = case {
             assert!(
@@ -431,17 +446,31 @@ fn check_writer(env: &Env, key: &str, template: &str) {
     assert_clear_refusal(&format!("{key}: hard link to a root file"), &out, t);
     let after = snapshot(&target).unwrap();
     let b = before.as_ref().unwrap();
-    assert_eq!((after.0, after.1, &after.3), (b.0, b.1, &b.3), "{key}: the root file changed");
+    assert_eq!(
+        (after.0, after.1, &after.3),
+        (b.0, b.1, &b.3),
+        "{key}: the root file changed"
+    );
     std::fs::remove_file(&hard).unwrap();
     // A FIFO: refused at once, not waited on.
     let fifo = env.mkfifo("fifo-out");
     let (out, t) = env.run(template, &fifo);
     assert_clear_refusal(&format!("{key}: FIFO"), &out, t);
     // An ordinary path: the learner's file.
-    let plain = env.mine.join(format!("{}.out", key.replace([' ', '-'], "_")));
+    let plain = env
+        .mine
+        .join(format!("{}.out", key.replace([' ', '-'], "_")));
     let (out, t) = env.run(template, &plain);
-    assert!(t && out.status.success(), "{key}: ordinary path: {}", text(&out));
-    assert_eq!(std::fs::metadata(&plain).unwrap().uid(), env.uid, "{key}: owner");
+    assert!(
+        t && out.status.success(),
+        "{key}: ordinary path: {}",
+        text(&out)
+    );
+    assert_eq!(
+        std::fs::metadata(&plain).unwrap().uid(),
+        env.uid,
+        "{key}: owner"
+    );
     for p in [link, dangling, fifo] {
         std::fs::remove_file(p).unwrap();
     }
@@ -453,8 +482,15 @@ fn check_dir_writer(env: &Env, key: &str, template: &str) {
     let link = env.symlink("dir-to-root", &target);
     let (out, t) = env.run(template, &link);
     assert_clear_refusal(&format!("{key}: symlink to a root directory"), &out, t);
-    assert_eq!(dir_snapshot(&target), before, "{key}: the root directory changed");
-    let missing = PathBuf::from(format!("/etc/kdiag-test-missing-dir-{}", std::process::id()));
+    assert_eq!(
+        dir_snapshot(&target),
+        before,
+        "{key}: the root directory changed"
+    );
+    let missing = PathBuf::from(format!(
+        "/etc/kdiag-test-missing-dir-{}",
+        std::process::id()
+    ));
     let dangling = env.symlink("dir-to-etc", &missing);
     let (out, t) = env.run(template, &dangling);
     assert_clear_refusal(&format!("{key}: symlink into /etc"), &out, t);
@@ -464,9 +500,19 @@ fn check_dir_writer(env: &Env, key: &str, template: &str) {
     assert_clear_refusal(&format!("{key}: FIFO"), &out, t);
     let plain = env.mine.join(format!("{}.d", key.replace([' ', '-'], "_")));
     let (out, t) = env.run(template, &plain);
-    assert!(t && out.status.success(), "{key}: ordinary path: {}", text(&out));
-    let owners: Vec<u32> = walk(&plain).iter().map(|p| std::fs::metadata(p).unwrap().uid()).collect();
-    assert!(owners.iter().all(|&u| u == env.uid), "{key}: not all the learner's: {owners:?}");
+    assert!(
+        t && out.status.success(),
+        "{key}: ordinary path: {}",
+        text(&out)
+    );
+    let owners: Vec<u32> = walk(&plain)
+        .iter()
+        .map(|p| std::fs::metadata(p).unwrap().uid())
+        .collect();
+    assert!(
+        owners.iter().all(|&u| u == env.uid),
+        "{key}: not all the learner's: {owners:?}"
+    );
     for p in [link, dangling, fifo] {
         std::fs::remove_file(p).unwrap();
     }
@@ -484,7 +530,11 @@ fn walk(p: &Path) -> Vec<PathBuf> {
 }
 
 fn assert_no_secret(what: &str, out: &Output) {
-    assert!(!text(out).contains(SECRET), "{what}: the secret leaked:\n{}", text(out));
+    assert!(
+        !text(out).contains(SECRET),
+        "{what}: the secret leaked:\n{}",
+        text(out)
+    );
 }
 
 fn check_reader(env: &Env, key: &str, template: &str, limit: Option<u64>) {
@@ -495,7 +545,11 @@ fn check_reader(env: &Env, key: &str, template: &str, limit: Option<u64>) {
     let t0 = std::time::Instant::now();
     let (out, t) = env.run(template, Path::new("/dev/zero"));
     assert_clear_refusal(&format!("{key}: /dev/zero"), &out, t);
-    assert!(t0.elapsed() < Duration::from_secs(2), "{key}: /dev/zero took {:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < Duration::from_secs(2),
+        "{key}: /dev/zero took {:?}",
+        t0.elapsed()
+    );
     if let Some(limit) = limit {
         // Sparse: the size is what counts, and it is refused unread.
         let big = env.mine.join("big");
@@ -509,11 +563,18 @@ fn check_reader(env: &Env, key: &str, template: &str, limit: Option<u64>) {
         );
         std::fs::remove_file(big).unwrap();
     }
-    let secret = env.root_file(&format!("{}-secret", key.replace([' ', '-', '<', '>'], "_")), 0o600);
+    let secret = env.root_file(
+        &format!("{}-secret", key.replace([' ', '-', '<', '>'], "_")),
+        0o600,
+    );
     let (out, t) = env.run(template, &secret);
     assert_clear_refusal(&format!("{key}: root-only file"), &out, t);
     assert_no_secret(key, &out);
-    assert!(text(&out).contains("permission denied"), "{key}: {}", text(&out));
+    assert!(
+        text(&out).contains("permission denied"),
+        "{key}: {}",
+        text(&out)
+    );
     std::fs::remove_file(fifo).unwrap();
 }
 
@@ -524,12 +585,17 @@ fn check_dir_reader(env: &Env, key: &str, template: &str) {
     let (out, t) = env.run(template, Path::new("/dev/zero"));
     assert_clear_refusal(&format!("{key}: /dev/zero"), &out, t);
     // A root-only directory whose files hold the secret (labs/ for --labs).
-    let secret = env.root_dir_with_secret(&format!("{}-secret", key.replace([' ', '-'], "_")), 0o700);
+    let secret =
+        env.root_dir_with_secret(&format!("{}-secret", key.replace([' ', '-'], "_")), 0o700);
     let inner = secret.join("labs");
     std::fs::create_dir(&inner).unwrap();
     std::fs::create_dir(inner.join("x")).unwrap();
     std::fs::write(inner.join("x/lab.toml"), SECRET).unwrap();
-    std::fs::write(secret.join("Makefile"), format!("modules:\n\techo {SECRET}\n")).unwrap();
+    std::fs::write(
+        secret.join("Makefile"),
+        format!("modules:\n\techo {SECRET}\n"),
+    )
+    .unwrap();
     let (out, t) = env.run(template, &secret);
     assert_clear_refusal(&format!("{key}: root-only directory"), &out, t);
     assert_no_secret(key, &out);
@@ -574,11 +640,56 @@ fn the_input_limit_is_a_flag() {
     };
     let out = run(&[]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(text(&out).contains("over the limit of 1048576 bytes"), "{}", text(&out));
+    assert!(
+        text(&out).contains("over the limit of 1048576 bytes"),
+        "{}",
+        text(&out)
+    );
     assert!(text(&out).contains("--max-input"), "{}", text(&out));
     let out = run(&["--max-input", "2M"]);
     assert_ne!(out.status.code(), Some(2), "{}", text(&out));
     assert!(!text(&out).contains("over the limit"), "{}", text(&out));
     let out = run(&["--max-input", "1K"]);
-    assert!(text(&out).contains("over the limit of 1024 bytes"), "{}", text(&out));
+    assert!(
+        text(&out).contains("over the limit of 1024 bytes"),
+        "{}",
+        text(&out)
+    );
+}
+
+/// A command kdiag runs for the learner under sudo is theirs: their uid and
+/// groups, their HOME, USER and LOGNAME, no SUDO_* variables.
+#[test]
+fn commands_run_as_the_learner_with_their_environment() {
+    let Some((uid, gid)) = learner("commands_run_as_the_learner_with_their_environment") else {
+        return;
+    };
+    let home = {
+        let out = Command::new("getent")
+            .args(["passwd", LEARNER])
+            .output()
+            .unwrap();
+        stdout(&out).trim().split(':').nth(5).unwrap().to_string()
+    };
+    let script = "id -u; id -g; echo \"$HOME $USER $LOGNAME\"; env | grep -c '^SUDO_' || true";
+    for sub in [
+        &["time", "--"][..],
+        &["diagnose", "-d", "0.3", "--json", "--"][..],
+    ] {
+        let out = kdiag_as_learner()
+            .args(sub)
+            .args(["sh", "-c", script])
+            .output()
+            .unwrap();
+        let lines: Vec<String> = stdout(&out).lines().map(String::from).collect();
+        assert!(lines.len() >= 4, "{sub:?}: {}", text(&out));
+        assert_eq!(lines[0], uid.to_string(), "{sub:?}: uid");
+        assert_eq!(lines[1], gid.to_string(), "{sub:?}: gid");
+        assert_eq!(
+            lines[2],
+            format!("{home} {LEARNER} {LEARNER}"),
+            "{sub:?}: environment"
+        );
+        assert_eq!(lines[3], "0", "{sub:?}: SUDO_* variables leaked");
+    }
 }

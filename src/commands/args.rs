@@ -159,7 +159,9 @@ pub fn pid<T: TryFrom<u64>>(s: &str) -> Result<T, String> {
     let max = sysctl("kernel.pid_max").unwrap_or(DEFAULT_PID_MAX);
     let n = whole(s, "a process id")?;
     if n == 0 || n > max {
-        return Err(format!("a PID is from 1 to {max} (kernel.pid_max), not {s}"));
+        return Err(format!(
+            "a PID is from 1 to {max} (kernel.pid_max), not {s}"
+        ));
     }
     T::try_from(n).map_err(|_| format!("{s} is out of range for a PID"))
 }
@@ -176,7 +178,10 @@ pub fn user(s: &str) -> Result<u32, String> {
 /// "2G" (K = 1024); from 1 byte to 1 TiB.
 pub fn size(s: &str) -> Result<u64, String> {
     let t = s.trim();
-    let t = t.strip_suffix("iB").or_else(|| t.strip_suffix('B')).unwrap_or(t);
+    let t = t
+        .strip_suffix("iB")
+        .or_else(|| t.strip_suffix('B'))
+        .unwrap_or(t);
     let (number, shift) = match t.chars().last() {
         Some('K' | 'k') => (&t[..t.len() - 1], 10),
         Some('M' | 'm') => (&t[..t.len() - 1], 20),
@@ -184,7 +189,9 @@ pub fn size(s: &str) -> Result<u64, String> {
         Some('T' | 't') => (&t[..t.len() - 1], 40),
         _ => (t, 0),
     };
-    let not_a_size = || format!("{s:?} is not a size: bytes from 1 to 1T, with an optional K, M, G or T (64K, 2M)");
+    let not_a_size = || {
+        format!("{s:?} is not a size: bytes from 1 to 1T, with an optional K, M, G or T (64K, 2M)")
+    };
     let n = whole(number, "bytes").map_err(|_| not_a_size())?;
     let bytes = n.checked_shl(shift).filter(|b| b >> shift == n);
     match bytes {
@@ -233,7 +240,10 @@ mod tests {
     fn frequencies_stop_at_the_kernel_limit() {
         assert_eq!(frequency_within("99", Some(25_000)), Ok(99));
         let e = frequency_within("1000000", Some(25_000)).unwrap_err();
-        assert!(e.contains("kernel.perf_event_max_sample_rate (25000 Hz)"), "{e}");
+        assert!(
+            e.contains("kernel.perf_event_max_sample_rate (25000 Hz)"),
+            "{e}"
+        );
         assert!(e.contains("sudo sysctl kernel.perf_event_max_sample_rate=1000000"));
         assert!(frequency_within("0", None).is_err());
         assert!(frequency_within("-5", None).is_err());

@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use crate::analysis::ps::{self, Context, SortKey};
 use crate::error;
 use crate::render;
-use crate::sys::procfs as procfs;
+use crate::sys::procfs;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

@@ -146,8 +146,8 @@ fn run_workload(name: &str, args: &[String]) -> anyhow::Result<u8> {
     let mut argv: Vec<OsString> = vec![path.clone().into()];
     argv.extend(args.iter().map(OsString::from));
     let forwarder = Forwarder::catch().context("cannot handle signals")?;
-    let mut child = HeldChild::spawn(&argv)
-        .with_context(|| format!("cannot start {}", path.display()))?;
+    let mut child =
+        HeldChild::spawn(&argv).with_context(|| format!("cannot start {}", path.display()))?;
     // Into the throttle as root, before it runs (and becomes the invoker).
     if let Some(t) = &throttle {
         t.cgroup.add(child.pid)?;

@@ -19,8 +19,8 @@ mod tests;
 use crate::model::elf::{ElfEnv, ElfReport, FileKind, Problem, Severity, Stage};
 
 use checker::Checker;
-pub use image::{FileBytes, Image};
 use image::prefix;
+pub use image::{FileBytes, Image};
 use parse::{Layout, interp_string, shebang};
 
 pub const EM_386: u16 = 3;

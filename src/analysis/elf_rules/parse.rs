@@ -201,10 +201,7 @@ impl Layout {
             let Some(base) = i.checked_mul(size).and_then(|o| o.checked_add(h.phoff)) else {
                 break;
             };
-            if base
-                .checked_add(size)
-                .is_none_or(|end| end > bytes.size())
-            {
+            if base.checked_add(size).is_none_or(|end| end > bytes.size()) {
                 break;
             }
             let (p_type, p_flags, offset, vaddr, filesz, memsz, align) = if self.class == 2 {

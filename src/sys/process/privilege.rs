@@ -218,7 +218,11 @@ mod tests {
         .to_vec();
         let env = env_for(sudo_env.clone(), 4242, &pw, |_| true);
         let get = |env: &[(std::ffi::OsString, std::ffi::OsString)], k: &str| {
-            let v: Vec<_> = env.iter().filter(|(n, _)| n == k).map(|(_, v)| v.clone()).collect();
+            let v: Vec<_> = env
+                .iter()
+                .filter(|(n, _)| n == k)
+                .map(|(_, v)| v.clone())
+                .collect();
             assert!(v.len() <= 1, "{k} twice");
             v.first().map(|v| v.to_string_lossy().into_owned())
         };
@@ -227,8 +231,14 @@ mod tests {
         assert_eq!(get(&env, "LOGNAME").as_deref(), Some("learner"));
         assert_eq!(get(&env, "SHELL").as_deref(), Some("/bin/bash"));
         assert_eq!(get(&env, "PATH").as_deref(), Some("/usr/bin:/bin"));
-        assert_eq!(get(&env, "XDG_RUNTIME_DIR").as_deref(), Some("/run/user/4242"));
-        assert!(env.iter().all(|(k, _)| !k.to_string_lossy().starts_with("SUDO_")));
+        assert_eq!(
+            get(&env, "XDG_RUNTIME_DIR").as_deref(),
+            Some("/run/user/4242")
+        );
+        assert!(
+            env.iter()
+                .all(|(k, _)| !k.to_string_lossy().starts_with("SUDO_"))
+        );
         // No runtime directory of theirs: none at all, not root's.
         let env = env_for(sudo_env, 4242, &pw, |_| false);
         assert_eq!(get(&env, "XDG_RUNTIME_DIR"), None);

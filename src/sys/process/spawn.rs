@@ -22,7 +22,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::privilege::{self, InvokerSwitch};
-use super::supervisor::{self, Cgroup, Fds, Report};
+use super::supervisor::{self, Fds, Report};
+use crate::sys::cgroup::CommandCgroup;
 
 /// Exit code of a child whose execve failed (the shell's "not found").
 const EXEC_FAILED: i32 = 127;
@@ -108,7 +109,7 @@ pub struct HeldChild {
     /// The supervisor's reports.
     events: File,
     ended: Option<Ended>,
-    cgroup: Option<Cgroup>,
+    cgroup: Option<CommandCgroup>,
     /// Our process group, when the terminal was handed to the command.
     tty_owner: Option<i32>,
 }
@@ -345,7 +346,7 @@ impl HeldChild {
         };
         let path = resolve(program.as_ref());
         let exec = Exec::prepare(&path, argv)?;
-        let cgroup = Cgroup::create();
+        let cgroup = CommandCgroup::create();
         let (gate_r, gate_w) = socket_pair()?;
         let (report_r, report_w) = pipe()?;
         let (events_r, events_w) = pipe()?;
@@ -444,7 +445,12 @@ impl HeldChild {
         loop {
             // SAFETY: one byte from a local to our socket.
             let n = unsafe {
-                libc::send(gate.as_raw_fd(), (&raw const byte).cast(), 1, libc::MSG_NOSIGNAL)
+                libc::send(
+                    gate.as_raw_fd(),
+                    (&raw const byte).cast(),
+                    1,
+                    libc::MSG_NOSIGNAL,
+                )
             };
             if n == 1 {
                 return Ok(());
@@ -584,7 +590,9 @@ impl HeldChild {
     pub fn reap(&mut self) -> io::Result<(i32, libc::rusage)> {
         self.wait_ended()?
             .map(|e| (e.status, e.rusage))
-            .ok_or_else(|| io::Error::other("kdiag's supervisor ended without the command's status"))
+            .ok_or_else(|| {
+                io::Error::other("kdiag's supervisor ended without the command's status")
+            })
     }
 
     /// Wait for the command to end: everything the supervisor saw of it.
@@ -613,7 +621,8 @@ impl HeldChild {
         loop {
             // SAFETY: our own child, not yet reaped.
             let rc = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-            if rc == pid || (rc < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR))
+            if rc == pid
+                || (rc < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR))
             {
                 break;
             }
@@ -631,9 +640,7 @@ impl HeldChild {
             // SAFETY: the command's group, if anything of it is left.
             unsafe { libc::kill(-(self.pid as i32), libc::SIGKILL) };
         }
-        if let Some(c) = &self.cgroup
-            && c.exists()
-        {
+        if let Some(c) = &self.cgroup {
             c.kill_and_remove();
         }
     }
@@ -808,7 +815,9 @@ mod tests {
             };
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let zombie = stat.rsplit_once(") ").is_some_and(|(_, r)| r.starts_with('Z'));
+            let zombie = stat
+                .rsplit_once(") ")
+                .is_some_and(|(_, r)| r.starts_with('Z'));
             if !zombie && String::from_utf8_lossy(&cmdline).contains(marker) {
                 found.push(pid);
             }
@@ -863,8 +872,9 @@ mod tests {
 
     #[test]
     fn the_command_ending_reports_its_status_and_io() {
-        let mut child = HeldChild::spawn(&["sh", "-c", "head -c 100000 /dev/zero > /dev/null; exit 7"])
-            .unwrap();
+        let mut child =
+            HeldChild::spawn(&["sh", "-c", "head -c 100000 /dev/zero > /dev/null; exit 7"])
+                .unwrap();
         child.release().unwrap();
         assert!(child.exec_error().unwrap().is_none());
         let ended = child.wait_ended().unwrap().unwrap();

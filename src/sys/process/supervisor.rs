@@ -25,9 +25,8 @@
 //! buffers prepared before the fork, no allocation, no locks).
 //! Measured facts behind this design: /work/shared/research/wave2-facts.md §3.
 
-use std::ffi::{CStr, CString};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::path::{Path, PathBuf};
+use std::ffi::CStr;
+use std::os::fd::RawFd;
 
 /// Bytes of /proc/PID/io kept (the file is about 100 bytes).
 pub const IO_MAX: usize = 512;
@@ -90,71 +89,6 @@ impl Report {
         let n = (self.io_len as usize).min(IO_MAX);
         (n > 0).then(|| String::from_utf8_lossy(&self.io[..n]).into_owned())
     }
-}
-
-/// CMD's own cgroup (v2), where kdiag may create one: killing it kills
-/// every process in it at once, wherever in the tree (cgroup.kill).
-pub struct Cgroup {
-    pub dir: PathBuf,
-    pub dir_c: CString,
-    pub procs: OwnedFd,
-    pub kill: OwnedFd,
-}
-
-impl Cgroup {
-    /// A new cgroup next to ours in the v2 hierarchy, or None when v2 is
-    /// not mounted, not writable (not root) or has no cgroup.kill (< 5.14).
-    pub fn create() -> Option<Cgroup> {
-        use std::sync::atomic::{AtomicU32, Ordering};
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let mount = v2_mount()?;
-        let ours = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-        let rel = ours.lines().find_map(|l| l.strip_prefix("0::"))?;
-        let parent = mount.join(rel.trim_start_matches('/'));
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir = parent.join(format!("kdiag-{}-{n}", std::process::id()));
-        std::fs::create_dir(&dir).ok()?;
-        let open = |name: &str| -> Option<OwnedFd> {
-            let file = std::fs::OpenOptions::new()
-                .write(true)
-                .open(dir.join(name))
-                .ok()?;
-            Some(file.into())
-        };
-        match (open("cgroup.procs"), open("cgroup.kill")) {
-            (Some(procs), Some(kill)) => Some(Cgroup {
-                dir_c: CString::new(dir.as_os_str().as_encoded_bytes()).ok()?,
-                dir,
-                procs,
-                kill,
-            }),
-            _ => {
-                let _ = std::fs::remove_dir(&dir);
-                None
-            }
-        }
-    }
-
-    /// Kill everything in it and remove it (kdiag's fallback when S died).
-    pub fn kill_and_remove(&self) {
-        let _ = write_all(self.kill.as_raw_fd(), b"1");
-        remove_dir(&self.dir_c);
-    }
-
-    pub fn exists(&self) -> bool {
-        self.dir.exists()
-    }
-}
-
-/// Where cgroup v2 is mounted (/sys/fs/cgroup, or /sys/fs/cgroup/unified
-/// on hybrid systems).
-fn v2_mount() -> Option<PathBuf> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    info.lines().find_map(|l| {
-        let (left, right) = l.split_once(" - ")?;
-        let mount = left.split_whitespace().nth(4)?;
-        (right.split_whitespace().next()? == "cgroup2").then(|| Path::new(mount).to_path_buf())
-    })
 }
 
 /// rmdir, retried briefly: a cgroup is busy until its last task is gone.

@@ -305,7 +305,10 @@ pub enum Peek {
     NotRegular,
     /// A regular file: its mode, and its first bytes (None when the user
     /// cannot read it).
-    File { mode: u32, head: Option<Vec<u8>> },
+    File {
+        mode: u32,
+        head: Option<Vec<u8>>,
+    },
 }
 
 /// Look at `path` as the user (see `Peek`).
