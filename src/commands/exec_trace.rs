@@ -64,9 +64,7 @@ pub fn validate(args: &Args) -> anyhow::Result<()> {
 pub fn run(args: Args) -> anyhow::Result<u8> {
     validate(&args)?;
     if !crate::sys::process::privilege::is_root() {
-        return Err(crate::sys::process::privilege::needs_privilege(
-            "kdiag exec-trace",
-        ));
+        return Err(crate::error::needs_privilege("kdiag exec-trace"));
     }
     let interrupt = Interrupt::catch()?;
     let filter = |pid| Filter {

@@ -35,9 +35,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     if !crate::sys::process::privilege::is_root() {
-        return Err(crate::sys::process::privilege::needs_privilege(
-            "kdiag execsnoop",
-        ));
+        return Err(crate::error::needs_privilege("kdiag execsnoop"));
     }
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {

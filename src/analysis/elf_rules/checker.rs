@@ -1,6 +1,6 @@
 //! The checks, in the order load_elf_binary makes them.
 
-use super::image::{FileBytes, byte, prefix};
+use super::bytes::{FileBytes, byte, prefix};
 use super::parse::*;
 use super::rules::*;
 use super::*;

@@ -8,6 +8,7 @@
 //! Problems are listed in the order the kernel meets them, so the first
 //! error is the one execve reports (`Problem::decisive`).
 
+mod bytes;
 mod checker;
 mod image;
 mod parse;
@@ -18,9 +19,10 @@ mod tests;
 
 use crate::model::elf::{ElfEnv, ElfReport, FileKind, Problem, Severity, Stage};
 
+pub use bytes::FileBytes;
+use bytes::prefix;
 use checker::Checker;
-use image::prefix;
-pub use image::{FileBytes, Image};
+pub use image::Image;
 use parse::{Layout, interp_string, shebang};
 
 pub const EM_386: u16 = 3;

@@ -1,6 +1,6 @@
 //! Reading ELF headers as the kernel does, and naming their values.
 
-use super::image::{FileBytes, byte};
+use super::bytes::{FileBytes, byte};
 use super::*;
 use crate::model::elf::{ElfHeader, ProgramHeader};
 

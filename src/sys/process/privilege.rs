@@ -181,12 +181,6 @@ fn env_for(
     out
 }
 
-/// The error for an operation that needs privileges we do not have (exit
-/// code 3; see `crate::error`).
-pub fn needs_privilege(what: &str) -> anyhow::Error {
-    crate::error::needs_privilege(what)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
