@@ -75,11 +75,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         eprintln!("Watching PID {pid} for {:.1} s ...", args.duration);
     }
     let observed = observe(pid, window, &interrupt.stop_flag());
-    // A command that ended on its own within the window says how.
-    let ended = child.as_mut().and_then(|c| c.try_wait());
     if let Some(c) = child.as_mut() {
         c.stop(Duration::from_secs(2));
     }
+    // A command that ended within the window ended on its own (its status
+    // reaches us from the supervisor, possibly after /proc/PID is gone).
+    let ended = child.as_ref().and_then(|c| c.ended()).map(|e| e.status);
     let o = observed?;
     // Too short a look gives no verdict worth having.
     if o.window_s < (args.duration / 2.0).min(0.5) && !interrupt.is_set() {

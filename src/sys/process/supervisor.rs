@@ -28,6 +28,10 @@
 use std::ffi::CStr;
 use std::os::fd::RawFd;
 
+/// How long the command has to end after SIGTERM when kdiag has gone
+/// before everything is killed.
+const GONE_GRACE_NS: u64 = 1_000_000_000;
+
 /// Bytes of /proc/PID/io kept (the file is about 100 bytes).
 pub const IO_MAX: usize = 512;
 
@@ -323,6 +327,24 @@ impl Watch {
         });
     }
 
+    /// SIGTERM to everything below S; wait up to `grace_ns` for CMD to end.
+    fn terminate_within(&mut self, grace_ns: u64) {
+        self.signal_all(libc::SIGTERM);
+        let end = now_ns() + grace_ns;
+        while !self.cmd_done && now_ns() < end {
+            let mut p = libc::pollfd {
+                fd: self.pidfd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one pollfd on our stack (fd -1 just sleeps).
+            unsafe { libc::poll(&mut p, 1, 10) };
+            if p.revents != 0 || (self.pidfd < 0 && self.cmd_exited()) {
+                self.cmd_ended(None);
+            }
+        }
+    }
+
     /// Kill everything below S and reap it all, CMD's end reported.
     fn kill_all(&mut self) {
         if let Some((_, kill, _)) = self.fds.cgroup {
@@ -520,8 +542,13 @@ pub unsafe fn supervise(kdiag: i32, fds: Fds, child: impl FnOnce(i32)) -> ! {
                     (1, TERMINATE) => w.signal_all(libc::SIGTERM),
                     (1, _) => break,
                     (n, _) if n < 0 && errno() == libc::EINTR => {}
-                    // EOF: kdiag has gone, however it went.
-                    _ => break,
+                    // EOF: kdiag has gone, however it went (SIGKILL
+                    // too): SIGTERM first, so a workload can remove its
+                    // scratch files, then SIGKILL below.
+                    _ => {
+                        w.terminate_within(GONE_GRACE_NS);
+                        break;
+                    }
                 }
             }
             w.reap_others();
