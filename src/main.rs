@@ -13,6 +13,9 @@ fn main() -> ExitCode {
     // SAFETY: setting a signal disposition before any threads exist.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = cli::Cli::parse();
+    if let Some(bytes) = cli.max_input {
+        kdiag::sys::process::user_files::set_input_limit(bytes);
+    }
     match commands::run(cli.command, cli::Cli::command) {
         Ok(code) => ExitCode::from(code),
         Err(err) => {

@@ -5,7 +5,7 @@ mod common;
 
 use std::process::Command;
 
-use common::{kdiag, run_kdiag, stderr, workload};
+use common::{free_pid, kdiag, run_kdiag, stderr, workload};
 
 /// Diagnose `argv` (started by kdiag) for `secs`; the JSON report.
 fn diagnose(secs: &str, argv: &[&str]) -> serde_json::Value {
@@ -85,9 +85,10 @@ fn diagnoses_a_running_pid() {
 
 #[test]
 fn bad_targets_are_clear_errors() {
-    let out = run_kdiag(&["diagnose", "-p", "999999999"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("no process with PID 999999999"));
+    let gone = free_pid();
+    let out = run_kdiag(&["diagnose", "-p", &gone]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains(&format!("no process with PID {gone}")));
     let out = run_kdiag(&["diagnose"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("-p PID, or -- CMD"));
@@ -101,6 +102,6 @@ fn bad_targets_are_clear_errors() {
         stderr(&out)
     );
     let out = run_kdiag(&["diagnose", "--", "/nonexistent/prog"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(127));
     assert!(stderr(&out).contains("cannot run"), "{}", stderr(&out));
 }

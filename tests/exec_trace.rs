@@ -208,10 +208,11 @@ fn usage_errors() {
     if !require_root("usage_errors") {
         return;
     }
-    let out = run_kdiag(&["exec-trace", "-p", "999999999"]);
-    assert_eq!(out.status.code(), Some(1));
+    let gone = free_pid();
+    let out = run_kdiag(&["exec-trace", "-p", &gone]);
+    assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains("no process with PID 999999999"),
+        stderr(&out).contains(&format!("no process with PID {gone}")),
         "{}",
         stderr(&out)
     );

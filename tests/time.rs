@@ -352,9 +352,15 @@ fn children(pid: u32) -> Vec<u32> {
         .collect()
 }
 
+/// The command kdiag `pid` runs (the child of its supervisor), once it has
+/// exec'd.
 fn wait_for_child(pid: u32) -> u32 {
+    let kdiag = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
     for _ in 0..100 {
-        if let Some(&c) = children(pid).first() {
+        if let Some(&s) = children(pid).first()
+            && let Some(&c) = children(s).first()
+            && std::fs::read_link(format!("/proc/{c}/exe")).is_ok_and(|e| e != kdiag)
+        {
             return c;
         }
         std::thread::sleep(Duration::from_millis(20));

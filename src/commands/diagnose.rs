@@ -4,8 +4,6 @@
 //! next.
 
 use std::ffi::OsString;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -15,15 +13,22 @@ use crate::error::{self, usage};
 use crate::instruments::observe::observe;
 use crate::model::exec::Exit;
 use crate::render;
+use crate::sys::process::interrupt::Interrupt;
 use crate::sys::process::spawn::HeldChild;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The process to diagnose
-    #[arg(short = 'p', long = "pid", value_name = "PID")]
+    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = super::args::pid::<i32>)]
     pub pid: Option<i32>,
-    /// Seconds to watch it
-    #[arg(short = 'd', long, value_name = "SECS", default_value_t = 5.0)]
+    /// Seconds to watch it (fractions, ms, m and h allowed; at most a week)
+    #[arg(
+        short = 'd',
+        long,
+        value_name = "SECS",
+        default_value = "5",
+        value_parser = super::args::duration
+    )]
     pub duration: f64,
     /// Print the observation and the diagnosis as JSON
     #[arg(long)]
@@ -33,23 +38,23 @@ pub struct Args {
     pub command: Vec<OsString>,
 }
 
-pub fn run(args: Args) -> anyhow::Result<u8> {
+/// The checks on the arguments as a whole (values are checked when parsed).
+pub fn validate(args: &Args) -> anyhow::Result<()> {
     if args.pid.is_some() != args.command.is_empty() {
         return Err(usage("say what to diagnose: -p PID, or -- CMD ARGS"));
     }
-    if !(args.duration > 0.0 && args.duration.is_finite()) {
-        return Err(usage("-d must be a positive number of seconds"));
-    }
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))?;
-    }
+    Ok(())
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    validate(&args)?;
+    let interrupt = Interrupt::catch()?;
     let window = Duration::from_secs_f64(args.duration);
     let mut child = None;
     let pid = match args.pid {
         Some(pid) => {
             if pid <= 0 || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-                anyhow::bail!("no process with PID {pid}");
+                return Err(error::NoSuchProcess::one(pid));
             }
             pid
         }
@@ -58,8 +63,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             let mut c = HeldChild::spawn(&args.command)
                 .with_context(|| format!("cannot start `{program}`"))?;
             c.release().context("releasing the command")?;
-            if let Some(err) = c.exec_error().context("starting the command")? {
-                anyhow::bail!("cannot run `{program}`: {err}");
+            if let Some(source) = c.exec_error().context("starting the command")? {
+                return Err(error::CannotRun { program, source }.into());
             }
             let pid = c.pid as i32;
             child = Some(c);
@@ -69,15 +74,16 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if !args.json {
         eprintln!("Watching PID {pid} for {:.1} s ...", args.duration);
     }
-    let observed = observe(pid, window, &stop);
-    // A command that ended on its own within the window says how.
-    let ended = child.as_mut().and_then(|c| c.try_wait());
+    let observed = observe(pid, window, &interrupt.stop_flag());
     if let Some(c) = child.as_mut() {
         c.stop(Duration::from_secs(2));
     }
+    // A command that ended within the window ended on its own (its status
+    // reaches us from the supervisor, possibly after /proc/PID is gone).
+    let ended = child.as_ref().and_then(|c| c.ended()).map(|e| e.status);
     let o = observed?;
     // Too short a look gives no verdict worth having.
-    if o.window_s < (args.duration / 2.0).min(0.5) && !stop.load(Ordering::Relaxed) {
+    if o.window_s < (args.duration / 2.0).min(0.5) && !interrupt.is_set() {
         let how = ended.map_or(String::new(), |s| {
             format!(" ({})", render::exec::exit_text(&Exit::from_status(s)))
         });
@@ -97,5 +103,5 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     } else {
         render::diagnose::report(&mut out, &o, &d)?;
     }
-    Ok(error::OK)
+    Ok(interrupt.exit_code(error::OK, false))
 }

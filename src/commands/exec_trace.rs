@@ -3,8 +3,6 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -16,14 +14,16 @@ use crate::instruments::Tier;
 use crate::instruments::exec::{Filter, Spawned};
 use crate::model::exec::{Exit, ProcessEnd, TraceEvent};
 use crate::render;
+use crate::sys::process::interrupt::Interrupt;
 use crate::sys::process::spawn::HeldChild;
+use crate::sys::process::user_files::Peek;
 
 #[derive(Debug, clap::Args)]
 #[command(arg_required_else_help = true)]
 pub struct Args {
     /// Watch the execs of a running process (and its children) until it
     /// exits or Ctrl-C
-    #[arg(short, long, conflicts_with = "command")]
+    #[arg(short, long, conflicts_with = "command", value_parser = super::args::pid::<u32>)]
     pub pid: Option<u32>,
     /// Tracing tier: bpf reads exec filenames and arguments in the kernel;
     /// perf needs no BPF but sees less
@@ -37,6 +37,9 @@ pub struct Args {
     pub command: Vec<String>,
 }
 
+/// How long an interrupted command gets between SIGTERM and SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+
 #[derive(Serialize)]
 struct Report {
     tier: &'static str,
@@ -48,21 +51,22 @@ struct Report {
     notes: Vec<String>,
 }
 
-pub fn run(args: Args) -> anyhow::Result<u8> {
+/// The checks on the arguments as a whole (values are checked when parsed).
+pub fn validate(args: &Args) -> anyhow::Result<()> {
     if args.pid.is_none() && args.command.is_empty() {
         return Err(error::usage(
             "give a command after -- (kdiag exec-trace -- ./prog) or -p PID",
         ));
     }
+    Ok(())
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    validate(&args)?;
     if !crate::sys::process::privilege::is_root() {
-        return Err(crate::sys::process::privilege::needs_privilege(
-            "kdiag exec-trace",
-        ));
+        return Err(crate::error::needs_privilege("kdiag exec-trace"));
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))?;
-    }
+    let interrupt = Interrupt::catch()?;
     let filter = |pid| Filter {
         pid: Some(pid),
         follow_children: true,
@@ -71,7 +75,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let mut events = Vec::new();
     let (tier, lost, notes, pid) = if let Some(pid) = args.pid {
         if !Path::new(&format!("/proc/{pid}")).exists() {
-            anyhow::bail!("no process with PID {pid}");
+            return Err(error::NoSuchProcess::one(pid));
         }
         let (mut source, mut notes) = crate::instruments::exec::open(args.tier, filter(pid), None)?;
         // On stderr even with --json: scripts wait for it to know tracing is on.
@@ -79,7 +83,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             "kdiag exec-trace: watching pid {pid} and its children ({} tier); Ctrl-C to stop",
             source.tier().name()
         );
-        while !stop.load(Ordering::Relaxed) {
+        while !interrupt.is_set() {
             source.poll(Duration::from_millis(100), &mut events)?;
             let ended = events
                 .iter()
@@ -118,10 +122,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             if ended_at.is_some_and(|t| t.elapsed() > Duration::from_millis(200)) {
                 break;
             }
-            if stop.load(Ordering::Relaxed) && status.is_none() {
-                // Ctrl-C reached the command too; wait for it briefly.
-                std::thread::sleep(Duration::from_millis(200));
+            if interrupt.is_set() && status.is_none() {
+                // Interrupted: stop the command and all it started; its
+                // end (by our SIGTERM, or SIGKILL) is part of the trace.
+                child.stop(STOP_GRACE);
                 status = child.try_wait();
+                source.poll(Duration::from_millis(100), &mut events)?;
                 break;
             }
         }
@@ -160,11 +166,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         render::exec::findings(&mut out, &findings)?;
     }
     out.flush()?;
-    Ok(if findings.iter().any(Finding::is_problem) {
+    let code = if findings.iter().any(Finding::is_problem) {
         error::FAILURE
     } else {
         error::OK
-    })
+    };
+    // Ctrl-C is how a -p trace ends; a command's trace it interrupts.
+    Ok(interrupt.exit_code(code, args.pid.is_some()))
 }
 
 /// Put the wait status (the truth) in place of what the tier saw of the
@@ -198,15 +206,16 @@ fn file_facts(events: &[TraceEvent]) -> Vec<FileFacts> {
         if facts.iter().any(|f| &f.path == path) {
             continue;
         }
+        // Looked at as the user, as everything a user names.
         let p = Path::new(path);
-        let elf = p
-            .is_file()
+        let peek = crate::sys::process::user_files::peek(p, 0);
+        let elf = matches!(peek, Peek::File { .. })
             .then(|| crate::sys::elf::read_target(p).ok())
             .flatten()
-            .map(|(bytes, env)| crate::analysis::elf_rules::check(&bytes, &env));
+            .map(|(image, env)| crate::analysis::elf_rules::check(&image, &env));
         facts.push(FileFacts {
             path: path.clone(),
-            exists: p.exists(),
+            exists: !matches!(peek, Peek::Missing),
             elf,
         });
     }

@@ -19,8 +19,8 @@ pub struct Args {
     /// Only processes whose command name contains NAME
     #[arg(short = 'n', long)]
     pub name: Option<String>,
-    /// Only execs by this user id
-    #[arg(short = 'u', long)]
+    /// Only execs by this user (name or uid)
+    #[arg(short = 'u', long = "user", value_name = "USER", value_parser = super::args::user)]
     pub uid: Option<u32>,
     /// Tracing tier: bpf reads filenames and arguments in the kernel; perf
     /// reads arguments from /proc after the fact (best effort)
@@ -29,20 +29,13 @@ pub struct Args {
     /// Print the execs as JSON when done
     #[arg(long)]
     pub json: bool,
-    /// Stop after this many seconds (default: until Ctrl-C)
-    pub duration: Option<f64>,
+    #[command(flatten)]
+    pub duration: super::args::TraceDuration,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    if args.duration.is_some_and(|d| !(d > 0.0 && d.is_finite())) {
-        return Err(crate::error::usage(
-            "DURATION must be a positive number of seconds",
-        ));
-    }
     if !crate::sys::process::privilege::is_root() {
-        return Err(crate::sys::process::privilege::needs_privilege(
-            "kdiag execsnoop",
-        ));
+        return Err(crate::error::needs_privilege("kdiag execsnoop"));
     }
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -67,6 +60,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 
     let deadline = args
         .duration
+        .secs()
         .map(|d| Instant::now() + Duration::from_secs_f64(d));
     let mut out = std::io::stdout().lock();
     if !args.json {

@@ -20,19 +20,19 @@ use crate::sys::disks;
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  \
-    sudo kdiag iosnoop 5                 trace for 5 seconds\n  \
-    sudo kdiag iosnoop -d vda -i '*W*'   writes to vda until Ctrl-C\n  \
+    sudo kdiag iosnoop 5                     trace for 5 seconds (or -d 5)\n  \
+    sudo kdiag iosnoop --device vda -i '*W*' writes to vda until Ctrl-C\n  \
     sudo kdiag iosnoop --hist 10         latency histogram per device\n  \
     sudo kdiag iosnoop --summary -n dd   per-process totals for dd")]
 pub struct Args {
     /// Only this device: a name (vda, /dev/vda) or major,minor (254,0)
-    #[arg(short = 'd', long = "device", value_name = "DEV")]
+    #[arg(long = "device", value_name = "DEV")]
     pub device: Option<String>,
     /// Only these request types: an rwbs pattern such as '*R*' or 'WS'
-    #[arg(short = 'i', long = "type", value_name = "TYPE")]
+    #[arg(short = 'i', long = "type", value_name = "TYPE", value_parser = super::args::rwbs)]
     pub io_type: Option<String>,
     /// Only requests caused or issued by this process
-    #[arg(short = 'p', long, conflicts_with = "name")]
+    #[arg(short = 'p', long, conflicts_with = "name", value_parser = super::args::pid::<u32>)]
     pub pid: Option<u32>,
     /// Only requests caused or issued by processes whose name contains NAME
     #[arg(short = 'n', long)]
@@ -61,8 +61,8 @@ pub struct Args {
     /// Which tracing tier to use
     #[arg(long, value_enum, default_value = "auto")]
     pub tier: Tier,
-    /// Seconds to trace (fractions allowed); without it, until Ctrl-C
-    pub duration: Option<f64>,
+    #[command(flatten)]
+    pub duration: super::args::TraceDuration,
 }
 
 /// Requests kept for the summary, pattern and JSON at the end: about 75 MB
@@ -83,14 +83,18 @@ struct Report {
     histograms: Option<Vec<Log2Hist>>,
 }
 
-pub fn run(args: Args) -> anyhow::Result<u8> {
-    if let Some(d) = args.duration
-        && !(d > 0.0 && d.is_finite())
-    {
-        return Err(crate::error::usage(format!(
-            "DURATION must be a positive number of seconds, not {d}"
-        )));
+/// The checks on the arguments as a whole (values are checked when parsed):
+/// the device must exist.
+pub fn validate(args: &Args) -> anyhow::Result<()> {
+    if let Some(spec) = &args.device {
+        disks::resolve(spec, &disks::list()?).map_err(|e| crate::error::usage(format!("{e:#}")))?;
     }
+    Ok(())
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    validate(&args)?;
+    let duration = args.duration.secs();
     let mut filter = IoFilter {
         rwbs: args.io_type.clone(),
         pid: args.pid,
@@ -110,7 +114,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if let Some(pid) = args.pid
         && !std::path::Path::new(&format!("/proc/{pid}")).exists()
     {
-        anyhow::bail!("no process with PID {pid}");
+        return Err(crate::error::NoSuchProcess::one(pid));
     }
     let options = Options {
         dev: filter.dev,
@@ -130,7 +134,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         Tier::Bpf => "BPF tier: requests followed by their kernel pointer",
         _ => "perf tier: latencies matched by (dev, sector); merges may skew",
     };
-    eprintln!("Tracing block I/O ({tier_line}). {}", until(args.duration));
+    eprintln!("Tracing block I/O ({tier_line}). {}", until(duration));
     if !source.has_io_start() {
         eprintln!(
             "This kernel has no block_io_start tracepoint (< 6.5): COMM is the task that issued each request."
@@ -145,7 +149,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let live = !args.json && !args.hist && !args.summary;
     let t0 = monotonic_ns();
     let began = Instant::now();
-    let deadline = args.duration.map(|d| began + Duration::from_secs_f64(d));
+    let deadline = duration.map(|d| began + Duration::from_secs_f64(d));
     let mut kept: Vec<BlockIo> = Vec::new();
     let mut unkept = 0u64;
     let mut batch = Vec::new();

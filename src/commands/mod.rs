@@ -63,6 +63,20 @@ pub enum Command {
     Man(man::Args),
 }
 
+/// Check a parsed command line as a whole before anything runs: what clap's
+/// value parsers cannot see alone (which target, an existing device). Each
+/// command's `run` calls its own check too; tests call this to exercise
+/// every command line without tracing or running anything.
+pub fn validate(command: &Command) -> anyhow::Result<()> {
+    match command {
+        Command::Profile(args) => profile::validate(args),
+        Command::Iosnoop(args) => iosnoop::validate(args),
+        Command::ExecTrace(args) => exec_trace::validate(args),
+        Command::Diagnose(args) => diagnose::validate(args),
+        _ => Ok(()),
+    }
+}
+
 /// Run one subcommand and return the process exit code. `app` builds the
 /// whole command line's definition, for the man page and completions.
 pub fn run(command: Command, app: fn() -> clap::Command) -> anyhow::Result<u8> {

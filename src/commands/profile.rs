@@ -8,11 +8,9 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 
 use crate::analysis::fold;
 use crate::error::usage;
@@ -22,22 +20,29 @@ use crate::model::profile::Profile;
 use crate::model::stacks::StackSet;
 use crate::render;
 use crate::sys::perf::{EventSpec, NoHardwareCounter, Session, Target};
+use crate::sys::process::interrupt::Interrupt;
 use crate::sys::process::spawn::HeldChild;
 use crate::sys::process::user_files;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Profile this process (its threads and the children it starts)
-    #[arg(short, long, value_name = "PID")]
+    #[arg(short, long, value_name = "PID", value_parser = super::args::pid::<i32>)]
     pub pid: Option<i32>,
     /// Profile every CPU (system-wide)
     #[arg(short = 'a', long)]
     pub all_cpus: bool,
     /// Samples per second per CPU
-    #[arg(short = 'F', long = "freq", value_name = "HZ", default_value_t = 99)]
+    #[arg(
+        short = 'F',
+        long = "freq",
+        value_name = "HZ",
+        default_value = "99",
+        value_parser = super::args::frequency
+    )]
     pub freq: u64,
     /// Stop after this many seconds (default: when the command or PID exits, or Ctrl-C)
-    #[arg(short, long, value_name = "SECS")]
+    #[arg(short, long, value_name = "SECS", value_parser = super::args::duration)]
     pub duration: Option<f64>,
     /// Keep only user-space frames and samples
     #[arg(long, conflicts_with = "kernel_only")]
@@ -75,6 +80,9 @@ pub struct Args {
     pub command: Vec<OsString>,
 }
 
+/// How long a command still running at the end gets between SIGTERM and
+/// SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(2);
 /// How many entries each top list keeps.
 const TOP: usize = 15;
 /// Data pages per CPU ring: ~1 MiB, room for ~4000 deep-stack samples.
@@ -83,24 +91,22 @@ const RING_PAGES: usize = 256;
 /// quarter of a second before the ring is full.
 const RING_STACK_SAMPLES: usize = 256;
 
-pub fn run(args: Args) -> anyhow::Result<u8> {
+/// The checks on the arguments as a whole (values are checked when parsed).
+pub fn validate(args: &Args) -> anyhow::Result<()> {
     let targets = args.pid.is_some() as u8 + args.all_cpus as u8 + !args.command.is_empty() as u8;
     if targets != 1 {
         return Err(usage(
             "say what to profile: one of -p PID, -a (all CPUs) or -- CMD ARGS",
         ));
     }
-    if args.freq == 0 {
-        return Err(usage("-F must be at least 1 Hz"));
-    }
-    if args.duration.is_some_and(|d| !d.is_finite() || d <= 0.0) {
-        return Err(usage("-d must be a positive number of seconds"));
-    }
+    unwind::check_stack_size(args.stack_size).map_err(usage)?;
+    Ok(())
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    validate(&args)?;
     let stack_size = unwind::check_stack_size(args.stack_size).map_err(usage)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))?;
-    }
+    let interrupt = Interrupt::catch()?;
 
     let copies_stack = args.call_graph.copies_stack() && !args.kernel_only;
     let mut profile = Profile {
@@ -120,7 +126,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         let t = match args.pid {
             Some(pid) => {
                 if pid <= 0 || !Path::new(&format!("/proc/{pid}")).exists() {
-                    bail!("no process with PID {pid}");
+                    return Err(crate::error::NoSuchProcess::one(pid));
                 }
                 recorder.capture(pid as u32);
                 profile.target = format!("PID {pid} ({})", comm_of(pid));
@@ -144,10 +150,15 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         let session = open(&args, Target::Process(child.pid as i32), true, &mut profile)?;
         // The events switch on by themselves when the child execs the command.
         child.release().context("releasing the command")?;
-        if let Some(err) = child.exec_error().context("starting the command")? {
-            bail!("cannot run `{program}`: {err}");
+        if let Some(source) = child.exec_error().context("starting the command")? {
+            return Err(crate::error::CannotRun { program, source }.into());
         }
-        (session, Running::Child { child, usage: None })
+        let child = Running::Child {
+            child,
+            usage: None,
+            own_status: None,
+        };
+        (session, child)
     };
 
     (profile.started, profile.started_unix_ns) = utc_now();
@@ -159,7 +170,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     loop {
         session.poll(Duration::from_millis(100))?;
         session.drain(|r| recorder.record(&r));
-        if stop.load(Ordering::Relaxed) || limit.is_some_and(|l| t0.elapsed() >= l) {
+        if interrupt.is_set() || limit.is_some_and(|l| t0.elapsed() >= l) {
             break;
         }
         if let Some(b) = target.busy_secs() {
@@ -190,8 +201,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     recorder.finish(&mut profile);
     let summary = fold::summarize(&profile, TOP);
     let folded = fold::fold(&profile);
+    let ctrl_c_ends = args.command.is_empty() && args.duration.is_none();
     if folded.is_empty() {
-        bail!("{}", render::flamegraph::no_samples_reason(&profile));
+        let why = anyhow::anyhow!("{}", render::flamegraph::no_samples_reason(&profile));
+        return Err(interrupt.explain(why, ctrl_c_ends));
     }
     if let Some(path) = &args.folded {
         let mut text = folded.join("\n");
@@ -219,7 +232,17 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     } else {
         render::profile::text(&mut out, &profile, &summary)?;
     }
-    Ok(crate::error::OK)
+    // A command that ended by itself passes its status on; one kdiag
+    // stopped at the end of -d does not. Ctrl-C is how -p and -a end
+    // without -d.
+    let code = match &target {
+        Running::Child {
+            own_status: Some(status),
+            ..
+        } => crate::error::status_exit(*status),
+        _ => crate::error::OK,
+    };
+    Ok(interrupt.exit_code(code, ctrl_c_ends))
 }
 
 /// Open the sampling events: hardware cycles where the machine has a PMU,
@@ -278,6 +301,8 @@ enum Running {
     Child {
         child: HeldChild,
         usage: Option<f64>,
+        /// The wait status, when the command ended by itself.
+        own_status: Option<i32>,
     },
     /// `-p PID` or `-a`.
     Other(Target),
@@ -321,12 +346,17 @@ impl Running {
     /// Whether the target has gone, with why when that ends the run early.
     fn ended(&mut self) -> anyhow::Result<Option<Option<String>>> {
         match self {
-            Running::Child { child, usage } => {
+            Running::Child {
+                child,
+                usage,
+                own_status,
+            } => {
                 let reaped = child
                     .try_reap()
                     .context("waiting for the profiled command")?;
-                if let Some((_, ru)) = reaped {
+                if let Some((status, ru)) = reaped {
                     *usage = Some(cpu_secs(&ru));
+                    *own_status = Some(status);
                     return Ok(Some(None));
                 }
                 Ok(None)
@@ -346,13 +376,13 @@ impl Running {
         }
     }
 
-    /// End a command still running (after -d or Ctrl-C) and reap it.
+    /// End a command still running (after -d or Ctrl-C), with everything
+    /// it started, and reap it.
     fn finish(&mut self) -> anyhow::Result<()> {
-        if let Running::Child { child, usage } = self
+        if let Running::Child { child, usage, .. } = self
             && usage.is_none()
         {
-            // SAFETY: the child is not reaped yet, so its pid is still ours.
-            unsafe { libc::kill(child.pid as i32, libc::SIGTERM) };
+            child.stop(STOP_GRACE);
             let (_, ru) = child.reap().context("waiting for the profiled command")?;
             *usage = Some(cpu_secs(&ru));
         }

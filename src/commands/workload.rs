@@ -3,8 +3,8 @@
 //! kdiag's own executable; kdiag finds them there. Their truth comes from
 //! the same crate, in-process.
 
-use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::{Path, PathBuf};
+use std::ffi::OsString;
+use std::path::PathBuf;
 use std::process::Command;
 
 use anyhow::Context;
@@ -12,6 +12,7 @@ use anyhow::Context;
 use crate::error;
 use crate::render::table::{Align, Table};
 use crate::sys::cgroup::CgroupError;
+use crate::sys::process::spawn::{Forwarder, HeldChild};
 use crate::sys::process::{privilege, user_files};
 use crate::workloads::{self, WORKLOADS, bin_dir, binary, build_hint};
 
@@ -119,48 +120,59 @@ fn list(json: bool) -> anyhow::Result<u8> {
     Ok(error::OK)
 }
 
-/// Run a workload as the invoking user (under sudo). One whose truth asks
-/// for a disk limit runs in a throttling cgroup, with kdiag waiting as its
-/// parent; any other replaces kdiag (exec), so signals (Ctrl-C) and the
-/// exit status are the workload's own.
+/// Run a workload under kdiag's supervisor, like any `-- CMD`: it and
+/// everything it starts die with kdiag, SIGKILL included; signals sent to
+/// kdiag reach it, and kdiag exits with its status (128+N if signal N ended
+/// it). Under sudo it runs as the invoking user. One whose truth asks for a
+/// disk limit runs in a throttling cgroup.
 fn run_workload(name: &str, args: &[String]) -> anyhow::Result<u8> {
     let path = binary(name)?;
     // A command line the truth cannot parse is the workload's to explain.
     let truth: Option<serde_json::Value> = kdiag_workloads::describe_args(name, args)
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok());
-    let Some(truth) = truth.filter(|_| !args.iter().any(|a| a == "--describe")) else {
-        return exec(&path, args);
-    };
-    match workloads::read_iops_limit(&truth) {
+    let truth = truth.filter(|_| !args.iter().any(|a| a == "--describe"));
+    let throttle = match truth.as_ref().and_then(workloads::read_iops_limit) {
         Some(iops) => {
-            let course = truth["workload"]["seed"]
-                .as_str()
-                .is_some_and(kdiag_workloads::is_course_token);
-            run_throttled(name, &path, args, iops, course)
+            let course = truth.as_ref().is_some_and(|t| {
+                t["workload"]["seed"]
+                    .as_str()
+                    .is_some_and(kdiag_workloads::is_course_token)
+            });
+            Some(throttle(name, args, iops, course)?)
         }
-        None => exec(&path, args),
+        None => None,
+    };
+    let mut argv: Vec<OsString> = vec![path.clone().into()];
+    argv.extend(args.iter().map(OsString::from));
+    let forwarder = Forwarder::catch().context("cannot handle signals")?;
+    let mut child =
+        HeldChild::spawn(&argv).with_context(|| format!("cannot start {}", path.display()))?;
+    // Into the throttle as root, before it runs (and becomes the invoker).
+    if let Some(t) = &throttle {
+        t.cgroup.add(child.pid)?;
     }
+    child.release()?;
+    if let Some(source) = child.exec_error()? {
+        return Err(error::CannotRun {
+            program: path.display().to_string(),
+            source,
+        }
+        .into());
+    }
+    let ended = forwarder.wait(&mut child)?;
+    drop(child); // kills and reaps whatever the workload left
+    drop(throttle); // kills anything left in the cgroup and removes it
+    Ok(error::status_exit(ended.status))
 }
 
-fn exec(path: &Path, args: &[String]) -> anyhow::Result<u8> {
-    let mut cmd = Command::new(path);
-    cmd.args(args);
-    privilege::run_as_invoker(&mut cmd);
-    let err = cmd.exec();
-    Err(err).with_context(|| format!("cannot run {}", path.display()))
-}
-
-/// Start the workload inside a cgroup that limits its disk's read IOPS,
-/// forward signals to it, and remove the cgroup when it ends. Exit status:
-/// the workload's, 128 + N if a signal ended it.
-fn run_throttled(
+/// The cgroup that limits the disk's read IOPS for `name`, announced.
+fn throttle(
     name: &str,
-    path: &Path,
     args: &[String],
     iops: u64,
     course: bool,
-) -> anyhow::Result<u8> {
+) -> anyhow::Result<workloads::Throttle> {
     let throttle = workloads::throttle(name, args, iops).map_err(|e| {
         let advice = workloads::throttle_advice(name, &e);
         match e {
@@ -186,65 +198,7 @@ fn run_throttled(
             1
         },
     );
-    let mut cmd = Command::new(path);
-    cmd.args(args);
-    // Order matters: join the cgroup as root, then become the invoker, then
-    // ask for SIGTERM if kdiag dies (a credential change clears it).
-    throttle.cgroup.join_on_exec(&mut cmd)?;
-    privilege::run_as_invoker(&mut cmd);
-    // SAFETY: prctl is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        })
-    };
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGQUIT, SIGTERM, SIGHUP])
-        .context("cannot handle signals")?;
-    let handle = signals.handle();
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("cannot run {}", path.display()))?;
-    let pid = child.id() as libc::pid_t;
-    let forwarder = std::thread::spawn(move || {
-        for sig in signals.forever() {
-            // SAFETY: the child is not reaped while this thread runs (the
-            // handle is closed before the reap), so pid is still ours.
-            unsafe { libc::kill(pid, sig) };
-        }
-    });
-    wait_exited(pid);
-    handle.close();
-    let _ = forwarder.join();
-    let status = child.wait().context("waiting for the workload")?;
-    drop(throttle); // kills anything left in the cgroup and removes it
-    Ok(match (status.code(), status.signal()) {
-        (Some(code), _) => code as u8,
-        (None, Some(sig)) => 128 + sig as u8,
-        _ => error::FAILURE,
-    })
-}
-
-/// Block until child `pid` has exited, leaving it unreaped.
-fn wait_exited(pid: libc::pid_t) {
-    loop {
-        // SAFETY: siginfo_t is plain data that waitid fills.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        let rc = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
-        if rc == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            return;
-        }
-    }
+    Ok(throttle)
 }
 
 /// The truth for a seed, unless the seed is a learner's course token.
@@ -281,7 +235,9 @@ fn build_module(
         .trim()
         .to_string();
     let kdir = kernel_dir.unwrap_or_else(|| PathBuf::from(format!("/lib/modules/{release}/build")));
-    if !kdir.join("Makefile").is_file() {
+    // Looked at as the user, who runs make in it.
+    let makefile = user_files::peek(&kdir.join("Makefile"), 0);
+    if !matches!(makefile, user_files::Peek::File { .. }) {
         anyhow::bail!(
             "kernel headers not found at {}: install the headers for kernel {release} \
              (Debian/Ubuntu: sudo apt install linux-headers-{release}; Fedora: sudo dnf install \

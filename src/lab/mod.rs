@@ -41,8 +41,10 @@ impl Source {
     pub fn read(&self, path: &str) -> anyhow::Result<String> {
         match &self.dir {
             Some(dir) => {
+                // As the user, like every file they name (--labs DIR).
                 let file = dir.join(path);
-                std::fs::read_to_string(&file)
+                let limits = crate::sys::process::user_files::Limits::input();
+                crate::sys::process::user_files::read_to_string(&file, &limits)
                     .with_context(|| format!("cannot read {}", file.display()))
             }
             None => EMBEDDED
@@ -58,11 +60,11 @@ impl Source {
         let mut ids: Vec<String> = match &self.dir {
             Some(dir) => {
                 let labs = dir.join("labs");
-                std::fs::read_dir(&labs)
+                crate::sys::process::user_files::read_dir(&labs)
                     .with_context(|| format!("cannot list {}", labs.display()))?
-                    .filter_map(|e| e.ok())
-                    .filter(|e| e.path().join("lab.toml").is_file())
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .into_iter()
+                    .filter(|p| p.join("lab.toml").is_file())
+                    .filter_map(|p| Some(p.file_name()?.to_string_lossy().into_owned()))
                     .collect()
             }
             None => EMBEDDED

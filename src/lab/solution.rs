@@ -134,7 +134,7 @@ pub fn make(
 ) -> anyhow::Result<()> {
     let sol = load(source, &lab.id)?;
     if !sol.artifacts.is_empty() && !privilege::is_root() {
-        return Err(privilege::needs_privilege(
+        return Err(crate::error::needs_privilege(
             "making the reference artifacts (kdiag runs the lab's instruments)",
         ));
     }

@@ -1,5 +1,6 @@
 //! A cgroup of kdiag's own that limits a disk's read IOPS for the processes
-//! in it (the `bio` workload needs a slow disk to be faithful).
+//! in it (the `bio` workload needs a slow disk to be faithful); and the v2
+//! cgroup a command kdiag supervises runs in (`CommandCgroup`).
 //!
 //! cgroup v2 with the `io` controller (`io.max`) where that controller is
 //! available to the unified hierarchy; else the v1 `blkio` hierarchy
@@ -178,6 +179,71 @@ impl Drop for Cgroup {
         if let Some(control) = &self.enabled_io {
             // Fails harmlessly while another cgroup still uses io.
             let _ = fs::write(control, "-io");
+        }
+    }
+}
+
+/// A v2 cgroup `kdiag-PID-N` for a command kdiag runs under its supervisor
+/// (`sys::process::supervisor`): one write to `cgroup.kill` kills every
+/// process in it, wherever it is in the tree. The supervisor writes the
+/// command's pid into `procs` and `1` into `kill` through these descriptors
+/// (opened here: it makes only raw system calls), and removes `dir_c`.
+pub struct CommandCgroup {
+    pub dir: PathBuf,
+    pub dir_c: std::ffi::CString,
+    pub procs: OwnedFd,
+    pub kill: OwnedFd,
+}
+
+impl CommandCgroup {
+    /// A new cgroup at the root of the v2 hierarchy, after removing stale
+    /// ones of dead kdiag processes; None when v2 is not mounted, not
+    /// writable (not root) or has no cgroup.kill (before Linux 5.14).
+    pub fn create() -> Option<CommandCgroup> {
+        if !crate::sys::process::privilege::is_root() {
+            return None;
+        }
+        let mountinfo = fs::read_to_string("/proc/self/mountinfo").ok()?;
+        let (root, _) = parse_cgroup_mounts(&mountinfo)
+            .into_iter()
+            .find(|m| m.1 == Version::V2)?;
+        sweep_stale(&root);
+        let name = format!(
+            "kdiag-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let dir = root.join(name);
+        fs::create_dir(&dir).ok()?;
+        let open = |name: &str| -> Option<OwnedFd> {
+            Some(
+                OpenOptions::new()
+                    .write(true)
+                    .open(dir.join(name))
+                    .ok()?
+                    .into(),
+            )
+        };
+        match (open("cgroup.procs"), open("cgroup.kill")) {
+            (Some(procs), Some(kill)) => Some(CommandCgroup {
+                dir_c: std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?,
+                dir,
+                procs,
+                kill,
+            }),
+            _ => {
+                remove(&dir);
+                None
+            }
+        }
+    }
+
+    /// Kill everything in it and remove it (kdiag's fallback when the
+    /// supervisor died before it could).
+    pub fn kill_and_remove(&self) {
+        if self.dir.exists() {
+            kill_all(&self.dir);
+            remove(&self.dir);
         }
     }
 }

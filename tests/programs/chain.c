@@ -21,5 +21,6 @@ int main(int argc, char **argv) {
         clock_gettime(CLOCK_MONOTONIC, &t);
         if ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 >= secs) break;
     }
-    return (int)(acc & 1);
+    sink = acc; /* kept, so the loop is not optimised away; exit 0: profile passes the status on */
+    return 0;
 }

@@ -27,5 +27,6 @@ fn main() {
             acc = acc.wrapping_add(rchain_a(acc + i));
         }
     }
-    std::process::exit((acc & 1) as i32);
+    // Kept so the loop is not optimised away; exit 0, as profile passes the status on.
+    std::hint::black_box(acc);
 }

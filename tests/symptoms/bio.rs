@@ -43,7 +43,7 @@ fn bio_readers_wait_in_d_state_while_the_cpu_stays_idle() {
     let kpid = kd.0[0].id();
     let mut pid = 0;
     wait_for("the bio process", Duration::from_secs(10), || {
-        pid = child_of(kpid, "bio").unwrap_or(0);
+        pid = descendant_of(kpid, "bio").unwrap_or(0);
         pid != 0
     });
     let readers = || {
@@ -115,7 +115,15 @@ fn bio_readers_wait_in_d_state_while_the_cpu_stays_idle() {
         kps_d.push(d as f64 / n as f64);
     }
     let kps_d = median(kps_d);
-    let out = run_kdiag(&["top", "--once", "--json", "-d", "1", "-p", &pid.to_string()]);
+    let out = run_kdiag(&[
+        "top",
+        "--once",
+        "--json",
+        "--interval",
+        "1",
+        "-p",
+        &pid.to_string(),
+    ]);
     let top: Value = serde_json::from_slice(&out.stdout).unwrap();
     let top_cpu = top["processes"][0]["cpu_percent"].as_f64().unwrap();
 
@@ -218,7 +226,7 @@ fn bio_leaves_nothing_when_kdiag_is_killed() {
     let kpid = kd.0[0].id();
     let mut pid = 0;
     wait_for("the bio process", Duration::from_secs(10), || {
-        pid = child_of(kpid, "bio").unwrap_or(0);
+        pid = descendant_of(kpid, "bio").unwrap_or(0);
         pid != 0 && dir.exists()
     });
     let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))

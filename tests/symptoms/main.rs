@@ -114,11 +114,25 @@ pub(crate) fn load1() -> String {
 }
 
 /// The child of `ppid` named `comm`.
-pub(crate) fn child_of(ppid: u32, comm: &str) -> Option<u32> {
+/// A process named `comm` below `ancestor` (kdiag runs commands under a
+/// supervisor of its own, so the workload is a grandchild).
+pub(crate) fn descendant_of(ancestor: u32, comm: &str) -> Option<u32> {
+    let parent =
+        |pid: u32| -> Option<u32> { stat_fields(&format!("/proc/{pid}/stat"))?.1[1].parse().ok() };
     std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
         let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-        let (c, f) = stat_fields(&format!("/proc/{pid}/stat"))?;
-        (c == comm && f[1] == ppid.to_string()).then_some(pid)
+        let (c, _) = stat_fields(&format!("/proc/{pid}/stat"))?;
+        if c != comm {
+            return None;
+        }
+        let mut p = pid;
+        for _ in 0..4 {
+            p = parent(p)?;
+            if p == ancestor {
+                return Some(pid);
+            }
+        }
+        None
     })
 }
 

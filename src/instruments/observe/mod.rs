@@ -59,7 +59,7 @@ pub fn observe(pid: i32, window: Duration, stop: &AtomicBool) -> anyhow::Result<
     reader.top_extras = true;
     let first = reader
         .process(pid)
-        .ok_or_else(|| anyhow::anyhow!("no process with PID {pid}"))?;
+        .ok_or_else(|| crate::error::NoSuchProcess::one(pid))?;
     let start = Counters::of(&first);
     let mut o = Observation {
         pid,

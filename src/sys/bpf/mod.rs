@@ -28,7 +28,7 @@ pub fn load_with<'a>(
     configure: impl FnOnce(&mut aya::EbpfLoader<'a>),
 ) -> anyhow::Result<aya::Ebpf> {
     if !crate::sys::process::privilege::is_root() && !has_bpf_caps() {
-        return Err(crate::sys::process::privilege::needs_privilege(what));
+        return Err(crate::error::needs_privilege(what));
     }
     let mut loader = aya::EbpfLoader::new();
     configure(&mut loader);

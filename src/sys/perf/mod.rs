@@ -299,13 +299,14 @@ fn open_error(err: std::io::Error, spec: &EventSpec, pid: i32) -> anyhow::Error 
         Some(libc::EACCES) | Some(libc::EPERM) => {
             let paranoid =
                 std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap_or_default();
-            anyhow::anyhow!(
+            crate::error::Unavailable::Privilege(format!(
                 "{what} was refused ({err}; kernel.perf_event_paranoid = {}): run with sudo, \
                  or grant CAP_PERFMON, or lower it with `sudo sysctl kernel.perf_event_paranoid=1`",
                 paranoid.trim()
-            )
+            ))
+            .into()
         }
-        Some(libc::ESRCH) => anyhow::anyhow!("no process with PID {pid}"),
+        Some(libc::ESRCH) => crate::error::NoSuchProcess::one(pid),
         Some(libc::ENOENT) | Some(libc::EOPNOTSUPP)
             if matches!(spec.kind, EventKind::Cycles { .. }) =>
         {
@@ -326,10 +327,11 @@ pub struct NoHardwareCounter(pub std::io::Error);
 
 fn map_error(err: std::io::Error, pages: usize) -> anyhow::Error {
     if err.raw_os_error() == Some(libc::EPERM) {
-        anyhow::anyhow!(
+        crate::error::Unavailable::Privilege(format!(
             "mapping a {pages}-page perf ring was refused ({err}): over kernel.perf_event_mlock_kb; \
              run with sudo or raise that sysctl"
-        )
+        ))
+        .into()
     } else {
         anyhow::Error::new(err).context("mapping a perf ring buffer")
     }

@@ -33,11 +33,12 @@ pub fn invoker() -> Option<Invoker> {
 }
 
 /// Make `cmd` run as the invoking user, with that user's supplementary groups
-/// (no-op without sudo).
+/// and environment (`child_env`) (no-op without sudo).
 pub fn run_as_invoker(cmd: &mut Command) {
     let Some(switch) = InvokerSwitch::prepare() else {
         return;
     };
+    cmd.env_clear().envs(child_env());
     // SAFETY: `apply` only makes async-signal-safe calls on data prepared
     // before the fork. It sets groups, gid and uid itself: std runs pre_exec
     // hooks after its own setuid, when setgroups would fail with EPERM.
@@ -102,8 +103,17 @@ fn group_list(name: &CString, gid: libc::gid_t) -> Vec<libc::gid_t> {
     }
 }
 
-/// The login name of `uid` from the password database.
-pub fn user_name(uid: libc::uid_t) -> Option<String> {
+/// A user's entry in the password database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Passwd {
+    pub name: String,
+    pub home: std::ffi::OsString,
+    pub shell: std::ffi::OsString,
+}
+
+/// The password database entry of `uid`.
+pub fn passwd(uid: libc::uid_t) -> Option<Passwd> {
+    use std::os::unix::ffi::OsStrExt;
     let mut buf = vec![0 as libc::c_char; 4096];
     let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
     let mut result: *mut libc::passwd = std::ptr::null_mut();
@@ -113,17 +123,62 @@ pub fn user_name(uid: libc::uid_t) -> Option<String> {
     if rc != 0 || result.is_null() {
         return None;
     }
-    // SAFETY: on success pw_name points to a NUL-terminated string inside buf.
-    let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) };
-    Some(name.to_string_lossy().into_owned())
+    // SAFETY: on success the fields point to NUL-terminated strings in buf.
+    let field = |p: *const libc::c_char| unsafe { std::ffi::CStr::from_ptr(p) };
+    Some(Passwd {
+        name: field(pwd.pw_name).to_string_lossy().into_owned(),
+        home: std::ffi::OsStr::from_bytes(field(pwd.pw_dir).to_bytes()).to_owned(),
+        shell: std::ffi::OsStr::from_bytes(field(pwd.pw_shell).to_bytes()).to_owned(),
+    })
 }
 
-/// The error for an operation that needs privileges we do not have.
-pub fn needs_privilege(what: &str) -> anyhow::Error {
-    anyhow::anyhow!(
-        "{what} needs root, or CAP_PERFMON and CAP_BPF: run it with sudo \
-         (sudo kdiag ...), or see `kdiag doctor` for what this machine allows"
-    )
+/// The login name of `uid` from the password database.
+pub fn user_name(uid: libc::uid_t) -> Option<String> {
+    passwd(uid).map(|p| p.name)
+}
+
+/// The environment for a command kdiag runs: its own, except that under
+/// sudo the command gets the invoking user's HOME, USER, LOGNAME, SHELL and
+/// XDG_RUNTIME_DIR (sudo sets root's), and no SUDO_* variables, so it
+/// behaves as if the user had started it.
+pub fn child_env() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    let env: Vec<_> = std::env::vars_os().collect();
+    match invoker().and_then(|who| Some((who.uid, passwd(who.uid)?))) {
+        Some((uid, pw)) => env_for(env, uid, &pw, |dir| {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::metadata(dir).is_ok_and(|m| m.is_dir() && m.uid() == uid)
+        }),
+        None => env,
+    }
+}
+
+/// `env` made the user's (see `child_env`); `owned_dir` says whether a
+/// directory exists and is the user's.
+fn env_for(
+    env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    uid: libc::uid_t,
+    pw: &Passwd,
+    owned_dir: impl Fn(&std::path::Path) -> bool,
+) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    const REPLACED: [&str; 5] = ["HOME", "USER", "LOGNAME", "SHELL", "XDG_RUNTIME_DIR"];
+    let mut out: Vec<_> = env
+        .into_iter()
+        .filter(|(k, _)| {
+            let k = k.to_string_lossy();
+            !k.starts_with("SUDO_") && !REPLACED.contains(&k.as_ref())
+        })
+        .collect();
+    out.push(("HOME".into(), pw.home.clone()));
+    out.push(("USER".into(), pw.name.clone().into()));
+    out.push(("LOGNAME".into(), pw.name.clone().into()));
+    if !pw.shell.is_empty() {
+        out.push(("SHELL".into(), pw.shell.clone()));
+    }
+    let runtime = std::path::PathBuf::from(format!("/run/user/{uid}"));
+    if owned_dir(&runtime) {
+        out.push(("XDG_RUNTIME_DIR".into(), runtime.into()));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -133,5 +188,53 @@ mod tests {
     #[test]
     fn root_has_a_name() {
         assert_eq!(user_name(0).as_deref(), Some("root"));
+    }
+
+    #[test]
+    fn the_command_gets_the_users_environment() {
+        let pw = Passwd {
+            name: "learner".into(),
+            home: "/home/learner".into(),
+            shell: "/bin/bash".into(),
+        };
+        let sudo_env = [
+            ("HOME", "/root"),
+            ("USER", "root"),
+            ("LOGNAME", "root"),
+            ("SHELL", "/bin/sh"),
+            ("SUDO_UID", "4242"),
+            ("SUDO_USER", "learner"),
+            ("SUDO_COMMAND", "/usr/bin/kdiag"),
+            ("PATH", "/usr/bin:/bin"),
+            ("XDG_RUNTIME_DIR", "/run/user/0"),
+        ]
+        .map(|(k, v)| (k.into(), v.into()))
+        .to_vec();
+        let env = env_for(sudo_env.clone(), 4242, &pw, |_| true);
+        let get = |env: &[(std::ffi::OsString, std::ffi::OsString)], k: &str| {
+            let v: Vec<_> = env
+                .iter()
+                .filter(|(n, _)| n == k)
+                .map(|(_, v)| v.clone())
+                .collect();
+            assert!(v.len() <= 1, "{k} twice");
+            v.first().map(|v| v.to_string_lossy().into_owned())
+        };
+        assert_eq!(get(&env, "HOME").as_deref(), Some("/home/learner"));
+        assert_eq!(get(&env, "USER").as_deref(), Some("learner"));
+        assert_eq!(get(&env, "LOGNAME").as_deref(), Some("learner"));
+        assert_eq!(get(&env, "SHELL").as_deref(), Some("/bin/bash"));
+        assert_eq!(get(&env, "PATH").as_deref(), Some("/usr/bin:/bin"));
+        assert_eq!(
+            get(&env, "XDG_RUNTIME_DIR").as_deref(),
+            Some("/run/user/4242")
+        );
+        assert!(
+            env.iter()
+                .all(|(k, _)| !k.to_string_lossy().starts_with("SUDO_"))
+        );
+        // No runtime directory of theirs: none at all, not root's.
+        let env = env_for(sudo_env, 4242, &pw, |_| false);
+        assert_eq!(get(&env, "XDG_RUNTIME_DIR"), None);
     }
 }

@@ -1,19 +1,15 @@
-//! Running a command for `kdiag time`: start it held (sys::spawn), open its
-//! /proc/PID/io, release it, wait for it to exit without reaping (waitid
-//! WEXITED|WNOWAIT) so the counters can still be read, then reap it with
-//! wait4 to get its rusage.
+//! Running a command for `kdiag time`: start it held (sys::spawn, under
+//! the supervisor that kills whatever it leaves behind), point the signal
+//! tracer at it, release it and wait for the supervisor's report of its
+//! end: wait status, rusage and /proc/PID/io as it read at exit.
 
 use std::ffi::OsString;
-use std::fs::File;
 use std::io;
-use std::io::Read;
 use std::time::Instant;
-
-use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 
 use crate::model::rusage::{CommandRun, Ending, IoBytes, Rusage};
 use crate::sys::process::signal_origin::SignalTracer;
-use crate::sys::process::spawn::HeldChild;
+use crate::sys::process::spawn::{Forwarder, HeldChild};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -58,63 +54,38 @@ pub fn run_command(
         source,
     };
 
-    // Like GNU time, survive the terminal's SIGINT/SIGQUIT (they reach the
-    // child through the process group) and report; forward SIGTERM/SIGHUP,
-    // which were meant for the measured command. Handlers, not SIG_IGN, so
-    // the child starts with default dispositions.
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGQUIT, SIGTERM, SIGHUP])
-        .map_err(RunError::Wait)?;
-    let handle = signals.handle();
+    // Like GNU time, kdiag survives SIGINT/SIGQUIT/SIGTERM/SIGHUP and
+    // reports how the command ended. The command runs in its own process
+    // group (with the terminal, when kdiag had it): signals sent to kdiag
+    // are passed on to that group. Handlers, not SIG_IGN, so the command
+    // starts with default dispositions.
+    let forwarder = Forwarder::catch().map_err(RunError::Wait)?;
 
     let start = Instant::now();
     // Held before its exec (HeldChild forks, never vforks: a vfork child
     // execs from kdiag's own mm, and the kernel would count kdiag's whole
     // RSS into the child's ru_maxrss). While it waits, point the signal
-    // tracer at it and open /proc/PID/io: once the child is a zombie its
-    // /proc files belong to root, so a normal user can only read them
-    // through an fd opened while it lived, and a fast command could
-    // otherwise win the race.
+    // tracer at it; the supervisor has opened its /proc/PID/io already
+    // (once the command is a zombie its /proc files belong to root).
     let mut child = HeldChild::spawn(argv).map_err(cannot_start)?;
     let pid = child.pid as libc::pid_t;
     if let Some(t) = tracer {
         t.target(pid);
     }
-    let io_file = File::open(format!("/proc/{pid}/io"));
     child.release().map_err(RunError::Wait)?;
     if let Some(err) = child.exec_error().map_err(RunError::Wait)? {
         return Err(cannot_start(err)); // dropping the child reaps it
     }
 
-    let forwarder = std::thread::spawn(move || {
-        for sig in signals.forever() {
-            if sig == SIGTERM || sig == SIGHUP {
-                // SAFETY: the child is not reaped while this thread runs
-                // (the handle is closed before the reap), so pid is still ours.
-                unsafe { libc::kill(pid, sig) };
-            }
-        }
-    });
-
-    let info = wait_exited_nowait(pid);
-    let real_secs = start.elapsed().as_secs_f64();
-    handle.close();
-    let _ = forwarder.join();
-    let info = info.map_err(RunError::Wait)?;
-
-    // The child is a zombie now: its /proc entry and I/O counters remain.
-    let io = match io_file {
-        Ok(mut file) => {
-            let mut text = String::new();
-            file.read_to_string(&mut text).map(|_| parse_proc_io(&text))
-        }
-        Err(_) => read_proc_io(pid),
+    let ended = forwarder.wait(&mut child).map_err(RunError::Wait)?;
+    let real_secs = ended.at.saturating_duration_since(start).as_secs_f64();
+    let (io, io_error) = match ended.proc_io() {
+        Some(text) => (Some(parse_proc_io(&text)), None),
+        None => (None, Some(format!("/proc/{pid}/io could not be read"))),
     };
-    let (io, io_error) = match io {
-        Ok(io) => (Some(io), None),
-        Err(e) => (None, Some(format!("/proc/{pid}/io: {}", describe(&e)))),
-    };
-    let ending = ending(&info, pid, tracer);
-    let (_, ru) = child.reap().map_err(RunError::Wait)?;
+    let ending = ending(ended.status, pid, tracer);
+    // Whatever the command left running is killed and reaped here.
+    drop(child);
 
     Ok(CommandRun {
         command: argv
@@ -123,51 +94,27 @@ pub fn run_command(
             .collect(),
         pid,
         real_secs,
-        rusage: to_rusage(&ru),
+        rusage: to_rusage(&ended.rusage),
         io,
         io_error,
         ending,
     })
 }
 
-/// The exit status of `pid` once it has exited, leaving it unreaped.
-fn wait_exited_nowait(pid: libc::pid_t) -> io::Result<libc::siginfo_t> {
-    loop {
-        // SAFETY: siginfo_t is plain data; waitid fills it.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        let rc = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
+fn ending(status: i32, pid: libc::pid_t, tracer: Option<&SignalTracer>) -> Ending {
+    if libc::WIFEXITED(status) {
+        return Ending::Exited {
+            code: libc::WEXITSTATUS(status),
         };
-        if rc == 0 {
-            return Ok(info);
-        }
-        let err = io::Error::last_os_error();
-        if err.kind() != io::ErrorKind::Interrupted {
-            return Err(err);
-        }
     }
-}
-
-fn ending(info: &libc::siginfo_t, pid: libc::pid_t, tracer: Option<&SignalTracer>) -> Ending {
-    // SAFETY: waitid filled a SIGCHLD siginfo, whose si_status is valid.
-    let status = unsafe { info.si_status() };
-    match info.si_code {
-        libc::CLD_EXITED => Ending::Exited { code: status },
-        code => {
-            let origin = tracer.and_then(|t| t.origin(pid, status));
-            Ending::Signaled {
-                signal: status,
-                name: signal_name(status),
-                core_dumped: code == libc::CLD_DUMPED,
-                sent_by_kernel: origin.as_ref().and_then(|o| o.by_kernel(pid)),
-                origin,
-            }
-        }
+    let signal = libc::WTERMSIG(status);
+    let origin = tracer.and_then(|t| t.origin(pid, signal));
+    Ending::Signaled {
+        signal,
+        name: signal_name(signal),
+        core_dumped: libc::WCOREDUMP(status),
+        sent_by_kernel: origin.as_ref().and_then(|o| o.by_kernel(pid)),
+        origin,
     }
 }
 

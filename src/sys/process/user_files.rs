@@ -37,14 +37,31 @@ pub struct Limits {
     pub follow_symlinks: bool,
 }
 
+/// The input limit set with `--max-input` (0: the default).
+static INPUT_LIMIT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Set the size limit of inputs (`kdiag --max-input SIZE`): `Limits::input`
+/// uses it, and the larger limits of archives and artifacts grow to it.
+pub fn set_input_limit(bytes: u64) {
+    INPUT_LIMIT.store(bytes, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn input_limit_set() -> Option<u64> {
+    match INPUT_LIMIT.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => None,
+        n => Some(n),
+    }
+}
+
 impl Limits {
     /// The default size limit for a file a user hands kdiag to read.
     pub const INPUT_MAX: u64 = 1 << 20;
 
-    /// An input the user names on the command line (answers, artifacts).
+    /// An input the user names on the command line (answers, artifacts):
+    /// INPUT_MAX, or what `--max-input` says.
     pub fn input() -> Limits {
         Limits {
-            max_bytes: Self::INPUT_MAX,
+            max_bytes: input_limit_set().unwrap_or(Self::INPUT_MAX),
             follow_symlinks: true,
         }
     }
@@ -58,9 +75,20 @@ impl Limits {
         }
     }
 
-    /// The same with another size limit.
+    /// A file kdiag reads only parts of, with pread (elf-check): any size.
+    pub fn parts_only() -> Limits {
+        Limits {
+            max_bytes: u64::MAX,
+            ..Limits::input()
+        }
+    }
+
+    /// The same with another size limit (or `--max-input`'s, if larger).
     pub fn max(self, max_bytes: u64) -> Limits {
-        Limits { max_bytes, ..self }
+        Limits {
+            max_bytes: max_bytes.max(input_limit_set().unwrap_or(0)),
+            ..self
+        }
     }
 }
 
@@ -76,7 +104,7 @@ pub enum UserFileError {
     #[error("{}: is a symbolic link; name the file itself", .0.display())]
     Symlink(PathBuf),
     #[error(
-        "{}: {size} bytes is over the limit of {max} bytes (raise it with the command's size option if the file is right)",
+        "{}: {size} bytes is over the limit of {max} bytes (if the file is right, raise the limit with kdiag --max-input SIZE)",
         .path.display()
     )]
     TooLarge { path: PathBuf, size: u64, max: u64 },
@@ -241,6 +269,79 @@ pub fn open(path: &Path, limits: &Limits) -> Result<(File, u64), UserFileError> 
         });
     }
     Ok((file, meta.len()))
+}
+
+/// `n` bytes at `off` of a file from `open` (fewer at its end), with
+/// pread: what readers of parts of a big file use.
+pub fn read_at(file: &File, path: &Path, off: u64, n: usize) -> Result<Vec<u8>, UserFileError> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; n];
+    let mut len = 0;
+    while len < n {
+        match file.read_at(&mut buf[len..], off + len as u64) {
+            Ok(0) => break,
+            Ok(k) => len += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                return Err(UserFileError::Io {
+                    path: path.to_path_buf(),
+                    source: e,
+                });
+            }
+        }
+    }
+    buf.truncate(len);
+    Ok(buf)
+}
+
+/// What is at a path as the user would find it, following symlinks as
+/// execve does: used for paths a file names (an interpreter), never read
+/// beyond `head` bytes, and only when it is a regular file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Peek {
+    Missing,
+    Denied,
+    /// Not a regular file (a directory, FIFO, device...).
+    NotRegular,
+    /// A regular file: its mode, and its first bytes (None when the user
+    /// cannot read it).
+    File {
+        mode: u32,
+        head: Option<Vec<u8>>,
+    },
+}
+
+/// Look at `path` as the user (see `Peek`).
+pub fn peek(path: &Path, head: usize) -> Peek {
+    let Ok(c) = c_path(path) else {
+        return Peek::Missing;
+    };
+    let look = || -> Peek {
+        let meta = match std::fs::metadata(path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => return Peek::Denied,
+            Err(_) => return Peek::Missing,
+        };
+        if !meta.file_type().is_file() {
+            return Peek::NotRegular;
+        }
+        let flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY;
+        let head = open_raw(&c, flags, 0).ok().and_then(|fd| {
+            let file = File::from(fd);
+            // Swapped for something else since the stat: read nothing.
+            if !file.metadata().ok()?.file_type().is_file() {
+                return None;
+            }
+            let mut buf = Vec::with_capacity(head);
+            file.take(head as u64).read_to_end(&mut buf).ok()?;
+            Some(buf)
+        });
+        Peek::File {
+            mode: meta.mode(),
+            head,
+        }
+    };
+    as_user(look).unwrap_or(Peek::Denied)
 }
 
 /// Read a whole input file, as the user, within `limits`.
