@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use serde::Serialize;
 
-use crate::analysis::exec_failure::{self, FileFacts, Finding};
+use crate::analysis::exec_failure::{self, Finding};
 use crate::error;
 use crate::instruments::Tier;
 use crate::instruments::exec::{Filter, Spawned};
@@ -132,7 +132,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         (source.tier().name(), source.lost(), notes, pid)
     };
 
-    let files = file_facts(&events);
+    let files = crate::instruments::exec::file_facts(&events);
     let findings = exec_failure::explain(&events, &files);
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -185,30 +185,4 @@ fn record_end(events: &mut Vec<TraceEvent>, pid: u32, status: i32) {
         comm: String::new(),
         exit,
     }));
-}
-
-/// What the file system says about each file an exec named: does it exist,
-/// and what elf-check finds in it. Relative paths are taken from our working
-/// directory, which a spawned command shares (best effort for -p).
-fn file_facts(events: &[TraceEvent]) -> Vec<FileFacts> {
-    let mut facts: Vec<FileFacts> = Vec::new();
-    for e in events {
-        let TraceEvent::Exec(x) = e else { continue };
-        let Some(path) = &x.filename else { continue };
-        if facts.iter().any(|f| &f.path == path) {
-            continue;
-        }
-        let p = Path::new(path);
-        let elf = p
-            .is_file()
-            .then(|| crate::sys::elf::read_target(p).ok())
-            .flatten()
-            .map(|(bytes, env)| crate::analysis::elf_rules::check(&bytes, &env));
-        facts.push(FileFacts {
-            path: path.clone(),
-            exists: p.exists(),
-            elf,
-        });
-    }
-    facts
 }

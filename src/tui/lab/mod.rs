@@ -7,8 +7,11 @@
 //! one command a line. The lab engine stays outside: the front end in
 //! commands/lab.rs hands it in as a `Driver`.
 
+pub mod app;
+pub mod collect;
 pub mod event;
 pub mod markdown;
 pub mod panels;
+pub mod plain;
 pub mod state;
 pub mod view;
