@@ -79,16 +79,40 @@ pub fn build_hint(dir: &std::path::Path) -> String {
     )
 }
 
+/// The `--seed` value a workload binary gets for a seed token. The bundled
+/// binaries take numbers only until they learn tokens (branch workloads):
+/// a number passes as it is, any other token as a 64-bit hash of its bytes.
+pub fn seed_arg(token: &str) -> String {
+    if token.parse::<u64>().is_ok() {
+        return token.to_string();
+    }
+    let mut h = 0xcbf2_9ce4_8422_2325u64; // FNV-1a
+    for b in token.bytes() {
+        h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
+    }
+    // Not 0: that is the documented default layout, not a variant.
+    (h | 1).to_string()
+}
+
+/// The ground truth of workload `name` for seed `token` (the `--describe`
+/// document): the one place labs, checks and grading get a learner's
+/// truth. `args` are workload arguments that change it (e.g. scheduling's
+/// MODE).
+pub fn truth(name: &str, token: &str, args: &[String]) -> anyhow::Result<serde_json::Value> {
+    let text = ground_truth(name, Some(token), args)?;
+    serde_json::from_str(&text).with_context(|| format!("the ground truth of {name} is not JSON"))
+}
+
 /// A workload's ground truth (`--describe`, JSON text) for `seed`; `args`
 /// are workload arguments that change it (e.g. scheduling's MODE). Under
 /// sudo it is the invoking user's, as `kdiag workload run` runs it as that
 /// user (the scratch directory's path depends on the uid).
-pub fn ground_truth(name: &str, seed: Option<u64>, args: &[String]) -> anyhow::Result<String> {
+pub fn ground_truth(name: &str, seed: Option<&str>, args: &[String]) -> anyhow::Result<String> {
     let path = binary(name)?;
     let mut cmd = Command::new(&path);
     cmd.arg("--describe").args(args);
     if let Some(seed) = seed {
-        cmd.args(["--seed", &seed.to_string()]);
+        cmd.args(["--seed", &seed_arg(seed)]);
     }
     crate::sys::process::privilege::run_as_invoker(&mut cmd);
     let out = cmd

@@ -1,6 +1,6 @@
-//! `kdiag lab`, `answer`, `check` and `grade`: a real lab run with its
-//! workload, the reference answers checked against it, autograder formats,
-//! and grading a class's worth of submissions.
+//! `kdiag lab`, `answer`, `check` and `lab submit`: a real lab run with its
+//! workload, resuming it, and submitting it (tests/grading.rs has courses
+//! and grading).
 
 mod common;
 
@@ -27,10 +27,10 @@ struct LabRun {
 static ONE_WORKLOAD: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 impl LabRun {
-    fn start(root: &Path, seed: u64) -> LabRun {
+    fn start(root: &Path, seed: &str) -> LabRun {
         let guard = ONE_WORKLOAD.lock().unwrap_or_else(|e| e.into_inner());
         let mut child = kdiag()
-            .args(["lab", "0-demo", "--seed", &seed.to_string(), "--dir"])
+            .args(["lab", "0-demo", "--seed", seed, "--dir"])
             .arg(root)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -81,16 +81,28 @@ impl LabRun {
         panic!("no {what:?} from kdiag lab; it printed:\n{seen}");
     }
 
-    fn session(&self) -> serde_json::Value {
-        let text = std::fs::read_to_string(self.dir.join("session.json")).unwrap();
-        serde_json::from_str(&text).unwrap()
-    }
-
-    /// The workload's PID and scratch directory, from the session.
+    /// The workload's PID (from the lab's notes) and its scratch
+    /// directory (where its open data file is).
     fn workload(&self) -> (u64, PathBuf) {
-        let s = self.session();
-        let scratch = s["truth"]["workload"]["scratch"].as_str().unwrap();
-        (s["pid"].as_u64().unwrap(), PathBuf::from(scratch))
+        let text = std::fs::read_to_string(self.dir.join("progress.toml")).unwrap();
+        let pid: u64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("pid = "))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let files: Vec<PathBuf> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+                .map(|d| d.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok()).collect())
+                .unwrap_or_default();
+            if let Some(f) = files.iter().find(|f| f.starts_with("/var/tmp")) {
+                return (pid, f.parent().unwrap().to_path_buf());
+            }
+            assert!(Instant::now() < deadline, "the workload opened no file: {files:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     fn answer(&self, key: &str, value: &str) {
@@ -106,6 +118,20 @@ impl LabRun {
     fn finish(mut self) -> i32 {
         drop(self.stdin.take());
         self.child.wait().unwrap().code().unwrap_or(-1)
+    }
+}
+
+impl Drop for LabRun {
+    /// A failed test still stops its lab before the next one starts: the
+    /// next io-app would find the scratch directory in use.
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -125,7 +151,7 @@ fn lab_checks_a_step_and_leaves_nothing_behind() {
         return;
     }
     let root = tempfile::tempdir().unwrap();
-    let mut lab = LabRun::start(root.path(), 11);
+    let mut lab = LabRun::start(root.path(), "step-11");
     let (pid, scratch) = lab.workload();
     assert!(pid_alive(pid), "the workload runs");
     let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap();
@@ -146,125 +172,167 @@ fn lab_checks_a_step_and_leaves_nothing_behind() {
     lab.send("c");
     let seen = lab.expect("Step 2/4");
     assert!(seen.contains("Step done."), "{seen}");
-    assert_eq!(
-        std::fs::read_to_string(lab.dir.join("progress")).unwrap(),
-        "who\n"
+    assert!(seen.contains("not your grade"), "who.pid is a live check: {seen}");
+    // The lab prints the exact commands, with the --dir it was given.
+    let seen = lab.expect("what.sync");
+    assert!(
+        seen.contains(&format!("kdiag answer 0-demo what.sync <yes|no> --dir {}", root.path().display())),
+        "{seen}"
     );
+    let progress = std::fs::read_to_string(lab.dir.join("progress.toml")).unwrap();
+    assert!(progress.contains("done = [\"who\"]"), "{progress}");
     lab.send("q");
     assert_eq!(lab.finish(), 1, "quitting before the end is not a pass");
     assert!(!pid_alive(pid), "the workload is stopped");
     assert!(!scratch.exists(), "{} is removed", scratch.display());
 }
 
-#[test]
-fn reference_answers_pass_and_empty_answers_fail() {
-    if !require_root("reference_answers_pass_and_empty_answers_fail") {
-        return;
+/// A course in `dir`: (course file, learner ada's seed).
+fn course(dir: &Path) -> (PathBuf, String) {
+    let file = dir.join("course.toml");
+    assert!(kdiag().args(["course", "init", "--out"]).arg(&file).status().unwrap().success());
+    let roster = dir.join("roster.csv");
+    std::fs::write(&roster, "id\nada\n").unwrap();
+    let out = kdiag().args(["course", "seeds"]).arg(&roster).arg("--course").arg(&file).output().unwrap();
+    let seed = stdout(&out).lines().nth(1).unwrap().split(',').nth(1).unwrap().to_string();
+    (file, seed)
+}
+
+/// Record every answer of the reference but who.pid, from another
+/// directory, with the profile saved under a relative name.
+fn answer_all_but_the_pid(lab: &LabRun, course: &Path, pid: u64, cwd: &Path) {
+    let out = kdiag()
+        .args(["lab", "solution", "0-demo", "--learner", "ada", "--course"])
+        .arg(course)
+        .output()
+        .unwrap();
+    let mut table = String::new();
+    for line in stdout(&out).lines() {
+        if let Some(t) = line.strip_prefix('[') {
+            table = t.trim_end_matches(']').to_string();
+        } else if let Some((k, v)) = line.split_once(" = ")
+            && table != "artifacts"
+        {
+            let key = format!("{table}.{k}");
+            let out = kdiag()
+                .args(["answer", "0-demo", &key, v.trim_matches('"'), "--dir"])
+                .arg(lab.dir.parent().unwrap())
+                .current_dir(cwd)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+        }
     }
-    let root = tempfile::tempdir().unwrap();
-    let lab = LabRun::start(root.path(), 4);
-    let (pid, _) = lab.workload();
-    let file = lab.session()["truth"]["expect"]["file"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    // The artifact the reference answers point at: a real trace.
-    let trace = std::fs::File::create(lab.dir.join("iosnoop.json")).unwrap();
     let ok = kdiag()
-        .args(["iosnoop", "--json", "-p", &pid.to_string(), "2"])
-        .stdout(trace)
+        .args(["profile", "-p", &pid.to_string(), "-d", "2", "-F", "499", "--folded", "p.folded"])
+        .current_dir(cwd)
         .stderr(Stdio::null())
         .status()
         .unwrap();
     assert!(ok.success());
-    let check = |extra: &[&str]| {
-        kdiag()
-            .args(["check", "0-demo", "--dir"])
-            .arg(root.path())
-            .args(extra)
-            .output()
-            .unwrap()
-    };
-
-    let out = check(&["--solution"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    assert!(stdout(&out).ends_with("9/9 checks passed, 13/13 points\n"));
-    let out = check(&["--solution", "--format", "gradescope"]);
-    let g: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(g["score"], 13.0);
-    assert_eq!(g["tests"].as_array().unwrap().len(), 9);
-    let out = check(&["--solution", "--format", "prairielearn"]);
-    let p: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(
-        (p["gradable"].as_bool(), p["score"].as_f64()),
-        (Some(true), Some(1.0))
-    );
-
-    // No answers: every check fails, exit 1, and no message names the truth.
-    let out = check(&[]);
-    assert_eq!(out.status.code(), Some(1));
-    let text = stdout(&out);
-    assert!(text.ends_with("0/9 checks passed, 0/13 points\n"), "{text}");
-    assert!(
-        !text.contains(&file) && !text.contains(&pid.to_string()),
-        "{text}"
-    );
-    let out = check(&["--format", "junit"]);
-    let xml = stdout(&out);
-    assert!(
-        xml.contains("tests=\"9\" failures=\"9\" errors=\"0\""),
-        "{xml}"
-    );
-    assert_eq!(xml.matches("<testcase ").count(), 9);
-    // One check alone, for a command grader.
-    let out = check(&["--solution", "--only", "why.file"]);
-    assert_eq!(out.status.code(), Some(0));
-    assert!(stdout(&out).ends_with("1/1 checks passed, 2/2 points\n"));
-    assert_eq!(lab.finish(), 1);
+    let ok = kdiag()
+        .args(["answer", "0-demo", "artifacts.profile", "p.folded", "--dir"])
+        .arg(lab.dir.parent().unwrap())
+        .current_dir(cwd)
+        .status()
+        .unwrap();
+    assert!(ok.success());
 }
 
-/// A session as `kdiag lab` writes it, from the workload's real ground
-/// truth for `seed` (no workload needed to grade).
-fn write_session(dir: &Path, seed: u64, pid: u32) -> serde_json::Value {
+/// `kdiag check` on the learner's own answers, as JSON.
+fn graded(root: &Path, seed: &str) -> serde_json::Value {
     let out = kdiag()
-        .args([
-            "workload",
-            "describe",
-            "io-app",
-            "--seed",
-            &seed.to_string(),
-        ])
+        .args(["check", "0-demo", "--format", "json", "--seed", seed, "--dir"])
+        .arg(root)
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn resuming_keeps_every_answer_and_redoes_only_live_checks() {
+    if !require_root("resuming_keeps_every_answer_and_redoes_only_live_checks") {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let (course, seed) = course(root.path());
+    let mut lab = LabRun::start(root.path(), &seed);
+    let (pid, _) = lab.workload();
+    answer_all_but_the_pid(&lab, &course, pid, elsewhere.path());
+    lab.answer("who.pid", &pid.to_string());
+    lab.send("c");
+    let seen = lab.expect("All steps done");
+    assert!(!seen.contains("FAIL"), "{seen}");
+    let before = graded(root.path(), &seed);
+    assert_eq!(before["score"], before["max_score"], "{before:#}");
+    assert_eq!(lab.finish(), 0, "every step done");
+
+    // Again: the workload has a new PID; only who.pid is asked again.
+    let mut lab = LabRun::start(root.path(), &seed);
+    let (new_pid, _) = lab.workload();
+    assert_ne!(new_pid, pid);
+    let after = graded(root.path(), &seed);
+    assert_eq!(after["score"], before["score"], "resuming keeps the score");
+    lab.send("c");
+    let seen = lab.expect("checks passed");
+    assert!(seen.contains("FAIL who.pid") && seen.contains("ok   who.comm"), "{seen}");
+    lab.answer("who.pid", &new_pid.to_string());
+    lab.send("c");
+    let seen = lab.expect("All steps done");
+    assert_eq!(seen.matches("Done: your answers still pass.").count(), 3, "{seen}");
+    assert_eq!(lab.finish(), 0);
+
+    // Submitted as an archive, the same answers get the same score from
+    // check and from grade, anywhere.
+    let tar = elsewhere.path().join("ada.tar");
+    let out = kdiag()
+        .args(["lab", "submit", "0-demo", "--learner", "ada", "--out"])
+        .arg(&tar)
+        .arg("--dir")
+        .arg(root.path())
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
-    let truth: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    std::fs::create_dir_all(dir).unwrap();
-    let session = serde_json::json!({
-        "lab": "0-demo", "seed": seed, "pid": pid, "dir": dir, "truth": truth,
-    });
-    std::fs::write(dir.join("session.json"), session.to_string()).unwrap();
-    truth
+    let out = kdiag()
+        .args(["check", "0-demo", "--format", "json", "--seed", &seed, "--submission"])
+        .arg(&tar)
+        .current_dir("/")
+        .output()
+        .unwrap();
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(c["score"], before["score"], "{c:#}");
+    let out = kdiag()
+        .args(["grade", "0-demo"])
+        .arg(elsewhere.path())
+        .arg("--course")
+        .arg(&course)
+        .current_dir(root.path())
+        .output()
+        .unwrap();
+    let csv = stdout(&out);
+    let row = csv.lines().find(|l| l.starts_with("ada,")).unwrap_or_else(|| panic!("{csv}"));
+    let max = before["max_score"].as_f64().unwrap();
+    assert!(row.contains(&format!(",{max},{max},")), "{row}");
 }
 
 #[test]
 fn unreadable_answers_are_a_usage_error_with_their_position() {
     let root = tempfile::tempdir().unwrap();
     let dir = root.path().join("0-demo");
-    write_session(&dir, 1, 4242);
+    std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("answers.toml"), "[who]\npid = = 4242\n").unwrap();
-    let out = kdiag()
-        .args(["check", "0-demo", "--dir"])
-        .arg(root.path())
-        .output()
-        .unwrap();
+    let check = |format: &str| {
+        kdiag()
+            .args(["check", "0-demo", "--seed", "7", "--format", format, "--dir"])
+            .arg(root.path())
+            .output()
+            .unwrap()
+    };
+    let out = check("text");
     assert_eq!(out.status.code(), Some(2));
     assert!(stdout(&out).contains("answers.toml:2:"), "{}", stdout(&out));
-    let out = kdiag()
-        .args(["check", "0-demo", "--format", "prairielearn", "--dir"])
-        .arg(root.path())
-        .output()
-        .unwrap();
-    let p: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p: serde_json::Value = serde_json::from_slice(&check("prairielearn").stdout).unwrap();
     assert_eq!(p["gradable"], false);
     // And a key the lab does not know is refused at once.
     let out = kdiag()
@@ -276,62 +344,6 @@ fn unreadable_answers_are_a_usage_error_with_their_position() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("who.pid"));
 }
 
-#[test]
-fn grades_two_hundred_submissions() {
-    let root = tempfile::tempdir().unwrap();
-    // Ten seeds' ground truth, shared by twenty students each.
-    let truths: Vec<serde_json::Value> = (0..10)
-        .map(|seed| {
-            write_session(
-                &root.path().join(format!("seed-{seed}")),
-                seed,
-                1000 + seed as u32,
-            )
-        })
-        .collect();
-    let subs = root.path().join("submissions");
-    for n in 0..200u32 {
-        let seed = (n % 10) as u64;
-        let dir = subs.join(format!("student-{n:03}"));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::copy(
-            root.path().join(format!("seed-{seed}/session.json")),
-            dir.join("session.json"),
-        )
-        .unwrap();
-        let expect = &truths[seed as usize]["expect"];
-        // Even students (even seeds) answer for their own seed; odd ones
-        // copy seed 0's file name, which is wrong for their odd seeds.
-        let file = if n % 2 == 0 {
-            expect["file"].as_str().unwrap().to_string()
-        } else {
-            truths[0]["expect"]["file"].as_str().unwrap().to_string()
-        };
-        let answers = format!(
-            "[who]\npid = {}\ncomm = \"io-app\"\n[why]\nfile = \"{file}\"\n",
-            1000 + seed
-        );
-        std::fs::write(dir.join("answers.toml"), answers).unwrap();
-    }
-    // One broken submission.
-    std::fs::create_dir_all(subs.join("student-zzz")).unwrap();
-    let out = kdiag()
-        .args(["grade", "0-demo"])
-        .arg(&subs)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let csv = stdout(&out);
-    let rows: Vec<&str> = csv.lines().collect();
-    assert_eq!(rows[0], "submission,score,max_score,passed,failed,error");
-    assert_eq!(rows.len(), 202);
-    // who.pid 2 + who.comm 1 + why.file 2 = 5 of 13.
-    assert!(rows.contains(&"student-000,5,13,3,6,"), "{csv}");
-    assert!(rows.contains(&"student-003,3,13,2,7,"), "{csv}");
-    let broken = rows.iter().find(|r| r.starts_with("student-zzz,")).unwrap();
-    assert!(broken.contains("session.json"), "{broken}");
-}
-
 /// kdiag killed mid-lab: the kernel's parent-death signal stops the
 /// workload, which removes its scratch files.
 #[test]
@@ -340,7 +352,7 @@ fn killing_the_lab_stops_its_workload() {
         return;
     }
     let root = tempfile::tempdir().unwrap();
-    let mut lab = LabRun::start(root.path(), 12);
+    let mut lab = LabRun::start(root.path(), "kill-12");
     let (pid, scratch) = lab.workload();
     // SAFETY: signalling the kdiag this test started.
     unsafe { libc::kill(lab.child.id() as i32, libc::SIGTERM) };

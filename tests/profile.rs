@@ -337,6 +337,8 @@ fn sudo_invoker_owns_files_and_runs_the_command() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
+    // The invoker's own directory: kdiag writes there with their rights.
+    std::os::unix::fs::chown(dir.path(), Some(65534), Some(65534)).unwrap();
     let folded = dir.path().join("out.folded");
     // The command is `id -u` in a loop: its folded stacks exist only if it ran.
     let out = kdiag()

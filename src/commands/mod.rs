@@ -5,6 +5,7 @@ pub mod answer;
 pub mod args;
 pub mod check;
 pub mod completions;
+pub mod course;
 pub mod diagnose;
 pub mod doctor;
 pub mod elf_check;
@@ -52,8 +53,10 @@ pub enum Command {
     Answer(answer::Args),
     /// Check a lab's answers (for learners and autograders)
     Check(check::Args),
-    /// Grade a directory of lab submissions
+    /// Grade a lab's submissions: each against the truth of the learner's own seed
     Grade(grade::Args),
+    /// Create a course (its secret) and hand out each learner's seed
+    Course(course::Args),
     /// Print a shell completion script
     Completions(completions::Args),
     /// Print the man page
@@ -79,6 +82,7 @@ pub fn run(command: Command, app: fn() -> clap::Command) -> anyhow::Result<u8> {
         Command::Answer(args) => answer::run(args),
         Command::Check(args) => check::run(args),
         Command::Grade(args) => grade::run(args),
+        Command::Course(args) => course::run(args),
         Command::Completions(args) => completions::run(args, app()),
         Command::Man(args) => man::run(args, app()),
     }

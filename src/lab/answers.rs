@@ -71,6 +71,42 @@ impl Answers {
         Ok(())
     }
 
+    /// Set a dotted key to `value` as text, whatever it looks like (a
+    /// file's path, say).
+    pub fn set_text(&mut self, key: &str, value: &str) -> anyhow::Result<()> {
+        self.set(key, value)?;
+        let (parent, last) = key.rsplit_once('.').unwrap_or(("", key));
+        let mut table = &mut self.0;
+        for part in parent.split('.').filter(|p| !p.is_empty()) {
+            table = table
+                .get_mut(part)
+                .and_then(toml::Value::as_table_mut)
+                .context("set just made this group")?;
+        }
+        table.insert(last.to_string(), toml::Value::String(value.to_string()));
+        Ok(())
+    }
+
+    /// Every answer's dotted key, in the file's order of tables.
+    pub fn keys(&self) -> Vec<String> {
+        fn walk(prefix: &str, t: &toml::Table, out: &mut Vec<String>) {
+            for (k, v) in t {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                match v {
+                    toml::Value::Table(inner) => walk(&key, inner, out),
+                    _ => out.push(key),
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk("", &self.0, &mut out);
+        out
+    }
+
     pub fn to_toml(&self) -> String {
         toml::to_string(&self.0).unwrap_or_default()
     }
@@ -95,6 +131,9 @@ mod tests {
         assert_eq!(b.get("why.file"), None);
         assert!(a.set("who.pid.x", "1").is_err(), "a value is not a group");
         assert!(a.set("who..x", "1").is_err());
+        a.set_text("art.p", "123").unwrap();
+        assert!(a.to_toml().contains("p = \"123\""), "{}", a.to_toml());
+        assert_eq!(a.keys(), ["art.p", "what.sync", "who.comm", "who.pid"]);
     }
 
     #[test]

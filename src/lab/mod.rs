@@ -1,17 +1,27 @@
 //! Guided labs: their definitions (labs/<id>/lab.toml and the steps'
 //! markdown, embedded in the binary; `--labs DIR` reads a directory laid out
-//! the same way instead), and a learner's session and answers on disk. The
-//! runner in commands/lab.rs drives the steps; grade/ checks the answers.
+//! the same way instead), the learner's state (`state.rs`: answers and
+//! progress per user), the engine that drives a run (`engine.rs`, UI-free:
+//! the line-based front end is commands/lab.rs, and a TUI can share it),
+//! self-contained submissions (`submission.rs`, `tar.rs`) and reference
+//! solutions (`solution.rs`). grade/ checks the answers.
 
 pub mod answers;
-pub mod session;
+pub mod engine;
+pub mod solution;
+pub mod state;
+pub mod submission;
+pub mod tar;
+pub mod workload;
 
 use std::path::PathBuf;
 
 use anyhow::Context;
 use serde::Deserialize;
 
+use crate::course::Token;
 use crate::error;
+use crate::grade::{CheckFile, Facts};
 
 /// The embedded labs and checks: (path under the repository, contents),
 /// every file of labs/ and checks/ (listed by build.rs).
@@ -102,6 +112,20 @@ impl Source {
             steps,
         })
     }
+}
+
+/// Lab `id` and its checks.
+pub fn load(source: &Source, id: &str) -> anyhow::Result<(Lab, CheckFile)> {
+    let lab = source.lab(id)?;
+    let steps: Vec<String> = lab.steps.iter().map(|s| s.id.clone()).collect();
+    let checks = crate::grade::checks::load(source, &lab.id, &steps)?;
+    Ok((lab, checks))
+}
+
+/// The truth of `lab` for `seed`, recomputed from the seed alone.
+pub fn facts(lab: &Lab, seed: &Token) -> anyhow::Result<Facts> {
+    let truth = crate::workloads::truth(&lab.workload, seed.as_str(), &lab.workload_args)?;
+    Ok(Facts::from_truth(seed, &truth))
 }
 
 /// Parse TOML, with errors that point at the line and column.

@@ -50,6 +50,9 @@ fn tids_in(root: &str, pid: i32) -> Vec<i32> {
     tids
 }
 
+/// Below this many processes one reader is quicker than starting helpers.
+const PARALLEL_ABOVE: usize = 256;
+
 pub struct Reader {
     /// /proc, or a captured copy of it.
     root: String,
@@ -94,17 +97,51 @@ impl Reader {
     }
 
     /// Every process, and with `threads` every thread of each instead.
+    ///
+    /// The kernel formats each /proc file as it is read, and that is most
+    /// of a snapshot's cost: with many processes, helper readers (one per
+    /// CPU, each with its own buffers and name caches) take a share of the
+    /// PIDs each, and the results keep PID order.
     pub fn all(&mut self, threads: bool) -> io::Result<Vec<Process>> {
         let pids = pids_in(&self.root)?;
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if workers < 2 || pids.len() < PARALLEL_ABOVE {
+            return Ok(self.some(&pids, threads));
+        }
+        let chunk = pids.len().div_ceil(workers);
+        let mut parts = pids.chunks(chunk);
+        let first = parts.next().unwrap_or_default();
+        let root = self.root.clone();
+        let top_extras = self.top_extras;
+        let rest: Vec<Vec<Process>> = std::thread::scope(|s| {
+            let helpers: Vec<_> = parts
+                .map(|part| {
+                    let root = &root;
+                    s.spawn(move || {
+                        let mut r = Reader::with_root(root);
+                        r.top_extras = top_extras;
+                        r.some(part, threads)
+                    })
+                })
+                .collect();
+            let mut mine = vec![self.some(first, threads)];
+            mine.extend(helpers.into_iter().map(|h| h.join().unwrap_or_default()));
+            mine
+        });
+        Ok(rest.into_iter().flatten().collect())
+    }
+
+    /// The processes (or threads) of `pids` that still exist, in order.
+    fn some(&mut self, pids: &[i32], threads: bool) -> Vec<Process> {
         let mut out = Vec::with_capacity(pids.len());
-        for pid in pids {
+        for &pid in pids {
             if threads {
                 out.extend(self.threads(pid));
             } else if let Some(p) = self.process(pid) {
                 out.push(p);
             }
         }
-        Ok(out)
+        out
     }
 
     /// One process, or `None` if it is gone (it may exit while we read).
