@@ -4,7 +4,7 @@
 //! wherever you run kdiag from.
 
 use crate::error;
-use crate::lab::answers::Answers;
+use crate::lab::answers;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -32,7 +32,6 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     let dir = args.files.lab_dir(&lab.id)?;
     let file = dir.answers();
-    let mut answers = Answers::load(&file)?;
     if check.is_artifact() {
         let path = std::path::absolute(&args.value)?;
         if !path.is_file() {
@@ -41,16 +40,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 path.display()
             );
         }
-        answers.set_text(&args.key, &path.display().to_string())?;
-    } else {
-        answers.set(&args.key, &args.value)?;
     }
-    dir.create()?;
-    crate::sys::process::user_files::write(&file, answers.to_toml())?;
+    let recorded = answers::record(&file, &args.key, &args.value, check.is_artifact())?;
     println!(
         "{} = {:?} recorded in {}",
         args.key,
-        answers.get(&args.key).unwrap_or_default(),
+        recorded,
         file.display()
     );
     Ok(error::OK)

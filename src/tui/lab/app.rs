@@ -15,7 +15,7 @@ use anyhow::Context;
 use ratatui::crossterm::event::{self, Event};
 
 use super::collect;
-use super::event::{Effect, Key, Msg, Verdict};
+use super::event::{Effect, Given, Key, Msg, Verdict};
 use super::panels::Instrument;
 use super::state::State;
 use super::view;
@@ -32,6 +32,11 @@ pub trait Driver {
     ) -> anyhow::Result<Vec<(String, Verdict)>>;
     /// Save `contents` as file `file` of the learner's lab folder; its path.
     fn save(&mut self, file: &str, contents: &str) -> anyhow::Result<String>;
+    /// Every answer in the answers file, checked.
+    fn reload(&mut self) -> anyhow::Result<Vec<Given>>;
+    /// The same, when the file changed since the last look (`kdiag answer`
+    /// or an editor wrote it).
+    fn changed(&mut self) -> anyhow::Result<Option<Vec<Given>>>;
     /// Why the workload stopped on its own, if it did.
     fn workload_stopped(&mut self) -> Option<String>;
 }

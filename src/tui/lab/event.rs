@@ -35,6 +35,9 @@ pub enum Msg {
         key: String,
         path: String,
     },
+    /// The answers file as it is now (another program, such as
+    /// `kdiag answer`, may have changed it), every answer checked.
+    Reloaded(Vec<Given>),
     /// Something the learner should read (an answer that could not be
     /// saved, the workload stopping on its own).
     Problem(String),
@@ -60,6 +63,9 @@ pub enum Data {
     /// A panel's instrument could not start or stopped with an error.
     Failed(Panel, String),
 }
+
+/// An answer found in the answers file: (key, value, verdict).
+pub type Given = (String, String, Verdict);
 
 /// A question's state after a check.
 #[derive(Debug, Clone, PartialEq)]

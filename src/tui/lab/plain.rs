@@ -11,7 +11,7 @@ use std::io::{BufRead, Write};
 use super::app::{Driver, perform};
 use super::event::{Key, Msg, Verdict};
 use super::markdown;
-use super::state::State;
+use super::state::{Overlay, State};
 use crate::model::lab::{Input, PickColumn};
 
 /// The width the step texts are wrapped to.
@@ -100,7 +100,7 @@ fn step(out: &mut dyn Write, s: &State) -> std::io::Result<()> {
         s.lab.steps.len(),
         st.title
     )?;
-    write_md(out, &st.text)?;
+    write_md(out, &s.step_text(s.step))?;
     if s.step_done(s.step) {
         writeln!(out, "\nDone. What you found:")?;
         write_md(out, &st.explain)?;
@@ -184,6 +184,12 @@ fn answer(
     }];
     perform(s, driver, effects);
     s.message = None;
+    if matches!(s.lab.steps[step].questions[q].input, Input::Pick { .. }) {
+        s.chosen = s.picked();
+    }
+    if s.overlay == Overlay::Final {
+        s.overlay = Overlay::None;
+    }
     match &s.answers[step][q].verdict {
         Verdict::Right => writeln!(out, "right: {key}")?,
         Verdict::NotYet(m) => writeln!(out, "not yet: {key}: {m}")?,
@@ -201,30 +207,40 @@ fn answer(
     Ok(())
 }
 
-/// Check the step's answers again.
+/// Read the answers file again (`kdiag answer` or an editor may have
+/// changed it) and check every answer.
 fn check(s: &mut State, driver: &mut dyn Driver, out: &mut dyn Write) -> anyhow::Result<()> {
-    let step = s.step;
-    let answers: Vec<(String, String)> = s.lab.steps[step]
-        .questions
-        .iter()
-        .zip(&s.answers[step])
-        .filter(|(_, a)| !a.value.is_empty())
-        .map(|(q, a)| (q.key.clone(), a.value.clone()))
-        .collect();
-    if !answers.is_empty() {
-        perform(
-            s,
-            driver,
-            vec![super::event::Effect::Answer { step, answers }],
-        );
+    let before: Vec<bool> = (0..s.lab.steps.len()).map(|i| s.step_done(i)).collect();
+    match driver.reload() {
+        Ok(given) => {
+            s.update(Msg::Reloaded(given));
+        }
+        Err(e) => {
+            writeln!(out, "{e:#}")?;
+            return Ok(());
+        }
     }
     s.message = None;
-    for (q, a) in s.lab.steps[step].questions.iter().zip(&s.answers[step]) {
+    if s.overlay == Overlay::Final {
+        s.overlay = Overlay::None;
+    }
+    for (q, a) in s.lab.steps[s.step].questions.iter().zip(&s.answers[s.step]) {
         match &a.verdict {
             Verdict::Right => writeln!(out, "right: {}", q.key)?,
             Verdict::NotYet(m) => writeln!(out, "not yet: {}: {m}", q.key)?,
             Verdict::Unanswered => writeln!(out, "open: {}", q.key)?,
         }
+    }
+    let mut newly = false;
+    for (i, was) in before.into_iter().enumerate() {
+        if !was && s.step_done(i) {
+            newly = true;
+            writeln!(out, "Step {} done. What you found:", i + 1)?;
+            write_md(out, &s.lab.steps[i].explain)?;
+        }
+    }
+    if newly && s.all_done() {
+        return finish(out, s);
     }
     status_line(out, s)
 }

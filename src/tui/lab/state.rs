@@ -4,7 +4,7 @@
 
 use crate::model::lab::{Input, Panel, PickColumn};
 
-use super::event::{Effect, Key, Msg, Verdict};
+use super::event::{Effect, Given, Key, Msg, Verdict};
 use super::panels::{Chosen, Instrument, Panels, instrument};
 
 /// A lab as the app shows it; the front end fills it in from the lab's
@@ -41,6 +41,8 @@ pub struct Question {
     /// Points toward the grade; 0 for a question checked only live.
     pub points: f64,
     pub hint: String,
+    /// The shell command that records it from another terminal.
+    pub shell: String,
 }
 
 /// A question's answer so far.
@@ -106,7 +108,7 @@ pub struct State {
 impl State {
     /// The app for `lab`, with the answers already given: (key, value,
     /// verdict) as the front end checked them at start.
-    pub fn new(lab: LabView, given: &[(String, String, Verdict)]) -> State {
+    pub fn new(lab: LabView, given: &[Given]) -> State {
         let answers = lab
             .steps
             .iter()
@@ -156,8 +158,17 @@ impl State {
         s
     }
 
-    /// The process the learner picked before (from their answers).
-    fn picked(&self) -> Option<Chosen> {
+    /// The text of step `i`, `<PID>` in it the PID of the process picked.
+    pub fn step_text(&self, i: usize) -> String {
+        let text = &self.lab.steps[i].text;
+        match &self.chosen {
+            Some(c) => text.replace("<PID>", &c.pid.to_string()),
+            None => text.clone(),
+        }
+    }
+
+    /// The process the learner picked (from their answers).
+    pub fn picked(&self) -> Option<Chosen> {
         let mut pid = None;
         let mut comm = String::new();
         for (step, answers) in self.lab.steps.iter().zip(&self.answers) {
@@ -268,10 +279,43 @@ impl State {
                     self.answers[self.step][i].value = path;
                 }
             }
+            Msg::Reloaded(given) => self.reloaded(given),
             Msg::Problem(p) => self.say(p, Tone::Bad),
             Msg::Stop => self.quit = true,
         }
         Vec::new()
+    }
+
+    /// Take the answers file as it is now.
+    fn reloaded(&mut self, given: Vec<Given>) {
+        let done_before = self.steps_done();
+        let mut changed = Vec::new();
+        for (i, step) in self.lab.steps.iter().enumerate() {
+            for (j, q) in step.questions.iter().enumerate() {
+                let (value, verdict) = match given.iter().find(|g| g.0 == q.key) {
+                    Some((_, v, verdict)) => (v.clone(), verdict.clone()),
+                    None => (String::new(), Verdict::Unanswered),
+                };
+                let a = &mut self.answers[i][j];
+                if a.value != value || a.verdict != verdict {
+                    changed.push(q.key.clone());
+                    a.value = value;
+                    a.verdict = verdict;
+                }
+            }
+        }
+        if let Some(p) = self.picked() {
+            self.chosen = Some(p);
+        }
+        if self.all_done() && done_before < self.lab.steps.len() {
+            self.say("Every step is done.", Tone::Good);
+            self.overlay = Overlay::Final;
+        } else if !changed.is_empty() {
+            self.say(
+                format!("Answers file changed: {} checked again.", changed.join(", ")),
+                Tone::Info,
+            );
+        }
     }
 
     fn checked(&mut self, step: usize, verdicts: Vec<(String, Verdict)>) {

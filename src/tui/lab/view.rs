@@ -156,44 +156,55 @@ fn step(f: &mut Frame, area: Rect, s: &State) {
     };
     let q_lines = question_lines(s, area.width.saturating_sub(1) as usize);
     let q_height = (q_lines.len() as u16 + 1).min(area.height / 2);
-    let panel_height = if step.panels.is_empty() {
-        0
-    } else {
-        // The panel gets the larger share: it is where the learner looks.
-        (area.height.saturating_sub(q_height) * 11 / 20).max(5)
-    };
-    let [text, questions, panel] = Layout::vertical([
-        Constraint::Min(3),
-        Constraint::Length(q_height),
-        Constraint::Length(panel_height),
-    ])
-    .areas(area);
-
-    // The text, then the write-up once the step is done.
-    let title = format!(
-        " Step {}/{}: {} ",
-        s.step + 1,
-        s.lab.steps.len(),
-        step.title
-    );
-    let block = Block::new().borders(Borders::NONE).title(Span::styled(
-        title,
-        Style::new().add_modifier(Modifier::BOLD),
-    ));
-    let inner = block.inner(text);
-    f.render_widget(block, text);
-    let width = inner.width.saturating_sub(1).max(8);
-    let mut lines = markdown::render(&step.text, width);
+    // The write-up first once the step is done, then the text.
+    let width = area.width.saturating_sub(2).max(8);
+    let mut lines = Vec::new();
     if s.step_done(s.step) {
-        lines.push(Line::default());
         lines.push(Line::styled(
             "── Done: what you found ──",
             Style::new().fg(GOOD).add_modifier(Modifier::BOLD),
         ));
         lines.extend(markdown::render(&step.explain, width));
+        lines.push(Line::styled(
+            "── The step ──",
+            Style::new().add_modifier(Modifier::BOLD),
+        ));
     }
+    lines.extend(markdown::render(&s.step_text(s.step), width));
+    // The text as tall as it needs, leaving the panel at least half of
+    // what remains; the panel gets the rest.
+    let rest = area.height.saturating_sub(q_height + 1);
+    let text_height = if step.panels.is_empty() {
+        rest
+    } else {
+        (lines.len() as u16).min(rest / 2).max(3.min(rest))
+    };
+    let [title, text, questions, panel] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(text_height),
+        Constraint::Length(q_height),
+        Constraint::Fill(1),
+    ])
+    .areas(area);
+    let heading = format!(
+        " Step {}/{}: {}{}",
+        s.step + 1,
+        s.lab.steps.len(),
+        step.title,
+        if (lines.len() as u16) > text_height {
+            "  (PgUp PgDn scroll)"
+        } else {
+            ""
+        }
+    );
+    f.render_widget(
+        Paragraph::new(Span::styled(heading, Style::new().add_modifier(Modifier::BOLD))),
+        title,
+    );
+    let inner = text;
     let text_para = Paragraph::new(lines).scroll((s.scroll, 0));
     f.render_widget(text_para, inner.inner(ratatui::layout::Margin::new(1, 0)));
+
 
     let block = Block::new().borders(Borders::TOP).title(" Questions ");
     let inner = block.inner(questions);

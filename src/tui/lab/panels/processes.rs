@@ -37,8 +37,8 @@ const COLUMNS: [(Column, u16); 11] = [
     (Column::Pid, 7),
     (Column::Cpu, 5),
     (Column::State, 1),
-    (Column::Read, 7),
-    (Column::Write, 7),
+    (Column::Read, 8),
+    (Column::Write, 8),
     (Column::Command, 12),
     (Column::Vcsw, 6),
     (Column::Res, 6),
@@ -153,7 +153,12 @@ impl Table {
         let header = Row::new(titles).style(Style::new().add_modifier(Modifier::REVERSED));
         let rows = self.rows();
         let body_rows = rows.iter().map(|r| {
-            let all = cells(r);
+            let mut all = cells(r);
+            // The program's name rather than its path: what the learner
+            // looks for, and what fits.
+            if let Some(last) = all.last_mut() {
+                *last = command(r);
+            }
             let cells: Vec<String> = shown
                 .iter()
                 .map(|(c, _)| {
@@ -187,5 +192,18 @@ impl Table {
         };
         let mut ts = TableState::default().with_selected(at);
         f.render_stateful_widget(table, body, &mut ts);
+    }
+}
+
+/// A row's command line with the program's path replaced by its name.
+fn command(r: &TopRow) -> String {
+    if r.command.starts_with('[') {
+        return r.command.clone();
+    }
+    let args = r.command.split_once(' ').map_or("", |(_, a)| a);
+    if args.is_empty() {
+        r.comm.clone()
+    } else {
+        format!("{} {args}", r.comm)
     }
 }

@@ -103,7 +103,7 @@ impl Windows {
                 )));
             }
             lines.push(Line::styled(
-                "Call tree, outermost first (› calls; [k] kernel; f: save these stacks)",
+                "Call tree, outermost first (› calls, [k] kernel, ↑ ↓ scroll)",
                 Style::new().add_modifier(Modifier::BOLD),
             ));
             lines.extend(flame_lines(&p.stacks, area.width as usize));
