@@ -48,7 +48,15 @@ fn course(dir: &Path, ids: &[&str]) -> (PathBuf, BTreeMap<String, String>) {
 /// A learner's reference answers as `kdiag lab solution` prints them.
 fn solution(course: &Path, learner: &str) -> String {
     let out = kdiag()
-        .args(["lab", "solution", "0-demo", "--course", s(course), "--learner", learner])
+        .args([
+            "lab",
+            "solution",
+            "0-demo",
+            "--course",
+            s(course),
+            "--learner",
+            learner,
+        ])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
@@ -57,7 +65,15 @@ fn solution(course: &Path, learner: &str) -> String {
 
 /// The graded rows of `kdiag grade --format json`, by submission.
 fn grade_json(course: &Path, subs: &Path, extra: &[&str]) -> serde_json::Value {
-    let mut args = vec!["grade", "0-demo", s(subs), "--course", s(course), "--format", "json"];
+    let mut args = vec![
+        "grade",
+        "0-demo",
+        s(subs),
+        "--course",
+        s(course),
+        "--format",
+        "json",
+    ];
     args.extend(extra);
     let out = kdiag().args(&args).output().unwrap();
     assert!(out.status.success(), "{out:?}");
@@ -100,16 +116,39 @@ fn seeds_are_per_learner_and_tokens_verify_only_with_the_course() {
             "0123456789abcdefghjkmnpqrstvwxyz".contains(c)
         }));
     }
-    let ok = run(&["course", "verify", "ada", &seeds["ada"], "--course", s(&file)], d.path());
+    let ok = run(
+        &[
+            "course",
+            "verify",
+            "ada",
+            &seeds["ada"],
+            "--course",
+            s(&file),
+        ],
+        d.path(),
+    );
     assert_eq!(ok.status.code(), Some(0));
-    let no = run(&["course", "verify", "bob", &seeds["ada"], "--course", s(&file)], d.path());
+    let no = run(
+        &[
+            "course",
+            "verify",
+            "bob",
+            &seeds["ada"],
+            "--course",
+            s(&file),
+        ],
+        d.path(),
+    );
     assert_eq!(no.status.code(), Some(1));
     // A second course gives other seeds; the file is never overwritten.
     let again = run(&["course", "init", "--out", s(&file)], d.path());
     assert_eq!(again.status.code(), Some(1));
     assert!(stderr(&again).contains("already exists"));
     // The solution needs the course: without it there is no way to ask.
-    let out = kdiag().args(["lab", "solution", "0-demo", "--learner", "ada"]).output().unwrap();
+    let out = kdiag()
+        .args(["lab", "solution", "0-demo", "--learner", "ada"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
 
@@ -135,7 +174,11 @@ fn each_learner_s_answers_pass_for_them_and_fail_for_another() {
     }
     // Bob hands in Ada's answers.
     std::fs::create_dir_all(subs.join("bob-copy")).unwrap();
-    std::fs::write(subs.join("bob-copy/answers.toml"), value_answers(&file, "ada")).unwrap();
+    std::fs::write(
+        subs.join("bob-copy/answers.toml"),
+        value_answers(&file, "ada"),
+    )
+    .unwrap();
     let roster = d.path().join("roster2.csv");
     std::fs::write(
         &roster,
@@ -170,7 +213,12 @@ fn each_learner_s_answers_pass_for_them_and_fail_for_another() {
     }
     assert_eq!(check_status(copy, "what.io_type"), "passed");
     // The folder "bob" is not Bob's in this roster, and zed handed nothing in.
-    assert!(row(&g, "bob")["error"].as_str().unwrap().contains("not a learner"));
+    assert!(
+        row(&g, "bob")["error"]
+            .as_str()
+            .unwrap()
+            .contains("not a learner")
+    );
     assert_eq!(row(&g, "zed")["error"], "no submission");
     let sus = g["suspicious"].as_array().unwrap();
     assert!(
@@ -184,8 +232,11 @@ fn each_learner_s_answers_pass_for_them_and_fail_for_another() {
     );
     // No honest learner is suspected.
     assert!(
-        sus.iter()
-            .all(|x| x["submissions"].as_array().unwrap().iter().any(|s| s == "bob-copy")),
+        sus.iter().all(|x| x["submissions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s == "bob-copy")),
         "{sus:#?}"
     );
 }
@@ -213,17 +264,30 @@ fn answers_in_natural_forms_are_accepted() {
         format!("/var/tmp/kdiag-io-app-1000/{name}")
     };
     let natural = reference
-        .replace(&format!("region_bytes = {region}"), &format!("region_bytes = \"{mib} MiB\""))
+        .replace(
+            &format!("region_bytes = {region}"),
+            &format!("region_bytes = \"{mib} MiB\""),
+        )
         .replace("syscall = \"__x64_sys_write\"", "syscall = \"ksys_write\"")
         .replace(
-            &format!("file = \"{}\"", path_of(&reference).rsplit('/').next().unwrap()),
+            &format!(
+                "file = \"{}\"",
+                path_of(&reference).rsplit('/').next().unwrap()
+            ),
             &format!("file = \"{}\"", path_of(&reference)),
         );
     assert_ne!(natural, reference);
     let answers = d.path().join("answers.toml");
     std::fs::write(&answers, natural).unwrap();
     let out = kdiag()
-        .args(["check", "0-demo", "--answers", s(&answers), "--seed", &seeds["ada"]])
+        .args([
+            "check",
+            "0-demo",
+            "--answers",
+            s(&answers),
+            "--seed",
+            &seeds["ada"],
+        ])
         .args(["--format", "json"])
         .output()
         .unwrap();
@@ -245,7 +309,14 @@ fn every_format_is_valid_for_a_missing_or_broken_submission() {
     for sub in [d.path().join("nothing-here"), broken, big] {
         for format in ["gradescope", "prairielearn", "junit", "json", "text"] {
             let out = kdiag()
-                .args(["check", "0-demo", "--submission", s(&sub), "--seed", &seeds["ada"]])
+                .args([
+                    "check",
+                    "0-demo",
+                    "--submission",
+                    s(&sub),
+                    "--seed",
+                    &seeds["ada"],
+                ])
                 .args(["--format", format])
                 .output()
                 .unwrap();
@@ -274,7 +345,10 @@ fn every_format_is_valid_for_a_missing_or_broken_submission() {
                 }
                 "json" => {
                     let j: serde_json::Value = serde_json::from_str(&text).unwrap();
-                    assert_eq!((j["gradable"].as_bool(), j["score"].as_f64()), (Some(false), Some(0.0)));
+                    assert_eq!(
+                        (j["gradable"].as_bool(), j["score"].as_f64()),
+                        (Some(false), Some(0.0))
+                    );
                 }
                 _ => assert!(text.starts_with("cannot grade: "), "{text}"),
             }
@@ -282,7 +356,13 @@ fn every_format_is_valid_for_a_missing_or_broken_submission() {
     }
     // The same through kdiag grade, for one learner's autograder run.
     let out = kdiag()
-        .args(["grade", "0-demo", s(&d.path().join("missing")), "--course", s(&file)])
+        .args([
+            "grade",
+            "0-demo",
+            s(&d.path().join("missing")),
+            "--course",
+            s(&file),
+        ])
         .args(["--learner", "ada", "--format", "gradescope"])
         .output()
         .unwrap();
@@ -313,9 +393,15 @@ fn answer_works_from_any_directory_and_the_state_is_per_user() {
     answer(&a, "artifacts.profile", "trace.folded");
     let file = state.join("kdiag/labs/0-demo/answers.toml");
     let text = std::fs::read_to_string(&file).unwrap();
-    assert!(text.contains("comm = \"io-app\"") && text.contains("sync = \"yes\""), "{text}");
+    assert!(
+        text.contains("comm = \"io-app\"") && text.contains("sync = \"yes\""),
+        "{text}"
+    );
     // An evidence file is recorded by its full path.
-    assert!(text.contains(&format!("{}", a.join("trace.folded").display())), "{text}");
+    assert!(
+        text.contains(&format!("{}", a.join("trace.folded").display())),
+        "{text}"
+    );
     assert!(!a.join("kdiag-labs").exists() && !b.join("kdiag-labs").exists());
 }
 
@@ -333,7 +419,15 @@ fn reference_submissions_earn_full_marks_the_same_way_everywhere() {
     let subs = d.path().join("subs");
     for id in ids {
         let out = kdiag()
-            .args(["lab", "solution", "0-demo", "--course", s(&file), "--learner", id])
+            .args([
+                "lab",
+                "solution",
+                "0-demo",
+                "--course",
+                s(&file),
+                "--learner",
+                id,
+            ])
             .args(["--out", s(&subs.join(id))])
             .output()
             .unwrap();
@@ -342,14 +436,26 @@ fn reference_submissions_earn_full_marks_the_same_way_everywhere() {
     let g = grade_json(&file, &subs, &[]);
     let max = g["max_score"].as_f64().unwrap();
     for id in ids {
-        assert_eq!(row(&g, id)["score"].as_f64(), Some(max), "{:#}", row(&g, id));
+        assert_eq!(
+            row(&g, id)["score"].as_f64(),
+            Some(max),
+            "{:#}",
+            row(&g, id)
+        );
     }
     assert_eq!(g["suspicious"].as_array().unwrap().len(), 0, "{g:#}");
 
     // check from inside the submission, grade from elsewhere: same score.
     let ada = subs.join("ada");
     let by_check = kdiag()
-        .args(["check", "0-demo", "--answers", "answers.toml", "--seed", &seeds["ada"]])
+        .args([
+            "check",
+            "0-demo",
+            "--answers",
+            "answers.toml",
+            "--seed",
+            &seeds["ada"],
+        ])
         .args(["--format", "json"])
         .current_dir(&ada)
         .output()
@@ -370,8 +476,16 @@ fn reference_submissions_earn_full_marks_the_same_way_everywhere() {
             std::fs::copy(subs.join(from).join(f), dir.join(f)).unwrap();
         }
         std::fs::copy(subs.join("bob/manifest.toml"), dir.join("manifest.toml")).unwrap();
-        std::fs::write(dir.join("session.json"), r#"{"seed": "x", "pid": 1, "truth": {}}"#).unwrap();
-        std::fs::write(dir.join("progress.toml"), "seed = \"x\"\ndone = [\"who\"]\n").unwrap();
+        std::fs::write(
+            dir.join("session.json"),
+            r#"{"seed": "x", "pid": 1, "truth": {}}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("progress.toml"),
+            "seed = \"x\"\ndone = [\"who\"]\n",
+        )
+        .unwrap();
         std::fs::write(dir.join("expect.json"), r#"{"file": "x"}"#).unwrap();
     }
     let roster = d.path().join("forged-roster.csv");
@@ -379,7 +493,11 @@ fn reference_submissions_earn_full_marks_the_same_way_everywhere() {
     let g = grade_json(&file, &forged, &["--roster", s(&roster)]);
     assert_eq!(row(&g, "ada")["score"].as_f64(), Some(max), "{g:#}");
     let sus = g["suspicious"].as_array().unwrap();
-    assert!(sus.iter().any(|x| x["kind"] == "other_seed" && x["submissions"][0] == "ada"), "{sus:#?}");
+    assert!(
+        sus.iter()
+            .any(|x| x["kind"] == "other_seed" && x["submissions"][0] == "ada"),
+        "{sus:#?}"
+    );
     // Graded as Ada instead, Bob's work fails what depends on the seed.
     let roster2 = d.path().join("forged-roster2.csv");
     std::fs::write(&roster2, "id,folder\nada,ada-with-bobs\nbob,ada\n").unwrap();
@@ -391,7 +509,16 @@ fn reference_submissions_earn_full_marks_the_same_way_everywhere() {
 
     // The self-test: empty answers fail every graded check, the reference
     // passes them.
-    let out = kdiag().args(["check", "0-demo", "--self-test"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    let out = kdiag()
+        .args(["check", "0-demo", "--self-test"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
     assert!(stdout(&out).contains("Passed"), "{}", stdout(&out));
 }

@@ -95,12 +95,18 @@ impl LabRun {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let files: Vec<PathBuf> = std::fs::read_dir(format!("/proc/{pid}/fd"))
-                .map(|d| d.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok()).collect())
+                .map(|d| {
+                    d.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+                        .collect()
+                })
                 .unwrap_or_default();
             if let Some(f) = files.iter().find(|f| f.starts_with("/var/tmp")) {
                 return (pid, f.parent().unwrap().to_path_buf());
             }
-            assert!(Instant::now() < deadline, "the workload opened no file: {files:?}");
+            assert!(
+                Instant::now() < deadline,
+                "the workload opened no file: {files:?}"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -172,11 +178,17 @@ fn lab_checks_a_step_and_leaves_nothing_behind() {
     lab.send("c");
     let seen = lab.expect("Step 2/4");
     assert!(seen.contains("Step done."), "{seen}");
-    assert!(seen.contains("not your grade"), "who.pid is a live check: {seen}");
+    assert!(
+        seen.contains("not your grade"),
+        "who.pid is a live check: {seen}"
+    );
     // The lab prints the exact commands, with the --dir it was given.
     let seen = lab.expect("what.sync");
     assert!(
-        seen.contains(&format!("kdiag answer 0-demo what.sync <yes|no> --dir {}", root.path().display())),
+        seen.contains(&format!(
+            "kdiag answer 0-demo what.sync <yes|no> --dir {}",
+            root.path().display()
+        )),
         "{seen}"
     );
     let progress = std::fs::read_to_string(lab.dir.join("progress.toml")).unwrap();
@@ -190,11 +202,31 @@ fn lab_checks_a_step_and_leaves_nothing_behind() {
 /// A course in `dir`: (course file, learner ada's seed).
 fn course(dir: &Path) -> (PathBuf, String) {
     let file = dir.join("course.toml");
-    assert!(kdiag().args(["course", "init", "--out"]).arg(&file).status().unwrap().success());
+    assert!(
+        kdiag()
+            .args(["course", "init", "--out"])
+            .arg(&file)
+            .status()
+            .unwrap()
+            .success()
+    );
     let roster = dir.join("roster.csv");
     std::fs::write(&roster, "id\nada\n").unwrap();
-    let out = kdiag().args(["course", "seeds"]).arg(&roster).arg("--course").arg(&file).output().unwrap();
-    let seed = stdout(&out).lines().nth(1).unwrap().split(',').nth(1).unwrap().to_string();
+    let out = kdiag()
+        .args(["course", "seeds"])
+        .arg(&roster)
+        .arg("--course")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let seed = stdout(&out)
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .nth(1)
+        .unwrap()
+        .to_string();
     (file, seed)
 }
 
@@ -224,7 +256,17 @@ fn answer_all_but_the_pid(lab: &LabRun, course: &Path, pid: u64, cwd: &Path) {
         }
     }
     let ok = kdiag()
-        .args(["profile", "-p", &pid.to_string(), "-d", "2", "-F", "499", "--folded", "p.folded"])
+        .args([
+            "profile",
+            "-p",
+            &pid.to_string(),
+            "-d",
+            "2",
+            "-F",
+            "499",
+            "--folded",
+            "p.folded",
+        ])
         .current_dir(cwd)
         .stderr(Stdio::null())
         .status()
@@ -242,7 +284,9 @@ fn answer_all_but_the_pid(lab: &LabRun, course: &Path, pid: u64, cwd: &Path) {
 /// `kdiag check` on the learner's own answers, as JSON.
 fn graded(root: &Path, seed: &str) -> serde_json::Value {
     let out = kdiag()
-        .args(["check", "0-demo", "--format", "json", "--seed", seed, "--dir"])
+        .args([
+            "check", "0-demo", "--format", "json", "--seed", seed, "--dir",
+        ])
         .arg(root)
         .output()
         .unwrap();
@@ -276,11 +320,18 @@ fn resuming_keeps_every_answer_and_redoes_only_live_checks() {
     assert_eq!(after["score"], before["score"], "resuming keeps the score");
     lab.send("c");
     let seen = lab.expect("checks passed");
-    assert!(seen.contains("FAIL who.pid") && seen.contains("ok   who.comm"), "{seen}");
+    assert!(
+        seen.contains("FAIL who.pid") && seen.contains("ok   who.comm"),
+        "{seen}"
+    );
     lab.answer("who.pid", &new_pid.to_string());
     lab.send("c");
     let seen = lab.expect("All steps done");
-    assert_eq!(seen.matches("Done: your answers still pass.").count(), 3, "{seen}");
+    assert_eq!(
+        seen.matches("Done: your answers still pass.").count(),
+        3,
+        "{seen}"
+    );
     assert_eq!(lab.finish(), 0);
 
     // Submitted as an archive, the same answers get the same score from
@@ -295,7 +346,15 @@ fn resuming_keeps_every_answer_and_redoes_only_live_checks() {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     let out = kdiag()
-        .args(["check", "0-demo", "--format", "json", "--seed", &seed, "--submission"])
+        .args([
+            "check",
+            "0-demo",
+            "--format",
+            "json",
+            "--seed",
+            &seed,
+            "--submission",
+        ])
         .arg(&tar)
         .current_dir("/")
         .output()
@@ -311,7 +370,10 @@ fn resuming_keeps_every_answer_and_redoes_only_live_checks() {
         .output()
         .unwrap();
     let csv = stdout(&out);
-    let row = csv.lines().find(|l| l.starts_with("ada,")).unwrap_or_else(|| panic!("{csv}"));
+    let row = csv
+        .lines()
+        .find(|l| l.starts_with("ada,"))
+        .unwrap_or_else(|| panic!("{csv}"));
     let max = before["max_score"].as_f64().unwrap();
     assert!(row.contains(&format!(",{max},{max},")), "{row}");
 }
@@ -324,7 +386,9 @@ fn unreadable_answers_are_a_usage_error_with_their_position() {
     std::fs::write(dir.join("answers.toml"), "[who]\npid = = 4242\n").unwrap();
     let check = |format: &str| {
         kdiag()
-            .args(["check", "0-demo", "--seed", "7", "--format", format, "--dir"])
+            .args([
+                "check", "0-demo", "--seed", "7", "--format", format, "--dir",
+            ])
             .arg(root.path())
             .output()
             .unwrap()

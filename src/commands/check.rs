@@ -57,7 +57,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if let Some(only) = &args.only {
         checks.retain(|c| &c.id == only);
         if checks.is_empty() {
-            return Err(error::usage(format!("lab {} has no check {only:?}", lab.id)));
+            return Err(error::usage(format!(
+                "lab {} has no check {only:?}",
+                lab.id
+            )));
         }
     }
     let seed = match (&args.seed, &args.course, &args.learner) {
@@ -76,7 +79,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         Err(Invalid(why)) => {
             // Nothing to grade: exit 2, with the format's way of saying so
             // (Gradescope score 0, PrairieLearn gradable false, JUnit error).
-            print!("{}", report::render_invalid(args.format, &lab.id, &why, max));
+            print!(
+                "{}",
+                report::render_invalid(args.format, &lab.id, &why, max)
+            );
             return Ok(error::USAGE);
         }
     };
@@ -135,10 +141,17 @@ fn self_test(source: &lab::Source, lab: &Lab, checks: &grade::CheckFile) -> anyh
         grade::evaluate(&checks.checks, answers, facts, evidence, None)
     };
     let with_ref = run(&sub.answers, &sub.evidence, &facts_a);
-    let empty = run(&Answers::default(), &Evidence::Files(Default::default()), &facts_a);
+    let empty = run(
+        &Answers::default(),
+        &Evidence::Files(Default::default()),
+        &facts_a,
+    );
     let other = run(&sub.answers, &sub.evidence, &facts_b);
     let mut ok = true;
-    println!("Self-test of lab {} (a throwaway course, learners {a} and {b}):", lab.id);
+    println!(
+        "Self-test of lab {} (a throwaway course, learners {a} and {b}):",
+        lab.id
+    );
     for ((r, e), o) in with_ref.iter().zip(&empty).zip(&other) {
         if !r.graded {
             println!("--   {:<20} live: checked by the lab, not graded", r.id);

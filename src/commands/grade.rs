@@ -151,7 +151,10 @@ fn single(args: &Args) -> bool {
 fn metadata_for(p: &Path) -> Option<PathBuf> {
     let inside = p.join(GRADESCOPE_METADATA);
     let beside = p.parent().map(|d| d.join(GRADESCOPE_METADATA));
-    [Some(inside), beside].into_iter().flatten().find(|m| m.is_file())
+    [Some(inside), beside]
+        .into_iter()
+        .flatten()
+        .find(|m| m.is_file())
 }
 
 fn grade_one(args: &Args, grader: &mut Grader, roster: Option<&Roster>) -> anyhow::Result<u8> {
@@ -207,11 +210,15 @@ fn entry_name(p: &Path) -> Option<String> {
 fn identify(entry: &Path, name: &str, roster: Option<&Roster>) -> Result<String, String> {
     let known = |id: &str| roster.is_none_or(|r| r.by_id(id).is_some());
     if let Some(meta) = metadata_for(entry) {
-        let text = user_files::read_to_string(&meta, &Limits::input()).map_err(|e| e.to_string())?;
-        let id = class::gradescope_learner(&text, |id| roster.is_some_and(|r| r.by_id(id).is_some()))
-            .ok_or_else(|| format!("{}: no submitter in it", meta.display()))?;
+        let text =
+            user_files::read_to_string(&meta, &Limits::input()).map_err(|e| e.to_string())?;
+        let id =
+            class::gradescope_learner(&text, |id| roster.is_some_and(|r| r.by_id(id).is_some()))
+                .ok_or_else(|| format!("{}: no submitter in it", meta.display()))?;
         if !known(&id) {
-            return Err(format!("learner {id} (from {GRADESCOPE_METADATA}) is not in the roster"));
+            return Err(format!(
+                "learner {id} (from {GRADESCOPE_METADATA}) is not in the roster"
+            ));
         }
         return Ok(id);
     }
@@ -248,7 +255,11 @@ struct Grader<'a> {
 
 impl Grader<'_> {
     fn max(&self) -> f64 {
-        self.checks.iter().filter(|c| !c.live()).map(|c| c.points).sum()
+        self.checks
+            .iter()
+            .filter(|c| !c.live())
+            .map(|c| c.points)
+            .sum()
     }
 
     fn grade(&mut self, name: &str, learner: &str, path: &Path) -> Graded {
@@ -261,7 +272,12 @@ impl Grader<'_> {
                     f
                 }
                 Err(e) => {
-                    return failed(name, Some(learner.into()), Some(seed.to_string()), format!("{e:#}"));
+                    return failed(
+                        name,
+                        Some(learner.into()),
+                        Some(seed.to_string()),
+                        format!("{e:#}"),
+                    );
                 }
             },
         };
@@ -319,7 +335,8 @@ fn flags(g: &Graded, suspicious: &[Suspicion]) -> String {
 }
 
 fn csv(class: &[Graded], max: f64, suspicious: &[Suspicion]) -> String {
-    let mut out = String::from("submission,learner,seed,score,max_score,passed,failed,error,flags\n");
+    let mut out =
+        String::from("submission,learner,seed,score,max_score,passed,failed,error,flags\n");
     for g in class {
         let (score, _) = grade::totals(&g.results);
         let (passed, failed) = counts(g);

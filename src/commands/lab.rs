@@ -18,12 +18,12 @@ use crate::lab::state::{self, LabDir, Progress};
 use crate::lab::{self, Source, answers, solution, submission};
 use crate::model::lab::{Input, Panel};
 use crate::render::table::{Align, Table};
+use crate::sys::process::privilege;
 use crate::sys::process::user_files;
 use crate::tui::lab::app::{self, Driver};
 use crate::tui::lab::event::{Given, Verdict};
-use crate::tui::lab::state::{LabView, Question, State, StepView};
 use crate::tui::lab::plain;
-use crate::sys::process::privilege;
+use crate::tui::lab::state::{LabView, Question, State, StepView};
 
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
@@ -241,7 +241,11 @@ fn reset(id: &str, yes: bool, files: &Files) -> anyhow::Result<u8> {
         .filter(|p| p.symlink_metadata().is_ok())
         .collect();
     if present.is_empty() {
-        println!("Lab {} has no answers or progress in {}.", lab.id, dir.path.display());
+        println!(
+            "Lab {} has no answers or progress in {}.",
+            lab.id,
+            dir.path.display()
+        );
         return Ok(error::OK);
     }
     if !yes {
@@ -294,10 +298,7 @@ fn run_lab(id: &str, seed: Option<String>, plain: bool, files: &Files) -> anyhow
         }
     };
     let (engine, resumed) = Engine::start(&source, id, seed, &root, files.dir.clone())?;
-    let mut driver = LabDriver {
-        engine,
-        seen: None,
-    };
+    let mut driver = LabDriver { engine, seen: None };
     let result = run_app(&mut driver, resumed.as_ref(), plain);
     driver.engine.stop();
     let dir = driver.engine.dir.path.display().to_string();
@@ -327,9 +328,21 @@ fn run_lab(id: &str, seed: Option<String>, plain: bool, files: &Files) -> anyhow
 }
 
 /// The app on a terminal, else the plain line mode.
-fn run_app(driver: &mut LabDriver, resumed: Option<&Resumed>, plain: bool) -> anyhow::Result<State> {
+fn run_app(
+    driver: &mut LabDriver,
+    resumed: Option<&Resumed>,
+    plain: bool,
+) -> anyhow::Result<State> {
     let given = driver.reload()?;
-    let mut state = State::new(view(&driver.engine), &given);
+    let e = &driver.engine;
+    let view = lab_view(
+        &e.lab,
+        &e.checks,
+        &|n| e.record_commands(n),
+        &e.dir.answers().display().to_string(),
+        kdiag_path().as_deref(),
+    );
+    let mut state = State::new(view, &given);
     let interactive = !plain && std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     if interactive {
         if let Some(r) = resumed {
@@ -348,67 +361,78 @@ fn run_app(driver: &mut LabDriver, resumed: Option<&Resumed>, plain: bool) -> an
         driver.engine.seed
     )?;
     let prompt = std::io::stdin().is_terminal();
-    plain::run(state, driver, &mut std::io::stdin().lock(), &mut out, prompt)
+    plain::run(
+        state,
+        driver,
+        &mut std::io::stdin().lock(),
+        &mut out,
+        prompt,
+    )
 }
 
 /// The lab as the app shows it: each check of a step is a question, asked
 /// the way the step's `inputs` say (else as a number of bytes, a file
 /// saved from the panel, or text, by the check's kind).
-fn view(engine: &Engine) -> LabView {
-    let lab = &engine.lab;
-    let exe = kdiag_path();
-    let run = |t: &str| runnable(t, exe.as_deref());
-    let steps = lab
-        .steps
-        .iter()
-        .enumerate()
-        .map(|(n, step)| {
-            let shell: Vec<String> = engine.record_commands(n).iter().map(|c| run(c)).collect();
-            let questions = engine
-                .checks
-                .checks
-                .iter()
-                .filter(|c| c.step == step.id)
-                .enumerate()
-                .map(|(i, c)| {
-                    let evidence_panel = step.panels.iter().any(|p| {
-                        matches!(p, Panel::Profile | Panel::Iosnoop | Panel::IoPattern)
-                    });
-                    let input = match step.inputs.get(&c.id) {
-                        Some(i) => i.clone(),
-                        None if c.is_artifact() && evidence_panel => Input::Evidence,
-                        None if c.form == grade::forms::Form::Bytes => Input::Number {
-                            unit: Some("bytes".into()),
-                        },
-                        None => Input::Text,
-                    };
-                    Question {
-                        key: c.id.clone(),
-                        label: c.name.clone(),
-                        input,
-                        points: if c.live() { 0.0 } else { c.points },
-                        hint: c.hint.clone(),
-                        shell: shell.get(i).cloned().unwrap_or_default(),
-                    }
-                })
-                .collect();
-            StepView {
-                id: step.id.clone(),
-                title: step.title.clone(),
-                text: run(&step.text),
-                explain: run(&step.explain),
-                panels: step.panels.clone(),
-                questions,
-            }
-        })
-        .collect();
+/// `shell(n)` are the commands that record step `n`'s answers from a
+/// shell, and `exe` this kdiag's path when `kdiag` would not find it.
+pub fn lab_view(
+    lab: &lab::Lab,
+    checks: &grade::CheckFile,
+    shell: &dyn Fn(usize) -> Vec<String>,
+    answers_file: &str,
+    exe: Option<&str>,
+) -> LabView {
+    let run = |t: &str| runnable(t, exe);
+    let steps =
+        lab.steps
+            .iter()
+            .enumerate()
+            .map(|(n, step)| {
+                let shell: Vec<String> = shell(n).iter().map(|c| run(c)).collect();
+                let questions = checks
+                    .checks
+                    .iter()
+                    .filter(|c| c.step == step.id)
+                    .enumerate()
+                    .map(|(i, c)| {
+                        let evidence_panel = step.panels.iter().any(|p| {
+                            matches!(p, Panel::Profile | Panel::Iosnoop | Panel::IoPattern)
+                        });
+                        let input = match step.inputs.get(&c.id) {
+                            Some(i) => i.clone(),
+                            None if c.is_artifact() && evidence_panel => Input::Evidence,
+                            None if c.form == grade::forms::Form::Bytes => Input::Number {
+                                unit: Some("bytes".into()),
+                            },
+                            None => Input::Text,
+                        };
+                        Question {
+                            key: c.id.clone(),
+                            label: c.name.clone(),
+                            input,
+                            points: if c.live() { 0.0 } else { c.points },
+                            hint: c.hint.clone(),
+                            shell: shell.get(i).cloned().unwrap_or_default(),
+                        }
+                    })
+                    .collect();
+                StepView {
+                    id: step.id.clone(),
+                    title: step.title.clone(),
+                    text: run(&step.text),
+                    explain: run(&step.explain),
+                    panels: step.panels.clone(),
+                    questions,
+                }
+            })
+            .collect();
     LabView {
         id: lab.id.clone(),
         title: lab.title.clone(),
         welcome: lab.welcome.clone(),
         fin: lab.fin.clone(),
         steps,
-        answers_file: engine.dir.answers().display().to_string(),
+        answers_file: answers_file.to_string(),
     }
 }
 
@@ -417,8 +441,8 @@ fn view(engine: &Engine) -> LabView {
 fn kdiag_path() -> Option<String> {
     let exe = std::env::current_exe().ok()?;
     let dir = exe.parent()?;
-    let on_path = std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d == dir));
+    let on_path =
+        std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d == dir));
     let standard = ["/usr/bin", "/usr/local/bin", "/bin"]
         .iter()
         .any(|d| dir == std::path::Path::new(d));
@@ -592,7 +616,13 @@ fn submit(
     let packed = submission::pack(&checks, &answers, &dir.path, &learner, seed.as_str())?;
     let safe: String = learner
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     let out = out.unwrap_or_else(|| {
         PathBuf::from(if folder {
@@ -635,8 +665,9 @@ fn reference(
             print!("{}", solution::print(&sol, &lab, &facts, learner)?);
         }
         Some(dir) => {
-            solution::make(&source, &lab, &checks, &seed, learner, &dir)
-                .with_context(|| format!("cannot make the reference submission in {}", dir.display()))?;
+            solution::make(&source, &lab, &checks, &seed, learner, &dir).with_context(|| {
+                format!("cannot make the reference submission in {}", dir.display())
+            })?;
             println!(
                 "Wrote the reference submission of learner {learner} (seed {seed}) to {}",
                 dir.display()

@@ -129,7 +129,10 @@ fn exec(name: &str, args: &[String]) -> anyhow::Result<u8> {
 }
 
 fn describe(name: &str, seed: Option<u64>, args: &[String]) -> anyhow::Result<u8> {
-    print!("{}", workloads::ground_truth(name, seed.map(|s| s.to_string()).as_deref(), args)?);
+    print!(
+        "{}",
+        workloads::ground_truth(name, seed.map(|s| s.to_string()).as_deref(), args)?
+    );
     Ok(error::OK)
 }
 

@@ -105,7 +105,9 @@ impl Course {
         }
         let secret = unhex(&file.secret)
             .filter(|s| s.len() >= 16)
-            .with_context(|| format!("{name}: the secret is not the hex kdiag course init writes"))?;
+            .with_context(|| {
+                format!("{name}: the secret is not the hex kdiag course init writes")
+            })?;
         Ok(Course {
             path: path.to_path_buf(),
             secret,

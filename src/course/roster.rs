@@ -71,7 +71,11 @@ impl Roster {
             }
             let id = row.get(id_col).map(|s| s.trim()).unwrap_or_default();
             if id.is_empty() {
-                anyhow::bail!("{name}:{}: no learner id in column {:?}", n + 1, header[id_col]);
+                anyhow::bail!(
+                    "{name}:{}: no learner id in column {:?}",
+                    n + 1,
+                    header[id_col]
+                );
             }
             if !seen.insert(super::token::normalise_id(id)) {
                 anyhow::bail!("{name}:{}: learner {id:?} is listed twice", n + 1);
@@ -163,17 +167,30 @@ mod tests {
         assert_eq!(r.learners[0].folder.as_deref(), Some("sub-1"));
         assert_eq!(r.learners[1].folder, None);
         assert_eq!(r.by_folder("sub-1").unwrap().id, "ADA@example.org");
-        assert_eq!(r.by_folder("BOB@example.org").unwrap().id, "bob@example.org");
-        assert!(r.by_folder("ada@example.org").is_none(), "Ada's folder is sub-1");
+        assert_eq!(
+            r.by_folder("BOB@example.org").unwrap().id,
+            "bob@example.org"
+        );
+        assert!(
+            r.by_folder("ada@example.org").is_none(),
+            "Ada's folder is sub-1"
+        );
         assert_eq!(r.by_id("ada@example.org").unwrap().id, "ADA@example.org");
     }
 
     #[test]
     fn says_what_is_wrong() {
         let e = Roster::parse("r.csv", "name,age\nx,1\n").unwrap_err();
-        assert!(e.to_string().contains("r.csv:1: no learner id column"), "{e}");
+        assert!(
+            e.to_string().contains("r.csv:1: no learner id column"),
+            "{e}"
+        );
         let e = Roster::parse("r.csv", "id\na\nA\n").unwrap_err();
-        assert!(e.to_string().contains("r.csv:3: learner \"A\" is listed twice"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("r.csv:3: learner \"A\" is listed twice"),
+            "{e}"
+        );
         let e = Roster::parse("r.csv", "").unwrap_err();
         assert!(e.to_string().contains("empty"), "{e}");
     }
@@ -182,6 +199,9 @@ mod tests {
     fn fields_round_trip() {
         let row = ["a,b", "c\"d", "plain"];
         let line: Vec<String> = row.iter().map(|f| csv_field(f)).collect();
-        assert_eq!(csv_rows(&line.join(",")), vec![row.map(String::from).to_vec()]);
+        assert_eq!(
+            csv_rows(&line.join(",")),
+            vec![row.map(String::from).to_vec()]
+        );
     }
 }

@@ -88,11 +88,13 @@ impl Check {
     }
 
     pub fn placeholder(&self) -> &str {
-        self.placeholder.as_deref().unwrap_or(if self.is_artifact() {
-            "<FILE>"
-        } else {
-            "<VALUE>"
-        })
+        self.placeholder
+            .as_deref()
+            .unwrap_or(if self.is_artifact() {
+                "<FILE>"
+            } else {
+                "<VALUE>"
+            })
     }
 }
 
@@ -122,7 +124,9 @@ fn validate(path: &str, file: &CheckFile, lab: &str, steps: &[String]) -> anyhow
             return Err(bad("the id is used twice".into()));
         }
         if c.id.split('.').any(str::is_empty) {
-            return Err(bad("the id must be a dotted answers key like who.pid".into()));
+            return Err(bad(
+                "the id must be a dotted answers key like who.pid".into()
+            ));
         }
         if !steps.is_empty() && !steps.contains(&c.step) {
             return Err(bad(format!("step {:?} is not a step of the lab", c.step)));
@@ -173,13 +177,16 @@ mod tests {
         Ok(file)
     }
 
-    const BASE: &str = "[[checks]]\nid = \"a.b\"\nstep = \"s\"\nname = \"n\"\nhint = \"h\"\nfail = \"f\"\n";
+    const BASE: &str =
+        "[[checks]]\nid = \"a.b\"\nstep = \"s\"\nname = \"n\"\nhint = \"h\"\nfail = \"f\"\n";
 
     #[test]
     fn live_checks_have_no_points_and_graded_ones_have_some() {
         let ok = parse(&format!("{BASE}kind = \"fact\"\nfact = \"live.pid\"\n")).unwrap();
         assert!(ok.checks[0].live());
-        let e = parse(&format!("{BASE}kind = \"fact\"\nfact = \"live.pid\"\npoints = 2\n"));
+        let e = parse(&format!(
+            "{BASE}kind = \"fact\"\nfact = \"live.pid\"\npoints = 2\n"
+        ));
         assert!(e.unwrap_err().to_string().contains("live checks"));
         let e = parse(&format!("{BASE}kind = \"fact\"\nfact = \"expect.file\"\n"));
         assert!(e.unwrap_err().to_string().contains("points > 0"));
@@ -192,12 +199,16 @@ mod tests {
 
     #[test]
     fn mistakes_are_named() {
-        let e = parse(&format!("{BASE}kind = \"fact\"\nfact = \"session.pid\"\npoints = 1\n"));
+        let e = parse(&format!(
+            "{BASE}kind = \"fact\"\nfact = \"session.pid\"\npoints = 1\n"
+        ));
         assert!(e.unwrap_err().to_string().contains("unknown fact"));
         let e = parse(&format!("{BASE}kind = \"equals\"\npoints = 1\n"));
         assert!(e.unwrap_err().to_string().contains("needs `expected`"));
         let other = BASE.replace("\"s\"", "\"t\"");
-        let e = parse(&format!("{other}kind = \"equals\"\nexpected = 1\npoints = 1\n"));
+        let e = parse(&format!(
+            "{other}kind = \"equals\"\nexpected = 1\npoints = 1\n"
+        ));
         assert!(e.unwrap_err().to_string().contains("not a step"));
     }
 

@@ -82,7 +82,10 @@ pub fn suspicious(checks: &[Check], class: &[Graded]) -> Vec<Suspicion> {
             let detail = if whose.is_empty() {
                 format!("its manifest was made with seed {claimed}, not the learner's")
             } else {
-                format!("its manifest was made with the seed of {}", whose.join(", "))
+                format!(
+                    "its manifest was made with the seed of {}",
+                    whose.join(", ")
+                )
             };
             let mut subs = vec![g.submission.clone()];
             subs.extend(whose);
@@ -182,7 +185,10 @@ fn artifacts(
         let Ok(data) = evidence.read(&answer) else {
             continue;
         };
-        by_hash.entry(Sha256::digest(&data).into()).or_default().push(i);
+        by_hash
+            .entry(Sha256::digest(&data).into())
+            .or_default()
+            .push(i);
         let passed = g
             .results
             .iter()
@@ -234,7 +240,10 @@ pub fn gradescope_learner(metadata: &str, known: impl Fn(&str) -> bool) -> Optio
             })
             .filter(|s| !s.trim().is_empty())
     };
-    let candidates: Vec<String> = ["email", "sid", "id"].iter().filter_map(|k| field(k)).collect();
+    let candidates: Vec<String> = ["email", "sid", "id"]
+        .iter()
+        .filter_map(|k| field(k))
+        .collect();
     candidates
         .iter()
         .find(|c| known(c))
@@ -271,7 +280,8 @@ mod tests {
             &Token::parse(name).unwrap(),
             &serde_json::json!({"expect": {"file": file, "io": "WS"}}),
         );
-        let answers = Answers::parse("a", &format!("[why]\nfile = {answer:?}\nio = 'WS'\n")).unwrap();
+        let answers =
+            Answers::parse("a", &format!("[why]\nfile = {answer:?}\nio = 'WS'\n")).unwrap();
         let evidence = Evidence::Files(Default::default());
         let results = evaluate(&checks(), &answers, &facts, &evidence, None);
         Graded {
@@ -298,21 +308,37 @@ mod tests {
     fn copies_between_variants_are_found_and_honest_work_is_not() {
         let class = vec![
             learner("ada", "a.dat", "/var/tmp/x/a.dat"),
-            learner("bob", "b.dat", "a.dat"),  // copied Ada's
-            learner("cy", "c.dat", "c.dat"),   // honest
-            learner("dee", "c.dat", "c.dat"),  // same variant as cy: fine
+            learner("bob", "b.dat", "a.dat"),   // copied Ada's
+            learner("cy", "c.dat", "c.dat"),    // honest
+            learner("dee", "c.dat", "c.dat"),   // same variant as cy: fine
             learner("eve", "e.dat", "zzz.dat"), // wrong, but nobody's
         ];
         let found = suspicious(&checks(), &class);
-        let kinds: Vec<(&str, Vec<String>)> = found.iter().map(|s| (s.kind, s.submissions.clone())).collect();
-        assert!(kinds.contains(&("other_variant", vec!["bob".into(), "ada".into()])), "{found:#?}");
-        assert!(kinds.contains(&("same_answer", vec!["ada".into(), "bob".into()])), "{found:#?}");
-        assert_eq!(found.len(), 2, "why.io is the same for all, cy/dee share a variant: {found:#?}");
+        let kinds: Vec<(&str, Vec<String>)> = found
+            .iter()
+            .map(|s| (s.kind, s.submissions.clone()))
+            .collect();
+        assert!(
+            kinds.contains(&("other_variant", vec!["bob".into(), "ada".into()])),
+            "{found:#?}"
+        );
+        assert!(
+            kinds.contains(&("same_answer", vec!["ada".into(), "bob".into()])),
+            "{found:#?}"
+        );
+        assert_eq!(
+            found.len(),
+            2,
+            "why.io is the same for all, cy/dee share a variant: {found:#?}"
+        );
     }
 
     #[test]
     fn a_manifest_with_someone_else_s_seed_is_reported() {
-        let mut class = vec![learner("ada", "a.dat", "a.dat"), learner("bob", "b.dat", "b.dat")];
+        let mut class = vec![
+            learner("ada", "a.dat", "a.dat"),
+            learner("bob", "b.dat", "b.dat"),
+        ];
         class[1].manifest_seed = Some("ada".into());
         let found = suspicious(&checks(), &class);
         assert_eq!(found.len(), 1, "{found:#?}");
@@ -323,8 +349,14 @@ mod tests {
     #[test]
     fn gradescope_metadata_names_the_learner() {
         let m = r#"{"users": [{"email": "Ada@x.org", "sid": "123", "name": "Ada"}], "id": 9}"#;
-        assert_eq!(gradescope_learner(m, |_| false).as_deref(), Some("Ada@x.org"));
-        assert_eq!(gradescope_learner(m, |c| c == "123").as_deref(), Some("123"));
+        assert_eq!(
+            gradescope_learner(m, |_| false).as_deref(),
+            Some("Ada@x.org")
+        );
+        assert_eq!(
+            gradescope_learner(m, |c| c == "123").as_deref(),
+            Some("123")
+        );
         assert_eq!(gradescope_learner("{}", |_| true), None);
     }
 }

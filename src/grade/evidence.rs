@@ -108,7 +108,10 @@ mod tests {
             base: d.path().into(),
             confined: false,
         };
-        assert_eq!(own.read(&outside.path().display().to_string()).unwrap(), b"secret");
+        assert_eq!(
+            own.read(&outside.path().display().to_string()).unwrap(),
+            b"secret"
+        );
         assert_eq!(own.read("link").unwrap(), b"secret");
 
         let files = Evidence::Files(BTreeMap::from([("artifacts/p".to_string(), b"x".to_vec())]));

@@ -81,7 +81,10 @@ pub fn bytes(s: &str) -> Option<u64> {
         .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | ',' | '_' | ' ')))
         .unwrap_or(s.len());
     let (num, unit) = s.split_at(end);
-    let num: String = num.chars().filter(|c| c.is_ascii_digit() || *c == '.').collect();
+    let num: String = num
+        .chars()
+        .filter(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
     if num.is_empty() || num.starts_with('.') {
         return None;
     }
@@ -140,10 +143,7 @@ fn syscall(s: &str) -> Option<String> {
         .iter()
         .find_map(|p| s.strip_prefix(p))
         .unwrap_or(s);
-    let ok = !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    let ok = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
     ok.then(|| name.to_string())
 }
 
@@ -254,11 +254,26 @@ mod tests {
         assert!(same(Form::Function, "flush_ledger()", "flush_ledger"));
         assert!(!same(Form::Function, "flush", "flush_ledger"));
 
-        assert!(same(Form::File, "/var/tmp/kdiag-io-app-1000/ledger-1a2b.dat", "ledger-1a2b.dat"));
+        assert!(same(
+            Form::File,
+            "/var/tmp/kdiag-io-app-1000/ledger-1a2b.dat",
+            "ledger-1a2b.dat"
+        ));
         assert!(same(Form::File, "ledger-1a2b.dat", "ledger-1a2b.dat"));
-        assert!(!same(Form::File, "/var/tmp/ledger-1a2c.dat", "ledger-1a2b.dat"));
+        assert!(!same(
+            Form::File,
+            "/var/tmp/ledger-1a2c.dat",
+            "ledger-1a2b.dat"
+        ));
 
-        for a in ["EINVAL", "einval", "22", "-22", "Invalid argument", "EINVAL (Invalid argument)"] {
+        for a in [
+            "EINVAL",
+            "einval",
+            "22",
+            "-22",
+            "Invalid argument",
+            "EINVAL (Invalid argument)",
+        ] {
             assert!(same(Form::Errno, a, "EINVAL"), "{a}");
         }
         assert!(!same(Form::Errno, "ENOENT", "EINVAL"));

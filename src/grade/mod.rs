@@ -79,7 +79,10 @@ fn evaluate_one(c: &Check, answers: &Answers, facts: &Facts, evidence: &Evidence
             Err(Missing::Artifact(why)) => (Status::Failed, format!("{}: {why}", c.id)),
             Err(Missing::Fact(f)) => (
                 Status::Error,
-                format!("cannot check {}: the truth of this variant has no fact {f}", c.id),
+                format!(
+                    "cannot check {}: the truth of this variant has no fact {f}",
+                    c.id
+                ),
             ),
         }
     };
@@ -88,7 +91,11 @@ fn evaluate_one(c: &Check, answers: &Answers, facts: &Facts, evidence: &Evidence
         id: c.id.clone(),
         step: c.step.clone(),
         name: c.name.clone(),
-        score: if status == Status::Passed { max_score } else { 0.0 },
+        score: if status == Status::Passed {
+            max_score
+        } else {
+            0.0
+        },
         max_score,
         graded,
         status,
@@ -143,7 +150,11 @@ pub fn expected(c: &Check, facts: &Facts) -> Result<Vec<String>, Missing> {
         }),
         Kind::Fact => {
             let name = c.fact.as_deref().unwrap_or_default();
-            Some(facts.get(name).ok_or_else(|| Missing::Fact(name.to_string()))?)
+            Some(
+                facts
+                    .get(name)
+                    .ok_or_else(|| Missing::Fact(name.to_string()))?,
+            )
         }
         Kind::ArtifactContains => None,
     };
@@ -154,7 +165,8 @@ pub fn expected(c: &Check, facts: &Facts) -> Result<Vec<String>, Missing> {
 /// learners), or of an artifact's required strings; None when it has none.
 pub fn variant_key(c: &Check, facts: &Facts) -> Option<String> {
     if c.is_artifact() {
-        let filled: Result<Vec<String>, String> = c.contains.iter().map(|s| facts.fill(s)).collect();
+        let filled: Result<Vec<String>, String> =
+            c.contains.iter().map(|s| facts.fill(s)).collect();
         return filled.ok().map(|v| v.join("\u{1f}"));
     }
     let first = expected(c, facts).ok()?.into_iter().next()?;
@@ -206,7 +218,10 @@ mod tests {
     }
 
     fn facts(expect: serde_json::Value) -> Facts {
-        Facts::from_truth(&Token::parse("s1").unwrap(), &serde_json::json!({ "expect": expect }))
+        Facts::from_truth(
+            &Token::parse("s1").unwrap(),
+            &serde_json::json!({ "expect": expect }),
+        )
     }
 
     fn none() -> Evidence {
@@ -221,9 +236,16 @@ mod tests {
         let r = evaluate(&[c.clone()], &answers("[a]\nb = 42"), &f, &none(), None);
         assert_eq!((r[0].status, r[0].score), (Status::Passed, 2.0));
         let r = evaluate(&[c.clone()], &answers("[a]\nb = 43"), &f, &none(), None);
-        assert_eq!((r[0].status, r[0].score, r[0].message.as_str()), (Status::Failed, 0.0, "wrong"));
+        assert_eq!(
+            (r[0].status, r[0].score, r[0].message.as_str()),
+            (Status::Failed, 0.0, "wrong")
+        );
         let r = evaluate(&[c.clone()], &answers(""), &f, &none(), None);
-        assert!(r[0].message.contains("no answer for a.b"), "{}", r[0].message);
+        assert!(
+            r[0].message.contains("no answer for a.b"),
+            "{}",
+            r[0].message
+        );
         c.fact = Some("expect.missing".into());
         let r = evaluate(&[c.clone()], &answers("[a]\nb = 1"), &f, &none(), None);
         assert_eq!(r[0].status, Status::Error);
@@ -241,7 +263,10 @@ mod tests {
         let f = facts(serde_json::json!({}));
         let a = answers("[a]\nb = 77");
         let r = evaluate(&[c.clone()], &a, &f, &none(), None);
-        assert_eq!((r[0].status, r[0].graded, r[0].max_score), (Status::NotGraded, false, 0.0));
+        assert_eq!(
+            (r[0].status, r[0].graded, r[0].max_score),
+            (Status::NotGraded, false, 0.0)
+        );
         assert_eq!(totals(&r), (0.0, 0.0));
         let r = evaluate(&[c.clone()], &a, &f.with_live(77), &none(), None);
         assert_eq!((r[0].status, r[0].graded), (Status::Passed, false));
@@ -256,15 +281,25 @@ mod tests {
         let mut c = check(Kind::ArtifactContains);
         c.contains = vec![";{expect.function};".into()];
         let files = Evidence::Files(BTreeMap::from([
-            ("p.folded".to_string(), b"io-app;main;flush_ledger;write 3\n".to_vec()),
-            ("q.folded".to_string(), b"io-app;main;persist_journal;write 3\n".to_vec()),
+            (
+                "p.folded".to_string(),
+                b"io-app;main;flush_ledger;write 3\n".to_vec(),
+            ),
+            (
+                "q.folded".to_string(),
+                b"io-app;main;persist_journal;write 3\n".to_vec(),
+            ),
         ]));
         let run = |a: &str| evaluate(&[c.clone()], &answers(a), &f, &files, None)[0].clone();
         assert_eq!(run("[a]\nb = 'p.folded'").status, Status::Passed);
         assert_eq!(run("[a]\nb = 'q.folded'").status, Status::Failed);
         let gone = run("[a]\nb = 'r.folded'");
         assert_eq!(gone.status, Status::Failed);
-        assert!(gone.message.contains("not in the submission"), "{}", gone.message);
+        assert!(
+            gone.message.contains("not in the submission"),
+            "{}",
+            gone.message
+        );
         assert_eq!(
             variant_key(&c, &f).as_deref(),
             Some(";flush_ledger;"),
@@ -280,7 +315,13 @@ mod tests {
             step: "t".into(),
             ..c.clone()
         };
-        let r = evaluate(&[c, other], &answers("[a]\nb = '3'"), &facts(serde_json::json!({})), &none(), Some("s"));
+        let r = evaluate(
+            &[c, other],
+            &answers("[a]\nb = '3'"),
+            &facts(serde_json::json!({})),
+            &none(),
+            Some("s"),
+        );
         assert_eq!(r.len(), 1);
         assert_eq!(r[0].status, Status::Passed);
     }

@@ -83,14 +83,21 @@ pub fn summary(results: &[CheckResult]) -> String {
     let (score, max) = totals(results);
     let graded: Vec<&CheckResult> = results.iter().filter(|r| r.graded).collect();
     let passed = graded.iter().filter(|r| r.status == Status::Passed).count();
-    let mut out = format!("{passed}/{} checks passed, {score}/{max} points", graded.len());
+    let mut out = format!(
+        "{passed}/{} checks passed, {score}/{max} points",
+        graded.len()
+    );
     let live: Vec<&str> = results
         .iter()
         .filter(|r| r.status == Status::NotGraded)
         .map(|r| r.id.as_str())
         .collect();
     if !live.is_empty() {
-        let _ = write!(out, " ({} checked live by the lab, not graded)", live.join(", "));
+        let _ = write!(
+            out,
+            " ({} checked live by the lab, not graded)",
+            live.join(", ")
+        );
     }
     out
 }
@@ -260,7 +267,11 @@ mod tests {
             status,
             graded: status != Status::NotGraded,
             score,
-            max_score: if status == Status::NotGraded { 0.0 } else { 2.0 },
+            max_score: if status == Status::NotGraded {
+                0.0
+            } else {
+                2.0
+            },
             message: match status {
                 Status::Passed => String::new(),
                 Status::NotGraded => super::super::NOT_GRADED.into(),
@@ -291,14 +302,25 @@ mod tests {
         assert!((p["score"].as_f64().unwrap() - 1.0 / 3.0).abs() < 1e-9);
         let j: serde_json::Value =
             serde_json::from_str(&render(Format::Json, "0-demo", &results())).unwrap();
-        assert_eq!((j["score"].as_f64(), j["max_score"].as_f64()), (Some(2.0), Some(6.0)));
+        assert_eq!(
+            (j["score"].as_f64(), j["max_score"].as_f64()),
+            (Some(2.0), Some(6.0))
+        );
         assert_eq!(j["checks"][3]["status"], "not_graded");
         let x = render(Format::Junit, "0-demo", &results());
-        assert!(x.contains("tests=\"4\" failures=\"1\" errors=\"1\" skipped=\"1\""), "{x}");
-        assert!(x.contains("message=\"x &lt; y &amp; &quot;z&quot;\""), "{x}");
+        assert!(
+            x.contains("tests=\"4\" failures=\"1\" errors=\"1\" skipped=\"1\""),
+            "{x}"
+        );
+        assert!(
+            x.contains("message=\"x &lt; y &amp; &quot;z&quot;\""),
+            "{x}"
+        );
         let t = render(Format::Text, "0-demo", &results());
         assert!(
-            t.ends_with("1/3 checks passed, 2/6 points (who.pid checked live by the lab, not graded)\n"),
+            t.ends_with(
+                "1/3 checks passed, 2/6 points (who.pid checked live by the lab, not graded)\n"
+            ),
             "{t}"
         );
     }
@@ -311,12 +333,19 @@ mod tests {
         assert_eq!(g["score"], 0.0);
         assert!(g["output"].as_str().unwrap().contains(why));
         let p: serde_json::Value =
-            serde_json::from_str(&render_invalid(Format::Prairielearn, "0-demo", why, 10.0)).unwrap();
-        assert_eq!((p["gradable"].as_bool(), p["message"].as_str()), (Some(false), Some(why)));
+            serde_json::from_str(&render_invalid(Format::Prairielearn, "0-demo", why, 10.0))
+                .unwrap();
+        assert_eq!(
+            (p["gradable"].as_bool(), p["message"].as_str()),
+            (Some(false), Some(why))
+        );
         let j: serde_json::Value =
             serde_json::from_str(&render_invalid(Format::Json, "0-demo", why, 10.0)).unwrap();
         assert_eq!(j["max_score"], 10.0);
         let x = render_invalid(Format::Junit, "0-demo", why, 10.0);
-        assert!(x.contains("errors=\"1\"") && x.contains("<error message="), "{x}");
+        assert!(
+            x.contains("errors=\"1\"") && x.contains("<error message="),
+            "{x}"
+        );
     }
 }

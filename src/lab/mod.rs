@@ -133,7 +133,11 @@ fn check_inputs(lab: &Lab, checks: &CheckFile) -> anyhow::Result<()> {
     for step in &lab.steps {
         for (key, input) in &step.inputs {
             let path = format!("labs/{}/lab.toml", lab.id);
-            if !checks.checks.iter().any(|c| &c.id == key && c.step == step.id) {
+            if !checks
+                .checks
+                .iter()
+                .any(|c| &c.id == key && c.step == step.id)
+            {
                 anyhow::bail!(
                     "{path}: step {}: inputs names {key:?}, which is not a check of that step",
                     step.id
@@ -142,7 +146,10 @@ fn check_inputs(lab: &Lab, checks: &CheckFile) -> anyhow::Result<()> {
             if let Input::Choice { choices } = input
                 && choices.is_empty()
             {
-                anyhow::bail!("{path}: step {}: the choice {key:?} has no choices", step.id);
+                anyhow::bail!(
+                    "{path}: step {}: the choice {key:?} has no choices",
+                    step.id
+                );
             }
         }
     }

@@ -90,7 +90,12 @@ pub fn answers(sol: &SolutionFile, facts: &Facts) -> anyhow::Result<(Answers, Ve
 }
 
 /// The reference answers as a commented answers.toml, for the instructor.
-pub fn print(sol: &SolutionFile, lab: &Lab, facts: &Facts, learner: &str) -> anyhow::Result<String> {
+pub fn print(
+    sol: &SolutionFile,
+    lab: &Lab,
+    facts: &Facts,
+    learner: &str,
+) -> anyhow::Result<String> {
     let (answers, live) = answers(sol, facts)?;
     let mut out = format!(
         "# Reference answers for lab {}, learner {learner} (seed {}).\n",
@@ -142,7 +147,11 @@ pub fn make(
     made?;
     let (answers, _) = answers(&sol, &live)?;
     let mut files: Vec<String> = vec![ANSWERS.to_string()];
-    files.extend(sol.artifacts.iter().map(|r| format!("artifacts/{}", r.file)));
+    files.extend(
+        sol.artifacts
+            .iter()
+            .map(|r| format!("artifacts/{}", r.file)),
+    );
     let manifest = Manifest {
         format_version: 1,
         lab: checks.lab.clone(),
@@ -168,7 +177,10 @@ fn make_artifacts(
     for r in &sol.artifacts {
         std::thread::sleep(Duration::from_secs_f64(r.warmup_s.unwrap_or(1.0)));
         if let Some(why) = workload.exited() {
-            anyhow::bail!("the workload stopped before {} could be made ({why})", r.file);
+            anyhow::bail!(
+                "the workload stopped before {} could be made ({why})",
+                r.file
+            );
         }
         let path = dir.join(&r.file);
         let mut args = Vec::new();
@@ -207,7 +219,10 @@ fn make_artifacts(
 /// Every fact a solution's answers and recipes name.
 pub fn facts_named(sol: &SolutionFile) -> Vec<String> {
     let text = toml::to_string(&sol.answers).unwrap_or_default();
-    let mut names: Vec<String> = placeholders(&text).into_iter().map(str::to_string).collect();
+    let mut names: Vec<String> = placeholders(&text)
+        .into_iter()
+        .map(str::to_string)
+        .collect();
     for r in &sol.artifacts {
         for a in &r.command {
             names.extend(placeholders(a).into_iter().map(str::to_string));
@@ -231,7 +246,10 @@ mod tests {
             // Every fact named is of a known kind.
             for f in facts_named(&sol) {
                 assert!(
-                    f == "seed" || ["workload.", "expect.", "live."].iter().any(|p| f.starts_with(p)),
+                    f == "seed"
+                        || ["workload.", "expect.", "live."]
+                            .iter()
+                            .any(|p| f.starts_with(p)),
                     "{id}: {f}"
                 );
             }

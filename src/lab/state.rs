@@ -139,7 +139,10 @@ mod tests {
     fn an_explicit_dir_wins_and_is_absolute() {
         let r = root(Some(Path::new("rel"))).unwrap();
         assert!(r.is_absolute() && r.ends_with("rel"), "{}", r.display());
-        assert_eq!(LabDir::new(&r, "0-demo").answers(), r.join("0-demo/answers.toml"));
+        assert_eq!(
+            LabDir::new(&r, "0-demo").answers(),
+            r.join("0-demo/answers.toml")
+        );
     }
 
     #[test]

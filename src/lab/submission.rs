@@ -112,8 +112,8 @@ pub fn open_answers(path: &Path, confined: bool) -> Result<Submission, Invalid> 
         Limits::input()
     };
     let text = user_files::read_to_string(path, &limits).map_err(|e| Invalid(reason(e)))?;
-    let answers =
-        Answers::parse(&path.display().to_string(), &text).map_err(|e| Invalid(format!("{e:#}")))?;
+    let answers = Answers::parse(&path.display().to_string(), &text)
+        .map_err(|e| Invalid(format!("{e:#}")))?;
     let base = path
         .parent()
         .map(Path::to_path_buf)
@@ -127,7 +127,9 @@ pub fn open_answers(path: &Path, confined: bool) -> Result<Submission, Invalid> 
 
 fn reason(e: UserFileError) -> String {
     match e {
-        UserFileError::NotFound(p) => format!("{}: no such file: nothing was submitted", p.display()),
+        UserFileError::NotFound(p) => {
+            format!("{}: no such file: nothing was submitted", p.display())
+        }
         other => other.to_string(),
     }
 }
@@ -146,8 +148,8 @@ fn open_folder(dir: &Path) -> Result<Submission, Invalid> {
 fn open_archive(path: &Path) -> Result<Submission, Invalid> {
     let data = user_files::read(path, &Limits::submission().max(MAX_ARCHIVE_BYTES))
         .map_err(|e| Invalid(reason(e)))?;
-    let mut files = tar::read(&data, &TAR_LIMITS)
-        .map_err(|e| Invalid(format!("{}: {e}", path.display())))?;
+    let mut files =
+        tar::read(&data, &TAR_LIMITS).map_err(|e| Invalid(format!("{}: {e}", path.display())))?;
     // An archive of a folder (sub/answers.toml): its files are the submission.
     if !files.contains_key(ANSWERS) {
         let roots: Vec<String> = files
@@ -172,7 +174,10 @@ fn open_archive(path: &Path) -> Result<Submission, Invalid> {
         .map_err(|_| Invalid(format!("{} is not UTF-8 text", name(ANSWERS))))?;
     let answers = Answers::parse(&name(ANSWERS), text).map_err(|e| Invalid(format!("{e:#}")))?;
     let manifest = match files.get(MANIFEST) {
-        Some(m) => Some(parse_manifest(&name(MANIFEST), &String::from_utf8_lossy(m))?),
+        Some(m) => Some(parse_manifest(
+            &name(MANIFEST),
+            &String::from_utf8_lossy(m),
+        )?),
         None => None,
     };
     Ok(Submission {
@@ -221,7 +226,10 @@ pub fn pack(
         seed: seed.to_string(),
         files: files.iter().map(|(n, _)| n.clone()).collect(),
     };
-    files.push((MANIFEST.to_string(), toml::to_string(&manifest)?.into_bytes()));
+    files.push((
+        MANIFEST.to_string(),
+        toml::to_string(&manifest)?.into_bytes(),
+    ));
     Ok(files)
 }
 
@@ -333,7 +341,12 @@ mod tests {
         std::fs::create_dir(&upload).unwrap();
         std::fs::copy(&tar, upload.join("kdiag-0-demo.tar")).unwrap();
         assert!(open(&upload).is_ok());
-        assert!(write_folder(&folder, &files).unwrap_err().to_string().contains("not empty"));
+        assert!(
+            write_folder(&folder, &files)
+                .unwrap_err()
+                .to_string()
+                .contains("not empty")
+        );
     }
 
     #[test]

@@ -19,7 +19,9 @@ pub fn write(files: &[(String, Vec<u8>)], mtime: u64) -> Result<Vec<u8>, String>
     let mut out = Vec::new();
     for (name, data) in files {
         if name.len() > 100 || name.is_empty() || name.starts_with('/') {
-            return Err(format!("{name:?}: names in a submission are 1 to 100 bytes, relative"));
+            return Err(format!(
+                "{name:?}: names in a submission are 1 to 100 bytes, relative"
+            ));
         }
         let mut h = [0u8; BLOCK];
         h[..name.len()].copy_from_slice(name.as_bytes());
@@ -168,7 +170,10 @@ mod tests {
     #[test]
     fn round_trips_and_system_tar_agrees() {
         let files = vec![
-            ("answers.toml".to_string(), b"[who]\ncomm = \"io-app\"\n".to_vec()),
+            (
+                "answers.toml".to_string(),
+                b"[who]\ncomm = \"io-app\"\n".to_vec(),
+            ),
             ("artifacts/profile.folded".to_string(), vec![b'x'; 1000]),
             ("empty".to_string(), vec![]),
         ];
@@ -181,7 +186,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.tar");
         std::fs::write(&path, &data).unwrap();
-        let out = std::process::Command::new("tar").arg("-tvf").arg(&path).output();
+        let out = std::process::Command::new("tar")
+            .arg("-tvf")
+            .arg(&path)
+            .output();
         if let Ok(out) = out {
             assert!(out.status.success(), "{out:?}");
             let list = String::from_utf8_lossy(&out.stdout);
@@ -195,19 +203,37 @@ mod tests {
         let mut data = write(&files, 0).unwrap();
         data[0] = b'b';
         assert!(read(&data, &LIMITS).unwrap_err().contains("checksum"));
-        assert!(read(b"not a tar archive at all, but long enough? no", &LIMITS)
-            .unwrap()
-            .is_empty());
+        assert!(
+            read(b"not a tar archive at all, but long enough? no", &LIMITS)
+                .unwrap()
+                .is_empty()
+        );
         let mut link = write(&files, 0).unwrap();
         link[156] = b'2';
         let sum = checksum(&link[..BLOCK]);
         link[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
-        assert!(read(&link, &LIMITS).unwrap_err().contains("regular files only"));
+        assert!(
+            read(&link, &LIMITS)
+                .unwrap_err()
+                .contains("regular files only")
+        );
         let many: Vec<(String, Vec<u8>)> = (0..9).map(|i| (format!("f{i}"), vec![])).collect();
-        assert!(read(&write(&many, 0).unwrap(), &LIMITS).unwrap_err().contains("more than 8"));
+        assert!(
+            read(&write(&many, 0).unwrap(), &LIMITS)
+                .unwrap_err()
+                .contains("more than 8")
+        );
         let big = vec![("f".to_string(), vec![0u8; 2 << 20])];
-        assert!(read(&write(&big, 0).unwrap(), &LIMITS).unwrap_err().contains("over the limit"));
+        assert!(
+            read(&write(&big, 0).unwrap(), &LIMITS)
+                .unwrap_err()
+                .contains("over the limit")
+        );
         let cut = write(&[("f".to_string(), vec![1u8; 2000])], 0).unwrap();
-        assert!(read(&cut[..1024], &LIMITS).unwrap_err().contains("cut short"));
+        assert!(
+            read(&cut[..1024], &LIMITS)
+                .unwrap_err()
+                .contains("cut short")
+        );
     }
 }

@@ -312,7 +312,10 @@ impl State {
             self.overlay = Overlay::Final;
         } else if !changed.is_empty() {
             self.say(
-                format!("Answers file changed: {} checked again.", changed.join(", ")),
+                format!(
+                    "Answers file changed: {} checked again.",
+                    changed.join(", ")
+                ),
                 Tone::Info,
             );
         }

@@ -198,13 +198,15 @@ fn step(f: &mut Frame, area: Rect, s: &State) {
         }
     );
     f.render_widget(
-        Paragraph::new(Span::styled(heading, Style::new().add_modifier(Modifier::BOLD))),
+        Paragraph::new(Span::styled(
+            heading,
+            Style::new().add_modifier(Modifier::BOLD),
+        )),
         title,
     );
     let inner = text;
     let text_para = Paragraph::new(lines).scroll((s.scroll, 0));
     f.render_widget(text_para, inner.inner(ratatui::layout::Margin::new(1, 0)));
-
 
     let block = Block::new().borders(Borders::TOP).title(" Questions ");
     let inner = block.inner(questions);
