@@ -1,7 +1,8 @@
 //! Exit codes and the error types every command shares.
 //!
 //! 0 ok, 1 failure or finding (a check failed, a problem was found, an
-//! operation failed), 2 usage error (bad arguments, detected after clap).
+//! operation failed), 2 usage error (bad arguments, detected after clap),
+//! 3 missing privilege or kernel feature.
 
 /// Exit code for success.
 pub const OK: u8 = 0;
@@ -9,6 +10,20 @@ pub const OK: u8 = 0;
 pub const FAILURE: u8 = 1;
 /// Exit code for a usage error.
 pub const USAGE: u8 = 2;
+
+/// Exit code for a missing privilege or kernel feature.
+pub const MISSING: u8 = 3;
+
+/// A missing privilege or kernel feature; the message says what to do.
+/// `main` maps it to exit code 3.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct MissingError(pub String);
+
+/// Build a missing-privilege-or-feature error as an `anyhow::Error`.
+pub fn missing(msg: impl Into<String>) -> anyhow::Error {
+    MissingError(msg.into()).into()
+}
 
 /// A usage error found after argument parsing (for example two options that
 /// contradict each other). `main` maps it to exit code 2.
@@ -25,6 +40,8 @@ pub fn usage(msg: impl Into<String>) -> anyhow::Error {
 pub fn exit_code(err: &anyhow::Error) -> u8 {
     if err.downcast_ref::<UsageError>().is_some() {
         USAGE
+    } else if err.downcast_ref::<MissingError>().is_some() {
+        MISSING
     } else {
         FAILURE
     }

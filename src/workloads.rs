@@ -1,49 +1,17 @@
 //! The bundled workloads as kdiag finds and runs them: separate binaries
-//! (crate workloads/) installed next to kdiag's own executable.
+//! (crate workloads/) installed next to kdiag's own executable. Their
+//! ground truth comes from the same crate as a library, in-process.
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use anyhow::Context;
 
 use crate::error;
+use crate::model::block::DevId;
+use crate::sys::cgroup::{self, Cgroup, CgroupError};
 
 /// The bundled workloads: name and what is wrong with it.
-pub const WORKLOADS: &[(&str, &str)] = &[
-    (
-        "io-app",
-        "rewrites the same 10 MiB file region with large O_SYNC writes, forever",
-    ),
-    (
-        "scheduling",
-        "runs N small tasks as threads (MODE 0) or fork()ed processes (MODE 1)",
-    ),
-    (
-        "memory",
-        "copies a file with mmap (MODE 0) or read/write through a BLK-byte buffer (MODE 1)",
-    ),
-    (
-        "bio",
-        "20 threads doing tiny synchronous O_DIRECT reads: D state, high load, idle CPU",
-    ),
-    (
-        "io-stall",
-        "bursts of dirty page cache flushed by kernel threads: disk stalls, culprit looks idle",
-    ),
-    (
-        "cpu-burn",
-        "burns CPU in two named hot functions (user) or a system-call loop (kernel)",
-    ),
-    (
-        "lock-contend",
-        "threads serialised on one mutex held while sleeping",
-    ),
-    ("mem-leak", "resident memory grows steadily until a cap"),
-    (
-        "bad-elf",
-        "generates ELF files the kernel refuses to execute after the point of no return",
-    ),
-];
+pub use kdiag_workloads::WORKLOADS;
 
 /// The directory holding kdiag's own executable, where the workloads live.
 pub fn bin_dir() -> anyhow::Result<PathBuf> {
@@ -51,14 +19,19 @@ pub fn bin_dir() -> anyhow::Result<PathBuf> {
     Ok(exe.parent().map(PathBuf::from).unwrap_or_default())
 }
 
-pub fn binary(name: &str) -> anyhow::Result<PathBuf> {
-    if !WORKLOADS.iter().any(|(n, _)| *n == name) {
-        let names: Vec<&str> = WORKLOADS.iter().map(|(n, _)| *n).collect();
-        return Err(error::usage(format!(
-            "no workload named {name:?}; the workloads are: {}",
-            names.join(", ")
-        )));
+fn check_name(name: &str) -> anyhow::Result<()> {
+    if kdiag_workloads::names().any(|n| n == name) {
+        return Ok(());
     }
+    let names: Vec<&str> = kdiag_workloads::names().collect();
+    Err(error::usage(format!(
+        "no workload named {name:?}; the workloads are: {}",
+        names.join(", ")
+    )))
+}
+
+pub fn binary(name: &str) -> anyhow::Result<PathBuf> {
+    check_name(name)?;
     let dir = bin_dir()?;
     let path = dir.join(name);
     if !path.is_file() {
@@ -79,57 +52,86 @@ pub fn build_hint(dir: &std::path::Path) -> String {
     )
 }
 
-/// The `--seed` value a workload binary gets for a seed token. The bundled
-/// binaries take numbers only until they learn tokens (branch workloads):
-/// a number passes as it is, any other token as a 64-bit hash of its bytes.
-pub fn seed_arg(token: &str) -> String {
-    if token.parse::<u64>().is_ok() {
-        return token.to_string();
-    }
-    let mut h = 0xcbf2_9ce4_8422_2325u64; // FNV-1a
-    for b in token.bytes() {
-        h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
-    }
-    // Not 0: that is the documented default layout, not a variant.
-    (h | 1).to_string()
+/// A workload's ground truth (`--describe`, JSON text) for the seed token
+/// `seed` (course tokens included: callers that show it to a learner must
+/// refuse those); `args` are workload arguments that change it (e.g.
+/// scheduling's MODE). Computed in-process; no binary is needed.
+pub fn ground_truth(name: &str, seed: &str, args: &[String]) -> anyhow::Result<String> {
+    check_name(name)?;
+    kdiag_workloads::describe(name, seed, args).map_err(error::usage)
 }
 
-/// The ground truth of workload `name` for seed `token` (the `--describe`
-/// document): the one place labs, checks and grading get a learner's
-/// truth. `args` are workload arguments that change it (e.g. scheduling's
-/// MODE).
+/// The ground truth of workload `name` for seed `token`, parsed: the one
+/// place labs, checks and grading get a learner's truth.
 pub fn truth(name: &str, token: &str, args: &[String]) -> anyhow::Result<serde_json::Value> {
-    let text = ground_truth(name, Some(token), args)?;
+    let text = ground_truth(name, token, args)?;
     serde_json::from_str(&text).with_context(|| format!("the ground truth of {name} is not JSON"))
 }
 
-/// A workload's ground truth (`--describe`, JSON text) for `seed`; `args`
-/// are workload arguments that change it (e.g. scheduling's MODE). Under
-/// sudo it is the invoking user's, as `kdiag workload run` runs it as that
-/// user (the scratch directory's path depends on the uid).
-pub fn ground_truth(name: &str, seed: Option<&str>, args: &[String]) -> anyhow::Result<String> {
-    let path = binary(name)?;
-    let mut cmd = Command::new(&path);
-    cmd.arg("--describe").args(args);
-    if let Some(seed) = seed {
-        cmd.args(["--seed", &seed_arg(seed)]);
+/// The read-IOPS limit a workload's truth asks kdiag to apply to its disk
+/// before it starts (`expect.throttle_read_iops`), if any.
+pub fn read_iops_limit(truth: &serde_json::Value) -> Option<u64> {
+    truth["expect"]["throttle_read_iops"].as_u64()
+}
+
+/// A cgroup limiting the disk a workload's files live on; the workload's
+/// process joins it before it runs (`cgroup.join_on_exec`). Dropping it
+/// kills whatever is left in it and removes it.
+#[derive(Debug)]
+pub struct Throttle {
+    pub cgroup: Cgroup,
+    pub disk: DevId,
+    pub iops: u64,
+}
+
+/// Prepare the throttle `iops` for workload `name` started with `args`: a
+/// fresh cgroup with that read-IOPS limit on the disk of its scratch
+/// directory.
+pub fn throttle(name: &str, args: &[String], iops: u64) -> Result<Throttle, CgroupError> {
+    let dir = kdiag_workloads::scratch_dir(name, args).unwrap_or_else(|| PathBuf::from("/var/tmp"));
+    // Before the cgroup exists, so a bad path leaves nothing to clean up.
+    let disk = cgroup::disk_of(&dir)?;
+    let cgroup = Cgroup::create()?;
+    cgroup.limit_read_iops(disk, iops)?;
+    Ok(Throttle { cgroup, disk, iops })
+}
+
+/// What to tell a user when a throttle cannot be set up: what is missing
+/// and what to do.
+pub fn throttle_advice(name: &str, err: &CgroupError) -> String {
+    let unfaithful = format!(
+        "`{name}` needs its disk slowed down for its process to show what it teaches \
+         (threads waiting in D state, idle CPU); without it, pass --no-throttle \
+         to run it anyway (its threads then mostly run instead of waiting)"
+    );
+    match err {
+        CgroupError::NotRoot => format!("{err}\n{unfaithful}"),
+        CgroupError::NoController(_) => format!(
+            "{err}\n{unfaithful}. With cgroup v2 the io controller must be enabled \
+             (on systemd it is; check /sys/fs/cgroup/cgroup.controllers lists io)"
+        ),
+        _ => format!("cannot throttle the disk: {err}\n{unfaithful}"),
     }
-    crate::sys::process::privilege::run_as_invoker(&mut cmd);
-    let out = cmd
-        .output()
-        .with_context(|| format!("cannot run {}", path.display()))?;
-    if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let msg = stderr
-            .trim()
-            .trim_end_matches("Run with --help for usage.")
-            .trim_end()
-            .to_string();
-        // The workloads exit 2 on usage errors, as kdiag does.
-        return Err(match out.status.code() {
-            Some(2) => error::usage(msg),
-            _ => anyhow::anyhow!(msg),
-        });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truth_is_computed_in_process() {
+        let truth: serde_json::Value =
+            serde_json::from_str(&ground_truth("bio", "0", &[]).unwrap()).unwrap();
+        assert_eq!(truth["workload"]["name"], "bio");
+        assert_eq!(read_iops_limit(&truth), Some(200));
+        let quiet: serde_json::Value = serde_json::from_str(
+            &ground_truth("bio", "0", &["--no-throttle".to_string()]).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(read_iops_limit(&quiet), None);
+        let err = ground_truth("nope", "0", &[]).unwrap_err();
+        assert_eq!(error::exit_code(&err), error::USAGE);
+        let err = ground_truth("memory", "0", &[]).unwrap_err();
+        assert_eq!(error::exit_code(&err), error::USAGE, "{err}");
     }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }

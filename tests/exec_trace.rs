@@ -20,7 +20,7 @@ fn describe(defect: &str) -> Value {
         .output()
         .unwrap();
     assert!(out.status.success());
-    serde_json::from_slice(&out.stdout).unwrap()
+    serde_json::from_slice::<Value>(&out.stdout).unwrap()["expect"].clone()
 }
 
 /// `kdiag exec-trace --json --tier TIER -- cmd...`, parsed.

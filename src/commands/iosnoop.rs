@@ -65,9 +65,10 @@ pub struct Args {
     pub duration: Option<f64>,
 }
 
-/// Requests kept for the summary, pattern and JSON at the end: about
-/// 200 MB. Beyond it requests are still printed and counted.
-const MAX_KEPT: usize = 1_000_000;
+/// Requests kept for the summary, pattern and JSON at the end: about 75 MB
+/// (a request with its names is ~300 bytes). Beyond it requests are still
+/// printed and counted, so a storm cannot grow kdiag without bound.
+const MAX_KEPT: usize = 250_000;
 
 /// The --json document.
 #[derive(Serialize)]

@@ -1,15 +1,17 @@
 //! `kdiag workload`: list, run and describe the bundled misbehaving
 //! programs. They are separate binaries (crate workloads/) installed next to
-//! kdiag's own executable; kdiag finds them there.
+//! kdiag's own executable; kdiag finds them there. Their truth comes from
+//! the same crate, in-process.
 
-use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::Context;
 
 use crate::error;
 use crate::render::table::{Align, Table};
+use crate::sys::cgroup::CgroupError;
 use crate::sys::process::{privilege, user_files};
 use crate::workloads::{self, WORKLOADS, bin_dir, binary, build_hint};
 
@@ -39,9 +41,9 @@ enum Sub {
     Describe {
         /// Workload name (see `kdiag workload list`)
         name: String,
-        /// Seed whose parameters to describe
-        #[arg(long)]
-        seed: Option<u64>,
+        /// Seed token whose parameters to describe (not a course token)
+        #[arg(long, default_value = "0")]
+        seed: String,
         /// Further workload arguments that change the ground truth (e.g. 1 for scheduling's MODE)
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
@@ -63,8 +65,8 @@ enum Sub {
 pub fn run(args: Args) -> anyhow::Result<u8> {
     match args.command {
         Sub::List { json } => list(json),
-        Sub::Run { name, args } => exec(&name, &args),
-        Sub::Describe { name, seed, args } => describe(&name, seed, &args),
+        Sub::Run { name, args } => run_workload(&name, &args),
+        Sub::Describe { name, seed, args } => describe(&name, &seed, &args),
         Sub::BuildModule {
             name,
             out,
@@ -117,22 +119,141 @@ fn list(json: bool) -> anyhow::Result<u8> {
     Ok(error::OK)
 }
 
-/// Replace kdiag with the workload, so signals (Ctrl-C) and the exit status
-/// are the workload's own. Under sudo it runs as the invoking user.
-fn exec(name: &str, args: &[String]) -> anyhow::Result<u8> {
+/// Run a workload as the invoking user (under sudo). One whose truth asks
+/// for a disk limit runs in a throttling cgroup, with kdiag waiting as its
+/// parent; any other replaces kdiag (exec), so signals (Ctrl-C) and the
+/// exit status are the workload's own.
+fn run_workload(name: &str, args: &[String]) -> anyhow::Result<u8> {
     let path = binary(name)?;
-    let mut cmd = Command::new(&path);
+    // A command line the truth cannot parse is the workload's to explain.
+    let truth: Option<serde_json::Value> = kdiag_workloads::describe_args(name, args)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok());
+    let Some(truth) = truth.filter(|_| !args.iter().any(|a| a == "--describe")) else {
+        return exec(&path, args);
+    };
+    match workloads::read_iops_limit(&truth) {
+        Some(iops) => {
+            let course = truth["workload"]["seed"]
+                .as_str()
+                .is_some_and(kdiag_workloads::is_course_token);
+            run_throttled(name, &path, args, iops, course)
+        }
+        None => exec(&path, args),
+    }
+}
+
+fn exec(path: &Path, args: &[String]) -> anyhow::Result<u8> {
+    let mut cmd = Command::new(path);
     cmd.args(args);
     privilege::run_as_invoker(&mut cmd);
     let err = cmd.exec();
     Err(err).with_context(|| format!("cannot run {}", path.display()))
 }
 
-fn describe(name: &str, seed: Option<u64>, args: &[String]) -> anyhow::Result<u8> {
-    print!(
-        "{}",
-        workloads::ground_truth(name, seed.map(|s| s.to_string()).as_deref(), args)?
+/// Start the workload inside a cgroup that limits its disk's read IOPS,
+/// forward signals to it, and remove the cgroup when it ends. Exit status:
+/// the workload's, 128 + N if a signal ended it.
+fn run_throttled(
+    name: &str,
+    path: &Path,
+    args: &[String],
+    iops: u64,
+    course: bool,
+) -> anyhow::Result<u8> {
+    let throttle = workloads::throttle(name, args, iops).map_err(|e| {
+        let advice = workloads::throttle_advice(name, &e);
+        match e {
+            CgroupError::NotRoot | CgroupError::NoController(_) => error::missing(advice),
+            _ => anyhow::anyhow!(advice),
+        }
+    })?;
+    let disk = crate::sys::disks::names()
+        .remove(&throttle.disk)
+        .unwrap_or_else(|| throttle.disk.to_string());
+    // A course seed's limit is one of its facts: not shown.
+    let limit = if course {
+        String::new()
+    } else {
+        format!(" to {iops}/s")
+    };
+    eprintln!(
+        "kdiag: {name} runs in cgroup {} (v{}), its reads from {disk} limited{limit}",
+        throttle.cgroup.path().display(),
+        if throttle.cgroup.version() == crate::sys::cgroup::Version::V2 {
+            2
+        } else {
+            1
+        },
     );
+    let mut cmd = Command::new(path);
+    cmd.args(args);
+    // Order matters: join the cgroup as root, then become the invoker, then
+    // ask for SIGTERM if kdiag dies (a credential change clears it).
+    throttle.cgroup.join_on_exec(&mut cmd)?;
+    privilege::run_as_invoker(&mut cmd);
+    // SAFETY: prctl is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    };
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGQUIT, SIGTERM, SIGHUP])
+        .context("cannot handle signals")?;
+    let handle = signals.handle();
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("cannot run {}", path.display()))?;
+    let pid = child.id() as libc::pid_t;
+    let forwarder = std::thread::spawn(move || {
+        for sig in signals.forever() {
+            // SAFETY: the child is not reaped while this thread runs (the
+            // handle is closed before the reap), so pid is still ours.
+            unsafe { libc::kill(pid, sig) };
+        }
+    });
+    wait_exited(pid);
+    handle.close();
+    let _ = forwarder.join();
+    let status = child.wait().context("waiting for the workload")?;
+    drop(throttle); // kills anything left in the cgroup and removes it
+    Ok(match (status.code(), status.signal()) {
+        (Some(code), _) => code as u8,
+        (None, Some(sig)) => 128 + sig as u8,
+        _ => error::FAILURE,
+    })
+}
+
+/// Block until child `pid` has exited, leaving it unreaped.
+fn wait_exited(pid: libc::pid_t) {
+    loop {
+        // SAFETY: siginfo_t is plain data that waitid fills.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if rc == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return;
+        }
+    }
+}
+
+/// The truth for a seed, unless the seed is a learner's course token.
+fn describe(name: &str, seed: &str, args: &[String]) -> anyhow::Result<u8> {
+    if kdiag_workloads::is_course_token(seed) {
+        return Err(error::usage(kdiag_workloads::COURSE_REFUSAL));
+    }
+    print!("{}", workloads::ground_truth(name, seed, args)?);
+    println!();
     Ok(error::OK)
 }
 

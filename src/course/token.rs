@@ -191,6 +191,6 @@ mod tests {
     fn base32_digits() {
         assert_eq!(base32(&[0xff, 0xff], 3), "zzz");
         assert_eq!(base32(&[0, 0], 3), "000");
-        assert_eq!(base32(&[0b00001_000, 0b10_00000_0], 3), "120");
+        assert_eq!(base32(&[0b0000_1000, 0b1000_0000], 3), "120");
     }
 }

@@ -159,7 +159,8 @@ fn validate(path: &str, file: &CheckFile, lab: &str, steps: &[String]) -> anyhow
                     .into(),
             ));
         }
-        if !c.live() && !(c.points > 0.0 && c.points.is_finite()) {
+        let graded_points = c.points > 0.0 && c.points.is_finite();
+        if !c.live() && !graded_points {
             return Err(bad("a graded check needs points > 0".into()));
         }
     }

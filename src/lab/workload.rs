@@ -36,7 +36,7 @@ impl Workload {
         };
         let mut cmd = Command::new(&path);
         cmd.args(args)
-            .args(["--seed", &workloads::seed_arg(token), "--duration", "0"])
+            .args(["--seed", token, "--duration", "0"])
             .stdin(Stdio::null())
             .stdout(stdout)
             .stderr(stderr);

@@ -5,6 +5,7 @@
 //! here knows about a particular command.
 
 pub mod bpf;
+pub mod cgroup;
 pub mod disks;
 pub mod elf;
 pub mod kallsyms;

@@ -26,6 +26,12 @@ const REORDER_NS: u64 = 50_000_000;
 /// Unmatched starts or issues older than this are forgotten (merged away,
 /// or their completion was lost).
 const STALE_NS: u64 = 30_000_000_000;
+/// At most about this many starts, inserts and issues are kept waiting for
+/// their match. Under a storm with lost records, unmatched ones pile up
+/// faster than they go stale: past this, older ones are forgotten sooner
+/// (after `SHORT_STALE_NS`, then `REORDER_NS`), so memory stays bounded.
+const MAX_TRACKED: usize = 1 << 16;
+const SHORT_STALE_NS: u64 = 1_000_000_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -281,6 +287,13 @@ impl Source for BlockPerf {
                  or their completion records were not delivered)."
             ));
         }
+        let forgotten = self.matcher.forgotten();
+        if forgotten > 0 {
+            notes.push(format!(
+                "perf tier: {forgotten} issued requests were forgotten unmatched to keep memory \
+                 bounded (too many records were lost to match them); use --tier bpf under such load."
+            ));
+        }
         if let Some((counted, delivered)) = self.undelivered() {
             notes.push(format!(
                 "perf tier: the kernel counted {counted} completions but delivered only {delivered} \
@@ -317,6 +330,10 @@ pub struct Matcher {
     inserts: HashMap<(u64, u64), VecDeque<u64>>,
     inflight: HashMap<(u64, u64, u32), VecDeque<Issued>>,
     last_sweep: u64,
+    /// Entries in the three tables (approximately, between sweeps).
+    tracked: usize,
+    /// Issued requests forgotten early to keep memory bounded.
+    forgotten: u64,
 }
 
 impl Matcher {
@@ -328,12 +345,20 @@ impl Matcher {
             inserts: HashMap::new(),
             inflight: HashMap::new(),
             last_sweep: 0,
+            tracked: 0,
+            forgotten: 0,
         }
     }
 
     /// Feed hits in time order; a completion that ends a request returns it.
     pub fn feed(&mut self, hit: Hit) -> Option<BlockIo> {
         self.sweep(hit.time);
+        if hit.kind != Kind::Complete {
+            self.tracked += 1;
+            if self.tracked > MAX_TRACKED {
+                self.bound(hit.time);
+            }
+        }
         // Back merges keep a request's start sector; its size grows, so
         // starts and inserts are keyed without it.
         let at = (hit.dev, hit.sector);
@@ -401,13 +426,34 @@ impl Matcher {
         self.inflight.values().map(|q| q.len() as u64).sum()
     }
 
+    /// Issued requests forgotten before their completion came, to keep
+    /// memory bounded under a storm.
+    pub fn forgotten(&self) -> u64 {
+        self.forgotten
+    }
+
     /// Forget what never completed (merged into another request, or lost).
     fn sweep(&mut self, now: u64) {
         if now < self.last_sweep + STALE_NS {
             return;
         }
         self.last_sweep = now;
-        let old = now.saturating_sub(STALE_NS);
+        self.forget_before(now.saturating_sub(STALE_NS));
+    }
+
+    /// Too much is waiting: forget sooner, then sooner still.
+    fn bound(&mut self, now: u64) {
+        for horizon in [SHORT_STALE_NS, REORDER_NS] {
+            let before = self.unmatched();
+            self.forget_before(now.saturating_sub(horizon));
+            self.forgotten += before - self.unmatched();
+            if self.tracked <= MAX_TRACKED / 2 {
+                return;
+            }
+        }
+    }
+
+    fn forget_before(&mut self, old: u64) {
         self.starts.retain(|_, q| {
             q.retain(|(t, _)| *t >= old);
             !q.is_empty()
@@ -420,6 +466,10 @@ impl Matcher {
             q.retain(|i| i.issue.time >= old);
             !q.is_empty()
         });
+        let len = |n: usize, q: usize| n + q;
+        self.tracked = self.starts.values().map(VecDeque::len).fold(0, len)
+            + self.inserts.values().map(VecDeque::len).fold(0, len)
+            + self.inflight.values().map(VecDeque::len).fold(0, len);
     }
 }
 
@@ -510,6 +560,23 @@ mod tests {
         m.feed(hit(Kind::Issue, 10, 64, 8, 9, "dd"));
         let io = m.feed(hit(Kind::Complete, 30, 64, 8, 0, "")).unwrap();
         assert_eq!((io.pid, io.issuer), (9, None));
+    }
+
+    #[test]
+    fn a_storm_of_unmatched_issues_stays_bounded() {
+        let mut m = matcher(false);
+        // Completions lost: issues 10 µs apart pile up for 4 s.
+        let n = 400_000u64;
+        for i in 0..n {
+            m.feed(hit(Kind::Issue, i * 10_000, i * 8, 8, 9, "fio"));
+            assert!(m.tracked <= MAX_TRACKED + 1, "{} tracked at {i}", m.tracked);
+        }
+        assert!(m.unmatched() as usize <= MAX_TRACKED);
+        assert_eq!(m.forgotten() + m.unmatched(), n);
+        // What is recent still matches.
+        let last = (n - 1) * 10_000;
+        let done = m.feed(hit(Kind::Complete, last + 5_000, (n - 1) * 8, 8, 0, ""));
+        assert_eq!(done.map(|io| io.pid), Some(9));
     }
 
     #[test]
