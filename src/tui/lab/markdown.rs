@@ -293,7 +293,7 @@ mod tests {
                 "  CPU; press Enter on one.",
                 "• second item",
                 "",
-                "  kdiag answer 0-demo who.pid <",
+                "  kdiag answer 0-demo who.pid ",
                 "",
                 "1. one",
             ]

@@ -27,6 +27,8 @@ pub fn run(
     out: &mut dyn Write,
     prompt: bool,
 ) -> anyhow::Result<State> {
+    // The welcome is printed here, not waited on.
+    state.overlay = Overlay::None;
     writeln!(out, "== Lab {}: {} ==", state.lab.id, state.lab.title)?;
     write_md(out, &state.lab.welcome)?;
     writeln!(out, "Your answers are saved in {}.", state.lab.answers_file)?;
@@ -126,7 +128,7 @@ fn step(out: &mut dyn Write, s: &State) -> std::io::Result<()> {
             Verdict::Unanswered => "open".to_string(),
         };
         let points = if q.points > 0.0 {
-            format!("{} pt(s)", q.points)
+            format!("{} pt{}", q.points, if q.points == 1.0 { "" } else { "s" })
         } else {
             "live".into()
         };
@@ -135,6 +137,18 @@ fn step(out: &mut dyn Write, s: &State) -> std::io::Result<()> {
             "  {:<20} {} ({form}; {points}; {state})",
             q.key, q.label
         )?;
+    }
+    let shell: Vec<&str> = st
+        .questions
+        .iter()
+        .map(|q| q.shell.as_str())
+        .filter(|c| !c.is_empty())
+        .collect();
+    if !shell.is_empty() {
+        writeln!(out, "Or from another terminal, then `check`:")?;
+        for c in shell {
+            writeln!(out, "    {c}")?;
+        }
     }
     Ok(())
 }
@@ -190,8 +204,9 @@ fn answer(
     if s.overlay == Overlay::Final {
         s.overlay = Overlay::None;
     }
+    let live = live_note(&s.lab.steps[step].questions[q]);
     match &s.answers[step][q].verdict {
-        Verdict::Right => writeln!(out, "right: {key}")?,
+        Verdict::Right => writeln!(out, "right: {key}{live}")?,
         Verdict::NotYet(m) => writeln!(out, "not yet: {key}: {m}")?,
         Verdict::Unanswered => writeln!(out, "not checked: {key}")?,
     }
@@ -226,7 +241,7 @@ fn check(s: &mut State, driver: &mut dyn Driver, out: &mut dyn Write) -> anyhow:
     }
     for (q, a) in s.lab.steps[s.step].questions.iter().zip(&s.answers[s.step]) {
         match &a.verdict {
-            Verdict::Right => writeln!(out, "right: {}", q.key)?,
+            Verdict::Right => writeln!(out, "right: {}{}", q.key, live_note(q))?,
             Verdict::NotYet(m) => writeln!(out, "not yet: {}: {m}", q.key)?,
             Verdict::Unanswered => writeln!(out, "open: {}", q.key)?,
         }
@@ -243,6 +258,15 @@ fn check(s: &mut State, driver: &mut dyn Driver, out: &mut dyn Write) -> anyhow:
         return finish(out, s);
     }
     status_line(out, s)
+}
+
+/// What a right answer to a question checked only live means.
+fn live_note(q: &super::state::Question) -> &'static str {
+    if q.points > 0.0 {
+        ""
+    } else {
+        " (checked against the running workload: your progress, not your grade)"
+    }
 }
 
 fn status_line(out: &mut dyn Write, s: &State) -> anyhow::Result<()> {
