@@ -323,7 +323,8 @@ fn resuming_keeps_every_answer_and_redoes_only_live_checks() {
     let seen = lab.expect("score ");
     for step in ["what", "why", "trend"] {
         assert!(
-            seen.lines().any(|l| l.contains(step) && l.ends_with("done")),
+            seen.lines()
+                .any(|l| l.contains(step) && l.ends_with("done")),
             "{step} still passes: {seen}"
         );
     }
@@ -417,7 +418,16 @@ fn plain_mode_runs_the_whole_lab_with_the_reference_answers() {
     // The evidence, as the step says to make it.
     let folded = root.path().join("profile.folded");
     let ok = kdiag()
-        .args(["profile", "-p", &pid.to_string(), "-d", "2", "-F", "499", "--folded"])
+        .args([
+            "profile",
+            "-p",
+            &pid.to_string(),
+            "-d",
+            "2",
+            "-F",
+            "499",
+            "--folded",
+        ])
         .arg(&folded)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -439,11 +449,17 @@ fn plain_mode_runs_the_whole_lab_with_the_reference_answers() {
     ];
     for (key, value) in &answers {
         let reply = lab.reply(key, value);
-        assert!(reply.starts_with(&format!("right: {key}")), "{key} = {value}: {reply}");
+        assert!(
+            reply.starts_with(&format!("right: {key}")),
+            "{key} = {value}: {reply}"
+        );
     }
     let seen = lab.expect("score ");
     assert!(seen.contains("All steps done"), "{seen}");
-    assert!(seen.contains("score 15/15 points, 4/4 steps done"), "{seen}");
+    assert!(
+        seen.contains("score 15/15 points, 4/4 steps done"),
+        "{seen}"
+    );
     lab.send("quit");
     assert_eq!(lab.finish(), 0, "every step done");
     assert!(!pid_alive(pid), "the workload is stopped");
@@ -486,7 +502,10 @@ fn plain_mode_wrong_answers_are_not_yet_without_the_answer() {
         let reply = lab.reply(key, value);
         assert!(reply.starts_with(&format!("not yet: {key}: ")), "{reply}");
         for secret in &secrets {
-            assert!(!reply.contains(secret.as_str()), "{reply} gives away {secret}");
+            assert!(
+                !reply.contains(secret.as_str()),
+                "{reply} gives away {secret}"
+            );
         }
     }
     lab.send("status");

@@ -305,14 +305,18 @@ fn run_lab(id: &str, seed: Option<String>, plain: bool, files: &Files) -> anyhow
     match result {
         Ok(state) => {
             let (got, max) = state.score(None);
-            println!(
+            // The terminal may be gone (closed window): say it if we can.
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(
+                out,
                 "Score {got}/{max} points, {}/{} steps done. The workload has stopped; \
                  your answers and progress stay in {dir}.",
                 state.steps_done(),
                 state.lab.steps.len()
             );
             if state.all_done() {
-                println!(
+                let _ = writeln!(
+                    out,
                     "Check everything: {}\nSubmit:           kdiag lab submit {}{}",
                     driver.engine.check_command(),
                     driver.engine.lab.id,
