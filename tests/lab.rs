@@ -568,3 +568,71 @@ fn killing_the_lab_stops_its_workload() {
     }
     assert!(!scratch.exists(), "{} is left behind", scratch.display());
 }
+
+#[test]
+fn list_shows_status_and_score_and_reset_clears_after_asking() {
+    let root = tempfile::tempdir().unwrap();
+    let list = || {
+        let out = kdiag()
+            .args(["lab", "list", "--dir"])
+            .arg(root.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        stdout(&out)
+    };
+    let text = list();
+    let head = text.lines().next().unwrap();
+    for col in ["LAB", "TITLE", "WORKLOAD", "STATUS", "SCORE", "START"] {
+        assert!(head.contains(col), "{text}");
+    }
+    let row = text.lines().find(|l| l.starts_with("0-demo")).unwrap();
+    assert!(
+        row.contains("io-app") && row.contains("not started"),
+        "{row}"
+    );
+    assert!(row.contains("0/15"), "{row}");
+    // The command to start it, runnable as printed (kdiag by its path
+    // when a shell would not find it).
+    assert!(
+        row.contains("sudo /")
+            && row.contains(&format!("kdiag lab 0-demo --dir {}", root.path().display())),
+        "{row}"
+    );
+
+    // One right answer (no workload needed: comm is the seed's truth).
+    let out = kdiag()
+        .args(["answer", "0-demo", "who.comm", "io-app", "--dir"])
+        .arg(root.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = list();
+    let row = text.lines().find(|l| l.starts_with("0-demo")).unwrap();
+    assert!(row.contains("in progress") && row.contains("1/15"), "{row}");
+
+    // Reset asks; without a terminal to ask on, it needs --yes.
+    let answers = root.path().join("0-demo/answers.toml");
+    let out = kdiag()
+        .args(["lab", "reset", "0-demo", "--dir"])
+        .arg(root.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--yes"),
+        "{out:?}"
+    );
+    assert!(answers.exists(), "nothing cleared without a yes");
+    let out = kdiag()
+        .args(["lab", "reset", "0-demo", "--yes", "--dir"])
+        .arg(root.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(stdout(&out).contains("answers.toml"), "{}", stdout(&out));
+    assert!(!answers.exists());
+    let text = list();
+    assert!(text.contains("not started"), "{text}");
+}

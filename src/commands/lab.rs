@@ -176,6 +176,7 @@ fn list(files: &Files) -> anyhow::Result<u8> {
         Some(d) => format!(" --dir {}", shell_word(&d.display().to_string())),
         None => String::new(),
     };
+    let exe = kdiag_path().unwrap_or_else(|| "kdiag".into());
     let mut t = Table::new([
         ("LAB", Align::Left),
         ("TITLE", Align::Left),
@@ -214,7 +215,7 @@ fn list(files: &Files) -> anyhow::Result<u8> {
             lab.workload.clone(),
             status.to_string(),
             format!("{got}/{max}"),
-            format!("sudo kdiag lab {}{dir}", lab.id),
+            format!("sudo {exe} lab {}{dir}", lab.id),
         ]);
     }
     t.write(&mut std::io::stdout().lock())?;

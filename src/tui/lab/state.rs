@@ -354,7 +354,7 @@ impl State {
                 self.overlay = Overlay::Final;
             } else {
                 self.say(
-                    "Right: step done. Its write-up is below the text; n goes to the next step.",
+                    "Right: step done. Its write-up is above the step's text; n goes to the next step.",
                     Tone::Good,
                 );
             }
