@@ -162,6 +162,15 @@ fn value_answers(course: &Path, learner: &str) -> String {
         .join("\n")
 }
 
+/// A learner's reference values by key (`file`, `function`, ...).
+fn reference_values(course: &Path, learner: &str) -> BTreeMap<String, String> {
+    solution(course, learner)
+        .lines()
+        .filter_map(|l| l.split_once(" = "))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
 #[test]
 fn each_learner_s_answers_pass_for_them_and_fail_for_another() {
     let d = tempfile::tempdir().unwrap();
@@ -208,8 +217,23 @@ fn each_learner_s_answers_pass_for_them_and_fail_for_another() {
     let g = grade_json(&file, &subs, &["--roster", s(&roster)]);
     let copy = row(&g, "bob-copy");
     assert_eq!(copy["learner"], "bob");
-    for seeded in ["why.file", "why.function", "trend.region_bytes"] {
-        assert_eq!(check_status(copy, seeded), "failed", "{seeded}: {copy:#}");
+    let (ada, bob) = (
+        reference_values(&file, "ada"),
+        reference_values(&file, "bob"),
+    );
+    assert_ne!(ada["file"], bob["file"]);
+    for (key, id) in [
+        ("file", "why.file"),
+        ("function", "why.function"),
+        ("region_bytes", "trend.region_bytes"),
+    ] {
+        // Fails unless the two variants happen to agree on it.
+        let expect = if ada[key] == bob[key] {
+            "passed"
+        } else {
+            "failed"
+        };
+        assert_eq!(check_status(copy, id), expect, "{id}: {copy:#}");
     }
     assert_eq!(check_status(copy, "what.io_type"), "passed");
     // The folder "bob" is not Bob's in this roster, and zed handed nothing in.
@@ -414,8 +438,49 @@ fn reference_submissions_earn_full_marks_the_same_way_everywhere() {
     }
     let _one = ONE_WORKLOAD.lock().unwrap_or_else(|e| e.into_inner());
     let d = tempfile::tempdir().unwrap();
-    let ids = ["ada", "bob"];
-    let (file, seeds) = course(d.path(), &ids);
+    let (file, mut seeds) = course(d.path(), &["ada"]);
+    // Bob: a learner whose variant differs from Ada's in every seeded
+    // answer (two variants share a function name one time in 16).
+    let seeded = |learner: &str| -> Vec<String> {
+        solution(&file, learner)
+            .lines()
+            .filter(|l| {
+                ["file = ", "function = ", "region_bytes = "]
+                    .iter()
+                    .any(|k| l.starts_with(k))
+            })
+            .map(str::to_string)
+            .collect()
+    };
+    let ada = seeded("ada");
+    let bob = (0..50)
+        .map(|n| format!("bob{n}"))
+        .find(|b| seeded(b).iter().zip(&ada).all(|(x, y)| x != y))
+        .unwrap();
+    let out = run(
+        &[
+            "course",
+            "seeds",
+            s(&{
+                let r = d.path().join("bob.csv");
+                std::fs::write(&r, format!("id\n{bob}\n")).unwrap();
+                r
+            }),
+            "--course",
+            s(&file),
+        ],
+        d.path(),
+    );
+    let bob_seed = stdout(&out)
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .nth(1)
+        .unwrap()
+        .to_string();
+    seeds.insert("bob".into(), bob_seed);
+    let ids = ["ada", bob.as_str()];
     let subs = d.path().join("subs");
     for id in ids {
         let out = kdiag()
@@ -469,13 +534,17 @@ fn reference_submissions_earn_full_marks_the_same_way_everywhere() {
     // Bob's seed, stray files. Ada's score does not move (the manifest is
     // reported), and Bob's answers with Bob's manifest stay wrong for Ada.
     let forged = d.path().join("forged");
-    for (name, from) in [("ada", "ada"), ("ada-with-bobs", "bob")] {
+    for (name, from) in [("ada", "ada"), ("ada-with-bobs", bob.as_str())] {
         let dir = forged.join(name);
         std::fs::create_dir_all(dir.join("artifacts")).unwrap();
         for f in ["answers.toml", "artifacts/profile.folded"] {
             std::fs::copy(subs.join(from).join(f), dir.join(f)).unwrap();
         }
-        std::fs::copy(subs.join("bob/manifest.toml"), dir.join("manifest.toml")).unwrap();
+        std::fs::copy(
+            subs.join(&bob).join("manifest.toml"),
+            dir.join("manifest.toml"),
+        )
+        .unwrap();
         std::fs::write(
             dir.join("session.json"),
             r#"{"seed": "x", "pid": 1, "truth": {}}"#,
@@ -489,7 +558,11 @@ fn reference_submissions_earn_full_marks_the_same_way_everywhere() {
         std::fs::write(dir.join("expect.json"), r#"{"file": "x"}"#).unwrap();
     }
     let roster = d.path().join("forged-roster.csv");
-    std::fs::write(&roster, "id,folder\nada,ada\nbob,ada-with-bobs\n").unwrap();
+    std::fs::write(
+        &roster,
+        format!("id,folder\nada,ada\n{bob},ada-with-bobs\n"),
+    )
+    .unwrap();
     let g = grade_json(&file, &forged, &["--roster", s(&roster)]);
     assert_eq!(row(&g, "ada")["score"].as_f64(), Some(max), "{g:#}");
     let sus = g["suspicious"].as_array().unwrap();
@@ -500,7 +573,11 @@ fn reference_submissions_earn_full_marks_the_same_way_everywhere() {
     );
     // Graded as Ada instead, Bob's work fails what depends on the seed.
     let roster2 = d.path().join("forged-roster2.csv");
-    std::fs::write(&roster2, "id,folder\nada,ada-with-bobs\nbob,ada\n").unwrap();
+    std::fs::write(
+        &roster2,
+        format!("id,folder\nada,ada-with-bobs\n{bob},ada\n"),
+    )
+    .unwrap();
     let g = grade_json(&file, &forged, &["--roster", s(&roster2)]);
     let r = row(&g, "ada-with-bobs");
     assert!(r["score"].as_f64().unwrap() < max, "{r:#}");
@@ -521,4 +598,111 @@ fn reference_submissions_earn_full_marks_the_same_way_everywhere() {
         stderr(&out)
     );
     assert!(stdout(&out).contains("Passed"), "{}", stdout(&out));
+}
+
+#[test]
+fn gradescope_s_container_names_the_learner_through_its_metadata() {
+    let d = tempfile::tempdir().unwrap();
+    let (file, _) = course(d.path(), &["ada@example.org"]);
+    // /autograder: submission/ and submission_metadata.json beside it.
+    let autograder = d.path().join("autograder");
+    let sub = autograder.join("submission");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::write(
+        sub.join("answers.toml"),
+        value_answers(&file, "ada@example.org"),
+    )
+    .unwrap();
+    std::fs::write(
+        autograder.join("submission_metadata.json"),
+        r#"{"id": 1, "users": [{"email": "Ada@Example.org", "name": "Ada", "sid": ""}]}"#,
+    )
+    .unwrap();
+    let out = kdiag()
+        .args([
+            "grade",
+            "0-demo",
+            s(&sub),
+            "--course",
+            s(&file),
+            "--format",
+            "gradescope",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the artifact is missing: {out:?}"
+    );
+    let g: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tests = g["tests"].as_array().unwrap();
+    let failed: Vec<&str> = tests
+        .iter()
+        .filter(|t| t["status"] == "failed")
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(failed.len(), 1, "only the evidence is missing: {g:#}");
+    let max: f64 = tests.iter().map(|t| t["max_score"].as_f64().unwrap()).sum();
+    assert!(g["score"].as_f64().unwrap() > 0.0 && g["score"].as_f64().unwrap() < max);
+    // Another learner's metadata: the same answers are wrong for them.
+    std::fs::write(
+        autograder.join("submission_metadata.json"),
+        r#"{"id": 2, "users": [{"email": "bob@example.org"}]}"#,
+    )
+    .unwrap();
+    let out = kdiag()
+        .args([
+            "grade",
+            "0-demo",
+            s(&sub),
+            "--course",
+            s(&file),
+            "--format",
+            "gradescope",
+        ])
+        .output()
+        .unwrap();
+    let b: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(b["score"].as_f64() < g["score"].as_f64(), "{b:#}");
+}
+
+/// Under sudo the learner's files are the invoker's: in their state
+/// directory, never root's, and created with their identity.
+#[test]
+fn under_sudo_the_state_is_the_invoker_s() {
+    if !require_root("under_sudo_the_state_is_the_invoker_s") {
+        return;
+    }
+    use std::os::unix::fs::MetadataExt;
+    let d = tempfile::tempdir().unwrap();
+    let state = d.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    std::os::unix::fs::chown(&state, Some(65534), Some(65534)).unwrap();
+    std::fs::set_permissions(
+        d.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let sudo = |cmd: &mut std::process::Command| {
+        cmd.env("SUDO_UID", "65534")
+            .env("SUDO_GID", "65534")
+            .env("HOME", "/root")
+            .args(["answer", "0-demo", "who.comm", "io-app"])
+            .output()
+            .unwrap()
+    };
+    let out = sudo(kdiag().env("XDG_STATE_HOME", &state));
+    assert!(out.status.success(), "{out:?}");
+    let file = state.join("kdiag/labs/0-demo/answers.toml");
+    assert_eq!(std::fs::metadata(&file).unwrap().uid(), 65534);
+    // Without XDG_STATE_HOME: the invoker's home from the password
+    // database (nobody's is /nonexistent), not root's $HOME.
+    let out = sudo(kdiag().env_remove("XDG_STATE_HOME"));
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("/nonexistent/.local/state/kdiag"),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -4,7 +4,6 @@
 //! wherever you run kdiag from.
 
 use crate::error;
-use crate::lab::answers;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -31,7 +30,6 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         )));
     };
     let dir = args.files.lab_dir(&lab.id)?;
-    let file = dir.answers();
     if check.is_artifact() {
         let path = std::path::absolute(&args.value)?;
         if !path.is_file() {
@@ -41,7 +39,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             );
         }
     }
-    let recorded = answers::record(&file, &args.key, &args.value, check.is_artifact())?;
+    let recorded = crate::lab::state::record(&dir, &args.key, &args.value, check.is_artifact())?;
+    let file = dir.answers();
     println!(
         "{} = {:?} recorded in {}",
         args.key,

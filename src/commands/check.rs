@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use crate::course::{Course, Token};
 use crate::error;
+use crate::grade::answers::Answers;
 use crate::grade::{self, CheckResult, Evidence, Facts, Status, report};
-use crate::lab::answers::Answers;
 use crate::lab::submission::{self, Invalid, Submission};
 use crate::lab::{self, Lab, solution};
 

@@ -12,10 +12,11 @@ use anyhow::Context;
 
 use crate::course::{Course, Token, token};
 use crate::error;
+use crate::grade::answers;
 use crate::grade::{self, CheckResult, Evidence, Status};
 use crate::lab::engine::{Engine, Resumed, shell_word};
 use crate::lab::state::{self, LabDir, Progress};
-use crate::lab::{self, Source, answers, solution, submission};
+use crate::lab::{self, Source, solution, submission};
 use crate::model::lab::{Input, Panel};
 use crate::render::table::{Align, Table};
 use crate::sys::process::privilege;
@@ -506,7 +507,6 @@ impl Driver for LabDriver {
         step: usize,
         given: &[(String, String)],
     ) -> anyhow::Result<Vec<(String, Verdict)>> {
-        let file = self.engine.dir.answers();
         for (key, value) in given {
             let artifact = self
                 .engine
@@ -514,7 +514,7 @@ impl Driver for LabDriver {
                 .checks
                 .iter()
                 .any(|c| &c.id == key && c.is_artifact());
-            answers::record(&file, key, value, artifact)?;
+            state::record(&self.engine.dir, key, value, artifact)?;
         }
         self.seen = self.modified();
         let checked = self.engine.check(step)?;
@@ -604,7 +604,7 @@ fn submit(
     let source = files.source();
     let (lab, checks) = lab::load(&source, id)?;
     let dir = files.lab_dir(&lab.id)?;
-    let answers = crate::lab::answers::Answers::load(&dir.answers())?;
+    let answers = crate::grade::answers::Answers::load(&dir.answers())?;
     if answers.keys().is_empty() {
         return Err(error::usage(format!(
             "no answers yet in {}: run kdiag lab {} first",

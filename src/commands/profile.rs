@@ -1,6 +1,10 @@
 //! `kdiag profile`: sample CPU stacks of a process, a command or every CPU,
-//! then print the top functions and hottest stacks, and write folded stacks
-//! or a flame graph.
+//! then print the top functions and hottest stacks, and write folded stacks,
+//! a flame graph, pprof or speedscope files.
+//!
+//! Stages: record (sys::perf, drained into the recorder) → unwind
+//! (instruments::profile::unwind, per sample as drained, for
+//! `--call-graph dwarf|auto`) → symbolize (at the end) → fold and render.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -13,7 +17,9 @@ use anyhow::{Context, bail};
 use crate::analysis::fold;
 use crate::error::usage;
 use crate::instruments::profile::symbolize::{RecordOptions, Recorder};
+use crate::instruments::profile::unwind::{self, CallGraph};
 use crate::model::profile::Profile;
+use crate::model::stacks::StackSet;
 use crate::render;
 use crate::sys::perf::{EventSpec, NoHardwareCounter, Session, Target};
 use crate::sys::process::spawn::HeldChild;
@@ -42,12 +48,25 @@ pub struct Args {
     /// Keep the idle task's samples (left out system-wide by default)
     #[arg(long)]
     pub include_idle: bool,
+    /// How to walk user stacks: fp (frame pointers), dwarf (copy the stack, unwind from
+    /// .eh_frame), auto (frame pointers where the code keeps them, DWARF elsewhere)
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = CallGraph::Fp)]
+    pub call_graph: CallGraph,
+    /// Bytes of user stack copied per sample for dwarf/auto (multiple of 8, at most 65528)
+    #[arg(long, value_name = "BYTES", default_value_t = unwind::DEFAULT_STACK_SIZE as u64)]
+    pub stack_size: u64,
     /// Write folded stacks (`comm;outer;...;inner count`) for inferno or FlameGraph
     #[arg(long, value_name = "FILE")]
     pub folded: Option<PathBuf>,
     /// Write an SVG flame graph
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+    /// Write a gzip'd pprof profile (go tool pprof, Parca, Pyroscope, Grafana)
+    #[arg(long, value_name = "FILE")]
+    pub pprof: Option<PathBuf>,
+    /// Write a speedscope JSON profile (speedscope.app; the Firefox Profiler imports it too)
+    #[arg(long, value_name = "FILE")]
+    pub speedscope: Option<PathBuf>,
     /// Print the profile as JSON
     #[arg(long)]
     pub json: bool,
@@ -60,6 +79,9 @@ pub struct Args {
 const TOP: usize = 15;
 /// Data pages per CPU ring: ~1 MiB, room for ~4000 deep-stack samples.
 const RING_PAGES: usize = 256;
+/// Samples a ring holds when each carries a stack copy: at 999 Hz, a
+/// quarter of a second before the ring is full.
+const RING_STACK_SAMPLES: usize = 256;
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let targets = args.pid.is_some() as u8 + args.all_cpus as u8 + !args.command.is_empty() as u8;
@@ -74,19 +96,24 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if args.duration.is_some_and(|d| !d.is_finite() || d <= 0.0) {
         return Err(usage("-d must be a positive number of seconds"));
     }
+    let stack_size = unwind::check_stack_size(args.stack_size).map_err(usage)?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
     }
 
+    let copies_stack = args.call_graph.copies_stack() && !args.kernel_only;
     let mut profile = Profile {
         freq_hz: args.freq,
+        call_graph: format!("{:?}", args.call_graph).to_lowercase(),
+        stack_size: copies_stack.then_some(stack_size),
         ..Default::default()
     };
     let opts = RecordOptions {
         include_idle: args.include_idle,
         user_only: args.user_only,
         kernel_only: args.kernel_only,
+        call_graph: args.call_graph,
     };
     let mut recorder = Recorder::new(opts);
     let (mut session, mut target) = if args.command.is_empty() {
@@ -123,7 +150,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         (session, Running::Child { child, usage: None })
     };
 
-    profile.started = utc_now();
+    (profile.started, profile.started_unix_ns) = utc_now();
     let t0 = Instant::now();
     let cpu0 = self_cpu_secs();
     let busy0 = target.busy_secs();
@@ -175,6 +202,15 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         let svg = render::flamegraph::svg(&profile, &folded)?;
         write_file(path, &svg)?;
     }
+    if args.pprof.is_some() || args.speedscope.is_some() {
+        let set = StackSet::cpu(&profile);
+        if let Some(path) = &args.pprof {
+            write_file(path, &render::pprof::gzipped(&set)?)?;
+        }
+        if let Some(path) = &args.speedscope {
+            write_file(path, &render::speedscope::json(&set)?)?;
+        }
+    }
     profile.cost.post_secs = post.elapsed().as_secs_f64();
 
     let mut out = std::io::stdout().lock();
@@ -189,8 +225,16 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 /// Open the sampling events: hardware cycles where the machine has a PMU,
 /// else the cpu-clock software event.
 fn open(args: &Args, target: Target, on_exec: bool, p: &mut Profile) -> anyhow::Result<Session> {
+    let mut pages = RING_PAGES;
+    let stack_size = p.stack_size;
     let shape = |spec: EventSpec| {
         let mut spec = spec.with_callchain().with_task_events();
+        if let Some(bytes) = stack_size {
+            spec = spec.with_user_stack(bytes);
+            if args.call_graph == CallGraph::Dwarf {
+                spec = spec.without_user_callchain();
+            }
+        }
         if on_exec {
             spec = spec.with_enable_on_exec();
         }
@@ -202,8 +246,12 @@ fn open(args: &Args, target: Target, on_exec: bool, p: &mut Profile) -> anyhow::
         }
         spec
     };
+    if let Some(bytes) = p.stack_size {
+        let record = bytes as usize + 1024;
+        pages = (RING_STACK_SAMPLES * record / crate::sys::perf::page_size()).max(RING_PAGES);
+    }
     let cycles = shape(EventSpec::cycles(args.freq));
-    match Session::open(std::slice::from_ref(&cycles), target, RING_PAGES) {
+    match Session::open(std::slice::from_ref(&cycles), target, pages) {
         Ok(s) => {
             p.event = cycles.name().into();
             Ok(s)
@@ -219,7 +267,7 @@ fn open(args: &Args, target: Target, on_exec: bool, p: &mut Profile) -> anyhow::
             } else {
                 format!("cycles unavailable: {e:#}")
             });
-            Session::open(&[clock], target, RING_PAGES)
+            Session::open(&[clock], target, pages)
         }
     }
 }
@@ -369,11 +417,13 @@ fn write_file(path: &Path, data: &[u8]) -> anyhow::Result<()> {
     Ok(user_files::write(path, data)?)
 }
 
-/// Now, as `2026-11-22T07:02:28Z`.
-fn utc_now() -> String {
-    let secs = SystemTime::now()
+/// Now, as `2026-11-22T07:02:28Z` and in ns since the epoch.
+fn utc_now() -> (String, u64) {
+    let since = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
-    crate::analysis::calendar::utc_iso8601(secs)
+        .unwrap_or_default();
+    (
+        crate::analysis::calendar::utc_iso8601(since.as_secs() as i64),
+        since.as_nanos() as u64,
+    )
 }

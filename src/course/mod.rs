@@ -96,7 +96,7 @@ impl Course {
             .map_err(anyhow::Error::from)
             .context("cannot read the course file (kdiag course init makes one)")?;
         let name = path.display().to_string();
-        let file: CourseFile = crate::lab::parse_toml(&name, &text)?;
+        let file: CourseFile = crate::error::parse_toml(&name, &text)?;
         if file.format_version > FORMAT_VERSION {
             anyhow::bail!(
                 "{name} has format_version {}; this kdiag reads up to {FORMAT_VERSION}: update kdiag",

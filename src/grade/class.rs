@@ -8,10 +8,10 @@
 use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
-use sha2::{Digest, Sha256};
+use std::hash::{Hash, Hasher};
 
 use super::{Check, CheckResult, Evidence, Facts, Status, artifact_passes, forms, variant_key};
-use crate::lab::answers::Answers;
+use crate::grade::answers::Answers;
 
 /// One submission as graded, with what the comparison needs.
 #[derive(Debug, Clone)]
@@ -35,12 +35,19 @@ pub struct Graded {
 pub struct Suspicion {
     /// same_answer, other_variant, same_artifact, other_seed.
     pub kind: &'static str,
-    /// The check concerned, if one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub check: Option<String>,
+    /// The checks concerned.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<String>,
     pub submissions: Vec<String>,
     pub detail: String,
 }
+
+/// Seed-dependent answers two learners with different variants must share
+/// to be reported as the same answers.
+pub const SAME_ANSWERS: usize = 2;
+/// An answer is rare when at most this many learners of the class have it
+/// as their own variant.
+pub const RARE_OWNERS: usize = 3;
 
 /// Everything suspicious in `class`, graded with `checks`.
 pub fn suspicious(checks: &[Check], class: &[Graded]) -> Vec<Suspicion> {
@@ -49,6 +56,7 @@ pub fn suspicious(checks: &[Check], class: &[Graded]) -> Vec<Suspicion> {
         .filter(|g| g.error.is_none() && g.facts.is_some())
         .collect();
     let mut found = Vec::new();
+    let mut pairs: BTreeMap<(usize, usize), Vec<(String, usize)>> = BTreeMap::new();
     for c in checks.iter().filter(|c| !c.live()) {
         // Each learner's own variant of the check, and who has which.
         let own: Vec<Option<String>> = ok
@@ -67,7 +75,21 @@ pub fn suspicious(checks: &[Check], class: &[Graded]) -> Vec<Suspicion> {
         if c.is_artifact() {
             artifacts(c, &ok, &own, &by_variant, &mut found);
         } else {
-            values(c, &ok, &own, &by_variant, &mut found);
+            values(c, &ok, &own, &by_variant, &mut found, &mut pairs);
+        }
+    }
+    // One agreement can be chance, and so can two on answers many variants
+    // share (a size, one of a few function names); two or more, one of them
+    // rare in the class (a file name), is a copy.
+    for ((i, j), agreed) in pairs {
+        let rare = agreed.iter().any(|(_, owners)| *owners <= RARE_OWNERS);
+        if agreed.len() >= SAME_ANSWERS && rare {
+            found.push(Suspicion {
+                kind: "same_answer",
+                checks: agreed.into_iter().map(|(id, _)| id).collect(),
+                submissions: vec![ok[i].submission.clone(), ok[j].submission.clone()],
+                detail: String::new(),
+            });
         }
     }
     for g in &ok {
@@ -91,13 +113,52 @@ pub fn suspicious(checks: &[Check], class: &[Graded]) -> Vec<Suspicion> {
             subs.extend(whose);
             found.push(Suspicion {
                 kind: "other_seed",
-                check: None,
+                checks: Vec::new(),
                 submissions: subs,
                 detail,
             });
         }
     }
-    found
+    group(found)
+}
+
+/// One finding per kind and set of submissions, naming all its checks.
+fn group(found: Vec<Suspicion>) -> Vec<Suspicion> {
+    let mut out: Vec<Suspicion> = Vec::new();
+    for f in found {
+        let same = |o: &Suspicion| match f.kind {
+            "other_variant" => o.kind == f.kind && o.submissions[0] == f.submissions[0],
+            "other_seed" => false,
+            _ => o.kind == f.kind && o.submissions == f.submissions,
+        };
+        match out.iter_mut().find(|o| same(o)) {
+            Some(o) => {
+                o.checks.extend(f.checks);
+                for s in f.submissions {
+                    if !o.submissions.contains(&s) {
+                        o.submissions.push(s);
+                    }
+                }
+            }
+            None => out.push(f),
+        }
+    }
+    for o in &mut out {
+        let checks = o.checks.join(", ");
+        o.detail = match o.kind {
+            "other_variant" => format!(
+                "{checks} fit{} the variant of {}, not the learner's own",
+                if o.checks.len() == 1 { "s" } else { "" },
+                o.submissions[1..].join(", ")
+            ),
+            "same_answer" => {
+                format!("the same answers for {checks} although their variants differ")
+            }
+            "same_artifact" => format!("identical files for {checks}"),
+            _ => std::mem::take(&mut o.detail),
+        };
+    }
+    out
 }
 
 fn values(
@@ -106,6 +167,7 @@ fn values(
     own: &[Option<String>],
     by_variant: &BTreeMap<&str, Vec<usize>>,
     found: &mut Vec<Suspicion>,
+    pairs: &mut BTreeMap<(usize, usize), Vec<(String, usize)>>,
 ) {
     let mut by_answer: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, g) in ok.iter().enumerate() {
@@ -130,41 +192,36 @@ fn values(
         }
         by_answer.entry(key).or_default().push(i);
     }
-    for group in by_answer.values().filter(|g| g.len() > 1) {
-        let variants: std::collections::BTreeSet<_> = group.iter().map(|&i| &own[i]).collect();
-        if variants.len() > 1 {
-            found.push(Suspicion {
-                kind: "same_answer",
-                check: Some(c.id.clone()),
-                submissions: group.iter().map(|&i| ok[i].submission.clone()).collect(),
-                detail: format!(
-                    "the same answer for {} although their variants differ",
-                    c.id
-                ),
-            });
+    // Learners whose variants differ but whose answers agree, with how
+    // many learners have that answer as their own variant.
+    for (key, group) in by_answer.iter().filter(|(_, g)| g.len() > 1) {
+        let owners = by_variant.get(key.as_str()).map_or(0, |o| o.len());
+        for (n, &i) in group.iter().enumerate() {
+            for &j in &group[n + 1..] {
+                if own[i] != own[j] {
+                    pairs
+                        .entry((i, j))
+                        .or_default()
+                        .push((c.id.clone(), owners));
+                }
+            }
         }
     }
 }
 
+/// `submission`'s answer to `c` fits the variant of `others` (the first
+/// three are named).
 fn other_variant(c: &Check, submission: &str, others: Vec<String>) -> Suspicion {
-    let n = others.len();
-    let shown: Vec<String> = others.into_iter().take(3).collect();
-    let more = if n > 3 {
-        format!(" and {} more", n - 3)
-    } else {
-        String::new()
-    };
     let mut subs = vec![submission.to_string()];
-    subs.extend(shown.iter().cloned());
+    subs.extend(others.iter().take(3).cloned());
+    if others.len() > 3 {
+        subs.push(format!("{} more", others.len() - 3));
+    }
     Suspicion {
         kind: "other_variant",
-        check: Some(c.id.clone()),
+        checks: vec![c.id.clone()],
         submissions: subs,
-        detail: format!(
-            "{} fits the variant of {}{more}, not the learner's own",
-            c.id,
-            shown.join(", ")
-        ),
+        detail: String::new(),
     }
 }
 
@@ -175,7 +232,9 @@ fn artifacts(
     by_variant: &BTreeMap<&str, Vec<usize>>,
     found: &mut Vec<Suspicion>,
 ) {
-    let mut by_hash: HashMap<[u8; 32], Vec<usize>> = HashMap::new();
+    // Identical files: a 64-bit SipHash of the content plus its length
+    // (a learner gains nothing by forging a collision but suspicion).
+    let mut by_hash: HashMap<(u64, usize), Vec<usize>> = HashMap::new();
     for (i, g) in ok.iter().enumerate() {
         let (Some(answer), Some(evidence)) =
             (g.answers.as_ref().and_then(|a| a.get(&c.id)), &g.evidence)
@@ -185,10 +244,9 @@ fn artifacts(
         let Ok(data) = evidence.read(&answer) else {
             continue;
         };
-        by_hash
-            .entry(Sha256::digest(&data).into())
-            .or_default()
-            .push(i);
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        data.hash(&mut h);
+        by_hash.entry((h.finish(), data.len())).or_default().push(i);
         let passed = g
             .results
             .iter()
@@ -218,9 +276,9 @@ fn artifacts(
     for group in groups {
         found.push(Suspicion {
             kind: "same_artifact",
-            check: Some(c.id.clone()),
+            checks: vec![c.id.clone()],
             submissions: group.iter().map(|&i| ok[i].submission.clone()).collect(),
-            detail: format!("identical files for {}", c.id),
+            detail: String::new(),
         });
     }
 }
@@ -278,10 +336,16 @@ mod tests {
     fn learner(name: &str, file: &str, answer: &str) -> Graded {
         let facts = Facts::from_truth(
             &Token::parse(name).unwrap(),
-            &serde_json::json!({"expect": {"file": file, "io": "WS"}}),
+            &serde_json::json!({"expect": {"file": file, "func": format!("f_{file}"), "io": "WS"}}),
         );
-        let answers =
-            Answers::parse("a", &format!("[why]\nfile = {answer:?}\nio = 'WS'\n")).unwrap();
+        let answers = Answers::parse(
+            "a",
+            &format!(
+                "[why]\nfile = {answer:?}\nfunc = 'f_{}'\nio = 'WS'\n",
+                answer.rsplit('/').next().unwrap()
+            ),
+        )
+        .unwrap();
         let evidence = Evidence::Files(Default::default());
         let results = evaluate(&checks(), &answers, &facts, &evidence, None);
         Graded {
@@ -300,6 +364,7 @@ mod tests {
     fn checks() -> Vec<Check> {
         vec![
             check("why.file", "expect.file", Form::File),
+            check("why.func", "expect.func", Form::Function),
             check("why.io", "expect.io", Form::Text),
         ]
     }

@@ -6,6 +6,7 @@
 //! people and autograders; `class.rs` grades a directory of submissions and
 //! looks for copied answers.
 
+pub mod answers;
 pub mod checks;
 pub mod class;
 pub mod evidence;
@@ -19,7 +20,7 @@ pub use checks::{Check, CheckFile, Kind};
 pub use evidence::Evidence;
 pub use facts::Facts;
 
-use crate::lab::answers::Answers;
+use answers::Answers;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

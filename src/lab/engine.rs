@@ -10,11 +10,11 @@
 
 use std::path::{Path, PathBuf};
 
-use super::answers::Answers;
 use super::state::{LabDir, Progress};
 use super::workload::Workload;
 use super::{Lab, Source};
 use crate::course::Token;
+use crate::grade::answers::Answers;
 use crate::grade::{self, CheckFile, CheckResult, Evidence, Facts, Status};
 
 pub struct Engine {
@@ -73,6 +73,7 @@ impl Engine {
             &lab.workload_args,
             seed.as_str(),
             Some(&dir.log()),
+            read_iops(&truth),
         )?;
         let facts = truth.with_live(workload.pid());
         let progress = Progress {
@@ -229,6 +230,11 @@ impl Engine {
     pub fn stop(&mut self) {
         self.workload.stop();
     }
+}
+
+/// The read-IOPS limit a workload's truth asks for (bio's slowed disk).
+pub fn read_iops(facts: &Facts) -> Option<u64> {
+    facts.get("expect.throttle_read_iops")?.parse().ok()
 }
 
 /// `s` quoted for a POSIX shell when it needs to be.

@@ -6,7 +6,6 @@
 //! self-contained submissions (`submission.rs`, `tar.rs`) and reference
 //! solutions (`solution.rs`). grade/ checks the answers.
 
-pub mod answers;
 pub mod engine;
 pub mod solution;
 pub mod state;
@@ -88,7 +87,7 @@ impl Source {
             )));
         }
         let path = format!("labs/{id}/lab.toml");
-        let file: LabFile = parse_toml(&path, &self.read(&path)?)?;
+        let file: LabFile = error::parse_toml(&path, &self.read(&path)?)?;
         if file.format_version > FORMAT_VERSION {
             anyhow::bail!(
                 "{path} has format_version {}; this kdiag reads up to {FORMAT_VERSION}: update kdiag",
@@ -122,7 +121,8 @@ impl Source {
 pub fn load(source: &Source, id: &str) -> anyhow::Result<(Lab, CheckFile)> {
     let lab = source.lab(id)?;
     let steps: Vec<String> = lab.steps.iter().map(|s| s.id.clone()).collect();
-    let checks = crate::grade::checks::load(source, &lab.id, &steps)?;
+    let path = format!("checks/{}.toml", lab.id);
+    let checks = crate::grade::checks::parse(&path, &source.read(&path)?, &lab.id, &steps)?;
     check_inputs(&lab, &checks)?;
     Ok((lab, checks))
 }
@@ -160,22 +160,6 @@ fn check_inputs(lab: &Lab, checks: &CheckFile) -> anyhow::Result<()> {
 pub fn facts(lab: &Lab, seed: &Token) -> anyhow::Result<Facts> {
     let truth = crate::workloads::truth(&lab.workload, seed.as_str(), &lab.workload_args)?;
     Ok(Facts::from_truth(seed, &truth))
-}
-
-/// Parse TOML, with errors that point at the line and column.
-pub fn parse_toml<T: serde::de::DeserializeOwned>(path: &str, text: &str) -> anyhow::Result<T> {
-    toml::from_str(text).map_err(|e| {
-        let at = e
-            .span()
-            .map(|s| {
-                let before = &text[..s.start.min(text.len())];
-                let line = before.matches('\n').count() + 1;
-                let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
-                format!(":{line}:{col}")
-            })
-            .unwrap_or_default();
-        anyhow::anyhow!("{path}{at}: {}", e.message())
-    })
 }
 
 #[derive(Debug, Deserialize)]
@@ -230,4 +214,17 @@ pub struct Step {
     pub panels: Vec<Panel>,
     /// How the app asks for each answer, by answer key; others are text.
     pub inputs: BTreeMap<String, Input>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_built_in_labs_and_checks_are_valid() {
+        let source = Source::default();
+        for id in source.ids().unwrap() {
+            load(&source, &id).unwrap();
+        }
+    }
 }

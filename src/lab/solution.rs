@@ -12,11 +12,11 @@ use std::time::Duration;
 use anyhow::Context;
 use serde::Deserialize;
 
-use super::answers::Answers;
 use super::submission::{self, ANSWERS, MANIFEST, Manifest};
 use super::workload::Workload;
 use super::{Lab, Source};
 use crate::course::Token;
+use crate::grade::answers::Answers;
 use crate::grade::facts::placeholders;
 use crate::grade::{CheckFile, Facts};
 use crate::sys::process::{privilege, user_files};
@@ -65,7 +65,7 @@ impl Recipe {
 
 pub fn load(source: &Source, lab: &str) -> anyhow::Result<SolutionFile> {
     let path = format!("checks/solutions/{lab}.toml");
-    super::parse_toml(&path, &source.read(&path)?)
+    crate::error::parse_toml(&path, &source.read(&path)?)
 }
 
 /// The reference answers for `facts`; answers that need a fact `facts`
@@ -140,7 +140,13 @@ pub fn make(
     }
     submission::ensure_empty_dir(out)?;
     let facts = super::facts(lab, seed)?;
-    let mut workload = Workload::start(&lab.workload, &lab.workload_args, seed.as_str(), None)?;
+    let mut workload = Workload::start(
+        &lab.workload,
+        &lab.workload_args,
+        seed.as_str(),
+        None,
+        super::engine::read_iops(&facts),
+    )?;
     let live = facts.with_live(workload.pid());
     let made = make_artifacts(&sol, &live, out, &mut workload);
     workload.stop();

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
-use super::answers::Answers;
 use super::tar;
+use crate::grade::answers::Answers;
 use crate::grade::evidence::{Evidence, MAX_ARTIFACT_BYTES};
 use crate::grade::{Check, CheckFile};
 use crate::sys::process::user_files::{self, Limits, UserFileError};
@@ -188,7 +188,7 @@ fn open_archive(path: &Path) -> Result<Submission, Invalid> {
 }
 
 fn parse_manifest(name: &str, text: &str) -> Result<Manifest, Invalid> {
-    super::parse_toml(name, text).map_err(|e| Invalid(format!("{e:#}")))
+    crate::error::parse_toml(name, text).map_err(|e| Invalid(format!("{e:#}")))
 }
 
 /// What `kdiag lab submit` packs: the answers (artifact answers rewritten
@@ -301,10 +301,7 @@ mod tests {
     use crate::lab::Source;
 
     fn checks() -> CheckFile {
-        let source = Source::default();
-        let lab = source.lab("0-demo").unwrap();
-        let steps: Vec<String> = lab.steps.iter().map(|s| s.id.clone()).collect();
-        crate::grade::checks::load(&source, "0-demo", &steps).unwrap()
+        crate::lab::load(&Source::default(), "0-demo").unwrap().1
     }
 
     #[test]

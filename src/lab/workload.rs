@@ -15,16 +15,22 @@ use crate::workloads;
 
 pub struct Workload {
     child: Child,
+    /// The cgroup slowing its disk, for workloads whose truth asks for one
+    /// (bio); removed after the child is stopped.
+    _throttle: Option<workloads::Throttle>,
 }
 
 impl Workload {
     /// Start workload `name` with `args` for seed `token`, forever
-    /// (`--duration 0`), its output going to `log` (None: discarded).
+    /// (`--duration 0`), its output going to `log` (None: discarded), in a
+    /// cgroup limiting its disk's reads to `read_iops` when its truth asks
+    /// for one.
     pub fn start(
         name: &str,
         args: &[String],
         token: &str,
         log: Option<&Path>,
+        read_iops: Option<u64>,
     ) -> anyhow::Result<Workload> {
         let path = workloads::binary(name)?;
         let (stdout, stderr) = match log {
@@ -40,6 +46,16 @@ impl Workload {
             .stdin(Stdio::null())
             .stdout(stdout)
             .stderr(stderr);
+        let throttle = match read_iops {
+            Some(iops) => {
+                let t = workloads::throttle(name, args, iops)
+                    .map_err(|e| anyhow::anyhow!(workloads::throttle_advice(name, &e)))?;
+                // As root, before becoming the invoker.
+                t.cgroup.join_on_exec(&mut cmd)?;
+                Some(t)
+            }
+            None => None,
+        };
         privilege::run_as_invoker(&mut cmd);
         // After the switch to the invoker: changing credentials clears the
         // parent-death signal.
@@ -55,7 +71,10 @@ impl Workload {
         let child = cmd
             .spawn()
             .with_context(|| format!("cannot start {}", path.display()))?;
-        Ok(Workload { child })
+        Ok(Workload {
+            child,
+            _throttle: throttle,
+        })
     }
 
     pub fn pid(&self) -> u32 {

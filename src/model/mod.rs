@@ -11,4 +11,5 @@ pub mod process;
 pub mod profile;
 pub mod rusage;
 pub mod signal;
+pub mod stacks;
 pub mod system;

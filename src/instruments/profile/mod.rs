@@ -1,5 +1,9 @@
-//! CPU profiles: samples recorded through `sys::perf`, then symbolized
-//! (`symbolize.rs`: kernel frames from kallsyms, user frames by (file,
-//! offset) through blazesym).
+//! `kdiag profile`'s stages: samples recorded through `sys::perf`, user
+//! stacks unwound (`unwind`, over the binaries' tables in `modules`), then
+//! frames named (`symbolize`: kernel frames from kallsyms, user frames by
+//! (file, offset) through blazesym; JIT code through `perf_map`).
 
+pub mod modules;
+pub mod perf_map;
 pub mod symbolize;
+pub mod unwind;

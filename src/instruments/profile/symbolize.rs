@@ -9,29 +9,29 @@
 //! user frames are resolved by (file, offset), a `-- CMD` that has already
 //! exited still symbolizes: its mappings came in MMAP2 records while it ran.
 //!
+//! With `--call-graph dwarf|auto` the recorder hands each sample's stack
+//! copy to the unwind stage (`instruments::profile::unwind`) as it comes in,
+//! with the process's mappings known so far, and keeps only the addresses.
+//! Code in anonymous memory (JIT, interpreters) is named from the process's
+//! `/tmp/perf-PID.map` (`instruments::profile::perf_map`).
+//!
 //! A frame that cannot be named shows its module and file offset
 //! (`libc.so.6+0x2a1b0`) or `[unknown]`, and the reason is counted.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
+use std::os::unix::fs::MetadataExt;
+
 use blazesym::MaybeDefault;
 use blazesym::symbolize::source::{Elf, Kernel, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
 
-use crate::model::profile::{Frame, Profile, Stack};
+use crate::instruments::profile::perf_map::PerfMap;
+use crate::instruments::profile::unwind::{CallGraph, Unwinder};
+use crate::model::profile::{Frame, Module, Profile, Stack};
 use crate::sys::perf::{Record, Space};
-
-/// One executable mapping of a process.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Mapping {
-    pub start: u64,
-    pub end: u64,
-    /// File offset of `start`.
-    pub pgoff: u64,
-    /// The file, or a pseudo name such as `[vdso]`, or empty for anonymous.
-    pub path: String,
-}
+use crate::sys::procfs::maps::{Mapping, parse_maps};
 
 /// What a process's memory looked like, as far as we know.
 #[derive(Debug, Clone, Default)]
@@ -42,6 +42,8 @@ struct Maps {
     /// /proc/PID/maps could not be read (the process had exited) and no
     /// MMAP2 record told us more.
     unreadable: bool,
+    /// The process's user (owner of /proc/PID), to check its perf map's owner.
+    uid: Option<u32>,
 }
 
 impl Maps {
@@ -53,41 +55,6 @@ impl Maps {
     }
 }
 
-/// Parse the executable lines of /proc/PID/maps.
-pub fn parse_maps(text: &str) -> Vec<Mapping> {
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let mut rest = line;
-        let mut field = || {
-            let t = rest.trim_start();
-            let end = t.find(' ').unwrap_or(t.len());
-            rest = &t[end..];
-            &t[..end]
-        };
-        let (range, perms, off, _dev, _inode) = (field(), field(), field(), field(), field());
-        if !perms.contains('x') {
-            continue;
-        }
-        let Some((a, b)) = range.split_once('-') else {
-            continue;
-        };
-        let (Ok(start), Ok(end), Ok(pgoff)) = (
-            u64::from_str_radix(a, 16),
-            u64::from_str_radix(b, 16),
-            u64::from_str_radix(off, 16),
-        ) else {
-            continue;
-        };
-        out.push(Mapping {
-            start,
-            end,
-            pgoff,
-            path: rest.trim().to_string(),
-        });
-    }
-    out
-}
-
 /// Which frames to keep and which samples count.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RecordOptions {
@@ -95,6 +62,8 @@ pub struct RecordOptions {
     pub include_idle: bool,
     pub user_only: bool,
     pub kernel_only: bool,
+    /// How user stacks are walked (fp: the kernel's callchain as is).
+    pub call_graph: CallGraph,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -113,9 +82,11 @@ struct RawCount {
 }
 
 /// Collects samples and task events during a recording.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Recorder {
     opts: RecordOptions,
+    /// The unwind stage (dwarf and auto call graphs).
+    unwinder: Option<Unwinder>,
     maps: HashMap<u32, Maps>,
     comms: HashMap<u32, String>,
     stacks: HashMap<RawKey, RawCount>,
@@ -128,8 +99,11 @@ const KERNEL_START: u64 = 0xffff_0000_0000_0000;
 
 impl Recorder {
     pub fn new(opts: RecordOptions) -> Self {
+        let unwinder = (opts.call_graph.copies_stack() && !opts.kernel_only)
+            .then(|| Unwinder::new(opts.call_graph, crate::sys::perf::max_stack() as usize));
         Recorder {
             opts,
+            unwinder,
             ..Default::default()
         }
     }
@@ -152,14 +126,19 @@ impl Recorder {
 
     fn ensure(&mut self, pid: u32) -> &mut Maps {
         self.maps.entry(pid).or_insert_with(|| {
+            let uid = std::fs::metadata(format!("/proc/{pid}"))
+                .ok()
+                .map(|m| m.uid());
             match std::fs::read_to_string(format!("/proc/{pid}/maps")) {
                 Ok(text) => Maps {
                     list: parse_maps(&text),
                     unreadable: false,
+                    uid,
                 },
                 Err(_) => Maps {
                     list: Vec::new(),
                     unreadable: true,
+                    uid,
                 },
             }
         })
@@ -203,14 +182,22 @@ impl Recorder {
                     ips.push(s.ip);
                     kernel = (s.ip >= KERNEL_START) as u16;
                 }
-                if ips.is_empty() {
-                    return;
-                }
-                self.samples += 1;
                 if s.pid != 0 {
                     self.ensure(s.pid);
                     self.ensure_comm(s.pid, s.tid);
                 }
+                // The unwind stage replaces the frame-pointer user frames.
+                if let (Some(unwinder), Some(maps)) = (&mut self.unwinder, self.maps.get(&s.pid)) {
+                    let kernel = kernel as usize;
+                    if let Some(user) = unwinder.user_frames(s, &maps.list, &ips[kernel..]) {
+                        ips.truncate(kernel);
+                        ips.extend(user);
+                    }
+                }
+                if ips.is_empty() {
+                    return;
+                }
+                self.samples += 1;
                 let key = RawKey {
                     pid: s.pid,
                     tid: s.tid,
@@ -249,6 +236,7 @@ impl Recorder {
                 child.list = parent.list;
                 child.list.extend(mine);
                 child.unreadable = false;
+                child.uid = child.uid.or(parent.uid);
                 if let Some(c) = self.comms.get(&ppid).cloned() {
                     self.comms.entry(tid).or_insert(c);
                 }
@@ -260,6 +248,7 @@ impl Recorder {
     /// Name every frame and build the profile's stacks. `profile` gets the
     /// stacks, sample counts and unknown-frame reasons.
     pub fn finish(self, profile: &mut Profile) {
+        profile.unwind = self.unwinder.as_ref().map(Unwinder::stats);
         let mut names = Names::new(&self.maps);
         // Resolve in batches: every kernel address at once, each file once.
         let mut kernel_ips = Vec::new();
@@ -284,7 +273,7 @@ impl Recorder {
             let mut frames = Vec::with_capacity(key.ips.len());
             // Outermost first: user frames reversed, then kernel frames reversed.
             for (i, &ip) in user.iter().enumerate().rev() {
-                frames.push(Frame::user(names.user(key.pid, adjust(ip, i))));
+                frames.push(names.user(key.pid, adjust(ip, i)));
             }
             for (i, &ip) in kernel.iter().enumerate().rev() {
                 frames.push(Frame::kernel(names.kernel(adjust(ip, i))));
@@ -316,6 +305,7 @@ impl Recorder {
         profile.stacks = stacks;
         profile.samples = self.samples;
         profile.idle_samples = self.idle;
+        profile.modules = names.modules();
         profile.unknown_frames = names.reasons.into_iter().collect();
     }
 }
@@ -344,6 +334,11 @@ struct Names<'a> {
     kernel: HashMap<u64, Result<String, String>>,
     /// file → offset → symbol (Err: why not, the module+offset name is made later).
     files: HashMap<String, HashMap<u64, Result<String, String>>>,
+    /// Each process's perf map (JIT names), read when first needed.
+    perf_maps: HashMap<u32, Option<PerfMap>>,
+    /// Binaries named in frames, in first-use order (`Frame::module`).
+    module_index: HashMap<String, u32>,
+    module_paths: Vec<String>,
     reasons: BTreeMap<String, u64>,
 }
 
@@ -357,6 +352,9 @@ impl<'a> Names<'a> {
                 .build(),
             kernel: HashMap::new(),
             files: HashMap::new(),
+            perf_maps: HashMap::new(),
+            module_index: HashMap::new(),
+            module_paths: Vec::new(),
             reasons: BTreeMap::new(),
         }
     }
@@ -370,7 +368,7 @@ impl<'a> Names<'a> {
                 Place::Unknown("process exited before its memory map was read")
             }
             None => Place::Unknown("address outside every mapping (a broken frame-pointer chain?)"),
-            Some(m) if m.path.is_empty() => Place::Pseudo("[anon]"),
+            Some(m) if m.path.is_empty() || m.path == "//anon" => Place::Pseudo("[anon]"),
             Some(m) if m.path.starts_with('[') => Place::Pseudo(&m.path),
             Some(m) => Place::File(&m.path, ip - m.start + m.pgoff),
         }
@@ -470,12 +468,18 @@ impl<'a> Names<'a> {
         }
     }
 
-    fn user(&mut self, pid: u32, ip: u64) -> String {
-        match self.place(pid, ip) {
+    fn user(&mut self, pid: u32, ip: u64) -> Frame {
+        let place = self.place(pid, ip);
+        if matches!(place, Place::Pseudo("[anon]") | Place::Unknown(_))
+            && let Some(name) = self.jit_name(pid, ip)
+        {
+            return Frame::user(name);
+        }
+        let name = match place {
             Place::Pseudo(name) => name.to_string(),
             Place::Unknown(why) => self.note(why),
             Place::File(path, off) => {
-                match self.files.get(path).and_then(|f| f.get(&off)).cloned() {
+                let name = match self.files.get(path).and_then(|f| f.get(&off)).cloned() {
                     Some(Ok(name)) => name,
                     Some(Err(why)) => {
                         self.note(&why);
@@ -485,10 +489,65 @@ impl<'a> Names<'a> {
                         self.note("not resolved");
                         format!("{}+{off:#x}", module_name(path))
                     }
-                }
+                };
+                return Frame {
+                    module: Some(self.module(path)),
+                    ..Frame::user(name)
+                };
             }
-        }
+        };
+        Frame::user(name)
     }
+
+    /// The name a perf map gives the code at `ip`, reading the map once.
+    fn jit_name(&mut self, pid: u32, ip: u64) -> Option<String> {
+        if !self.perf_maps.contains_key(&pid) {
+            let uid = self.maps.get(&pid).and_then(|m| m.uid);
+            let map = match PerfMap::load(pid, uid) {
+                Ok(map) => map,
+                Err(why) => {
+                    self.note(&why);
+                    None
+                }
+            };
+            self.perf_maps.insert(pid, map);
+        }
+        self.perf_maps[&pid]
+            .as_ref()?
+            .lookup(ip)
+            .map(str::to_string)
+    }
+
+    fn module(&mut self, path: &str) -> u32 {
+        if let Some(&i) = self.module_index.get(path) {
+            return i;
+        }
+        let i = self.module_paths.len() as u32;
+        self.module_paths.push(path.to_string());
+        self.module_index.insert(path.to_string(), i);
+        i
+    }
+
+    /// The binaries named in frames, with their build ids.
+    fn modules(&self) -> Vec<Module> {
+        self.module_paths
+            .iter()
+            .map(|path| Module {
+                path: path.clone(),
+                build_id: build_id(path),
+            })
+            .collect()
+    }
+}
+
+/// The GNU build id of an ELF file, in hex.
+fn build_id(path: &str) -> Option<String> {
+    use object::{Object, ReadCache};
+    let file = std::fs::File::open(path).ok()?;
+    let cache = ReadCache::new(file);
+    let obj = object::File::parse(&cache).ok()?;
+    let id = obj.build_id().ok()??;
+    Some(id.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// `libc.so.6` for `/usr/lib/x86_64-linux-gnu/libc.so.6 (deleted)`.
@@ -574,6 +633,7 @@ mod tests {
             Maps {
                 list: parse_maps(&std::fs::read_to_string("/proc/self/maps").unwrap()),
                 unreadable: false,
+                uid: None,
             },
         );
         let mut names = Names::new(&maps);
@@ -582,13 +642,13 @@ mod tests {
         };
         let path = path.to_string();
         names.resolve_file(&path, vec![off, 1]);
-        let name = names.user(pid, ip);
+        let name = names.user(pid, ip).name;
         assert!(
             name.ends_with("names_our_own_functions_by_file_offset"),
             "{name}"
         );
-        assert_eq!(names.user(pid, 8), "[unknown]");
-        assert_eq!(names.user(999_999_999, 8), "[unknown]");
+        assert_eq!(names.user(pid, 8).name, "[unknown]");
+        assert_eq!(names.user(999_999_999, 8).name, "[unknown]");
         assert_eq!(names.reasons.len(), 2, "{:?}", names.reasons);
     }
 

@@ -6,6 +6,7 @@
 //! 2,000 extra processes: reading stat, status and cmdline through the
 //! procfs crate took 108 ms of CPU; this reader, formatting included, 67 ms.)
 
+pub mod maps;
 pub mod parse;
 pub mod tty;
 pub mod users;

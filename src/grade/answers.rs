@@ -22,7 +22,7 @@ impl Answers {
     }
 
     pub fn parse(name: &str, text: &str) -> anyhow::Result<Answers> {
-        super::parse_toml(name, text).map(Answers)
+        crate::error::parse_toml(name, text).map(Answers)
     }
 
     /// The answer at a dotted key, as text (numbers and booleans too).
@@ -110,25 +110,6 @@ impl Answers {
     pub fn to_toml(&self) -> String {
         toml::to_string(&self.0).unwrap_or_default()
     }
-}
-
-/// Record `value` for `key` in the answers file `file`, as the user (what
-/// `kdiag answer` and the lab app both do): a file named as evidence
-/// (`artifact`) by its absolute path, so it is found from any directory.
-/// The value as recorded.
-pub fn record(file: &Path, key: &str, value: &str, artifact: bool) -> anyhow::Result<String> {
-    let mut answers = Answers::load(file)?;
-    if artifact {
-        let path = std::path::absolute(value)?;
-        answers.set_text(key, &path.display().to_string())?;
-    } else {
-        answers.set(key, value)?;
-    }
-    if let Some(dir) = file.parent() {
-        crate::sys::process::user_files::create_dir_all(dir)?;
-    }
-    crate::sys::process::user_files::write(file, answers.to_toml())?;
-    Ok(answers.get(key).unwrap_or_default())
 }
 
 #[cfg(test)]
