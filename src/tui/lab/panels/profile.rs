@@ -240,6 +240,7 @@ mod tests {
                 .map(|(n, k)| StackFrame {
                     name: n.to_string(),
                     kernel: *k,
+                    module: None,
                 })
                 .collect(),
             samples,
