@@ -1,6 +1,7 @@
 //! `kdiag lab`, `answer`, `check` and `lab submit`: a real lab run with its
-//! workload, resuming it, and submitting it (tests/grading.rs has courses
-//! and grading).
+//! workload (in `--plain` mode, one command a line), resuming it, and
+//! submitting it (tests/grading.rs has courses and grading;
+//! tests/lab_app.rs the interactive app in a terminal).
 
 mod common;
 
@@ -12,8 +13,9 @@ use std::time::{Duration, Instant};
 
 use common::{kdiag, require_root, stdout};
 
-/// `kdiag lab 0-demo` running with piped input; its output lines arrive on
-/// a channel. Dropping it closes stdin (the lab quits) and reaps kdiag.
+/// `kdiag lab 0-demo --plain` running with piped input; its output lines
+/// arrive on a channel. Dropping it closes stdin (the lab quits) and reaps
+/// kdiag.
 struct LabRun {
     _one: std::sync::MutexGuard<'static, ()>,
     child: Child,
@@ -30,7 +32,7 @@ impl LabRun {
     fn start(root: &Path, seed: &str) -> LabRun {
         let guard = ONE_WORKLOAD.lock().unwrap_or_else(|e| e.into_inner());
         let mut child = kdiag()
-            .args(["lab", "0-demo", "--seed", seed, "--dir"])
+            .args(["lab", "0-demo", "--plain", "--seed", seed, "--dir"])
             .arg(root)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -39,11 +41,8 @@ impl LabRun {
         let out = BufReader::new(child.stdout.take().unwrap());
         let (tx, lines) = channel();
         std::thread::spawn(move || {
-            // The prompt has no newline: split on it too.
             for line in out.lines().map_while(Result::ok) {
-                for part in line.split(" > ") {
-                    let _ = tx.send(part.to_string());
-                }
+                let _ = tx.send(line);
             }
         });
         let run = LabRun {
@@ -166,24 +165,26 @@ fn lab_checks_a_step_and_leaves_nothing_behind() {
     // A wrong answer fails without giving the right one away.
     lab.answer("who.pid", "1");
     lab.answer("who.comm", "io-app");
-    lab.send("c");
-    let seen = lab.expect("checks passed");
-    assert!(seen.contains("FAIL who.pid"), "{seen}");
-    assert!(seen.contains("ok   who.comm"), "{seen}");
+    lab.send("check");
+    let seen = lab.expect("score ");
+    assert!(seen.contains("not yet: who.pid: "), "{seen}");
+    assert!(seen.contains("right: who.comm"), "{seen}");
     assert!(!seen.contains(&pid.to_string()), "{seen}");
-    lab.send("h");
-    lab.expect("who.pid: ");
+    lab.send("hint");
+    lab.expect("Hint: ");
 
     lab.answer("who.pid", &pid.to_string());
-    lab.send("c");
-    let seen = lab.expect("Step 2/4");
-    assert!(seen.contains("Step done."), "{seen}");
+    lab.send("check");
+    let seen = lab.expect("score ");
+    assert!(seen.contains("Step 1 done."), "{seen}");
     assert!(
-        seen.contains("not your grade"),
+        seen.contains("your progress, not your grade"),
         "who.pid is a live check: {seen}"
     );
+    lab.send("next");
     // The lab prints the exact commands, with the --dir it was given.
-    let seen = lab.expect("what.sync");
+    let seen = lab.expect("what.sync <yes|no>");
+    assert!(seen.contains("-- Step 2/4"), "{seen}");
     assert!(
         seen.contains(&format!(
             "kdiag answer 0-demo what.sync <yes|no> --dir {}",
@@ -193,7 +194,7 @@ fn lab_checks_a_step_and_leaves_nothing_behind() {
     );
     let progress = std::fs::read_to_string(lab.dir.join("progress.toml")).unwrap();
     assert!(progress.contains("done = [\"who\"]"), "{progress}");
-    lab.send("q");
+    lab.send("quit");
     assert_eq!(lab.finish(), 1, "quitting before the end is not a pass");
     assert!(!pid_alive(pid), "the workload is stopped");
     assert!(!scratch.exists(), "{} is removed", scratch.display());
@@ -305,9 +306,9 @@ fn resuming_keeps_every_answer_and_redoes_only_live_checks() {
     let (pid, _) = lab.workload();
     answer_all_but_the_pid(&lab, &course, pid, elsewhere.path());
     lab.answer("who.pid", &pid.to_string());
-    lab.send("c");
+    lab.send("check");
     let seen = lab.expect("All steps done");
-    assert!(!seen.contains("FAIL"), "{seen}");
+    assert!(!seen.contains("not yet"), "{seen}");
     let before = graded(root.path(), &seed);
     assert_eq!(before["score"], before["max_score"], "{before:#}");
     assert_eq!(lab.finish(), 0, "every step done");
@@ -318,20 +319,24 @@ fn resuming_keeps_every_answer_and_redoes_only_live_checks() {
     assert_ne!(new_pid, pid);
     let after = graded(root.path(), &seed);
     assert_eq!(after["score"], before["score"], "resuming keeps the score");
-    lab.send("c");
-    let seen = lab.expect("checks passed");
+    lab.send("status");
+    let seen = lab.expect("score ");
+    for step in ["what", "why", "trend"] {
+        assert!(
+            seen.lines()
+                .any(|l| l.contains(step) && l.ends_with("done")),
+            "{step} still passes: {seen}"
+        );
+    }
+    lab.send("check");
+    let seen = lab.expect("score ");
     assert!(
-        seen.contains("FAIL who.pid") && seen.contains("ok   who.comm"),
+        seen.contains("not yet: who.pid") && seen.contains("right: who.comm"),
         "{seen}"
     );
     lab.answer("who.pid", &new_pid.to_string());
-    lab.send("c");
-    let seen = lab.expect("All steps done");
-    assert_eq!(
-        seen.matches("Done: your answers still pass.").count(),
-        3,
-        "{seen}"
-    );
+    lab.send("check");
+    lab.expect("All steps done");
     assert_eq!(lab.finish(), 0);
 
     // Submitted as an archive, the same answers get the same score from
@@ -376,6 +381,138 @@ fn resuming_keeps_every_answer_and_redoes_only_live_checks() {
         .unwrap_or_else(|| panic!("{csv}"));
     let max = before["max_score"].as_f64().unwrap();
     assert!(row.contains(&format!(",{max},{max},")), "{row}");
+}
+
+/// The truth of `seed`'s variant, as `kdiag workload describe` gives it.
+fn truth(seed: &str) -> serde_json::Value {
+    let out = kdiag()
+        .args(["workload", "describe", "io-app", "--seed", seed])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+impl LabRun {
+    /// Send `answer KEY VALUE` and return kdiag's reply to it.
+    fn reply(&mut self, key: &str, value: &str) -> String {
+        self.send(&format!("answer {key} {value}"));
+        let seen = self.expect(&format!(": {key}"));
+        seen.lines()
+            .find(|l| l.starts_with("right: ") || l.starts_with("not yet: "))
+            .unwrap_or_else(|| panic!("no verdict for {key}: {seen}"))
+            .to_string()
+    }
+}
+
+#[test]
+fn plain_mode_runs_the_whole_lab_with_the_reference_answers() {
+    if !require_root("plain_mode_runs_the_whole_lab_with_the_reference_answers") {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let seed = "plain-run-3";
+    let expect = truth(seed)["expect"].clone();
+    let mut lab = LabRun::start(root.path(), seed);
+    let (pid, scratch) = lab.workload();
+    // The evidence, as the step says to make it.
+    let folded = root.path().join("profile.folded");
+    let ok = kdiag()
+        .args([
+            "profile",
+            "-p",
+            &pid.to_string(),
+            "-d",
+            "2",
+            "-F",
+            "499",
+            "--folded",
+        ])
+        .arg(&folded)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let s = |v: &serde_json::Value| v.as_str().map_or(v.to_string(), str::to_string);
+    let answers = [
+        ("who.pid", pid.to_string()),
+        ("who.comm", "io-app".to_string()),
+        ("what.io_type", s(&expect["io_type"])),
+        ("what.sync", "yes".to_string()),
+        ("why.syscall", s(&expect["syscall"])),
+        ("why.function", s(&expect["write_function"])),
+        ("why.file", s(&expect["file"])),
+        ("artifacts.profile", folded.display().to_string()),
+        ("trend.pattern", s(&expect["pattern"])),
+        ("trend.region_bytes", s(&expect["region_bytes"])),
+    ];
+    for (key, value) in &answers {
+        let reply = lab.reply(key, value);
+        assert!(
+            reply.starts_with(&format!("right: {key}")),
+            "{key} = {value}: {reply}"
+        );
+    }
+    let seen = lab.expect("score ");
+    assert!(seen.contains("All steps done"), "{seen}");
+    assert!(
+        seen.contains("score 15/15 points, 4/4 steps done"),
+        "{seen}"
+    );
+    lab.send("quit");
+    assert_eq!(lab.finish(), 0, "every step done");
+    assert!(!pid_alive(pid), "the workload is stopped");
+    assert!(!scratch.exists(), "{} is removed", scratch.display());
+}
+
+#[test]
+fn plain_mode_wrong_answers_are_not_yet_without_the_answer() {
+    if !require_root("plain_mode_wrong_answers_are_not_yet_without_the_answer") {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let seed = "plain-run-4";
+    let expect = truth(seed)["expect"].clone();
+    let mut lab = LabRun::start(root.path(), seed);
+    let (pid, _) = lab.workload();
+    let wrong = [
+        ("who.pid", "1"),
+        ("who.comm", "systemd"),
+        ("what.io_type", "R"),
+        ("what.sync", "no"),
+        ("why.syscall", "read"),
+        ("why.function", "main"),
+        ("why.file", "/etc/hostname"),
+        ("artifacts.profile", "/etc/hostname"),
+        ("trend.pattern", "random"),
+        ("trend.region_bytes", "4096"),
+    ];
+    let region = expect["region_bytes"].as_u64().unwrap();
+    let secrets = [
+        pid.to_string(),
+        expect["file"].as_str().unwrap().to_string(),
+        expect["write_function"].as_str().unwrap().to_string(),
+        region.to_string(),
+        format!("{} MiB", region >> 20),
+        // (The pattern is one of the choices every learner sees.)
+        "WS".to_string(),
+    ];
+    for (key, value) in wrong {
+        let reply = lab.reply(key, value);
+        assert!(reply.starts_with(&format!("not yet: {key}: ")), "{reply}");
+        for secret in &secrets {
+            assert!(
+                !reply.contains(secret.as_str()),
+                "{reply} gives away {secret}"
+            );
+        }
+    }
+    lab.send("status");
+    let seen = lab.expect("score ");
+    assert!(seen.contains("score 0/15 points, 0/4 steps done"), "{seen}");
+    lab.send("quit");
+    assert_eq!(lab.finish(), 1);
 }
 
 #[test]
@@ -430,4 +567,72 @@ fn killing_the_lab_stops_its_workload() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(!scratch.exists(), "{} is left behind", scratch.display());
+}
+
+#[test]
+fn list_shows_status_and_score_and_reset_clears_after_asking() {
+    let root = tempfile::tempdir().unwrap();
+    let list = || {
+        let out = kdiag()
+            .args(["lab", "list", "--dir"])
+            .arg(root.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        stdout(&out)
+    };
+    let text = list();
+    let head = text.lines().next().unwrap();
+    for col in ["LAB", "TITLE", "WORKLOAD", "STATUS", "SCORE", "START"] {
+        assert!(head.contains(col), "{text}");
+    }
+    let row = text.lines().find(|l| l.starts_with("0-demo")).unwrap();
+    assert!(
+        row.contains("io-app") && row.contains("not started"),
+        "{row}"
+    );
+    assert!(row.contains("0/15"), "{row}");
+    // The command to start it, runnable as printed (kdiag by its path
+    // when a shell would not find it).
+    assert!(
+        row.contains("sudo /")
+            && row.contains(&format!("kdiag lab 0-demo --dir {}", root.path().display())),
+        "{row}"
+    );
+
+    // One right answer (no workload needed: comm is the seed's truth).
+    let out = kdiag()
+        .args(["answer", "0-demo", "who.comm", "io-app", "--dir"])
+        .arg(root.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = list();
+    let row = text.lines().find(|l| l.starts_with("0-demo")).unwrap();
+    assert!(row.contains("in progress") && row.contains("1/15"), "{row}");
+
+    // Reset asks; without a terminal to ask on, it needs --yes.
+    let answers = root.path().join("0-demo/answers.toml");
+    let out = kdiag()
+        .args(["lab", "reset", "0-demo", "--dir"])
+        .arg(root.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--yes"),
+        "{out:?}"
+    );
+    assert!(answers.exists(), "nothing cleared without a yes");
+    let out = kdiag()
+        .args(["lab", "reset", "0-demo", "--yes", "--dir"])
+        .arg(root.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(stdout(&out).contains("answers.toml"), "{}", stdout(&out));
+    assert!(!answers.exists());
+    let text = list();
+    assert!(text.contains("not started"), "{text}");
 }

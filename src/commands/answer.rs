@@ -4,7 +4,6 @@
 //! wherever you run kdiag from.
 
 use crate::error;
-use crate::grade::answers::Answers;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -31,8 +30,6 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         )));
     };
     let dir = args.files.lab_dir(&lab.id)?;
-    let file = dir.answers();
-    let mut answers = Answers::load(&file)?;
     if check.is_artifact() {
         let path = std::path::absolute(&args.value)?;
         if !path.is_file() {
@@ -41,16 +38,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 path.display()
             );
         }
-        answers.set_text(&args.key, &path.display().to_string())?;
-    } else {
-        answers.set(&args.key, &args.value)?;
     }
-    dir.create()?;
-    crate::sys::process::user_files::write(&file, answers.to_toml())?;
+    let recorded = crate::lab::state::record(&dir, &args.key, &args.value, check.is_artifact())?;
+    let file = dir.answers();
     println!(
         "{} = {:?} recorded in {}",
         args.key,
-        answers.get(&args.key).unwrap_or_default(),
+        recorded,
         file.display()
     );
     Ok(error::OK)

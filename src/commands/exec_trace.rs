@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use serde::Serialize;
 
-use crate::analysis::exec_failure::{self, FileFacts, Finding};
+use crate::analysis::exec_failure::{self, Finding};
 use crate::error;
 use crate::instruments::Tier;
 use crate::instruments::exec::{Filter, Spawned};
@@ -16,7 +16,6 @@ use crate::model::exec::{Exit, ProcessEnd, TraceEvent};
 use crate::render;
 use crate::sys::process::interrupt::Interrupt;
 use crate::sys::process::spawn::HeldChild;
-use crate::sys::process::user_files::Peek;
 
 #[derive(Debug, clap::Args)]
 #[command(arg_required_else_help = true)]
@@ -138,7 +137,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         (source.tier().name(), source.lost(), notes, pid)
     };
 
-    let files = file_facts(&events);
+    let files = crate::instruments::exec::file_facts(&events);
     let findings = exec_failure::explain(&events, &files);
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -193,31 +192,4 @@ fn record_end(events: &mut Vec<TraceEvent>, pid: u32, status: i32) {
         comm: String::new(),
         exit,
     }));
-}
-
-/// What the file system says about each file an exec named: does it exist,
-/// and what elf-check finds in it. Relative paths are taken from our working
-/// directory, which a spawned command shares (best effort for -p).
-fn file_facts(events: &[TraceEvent]) -> Vec<FileFacts> {
-    let mut facts: Vec<FileFacts> = Vec::new();
-    for e in events {
-        let TraceEvent::Exec(x) = e else { continue };
-        let Some(path) = &x.filename else { continue };
-        if facts.iter().any(|f| &f.path == path) {
-            continue;
-        }
-        // Looked at as the user, as everything a user names.
-        let p = Path::new(path);
-        let peek = crate::sys::process::user_files::peek(p, 0);
-        let elf = matches!(peek, Peek::File { .. })
-            .then(|| crate::sys::elf::read_target(p).ok())
-            .flatten()
-            .map(|(image, env)| crate::analysis::elf_rules::check(&image, &env));
-        facts.push(FileFacts {
-            path: path.clone(),
-            exists: !matches!(peek, Peek::Missing),
-            elf,
-        });
-    }
-    facts
 }

@@ -1,20 +1,30 @@
-//! `kdiag lab`: list the guided labs, run one, submit it, or (instructors)
-//! print a learner's reference solution. Running is line-based, so it
-//! works in any terminal and with piped input; the engine (lab/engine.rs)
-//! does the work and this file only talks to the learner.
+//! `kdiag lab`: list the guided labs, run one, reset one, submit it, or
+//! (instructors) print a learner's reference solution. A lab runs as the
+//! interactive app (tui::lab) on a terminal, or one command a line with
+//! `--plain` or without a terminal; the engine (lab/engine.rs) does the
+//! work, and this file hands it to the app as its `Driver`.
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
+use std::time::SystemTime;
 
 use anyhow::Context;
 
 use crate::course::{Course, Token, token};
 use crate::error;
-use crate::grade::{Status, report};
+use crate::grade::answers;
+use crate::grade::{self, CheckResult, Evidence, Status};
 use crate::lab::engine::{Engine, Resumed, shell_word};
 use crate::lab::state::{self, LabDir, Progress};
 use crate::lab::{self, Source, solution, submission};
+use crate::model::lab::{Input, Panel};
+use crate::render::table::{Align, Table};
 use crate::sys::process::privilege;
+use crate::sys::process::user_files;
+use crate::tui::lab::app::{self, Driver};
+use crate::tui::lab::event::{Given, Verdict};
+use crate::tui::lab::plain;
+use crate::tui::lab::state::{LabView, Question, State, StepView};
 
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
@@ -28,14 +38,28 @@ pub struct Args {
     /// else $KDIAG_SEED, else one derived from your user name)
     #[arg(long, value_name = "TOKEN")]
     pub seed: Option<String>,
+    /// One command a line on stdin, each reply on stdout, instead of the
+    /// interactive app (also when stdin or stdout is not a terminal)
+    #[arg(long)]
+    pub plain: bool,
     #[command(flatten)]
     pub files: Files,
 }
 
 #[derive(Debug, clap::Subcommand)]
 enum Sub {
-    /// List the labs
+    /// List the labs with your status and score in each
     List {
+        #[command(flatten)]
+        files: Files,
+    },
+    /// Clear a lab's answers and progress (after a confirmation)
+    Reset {
+        /// The lab (e.g. 0-demo)
+        lab: String,
+        /// Do not ask for confirmation
+        #[arg(long)]
+        yes: bool,
         #[command(flatten)]
         files: Files,
     },
@@ -120,7 +144,8 @@ pub fn user_name() -> String {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     match args.command {
-        Some(Sub::List { files }) => list(&files.source()),
+        Some(Sub::List { files }) => list(&files),
+        Some(Sub::Reset { lab, yes, files }) => reset(&lab, yes, &files),
         Some(Sub::Submit {
             lab,
             out,
@@ -138,22 +163,130 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         None => {
             let lab = args.lab.expect("clap requires it");
             if lab == "list" {
-                return list(&args.files.source());
+                return list(&args.files);
             }
-            run_lab(&lab, args.seed, &args.files)
+            run_lab(&lab, args.seed, args.plain, &args.files)
         }
     }
 }
 
-fn list(source: &Source) -> anyhow::Result<u8> {
+fn list(files: &Files) -> anyhow::Result<u8> {
+    let source = files.source();
+    let root = state::root(files.dir.as_deref())?;
+    let dir = match &files.dir {
+        Some(d) => format!(" --dir {}", shell_word(&d.display().to_string())),
+        None => String::new(),
+    };
+    let exe = kdiag_path().unwrap_or_else(|| "kdiag".into());
+    let mut t = Table::new([
+        ("LAB", Align::Left),
+        ("TITLE", Align::Left),
+        ("WORKLOAD", Align::Left),
+        ("STATUS", Align::Left),
+        ("SCORE", Align::Right),
+        ("START", Align::Left),
+    ]);
     for id in source.ids()? {
-        let lab = source.lab(&id)?;
-        println!("{:<10} {} (workload {})", lab.id, lab.title, lab.workload);
+        let (lab, checks) = lab::load(&source, &id)?;
+        let ld = LabDir::new(&root, &lab.id);
+        let progress = Progress::load(&ld.progress());
+        let answers = answers::Answers::load(&ld.answers()).unwrap_or_default();
+        let seed = match Token::parse(&progress.seed) {
+            Ok(t) => t,
+            Err(_) => default_seed()?,
+        };
+        let facts = lab::facts(&lab, &seed)?;
+        let evidence = Evidence::Dir {
+            base: ld.path.clone(),
+            confined: false,
+        };
+        let results = grade::evaluate(&checks.checks, &answers, &facts, &evidence, None);
+        let (got, max) = grade::totals(&results);
+        let all = lab.steps.iter().all(|s| progress.done.contains(&s.id));
+        let status = if all {
+            "done"
+        } else if !answers.keys().is_empty() || !progress.done.is_empty() {
+            "in progress"
+        } else {
+            "not started"
+        };
+        t.push(vec![
+            lab.id.clone(),
+            lab.title.clone(),
+            lab.workload.clone(),
+            status.to_string(),
+            format!("{got}/{max}"),
+            format!("sudo {exe} lab {}{dir}", lab.id),
+        ]);
     }
+    t.write(&mut std::io::stdout().lock())?;
     Ok(error::OK)
 }
 
-fn run_lab(id: &str, seed: Option<String>, files: &Files) -> anyhow::Result<u8> {
+/// The files of a lab's folder that a reset clears: the learner's
+/// answers, the lab's notes, the workload's log and the evidence the app
+/// saved. Anything else the learner put there stays.
+const RESET_FILES: &[&str] = &[
+    "answers.toml",
+    "progress.toml",
+    "workload.log",
+    "profile.folded",
+    "iosnoop.json",
+];
+
+fn reset(id: &str, yes: bool, files: &Files) -> anyhow::Result<u8> {
+    let (lab, _) = lab::load(&files.source(), id)?;
+    let dir = files.lab_dir(&lab.id)?;
+    let present: Vec<PathBuf> = RESET_FILES
+        .iter()
+        .map(|f| dir.path.join(f))
+        .filter(|p| p.symlink_metadata().is_ok())
+        .collect();
+    if present.is_empty() {
+        println!(
+            "Lab {} has no answers or progress in {}.",
+            lab.id,
+            dir.path.display()
+        );
+        return Ok(error::OK);
+    }
+    if !yes {
+        if !std::io::stdin().is_terminal() {
+            return Err(error::usage(format!(
+                "kdiag lab reset {} asks before clearing your answers: answer on a terminal, or add --yes",
+                lab.id
+            )));
+        }
+        print!(
+            "Clear your answers and progress of lab {} in {}? [y/N] ",
+            lab.id,
+            dir.path.display()
+        );
+        std::io::stdout().flush()?;
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line)?;
+        if !matches!(line.trim(), "y" | "Y" | "yes") {
+            println!("Nothing cleared.");
+            return Ok(error::FAILURE);
+        }
+    }
+    for p in &present {
+        user_files::remove_file(p)?;
+    }
+    let names: Vec<String> = present
+        .iter()
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    println!(
+        "Cleared lab {} ({}). `kdiag lab {}` starts it afresh.",
+        lab.id,
+        names.join(", "),
+        lab.id
+    );
+    Ok(error::OK)
+}
+
+fn run_lab(id: &str, seed: Option<String>, plain: bool, files: &Files) -> anyhow::Result<u8> {
     let source = files.source();
     let root = state::root(files.dir.as_deref())?;
     let seed = match seed {
@@ -166,35 +299,271 @@ fn run_lab(id: &str, seed: Option<String>, files: &Files) -> anyhow::Result<u8> 
             }
         }
     };
-    let (mut engine, resumed) = Engine::start(&source, id, seed, &root, files.dir.clone())?;
-    let lab = engine.lab.clone();
-    println!(
-        "== Lab {}: {} ==\n{}",
-        lab.id,
-        lab.title,
-        lab.welcome.trim_end()
-    );
-    println!(
-        "\nkdiag started the workload (your variant: seed {}). Your answers go to\n{}\n\
-         Record them with the commands each step shows (from any directory), or edit the file.",
-        engine.seed,
-        engine.dir.answers().display()
-    );
-    if let Some(r) = &resumed {
-        print!("{}", resumed_text(r, &engine));
+    let (engine, resumed) = Engine::start(&source, id, seed, &root, files.dir.clone())?;
+    let mut driver = LabDriver { engine, seen: None };
+    let result = run_app(&mut driver, resumed.as_ref(), plain);
+    driver.engine.stop();
+    let dir = driver.engine.dir.path.display().to_string();
+    match result {
+        Ok(state) => {
+            let (got, max) = state.score(None);
+            // The terminal may be gone (closed window): say it if we can.
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(
+                out,
+                "Score {got}/{max} points, {}/{} steps done. The workload has stopped; \
+                 your answers and progress stay in {dir}.",
+                state.steps_done(),
+                state.lab.steps.len()
+            );
+            if state.all_done() {
+                let _ = writeln!(
+                    out,
+                    "Check everything: {}\nSubmit:           kdiag lab submit {}{}",
+                    driver.engine.check_command(),
+                    driver.engine.lab.id,
+                    dir_flag(&driver.engine)
+                );
+                Ok(error::OK)
+            } else {
+                Ok(error::FAILURE)
+            }
+        }
+        Err(e) => Err(e),
     }
-    let result = guide(&mut engine, resumed.is_some());
-    engine.stop();
-    println!(
-        "The workload has stopped. Your answers and progress stay in {}.",
-        engine.dir.path.display()
+}
+
+/// The app on a terminal, else the plain line mode.
+fn run_app(
+    driver: &mut LabDriver,
+    resumed: Option<&Resumed>,
+    plain: bool,
+) -> anyhow::Result<State> {
+    let given = driver.reload()?;
+    let e = &driver.engine;
+    let view = lab_view(
+        &e.lab,
+        &e.checks,
+        &|n| e.record_commands(n),
+        &e.dir.answers().display().to_string(),
+        kdiag_path().as_deref(),
     );
-    result
+    let mut state = State::new(view, &given);
+    let interactive = !plain && std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    if interactive {
+        if let Some(r) = resumed {
+            let text = resumed_text(r, &driver.engine).trim().replace('\n', " ");
+            state.message = Some((text, crate::tui::lab::state::Tone::Info));
+        }
+        return app::run(state, driver);
+    }
+    let mut out = std::io::stdout().lock();
+    if let Some(r) = resumed {
+        write!(out, "{}", resumed_text(r, &driver.engine))?;
+    }
+    writeln!(
+        out,
+        "kdiag started the workload (your variant: seed {}).",
+        driver.engine.seed
+    )?;
+    let prompt = std::io::stdin().is_terminal();
+    plain::run(
+        state,
+        driver,
+        &mut std::io::stdin().lock(),
+        &mut out,
+        prompt,
+    )
+}
+
+/// The lab as the app shows it: each check of a step is a question, asked
+/// the way the step's `inputs` say (else as a number of bytes, a file
+/// saved from the panel, or text, by the check's kind).
+/// `shell(n)` are the commands that record step `n`'s answers from a
+/// shell, and `exe` this kdiag's path when `kdiag` would not find it.
+pub fn lab_view(
+    lab: &lab::Lab,
+    checks: &grade::CheckFile,
+    shell: &dyn Fn(usize) -> Vec<String>,
+    answers_file: &str,
+    exe: Option<&str>,
+) -> LabView {
+    let run = |t: &str| runnable(t, exe);
+    let steps =
+        lab.steps
+            .iter()
+            .enumerate()
+            .map(|(n, step)| {
+                let shell: Vec<String> = shell(n).iter().map(|c| run(c)).collect();
+                let questions = checks
+                    .checks
+                    .iter()
+                    .filter(|c| c.step == step.id)
+                    .enumerate()
+                    .map(|(i, c)| {
+                        let evidence_panel = step.panels.iter().any(|p| {
+                            matches!(p, Panel::Profile | Panel::Iosnoop | Panel::IoPattern)
+                        });
+                        let input = match step.inputs.get(&c.id) {
+                            Some(i) => i.clone(),
+                            None if c.is_artifact() && evidence_panel => Input::Evidence,
+                            None if c.form == grade::forms::Form::Bytes => Input::Number {
+                                unit: Some("bytes".into()),
+                            },
+                            None => Input::Text,
+                        };
+                        Question {
+                            key: c.id.clone(),
+                            label: c.name.clone(),
+                            input,
+                            points: if c.live() { 0.0 } else { c.points },
+                            hint: c.hint.clone(),
+                            shell: shell.get(i).cloned().unwrap_or_default(),
+                        }
+                    })
+                    .collect();
+                StepView {
+                    id: step.id.clone(),
+                    title: step.title.clone(),
+                    text: run(&step.text),
+                    explain: run(&step.explain),
+                    panels: step.panels.clone(),
+                    questions,
+                }
+            })
+            .collect();
+    LabView {
+        id: lab.id.clone(),
+        title: lab.title.clone(),
+        welcome: lab.welcome.clone(),
+        fin: lab.fin.clone(),
+        steps,
+        answers_file: answers_file.to_string(),
+    }
+}
+
+/// This kdiag's path, when a shell would not find it as `kdiag` (a build
+/// in target/release, or sudo's PATH without the user's folders).
+fn kdiag_path() -> Option<String> {
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    let on_path =
+        std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d == dir));
+    let standard = ["/usr/bin", "/usr/local/bin", "/bin"]
+        .iter()
+        .any(|d| dir == std::path::Path::new(d));
+    (!(on_path && standard) && exe.file_name()? == "kdiag")
+        .then(|| shell_word(&exe.display().to_string()))
+}
+
+/// `text` with its commands runnable as printed: `kdiag` in code spans
+/// and at the start of a command line becomes `exe`.
+fn runnable(text: &str, exe: Option<&str>) -> String {
+    let Some(exe) = exe else {
+        return text.to_string();
+    };
+    text.lines()
+        .map(|l| {
+            let l = l
+                .replace("`kdiag ", &format!("`{exe} "))
+                .replace("`sudo kdiag ", &format!("`sudo {exe} "));
+            let indent = l.len() - l.trim_start().len();
+            match l.trim_start().strip_prefix("kdiag ") {
+                Some(rest) => format!("{}{exe} {rest}", &l[..indent]),
+                None => l,
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The engine, as the app's driver.
+struct LabDriver {
+    engine: Engine,
+    /// The answers file's modification time when last read or written.
+    seen: Option<SystemTime>,
+}
+
+impl LabDriver {
+    fn modified(&self) -> Option<SystemTime> {
+        std::fs::metadata(self.engine.dir.answers())
+            .and_then(|m| m.modified())
+            .ok()
+    }
+}
+
+/// A check's result as the app shows it.
+fn verdict(r: &CheckResult) -> Verdict {
+    match r.status {
+        Status::Passed => Verdict::Right,
+        Status::Failed | Status::Error => Verdict::NotYet(r.message.clone()),
+        Status::NotGraded => Verdict::Unanswered,
+    }
+}
+
+impl Driver for LabDriver {
+    fn answer(
+        &mut self,
+        step: usize,
+        given: &[(String, String)],
+    ) -> anyhow::Result<Vec<(String, Verdict)>> {
+        for (key, value) in given {
+            let artifact = self
+                .engine
+                .checks
+                .checks
+                .iter()
+                .any(|c| &c.id == key && c.is_artifact());
+            state::record(&self.engine.dir, key, value, artifact)?;
+        }
+        self.seen = self.modified();
+        let checked = self.engine.check(step)?;
+        Ok(checked
+            .results
+            .iter()
+            .map(|r| (r.id.clone(), verdict(r)))
+            .collect())
+    }
+
+    fn save(&mut self, file: &str, contents: &str) -> anyhow::Result<String> {
+        let path = self.engine.dir.path.join(file);
+        user_files::write(&path, contents)?;
+        Ok(path.display().to_string())
+    }
+
+    fn reload(&mut self) -> anyhow::Result<Vec<Given>> {
+        self.seen = self.modified();
+        let answers = self.engine.answers()?;
+        let mut out = Vec::new();
+        for n in 0..self.engine.lab.steps.len() {
+            for r in self.engine.check(n)?.results {
+                let value = answers.get(&r.id).unwrap_or_default();
+                let v = if value.is_empty() {
+                    Verdict::Unanswered
+                } else {
+                    verdict(&r)
+                };
+                out.push((r.id, value, v));
+            }
+        }
+        Ok(out)
+    }
+
+    fn changed(&mut self) -> anyhow::Result<Option<Vec<Given>>> {
+        if self.modified() == self.seen {
+            return Ok(None);
+        }
+        self.reload().map(Some)
+    }
+
+    fn workload_stopped(&mut self) -> Option<String> {
+        self.engine.workload_stopped()
+    }
 }
 
 fn resumed_text(r: &Resumed, engine: &Engine) -> String {
     let mut out = format!(
-        "\nResuming: your answers are kept ({} graded checks pass already).\n",
+        "Resuming: your answers are kept ({} graded checks pass already).\n",
         r.passing
     );
     if let Some(seed) = &r.previous_seed {
@@ -215,85 +584,6 @@ fn resumed_text(r: &Resumed, engine: &Engine) -> String {
         ));
     }
     out
-}
-
-/// Walk the steps from the first one whose checks do not pass.
-fn guide(engine: &mut Engine, resumed: bool) -> anyhow::Result<u8> {
-    let stdin = std::io::stdin();
-    let mut lines = stdin.lock().lines();
-    let steps = engine.lab.steps.clone();
-    for (n, step) in steps.iter().enumerate() {
-        let header = format!("-- Step {}/{}: {} --", n + 1, steps.len(), step.title);
-        if engine.step_passes(n) {
-            if resumed {
-                println!("\n{header}\nDone: your answers still pass.");
-            }
-            engine.mark_done(n)?;
-            continue;
-        }
-        println!("\n{header}\n{}", step.text.trim_end());
-        println!("\nRecord what you found:\n");
-        for cmd in engine.record_commands(n) {
-            println!("    {cmd}");
-        }
-        loop {
-            print!("\n[c]heck  [h]int  [q]uit > ");
-            std::io::stdout().flush()?;
-            let Some(line) = lines.next().transpose()? else {
-                println!();
-                return Ok(error::FAILURE);
-            };
-            if let Some(why) = engine.workload_stopped() {
-                anyhow::bail!("the workload stopped on its own ({why}); run the lab again");
-            }
-            match line.trim() {
-                "c" | "check" => {
-                    let checked = match engine.check(n) {
-                        Ok(c) => c,
-                        Err(e) => {
-                            println!("{e:#}");
-                            continue;
-                        }
-                    };
-                    print!(
-                        "{}",
-                        report::render(report::Format::Text, &engine.lab.id, &checked.results)
-                    );
-                    if checked
-                        .results
-                        .iter()
-                        .any(|r| !r.graded && r.status == Status::Passed)
-                    {
-                        println!(
-                            "(checked against the running workload: your progress, not your grade)"
-                        );
-                    }
-                    if checked.done {
-                        println!("\nStep done.\n{}", step.explain.trim_end());
-                        break;
-                    }
-                }
-                "h" | "hint" => {
-                    for (id, hint) in engine.hints(n) {
-                        println!("{id}: {hint}");
-                    }
-                }
-                "q" | "quit" => return Ok(error::FAILURE),
-                "" => {}
-                other => {
-                    println!("{other:?}: type c to check your answers, h for a hint, q to quit")
-                }
-            }
-        }
-    }
-    println!("\n== All steps done ==\n{}", engine.lab.fin.trim_end());
-    println!(
-        "\nCheck everything: {}\nSubmit:           kdiag lab submit {}{}",
-        engine.check_command(),
-        engine.lab.id,
-        dir_flag(engine)
-    );
-    Ok(error::OK)
 }
 
 fn dir_flag(engine: &Engine) -> String {

@@ -13,6 +13,7 @@ pub mod submission;
 pub mod tar;
 pub mod workload;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -21,6 +22,7 @@ use serde::Deserialize;
 use crate::course::Token;
 use crate::error;
 use crate::grade::{CheckFile, Facts};
+use crate::model::lab::{Input, Panel};
 
 /// The embedded labs and checks: (path under the repository, contents),
 /// every file of labs/ and checks/ (listed by build.rs).
@@ -101,6 +103,8 @@ impl Source {
                 explain: self.read(&format!("labs/{id}/{}", s.explain))?,
                 id: s.id,
                 title: s.title,
+                panels: s.panels,
+                inputs: s.inputs,
             });
         }
         Ok(Lab {
@@ -121,7 +125,37 @@ pub fn load(source: &Source, id: &str) -> anyhow::Result<(Lab, CheckFile)> {
     let steps: Vec<String> = lab.steps.iter().map(|s| s.id.clone()).collect();
     let path = format!("checks/{}.toml", lab.id);
     let checks = crate::grade::checks::parse(&path, &source.read(&path)?, &lab.id, &steps)?;
+    check_inputs(&lab, &checks)?;
     Ok((lab, checks))
+}
+
+/// Every input a step declares is for one of its checks, and a choice has
+/// choices: a mistake in lab.toml is found by its author.
+fn check_inputs(lab: &Lab, checks: &CheckFile) -> anyhow::Result<()> {
+    for step in &lab.steps {
+        for (key, input) in &step.inputs {
+            let path = format!("labs/{}/lab.toml", lab.id);
+            if !checks
+                .checks
+                .iter()
+                .any(|c| &c.id == key && c.step == step.id)
+            {
+                anyhow::bail!(
+                    "{path}: step {}: inputs names {key:?}, which is not a check of that step",
+                    step.id
+                );
+            }
+            if let Input::Choice { choices } = input
+                && choices.is_empty()
+            {
+                anyhow::bail!(
+                    "{path}: step {}: the choice {key:?} has no choices",
+                    step.id
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The truth of `lab` for `seed`, recomputed from the seed alone.
@@ -151,6 +185,10 @@ struct StepFile {
     title: String,
     text: String,
     explain: String,
+    #[serde(default)]
+    panels: Vec<Panel>,
+    #[serde(default)]
+    inputs: BTreeMap<String, Input>,
 }
 
 /// A lab, ready to run.
@@ -173,6 +211,11 @@ pub struct Step {
     pub title: String,
     pub text: String,
     pub explain: String,
+    /// The live instrument panels the lab app shows under the text, the
+    /// first one first (`v` switches).
+    pub panels: Vec<Panel>,
+    /// How the app asks for each answer, by answer key; others are text.
+    pub inputs: BTreeMap<String, Input>,
 }
 
 #[cfg(test)]

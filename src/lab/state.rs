@@ -96,6 +96,24 @@ impl LabDir {
     }
 }
 
+/// Record `value` for `key` in the lab's answers file, as the user (what
+/// `kdiag answer` and the lab app both do): a file named as evidence
+/// (`artifact`) by its absolute path, so it is found from any directory.
+/// The value as recorded.
+pub fn record(dir: &LabDir, key: &str, value: &str, artifact: bool) -> anyhow::Result<String> {
+    let file = dir.answers();
+    let mut answers = crate::grade::answers::Answers::load(&file)?;
+    if artifact {
+        let path = std::path::absolute(value)?;
+        answers.set_text(key, &path.display().to_string())?;
+    } else {
+        answers.set(key, value)?;
+    }
+    dir.create()?;
+    user_files::write(&file, answers.to_toml())?;
+    Ok(answers.get(key).unwrap_or_default())
+}
+
 /// The lab's notes on where the learner is. Only the lab reads them, to
 /// resume and to say what changed; no score depends on them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

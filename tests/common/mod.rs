@@ -110,6 +110,11 @@ pub struct Tmux(String);
 
 impl Tmux {
     pub fn start(command: &str) -> Tmux {
+        Tmux::start_sized(command, 120, 32)
+    }
+
+    /// The same in a `width` x `height` pane.
+    pub fn start_sized(command: &str, width: u16, height: u16) -> Tmux {
         let name = format!(
             "kdiag-test-{}-{:?}",
             std::process::id(),
@@ -123,9 +128,9 @@ impl Tmux {
                 "-s",
                 &name,
                 "-x",
-                "120",
+                &width.to_string(),
                 "-y",
-                "32",
+                &height.to_string(),
                 command,
             ])
             .status()
@@ -159,16 +164,18 @@ impl Tmux {
 
     /// Wait until the screen satisfies `want` (10 s at most).
     pub fn wait_for(&self, what: &str, want: impl Fn(&str) -> bool) -> String {
+        self.wait_up_to(Duration::from_secs(10), what, want)
+    }
+
+    /// Wait until the screen satisfies `want`, `limit` at most.
+    pub fn wait_up_to(&self, limit: Duration, what: &str, want: impl Fn(&str) -> bool) -> String {
         let t = Instant::now();
         loop {
             let s = self.screen();
             if want(&s) {
                 return s;
             }
-            assert!(
-                t.elapsed() < Duration::from_secs(10),
-                "waiting for {what}; screen:\n{s}"
-            );
+            assert!(t.elapsed() < limit, "waiting for {what}; screen:\n{s}");
             std::thread::sleep(Duration::from_millis(100));
         }
     }

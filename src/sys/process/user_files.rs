@@ -441,6 +441,15 @@ pub fn create_dir_all(dir: &Path) -> Result<(), UserFileError> {
         .map_err(|e| UserFileError::from_errno(dir, e, acting()))
 }
 
+/// Remove a file as the user (a symbolic link itself, never its target);
+/// a file already gone is no error.
+pub fn remove_file(path: &Path) -> Result<(), UserFileError> {
+    match as_user(|| std::fs::remove_file(path)).and_then(|r| r) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        other => other.map_err(|e| UserFileError::from_errno(path, e, acting())),
+    }
+}
+
 /// The entries of a directory the user names, as the user, sorted.
 pub fn read_dir(dir: &Path) -> Result<Vec<PathBuf>, UserFileError> {
     let list = as_user(|| -> io::Result<Vec<PathBuf>> {

@@ -17,6 +17,9 @@ pub struct Stat {
     pub tty_nr: u32,
     pub tpgid: i32,
     pub flags: u32,
+    /// Page faults served without and with a disk read.
+    pub minflt: u64,
+    pub majflt: u64,
     pub utime: u64,
     pub stime: u64,
     pub nice: i32,
@@ -50,6 +53,8 @@ pub fn stat(b: &[u8]) -> Option<Stat> {
         tty_nr: v[3] as u32,
         tpgid: v[4] as i32,
         flags: v[5] as u32,
+        minflt: v[6] as u64,
+        majflt: v[8] as u64,
         utime: v[10] as u64,
         stime: v[11] as u64,
         nice: v[15] as i32,
