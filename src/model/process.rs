@@ -55,6 +55,22 @@ pub struct Io {
     pub write_bytes: u64,
 }
 
+/// /proc/PID/smaps_rollup: the process's memory summed over its mappings,
+/// in KiB. PSS divides each shared page among the processes mapping it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct SmapsRollup {
+    pub rss_kib: u64,
+    pub pss_kib: u64,
+    pub pss_anon_kib: u64,
+    pub pss_file_kib: u64,
+    pub pss_shmem_kib: u64,
+    /// Pages also mapped by other processes, and those only this one maps.
+    pub shared_kib: u64,
+    pub private_kib: u64,
+    pub anonymous_kib: u64,
+    pub swap_kib: u64,
+}
+
 /// What top's detail panel shows for the selected process, read on demand.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Details {
