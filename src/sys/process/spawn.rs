@@ -45,6 +45,53 @@ pub fn terminate(pid: u32, grace: Duration, mut ended: impl FnMut() -> bool) {
     }
 }
 
+/// After SIGKILL, how long `stop` waits for a process group to be gone
+/// (killed processes in D state take a moment; a zombie whose parent is
+/// outside the group may never go).
+const KILL_WAIT: Duration = Duration::from_secs(2);
+
+/// Stop a process group: SIGTERM to every member, SIGKILL once `grace` has
+/// passed, then wait (bounded) until no member is left. `reap` is called
+/// while waiting to collect members that are our children (a group member
+/// that is a zombie still counts as a member until reaped).
+pub fn terminate_group(pgid: i32, grace: Duration, mut reap: impl FnMut()) {
+    for (sig, wait) in [(libc::SIGTERM, grace), (libc::SIGKILL, KILL_WAIT)] {
+        reap();
+        if group_gone(pgid) {
+            return;
+        }
+        // SAFETY: signalling the process group of a child we started.
+        unsafe { libc::kill(-pgid, sig) };
+        let t = Instant::now();
+        loop {
+            reap();
+            if group_gone(pgid) {
+                return;
+            }
+            if t.elapsed() > wait {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+fn group_gone(pgid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the group exists.
+    unsafe { libc::kill(-pgid, 0) != 0 && *libc::__errno_location() == libc::ESRCH }
+}
+
+/// Make this process the child subreaper of its descendants: orphans of a
+/// command it started become its children (so they can be seen and reaped)
+/// instead of init's.
+pub fn become_subreaper() -> io::Result<()> {
+    // SAFETY: prctl with integer arguments.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// A forked child waiting for `release` before it calls execve.
 pub struct HeldChild {
     pub pid: u32,
@@ -56,6 +103,11 @@ pub struct HeldChild {
     report: Option<OwnedFd>,
     /// The child reported a failed exec, so it is exiting.
     exec_failed: bool,
+    /// Leader of its own process group (`spawn_group`): `stop` stops the
+    /// whole group.
+    group: bool,
+    /// Its wait status once reaped.
+    status: Option<i32>,
     reaped: bool,
 }
 
@@ -110,6 +162,18 @@ impl HeldChild {
     /// Fork a child that will run `argv` (as the sudo invoker, if any) once
     /// released.
     pub fn spawn<S: AsRef<OsStr>>(argv: &[S]) -> io::Result<HeldChild> {
+        Self::spawn_with(argv, false)
+    }
+
+    /// The same, the child leading a process group of its own, so that
+    /// `stop` stops everything it starts that stays in its group (a shell
+    /// pipeline, worker processes). It is then not in the terminal's
+    /// foreground group: reading from the terminal would stop it.
+    pub fn spawn_group<S: AsRef<OsStr>>(argv: &[S]) -> io::Result<HeldChild> {
+        Self::spawn_with(argv, true)
+    }
+
+    fn spawn_with<S: AsRef<OsStr>>(argv: &[S], group: bool) -> io::Result<HeldChild> {
         let Some(program) = argv.first() else {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -157,6 +221,9 @@ impl HeldChild {
             unsafe {
                 libc::close(gate_w.as_raw_fd());
                 libc::close(report_r.as_raw_fd());
+                if group {
+                    libc::setpgid(0, 0);
+                }
                 // Like std: the command starts with no blocked signals.
                 libc::pthread_sigmask(libc::SIG_SETMASK, &no_signals, std::ptr::null_mut());
                 let mut byte = 0u8;
@@ -188,12 +255,19 @@ impl HeldChild {
         }
         // The child's ends: closed here so EOFs reach each side.
         drop((gate_r, report_w));
+        if group {
+            // Both sides, so the group exists whichever runs first.
+            // SAFETY: setpgid on our own child, before it execs.
+            unsafe { libc::setpgid(pid, pid) };
+        }
         Ok(HeldChild {
             pid: pid as u32,
             path: path.display().to_string(),
             gate: Some(gate_w),
             report: Some(report_r),
             exec_failed: false,
+            group,
+            status: None,
             reaped: false,
         })
     }
@@ -243,8 +317,15 @@ impl HeldChild {
         }
     }
 
-    /// Stop the command (see `terminate`) unless it was already reaped.
+    /// Stop the command (see `terminate`) unless it was already reaped;
+    /// with its own process group, every process left in the group
+    /// (`terminate_group`), each reaped when it is our child.
     pub fn stop(&mut self, grace: Duration) {
+        if self.group {
+            let pgid = self.pid as i32;
+            terminate_group(pgid, grace, || self.reap_group());
+            return;
+        }
         if self.reaped {
             return;
         }
@@ -252,8 +333,29 @@ impl HeldChild {
         terminate(pid, grace, || self.try_wait().is_some());
     }
 
-    /// The wait status once the child has ended (non-blocking).
+    /// Reap every ended child in the command's process group: the command
+    /// itself, and orphans of its group re-parented to us as subreaper.
+    fn reap_group(&mut self) {
+        loop {
+            let mut status = 0;
+            // SAFETY: waiting for our own children in the group we created.
+            let rc = unsafe { libc::waitpid(-(self.pid as i32), &mut status, libc::WNOHANG) };
+            if rc <= 0 {
+                return;
+            }
+            if rc == self.pid as i32 {
+                self.reaped = true;
+                self.status = Some(status);
+            }
+        }
+    }
+
+    /// The wait status once the child has ended (non-blocking); the same
+    /// status again once it was reaped.
     pub fn try_wait(&mut self) -> Option<i32> {
+        if self.reaped {
+            return self.status;
+        }
         self.try_reap().ok().flatten().map(|(status, _)| status)
     }
 
@@ -282,6 +384,7 @@ impl HeldChild {
             let rc = unsafe { libc::wait4(self.pid as i32, &mut status, flags, &mut ru) };
             if rc == self.pid as i32 {
                 self.reaped = true;
+                self.status = Some(status);
                 return Ok(Some((status, ru)));
             }
             if rc == 0 {
@@ -410,6 +513,34 @@ mod tests {
         assert_eq!(exit_code(status), Some(0));
         let theirs = std::fs::read_to_string(&out).unwrap();
         assert!(!ignores_sigpipe(&theirs), "{theirs}");
+    }
+
+    #[test]
+    fn stopping_a_group_stops_what_the_command_started() {
+        // A pipeline whose members ignore SIGTERM, and whose shell exits
+        // first (its children are orphans, re-parented to init here).
+        let dir = tempfile::tempdir().unwrap();
+        let pids = dir.path().join("pids");
+        let script = format!(
+            "trap '' TERM; (trap '' TERM; yes) | (trap '' TERM; cat > /dev/null) & \
+             echo $! > {}; sleep 30",
+            pids.display()
+        );
+        let mut child = HeldChild::spawn_group(&["sh", "-c", &script]).unwrap();
+        child.release().unwrap();
+        assert!(child.exec_error().unwrap().is_none());
+        let t = Instant::now();
+        while !pids.exists() && t.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        let pgid = child.pid as i32;
+        assert!(!group_gone(pgid));
+        child.stop(Duration::from_millis(200));
+        assert!(group_gone(pgid), "a member of the group survived");
+        assert!(child.try_wait().is_some(), "the command itself was reaped");
+        // SAFETY: checking a PID that is gone.
+        assert_eq!(unsafe { libc::getpgid(pgid) }, -1);
     }
 
     #[test]

@@ -1,11 +1,16 @@
 //! Reading single files of processes and threads fast and often, for
-//! diagnose's sampling: one reused path and buffer, no allocation per read
-//! beyond what the caller keeps. Also what a blocked thread waits on: its
-//! system call, and the kind of file behind a descriptor.
+//! diagnose's sampling: one reused path and buffer, and the files read
+//! most kept open and read again with pread (a /proc file regenerates its
+//! text at offset 0), which costs a third of open + read + close (3 µs
+//! against 10 µs for a thread's stat, measured on this machine). Also what
+//! a blocked thread waits on: its system call, and the kind of file behind
+//! a descriptor.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::fs::File;
-use std::io::{self, Read};
+use std::io;
+use std::os::unix::fs::FileExt;
 
 use crate::model::process::{Io, SmapsRollup};
 use crate::sys::procfs::parse::{self, Stat, Status, Syscall};
@@ -35,15 +40,25 @@ impl ProcFile {
     /// /proc files all claim size 0. A short read means the end, since
     /// /proc's seq_files hand out everything that fits at once.
     pub fn read(&mut self, args: std::fmt::Arguments) -> io::Result<&[u8]> {
+        let f = self.open(args)?;
+        self.fill(&f)
+    }
+
+    /// Open the file at the path `args` formats.
+    fn open(&mut self, args: std::fmt::Arguments) -> io::Result<File> {
         self.path.clear();
         let _ = self.path.write_fmt(args);
-        let mut f = File::open(&self.path)?;
+        File::open(&self.path)
+    }
+
+    /// Read all of `f` from offset 0.
+    fn fill(&mut self, f: &File) -> io::Result<&[u8]> {
         self.len = 0;
         loop {
             if self.len == self.buf.len() {
                 self.buf.resize(self.buf.len() * 2, 0);
             }
-            let n = f.read(&mut self.buf[self.len..])?;
+            let n = f.read_at(&mut self.buf[self.len..], self.len as u64)?;
             self.len += n;
             if n == 0 || self.len < self.buf.len() {
                 return Ok(&self.buf[..self.len]);
@@ -89,10 +104,17 @@ impl FdKind {
     }
 }
 
+/// At most this many files are kept open (about 80 threads' worth).
+const KEEP_MAX: usize = 256;
+/// The files read at every sampling tick or scan, kept open.
+const KEPT: &[&str] = &["stat", "schedstat", "syscall", "wchan"];
+
 /// Per-process and per-thread files under one /proc root.
 pub struct TaskReader {
     root: String,
     file: ProcFile,
+    /// Open files by (pid, tid or 0 for the process, name).
+    kept: HashMap<(i32, i32, &'static str), File>,
 }
 
 impl Default for TaskReader {
@@ -106,16 +128,50 @@ impl TaskReader {
         TaskReader {
             root: root.to_string(),
             file: ProcFile::default(),
+            kept: HashMap::new(),
         }
     }
 
-    /// The directory of a process (tid None) or of one of its threads.
-    fn read(&mut self, pid: i32, tid: Option<i32>, name: &str) -> io::Result<&[u8]> {
-        let root = &self.root;
-        match tid {
-            None => self.file.read(format_args!("{root}/{pid}/{name}")),
-            Some(t) => self.file.read(format_args!("{root}/{pid}/task/{t}/{name}")),
+    /// A file of a process (tid None) or of one of its threads; the hot
+    /// ones through a kept descriptor. A kept file that reads empty or
+    /// fails belongs to a task that ended: it is closed.
+    fn read(&mut self, pid: i32, tid: Option<i32>, name: &'static str) -> io::Result<&[u8]> {
+        let key = (pid, tid.unwrap_or(0), name);
+        let keep = KEPT.contains(&name);
+        if keep && let Some(f) = self.kept.remove(&key) {
+            match self.file.fill(&f) {
+                Ok(b) if !b.is_empty() => {
+                    self.kept.insert(key, f);
+                    return Ok(self.file.data());
+                }
+                _ => return Err(io::ErrorKind::NotFound.into()),
+            }
         }
+        let root = &self.root;
+        let f = match tid {
+            None => self.file.open(format_args!("{root}/{pid}/{name}"))?,
+            Some(t) => self
+                .file
+                .open(format_args!("{root}/{pid}/task/{t}/{name}"))?,
+        };
+        self.file.fill(&f)?;
+        if keep && self.kept.len() < KEEP_MAX {
+            self.kept.insert(key, f);
+        }
+        Ok(self.file.data())
+    }
+
+    /// Close the kept files of tasks not in `live` (pid, tid) (process
+    /// files are kept while any thread of theirs is).
+    pub fn forget_except(&mut self, live: &std::collections::HashSet<(i32, i32)>) {
+        let pids: std::collections::HashSet<i32> = live.iter().map(|k| k.0).collect();
+        self.kept.retain(|k, _| {
+            if k.1 == 0 {
+                pids.contains(&k.0)
+            } else {
+                live.contains(&(k.0, k.1))
+            }
+        });
     }
 
     /// /proc/PID/stat (tid None: the whole process, its threads' CPU and
@@ -223,9 +279,10 @@ mod tests {
         let tid = unsafe { libc::gettid() };
         // This thread runs while it reads its own files.
         assert_eq!(r.stat(me, Some(tid)).unwrap().state, 'R');
-        // Reading its own file, a thread is in that read.
+        // Reading its own file, a thread is in that read (pread: the
+        // file is kept open).
         assert!(
-            matches!(r.syscall(me, tid), Some(Syscall::In { nr, .. }) if nr == libc::SYS_read),
+            matches!(r.syscall(me, tid), Some(Syscall::In { nr, .. }) if nr == libc::SYS_pread64),
             "{:?}",
             r.syscall(me, tid)
         );
@@ -234,6 +291,31 @@ mod tests {
         assert!(r.status(me, None).unwrap().rss_anon_kib.is_some());
         assert!(r.smaps_rollup(me).unwrap().rss_kib > 0);
         assert!(r.comm(me).is_some());
+    }
+
+    #[test]
+    fn a_kept_file_reads_fresh_text_and_is_closed_when_its_task_ends() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let mut r = TaskReader::default();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(r.stat(pid, Some(pid)).unwrap().state, 'S');
+        assert_eq!(r.kept.len(), 1);
+        // SAFETY: stopping our own child.
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(
+            r.stat(pid, Some(pid)).unwrap().state,
+            'T',
+            "read again, not cached"
+        );
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(r.stat(pid, Some(pid)), None);
+        assert!(r.kept.is_empty());
     }
 
     #[test]

@@ -1,0 +1,73 @@
+//! A kernel thread as the target: what it is (`analysis::kthread`) and,
+//! when its kind says whose activity drives it, those processes: the
+//! storage writers of the window for writeback and journal threads, the
+//! processes whose anonymous memory grew for reclaim. Read from every
+//! process's /proc files at both ends (others' need root).
+
+use std::collections::HashMap;
+
+use crate::analysis::kthread::{self, DrivenBy};
+use crate::model::diagnosis::{Driver, KernelThread};
+use crate::sys::procfs::task::TaskReader;
+
+pub struct Drivers {
+    kind: String,
+    what: String,
+    by: DrivenBy,
+    start: HashMap<i32, u64>,
+}
+
+impl Drivers {
+    pub fn start(r: &mut TaskReader, comm: &str) -> Drivers {
+        let (kind, what, by) = kthread::describe(comm);
+        let start = figures(r, by);
+        Drivers {
+            kind,
+            what,
+            by,
+            start,
+        }
+    }
+
+    /// The three busiest drivers over the window.
+    pub fn finish(self, r: &mut TaskReader) -> KernelThread {
+        let end = figures(r, self.by);
+        let mut drivers: Vec<Driver> = end
+            .iter()
+            .filter_map(|(&pid, &b)| {
+                let d = b.saturating_sub(self.start.get(&pid).copied().unwrap_or(0));
+                (d > 0).then(|| Driver {
+                    pid,
+                    comm: r.comm(pid).unwrap_or_default(),
+                    bytes: d,
+                })
+            })
+            .collect();
+        drivers.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.pid.cmp(&b.pid)));
+        drivers.truncate(3);
+        KernelThread {
+            kind: self.kind,
+            what: self.what,
+            drivers,
+        }
+    }
+}
+
+/// Per process: bytes written to storage, or anonymous memory in bytes.
+fn figures(r: &mut TaskReader, by: DrivenBy) -> HashMap<i32, u64> {
+    if by == DrivenBy::Unknown {
+        return HashMap::new();
+    }
+    let me = std::process::id() as i32;
+    let pids = r.pids().unwrap_or_default();
+    pids.into_iter()
+        .filter(|&p| p != me)
+        .filter_map(|pid| {
+            let v = match by {
+                DrivenBy::Writers => r.io(pid)?.write_bytes,
+                _ => r.status(pid, None)?.rss_anon_kib? * 1024,
+            };
+            Some((pid, v))
+        })
+        .collect()
+}
