@@ -387,6 +387,28 @@ fn a_stopped_process_is_stopped() {
     assert!(v["observation"]["stopped"]["tracer_pid"].is_null());
     let next = v["diagnosis"]["next"][0].as_str().unwrap();
     assert_eq!(next, format!("kill -CONT {pid}"));
+
+    // Stopped by a tracer: this test attaches to a second sleeper.
+    let kid = sleeper();
+    let pid = kid.id() as i32;
+    let _kids = Kids(vec![kid]);
+    // SAFETY: tracing our own child from this thread, then waiting for the
+    // stop that PTRACE_ATTACH causes.
+    unsafe {
+        assert_eq!(libc::ptrace(libc::PTRACE_ATTACH, pid, 0, 0), 0);
+        let mut status = 0;
+        assert_eq!(libc::waitpid(pid, &mut status, libc::__WALL), pid);
+    }
+    let v = diagnose(&["-d", "0.6", "-p", &pid.to_string()]);
+    // SAFETY: detaching from the child this thread traces.
+    unsafe { libc::ptrace(libc::PTRACE_DETACH, pid, 0, 0) };
+    assert_eq!(verdict(&v), "stopped", "{}", pretty(&v));
+    assert_eq!(
+        v["observation"]["stopped"]["tracer_pid"],
+        std::process::id()
+    );
+    let summary = v["diagnosis"]["summary"].as_str().unwrap();
+    assert!(summary.contains("by its tracer"), "{summary}");
 }
 
 #[test]

@@ -199,7 +199,7 @@ impl Sampler {
                 running_share: a.ticks_running as f64 / a.ticks.max(1) as f64,
             })
             .collect();
-        locks.sort_by(|a, b| b.samples.cmp(&a.samples));
+        locks.sort_by_key(|l| std::cmp::Reverse(l.samples));
         o.locks = locks;
         o.busy = self
             .buckets

@@ -238,11 +238,16 @@ impl Tree {
             }
             lived += st.num_threads as usize;
             if matches!(st.state, 'T' | 't') && self.stopped.is_none() {
-                let tracer = r.status(pid, None).map_or(0, |s| s.tracer_pid);
+                // TracerPid names the tracing thread; report its process.
+                let thread = r.status(pid, None).map_or(0, |s| s.tracer_pid);
+                let tracer = match thread {
+                    0 => None,
+                    t => Some(r.status(t, None).map_or(t, |s| s.tgid)),
+                };
                 self.stopped = Some(Stopped {
                     pid,
-                    tracer_pid: (tracer > 0).then_some(tracer),
-                    tracer_comm: (tracer > 0).then(|| r.comm(tracer)).flatten(),
+                    tracer_pid: tracer,
+                    tracer_comm: tracer.and_then(|t| r.comm(t)),
                 });
             }
             let n = st.num_threads as usize;

@@ -94,8 +94,10 @@ pub struct Status {
     pub rss_kib: Option<u64>,
     pub voluntary_ctxt: u64,
     pub nonvoluntary_ctxt: u64,
-    /// The process tracing this one (ptrace), 0 for none.
+    /// The thread tracing this one (ptrace), 0 for none.
     pub tracer_pid: i32,
+    /// The process (thread group) this task belongs to.
+    pub tgid: i32,
     /// VmRSS split by kind: anonymous, file-backed and shared memory (shmem,
     /// tmpfs, shared anonymous mappings), and anonymous memory swapped out;
     /// None for kernel threads and zombies.
@@ -122,6 +124,7 @@ pub fn status(b: &[u8]) -> Status {
                 s.nonvoluntary_ctxt = nth_int(rest, 0).unwrap_or(0) as u64
             }
             b"TracerPid" => s.tracer_pid = nth_int(rest, 0).unwrap_or(0) as i32,
+            b"Tgid" => s.tgid = nth_int(rest, 0).unwrap_or(0) as i32,
             b"RssAnon" => s.rss_anon_kib = nth_int(rest, 0).map(|v| v as u64),
             b"RssFile" => s.rss_file_kib = nth_int(rest, 0).map(|v| v as u64),
             b"RssShmem" => s.rss_shmem_kib = nth_int(rest, 0).map(|v| v as u64),
@@ -462,10 +465,10 @@ mod tests {
         assert_eq!((s.voluntary_ctxt, s.nonvoluntary_ctxt), (57, 3));
         assert_eq!(s.tracer_pid, 0);
         let s = status(
-            b"TracerPid:\t4711\nVmRSS:\t 2048 kB\nRssAnon:\t 1500 kB\nRssFile:\t 500 kB\n\
+            b"Tgid:\t4700\nTracerPid:\t4711\nVmRSS:\t 2048 kB\nRssAnon:\t 1500 kB\nRssFile:\t 500 kB\n\
               RssShmem:\t 48 kB\nVmSwap:\t 12 kB\n",
         );
-        assert_eq!(s.tracer_pid, 4711);
+        assert_eq!((s.tracer_pid, s.tgid), (4711, 4700));
         assert_eq!(
             (s.rss_anon_kib, s.rss_file_kib, s.rss_shmem_kib, s.swap_kib),
             (Some(1500), Some(500), Some(48), Some(12))

@@ -104,6 +104,8 @@ fn legacy(_nr: i64) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     #[test]
+    // c_long is i32 on 32-bit targets.
+    #[allow(clippy::unnecessary_cast)]
     fn names_by_this_architectures_numbers() {
         assert_eq!(super::name(libc::SYS_futex as i64), Some("futex"));
         assert_eq!(super::name(libc::SYS_read as i64), Some("read"));
