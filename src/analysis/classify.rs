@@ -488,7 +488,9 @@ fn evidence(
             ))
         ));
     }
-    e.push(memory_line(o, trend));
+    if o.kernel_thread.is_none() {
+        e.push(memory_line(o, trend));
+    }
     if let Some(p) = periodic {
         e.push(format!("Periodic: {}", periodic_text(p)));
     }

@@ -45,13 +45,18 @@ pub fn report(out: &mut impl Write, o: &Observation, d: &Diagnosis) -> io::Resul
 pub fn cost_line(o: &Observation) -> String {
     format!(
         "kdiag's own cost: {:.0} ms of CPU in {:.1} s ({:.2}% of one CPU), {:.1} MiB peak RSS; \
-         {} samples of up to {} threads every {} ms",
+         {} samples of up to {} thread{} every {} ms",
         o.cost.cpu_s * 1e3,
         o.window_s,
         o.cost.cpu_s * 100.0 / o.window_s.max(1e-3),
         o.cost.max_rss_kib as f64 / 1024.0,
         o.sampling.samples,
         o.sampling.threads_per_tick,
+        if o.sampling.threads_per_tick == 1 {
+            ""
+        } else {
+            "s"
+        },
         o.sampling.interval_ms
     )
 }

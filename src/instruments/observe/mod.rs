@@ -61,9 +61,7 @@ pub fn observe(pid: i32, opts: &Options, stop: &AtomicBool) -> anyhow::Result<Ob
         });
         return Ok(o);
     }
-    let drivers = tree
-        .kernel_thread
-        .then(|| kthread::Drivers::start(&mut r, &o.comm));
+    let drivers = tree.kernel_thread.then(|| kthread::Drivers::start(&mut r));
     let mut sampler = sampling::Sampler::new(THREADS_PER_TICK);
     let t0 = Instant::now();
     let (mut next_scan, mut next_memory) = (t0 + SCAN, t0);
@@ -99,7 +97,7 @@ pub fn observe(pid: i32, opts: &Options, stop: &AtomicBool) -> anyhow::Result<Ob
             how: None,
         });
     }
-    o.kernel_thread = drivers.map(|d| d.finish(&mut r));
+    o.kernel_thread = drivers.map(|d| d.finish(&mut r, &tree.names));
     sampler.into_observation(&mut o, BUCKET.as_secs_f64());
     o.sampling.interval_ms = TICK.as_millis() as u64;
     let (members, mut totals) = tree.report(crate::sys::procfs::hz() as f64);

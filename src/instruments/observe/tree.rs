@@ -103,6 +103,10 @@ pub struct Tree {
     pub stopped: Option<Stopped>,
     /// Every member was a kernel thread.
     pub kernel_thread: bool,
+    /// The root's names as seen at each scan, with counts: a workqueue
+    /// worker's name says which work it runs ("kworker/u8:1+flush-254:0"
+    /// while it writes back), and changes as the pool moves it around.
+    pub names: HashMap<String, u32>,
     /// kernel.task_delayacct is on: threads' block-I/O delay is read.
     delayacct: bool,
 }
@@ -129,8 +133,10 @@ impl Tree {
             thread_s: 0.0,
             stopped: None,
             kernel_thread: st.flags & PF_KTHREAD != 0,
+            names: HashMap::new(),
             delayacct,
         };
+        tree.names.insert(st.comm.clone(), 1);
         tree.add(r, root, st, false);
         if follow {
             tree.discover(r, true);
@@ -232,6 +238,9 @@ impl Tree {
             p.lifetime_ticks = lifetime(&st);
             p.ppid = st.ppid;
             p.comm = st.comm.clone();
+            if pid == self.root {
+                *self.names.entry(st.comm.clone()).or_default() += 1;
+            }
             if matches!(st.state, 'Z' | 'X') && st.num_threads <= 1 {
                 p.ended = true;
                 continue;
