@@ -331,7 +331,8 @@ fn top_wait_points(o: &Observation, most: usize) -> String {
 }
 
 /// "3 threads waited on the mutex at 0x55.. (up to 3 at once); another
-/// thread ran 90% of that time: the holder works while holding it".
+/// thread was on CPU or runnable 90% of that time: the holder works while
+/// holding it".
 fn lock_text(o: &Observation) -> Option<String> {
     let l = o.locks.first()?;
     let holder = if l.running_share >= 0.5 {
@@ -340,7 +341,7 @@ fn lock_text(o: &Observation) -> Option<String> {
         "the holder mostly sleeps or blocks while holding it"
     };
     Some(format!(
-        "{} thread{} waited on the mutex at {} in PID {} (up to {} at once); another thread ran {:.0}% of that time: {holder}",
+        "{} thread{} waited on the mutex at {} in PID {} (up to {} at once); another thread was on CPU or runnable {:.0}% of that time: {holder}",
         l.waiters,
         if l.waiters == 1 { "" } else { "s" },
         l.address,

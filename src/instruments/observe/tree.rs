@@ -96,6 +96,7 @@ pub struct Tree {
     known: HashSet<i32>,
     /// Boot-relative clock ticks at the start of the window.
     t0_ticks: u64,
+    t0: Instant,
     last_scan: Instant,
     /// Thread-seconds lived in the window, summed over threads.
     pub thread_s: f64,
@@ -129,6 +130,7 @@ impl Tree {
             members: BTreeMap::new(),
             known: HashSet::new(),
             t0_ticks: now_ticks(),
+            t0: Instant::now(),
             last_scan: Instant::now(),
             thread_s: 0.0,
             stopped: None,
@@ -356,6 +358,10 @@ impl Tree {
         let mut members = Vec::new();
         let mut any_schedstat = false;
         let mut blkio = 0u64;
+        // A thread that was already waiting when delay accounting was
+        // switched on gets its whole uptime counted as one wait: no thread
+        // can have waited longer than the window.
+        let window_ticks = (self.t0.elapsed().as_secs_f64() * hz).ceil() as u64;
         // CPU of reaped children, by the PID that reaped them.
         let mut reaped_seen: HashMap<i32, u64> = HashMap::new();
         for p in self.members.values().filter(|p| p.ended) {
@@ -367,7 +373,7 @@ impl Tree {
             for th in p.threads.values() {
                 any_schedstat |= !th.last.schedstat_zero;
                 run_delay += d(th.last.run_delay_ns, th.base.run_delay_ns);
-                blkio += d(th.last.blkio_ticks, th.base.blkio_ticks);
+                blkio += d(th.last.blkio_ticks, th.base.blkio_ticks).min(window_ticks);
             }
             let children = d(p.last.cutime + p.last.cstime, p.base.cutime + p.base.cstime);
             let seen = reaped_seen.get(&pid).copied().unwrap_or(0);
