@@ -43,12 +43,12 @@ pub fn classify(o: &Observation) -> Diagnosis {
             Class::Zombie,
             Confidence::High,
             format!(
-                "exited; its parent PID {} ({}) has not reaped it (collected its exit status)",
+                "exited; its parent PID {} ({}) has not reaped it (called wait() for its exit status)",
                 z.parent_pid, z.parent_comm
             ),
         )
-    } else if b.seconds(ThreadState::Stopped) >= STOPPED_SHARE * b.total_s && b.total_s > 0.0
-        || o.stopped.is_some() && b.total_s == 0.0
+    } else if (b.total_s > 0.0 && b.seconds(ThreadState::Stopped) >= STOPPED_SHARE * b.total_s)
+        || (b.total_s == 0.0 && o.stopped.is_some())
     {
         (Class::Stopped, Confidence::High, stopped_summary(o, &b))
     } else if let Some(t) = trend.as_ref().filter(|t| t.is_leak()) {

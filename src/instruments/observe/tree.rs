@@ -62,6 +62,8 @@ struct ThreadCounters {
 struct Thread {
     base: ThreadCounters,
     last: ThreadCounters,
+    /// Not in the last thread list: ended (its counters stay).
+    gone: bool,
 }
 
 #[derive(Debug)]
@@ -184,6 +186,7 @@ impl Tree {
                 Thread {
                     base,
                     last: now.unwrap_or(base),
+                    gone: false,
                 },
             );
         }
@@ -199,7 +202,7 @@ impl Tree {
             if self.known.contains(&pid) || self.members.contains_key(&pid) {
                 continue;
             }
-            if let Some(st) = r.stat(pid, None) {
+            if let Some(st) = r.stat_once(pid) {
                 candidates.insert(pid, st);
             }
         }
@@ -267,12 +270,15 @@ impl Tree {
                 p.num_threads = n;
                 p.listed = Instant::now();
                 let tids = r.tids(pid);
+                for (tid, t) in p.threads.iter_mut() {
+                    t.gone = tids.binary_search(tid).is_err();
+                }
                 for &tid in &tids {
                     p.threads.entry(tid).or_default();
                 }
             }
             if few_threads {
-                for (&tid, t) in p.threads.iter_mut() {
+                for (&tid, t) in p.threads.iter_mut().filter(|(_, t)| !t.gone) {
                     if let Some(s) = r.schedstat(pid, tid) {
                         t.last.run_delay_ns = s.1;
                         t.last.schedstat_zero = s == (0, 0, 0);
@@ -328,7 +334,12 @@ impl Tree {
         self.members
             .iter()
             .filter(|(_, p)| !p.ended)
-            .flat_map(|(&pid, p)| p.threads.keys().map(move |&tid| (pid, tid)))
+            .flat_map(|(&pid, p)| {
+                p.threads
+                    .iter()
+                    .filter(|(_, t)| !t.gone)
+                    .map(move |(&tid, _)| (pid, tid))
+            })
             .collect()
     }
 

@@ -136,8 +136,17 @@ impl TaskReader {
     /// ones through a kept descriptor. A kept file that reads empty or
     /// fails belongs to a task that ended: it is closed.
     fn read(&mut self, pid: i32, tid: Option<i32>, name: &'static str) -> io::Result<&[u8]> {
+        self.read_keeping(pid, tid, name, KEPT.contains(&name))
+    }
+
+    fn read_keeping(
+        &mut self,
+        pid: i32,
+        tid: Option<i32>,
+        name: &'static str,
+        keep: bool,
+    ) -> io::Result<&[u8]> {
         let key = (pid, tid.unwrap_or(0), name);
-        let keep = KEPT.contains(&name);
         if keep && let Some(f) = self.kept.remove(&key) {
             match self.file.fill(&f) {
                 Ok(b) if !b.is_empty() => {
@@ -178,6 +187,12 @@ impl TaskReader {
     /// faults summed) or one thread's.
     pub fn stat(&mut self, pid: i32, tid: Option<i32>) -> Option<Stat> {
         parse::stat(self.read(pid, tid, "stat").ok()?)
+    }
+
+    /// A process's stat read once, its file not kept open: for looking
+    /// over every process on the machine.
+    pub fn stat_once(&mut self, pid: i32) -> Option<Stat> {
+        parse::stat(self.read_keeping(pid, None, "stat", false).ok()?)
     }
 
     pub fn status(&mut self, pid: i32, tid: Option<i32>) -> Option<Status> {
