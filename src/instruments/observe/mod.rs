@@ -1,133 +1,118 @@
-//! Watch one process for a window, for `kdiag diagnose`: every thread's
-//! state (and, when asleep, its wait channel) sampled every 10 ms, RSS every
-//! 250 ms, and CPU time, run-queue delay, storage bytes and context
-//! switches read at both ends. Amounts come from the counters; sampling
-//! only says where the threads wait.
+//! Watch a process, or a process tree, for a window, for `kdiag diagnose`.
+//! Amounts come from counters (`tree`: CPU, run-queue delay, faults,
+//! storage bytes, read at both ends and every 100 ms per process); sampling
+//! (`sampling`: a bounded number of threads every 20 ms) only says where
+//! threads wait, and memory (RSS by kind) is read every 250 ms. What it
+//! cost kdiag is measured over the same window.
+
+mod kthread;
+mod sampling;
+mod tree;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::model::diagnosis::Observation;
-use crate::model::process::Process;
-use crate::sys::procfs::{Reader, hz, parse, tids};
+use crate::model::diagnosis::{Cost, Ended, Observation, Scope, Zombie};
+use crate::sys::process::rusage::own_usage;
+use crate::sys::procfs::task::TaskReader;
 
-const SAMPLE: Duration = Duration::from_millis(10);
-const RSS_EVERY: Duration = Duration::from_millis(250);
+/// Sampling tick, and the most threads sampled in one.
+const TICK: Duration = Duration::from_millis(20);
+const THREADS_PER_TICK: usize = 8;
+/// Counters and the tree every SCAN, memory every MEMORY, and the busy
+/// series in buckets of BUCKET.
+const SCAN: Duration = Duration::from_millis(100);
+const MEMORY: Duration = Duration::from_millis(250);
+const BUCKET: Duration = Duration::from_millis(100);
 
-/// Counters of the whole process at one moment.
-#[derive(Clone)]
-struct Counters {
-    utime: u64,
-    stime: u64,
-    /// None when the kernel keeps no schedstats (every thread reads "0 0 0").
-    run_delay_ns: Option<u64>,
-    io: Option<(u64, u64)>,
-    vcsw: u64,
-    ivcsw: u64,
-    rss_kib: u64,
+pub struct Options {
+    pub window: Duration,
+    pub scope: Scope,
 }
 
-impl Counters {
-    /// From a snapshot of the process (read with `top_extras`), plus every
-    /// thread's schedstat.
-    fn of(p: &Process) -> Counters {
-        let stats: Vec<(u64, u64, u64)> = tids(p.pid)
-            .iter()
-            .filter_map(|tid| std::fs::read(format!("/proc/{}/task/{tid}/schedstat", p.pid)).ok())
-            .filter_map(|b| parse::schedstat(&b))
-            .collect();
-        let run_delay_ns = stats
-            .iter()
-            .any(|s| *s != (0, 0, 0))
-            .then(|| stats.iter().map(|s| s.1).sum());
-        Counters {
-            utime: p.utime,
-            stime: p.stime,
-            run_delay_ns,
-            io: p.io.map(|io| (io.read_bytes, io.write_bytes)),
-            vcsw: p.voluntary_ctxt,
-            ivcsw: p.nonvoluntary_ctxt,
-            rss_kib: p.rss_kib,
-        }
-    }
-}
-
-/// Watch `pid` for `window` (less if it exits or `stop` is set). An error
-/// when the process does not exist at the start.
-pub fn observe(pid: i32, window: Duration, stop: &AtomicBool) -> anyhow::Result<Observation> {
-    let mut reader = Reader::new();
-    reader.top_extras = true;
-    let first = reader
-        .process(pid)
+/// Watch `pid` (and with a tree or command scope, its descendants) for
+/// the window, less if everything ends or `stop` is set. An error when the
+/// process does not exist at the start.
+pub fn observe(pid: i32, opts: &Options, stop: &AtomicBool) -> anyhow::Result<Observation> {
+    let (cpu0, _) = own_usage();
+    let mut r = TaskReader::default();
+    let root = r
+        .stat(pid, None)
         .ok_or_else(|| crate::error::NoSuchProcess::one(pid))?;
-    let start = Counters::of(&first);
+    // A command kdiag started runs under kdiag's supervisor, the child
+    // subreaper of its tree: orphans become the supervisor's children, and
+    // stay in the tree.
+    let adopter = (opts.scope == Scope::Command).then_some(root.ppid);
+    let follow = opts.scope != Scope::Process;
+    let delayacct =
+        std::fs::read_to_string("/proc/sys/kernel/task_delayacct").is_ok_and(|s| s.trim() == "1");
+    let mut tree = tree::Tree::start(&mut r, pid, follow, adopter, delayacct)
+        .ok_or_else(|| crate::error::NoSuchProcess::one(pid))?;
     let mut o = Observation {
         pid,
-        comm: first.comm,
+        comm: tree.comm(),
+        scope: opts.scope,
+        delay_accounting: delayacct,
         ..Default::default()
     };
+    if matches!(root.state, 'Z' | 'X') && tree.ended() && opts.scope != Scope::Command {
+        o.zombie = Some(Zombie {
+            parent_pid: root.ppid,
+            parent_comm: r.comm(root.ppid).unwrap_or_default(),
+        });
+        return Ok(o);
+    }
+    let drivers = tree.kernel_thread.then(|| kthread::Drivers::start(&mut r));
+    let mut sampler = sampling::Sampler::new(THREADS_PER_TICK);
     let t0 = Instant::now();
-    let mut next_rss = t0;
-    // The latest counters, so a process that exits mid-window still counts.
-    let mut last = None;
-    while t0.elapsed() < window && !stop.load(Ordering::Relaxed) {
+    let (mut next_scan, mut next_memory) = (t0 + SCAN, t0);
+    let mut threads = tree.threads();
+    let mut live = tree.live_threads();
+    while t0.elapsed() < opts.window && !stop.load(Ordering::Relaxed) {
         let now = Instant::now();
-        let tids = tids(pid);
-        o.threads = o.threads.max(tids.len());
-        // Gone, or a zombie waiting for its parent (our own -- CMD child):
-        // its main thread says so.
-        let mut alive = false;
-        for tid in tids {
-            let dir = format!("/proc/{pid}/task/{tid}");
-            let Some(st) = std::fs::read(format!("{dir}/stat"))
-                .ok()
-                .and_then(|b| parse::stat(&b))
-            else {
-                continue;
-            };
-            if tid == pid {
-                alive = !matches!(st.state, 'Z' | 'X');
-                if !alive {
-                    break;
-                }
+        let t = now - t0;
+        if now >= next_memory {
+            let point = tree.memory(&mut r, t.as_secs_f64());
+            o.memory.series.push(point);
+            next_memory += MEMORY;
+        }
+        if now >= next_scan {
+            tree.scan(&mut r);
+            next_scan += SCAN;
+            if tree.ended() {
+                break;
             }
-            let wchan = match st.state {
-                'S' | 'D' => std::fs::read_to_string(format!("{dir}/wchan")).unwrap_or_default(),
-                _ => String::new(),
-            };
-            o.sample(st.state, if wchan == "0" { "" } else { &wchan });
+            threads = tree.threads();
+            live = tree.live_threads();
+            r.forget_except(&threads.iter().copied().collect());
         }
-        if !alive {
-            break;
-        }
-        if now >= next_rss {
-            let Some(c) = reader.process(pid).map(|p| Counters::of(&p)) else {
-                break; // gone
-            };
-            o.rss_kib.push((t0.elapsed().as_secs_f64(), c.rss_kib));
-            last = Some(c);
-            next_rss += RSS_EVERY;
-        }
-        std::thread::sleep(SAMPLE.saturating_sub(now.elapsed()));
+        let bucket = (t.as_nanos() / BUCKET.as_nanos()) as usize;
+        sampler.tick(&mut r, &threads, live, bucket);
+        std::thread::sleep(TICK.saturating_sub(now.elapsed()));
     }
-    let end = reader
-        .process(pid)
-        .map(|p| Counters::of(&p))
-        .or(last)
-        .unwrap_or_else(|| start.clone());
     o.window_s = t0.elapsed().as_secs_f64();
-    let hz = hz() as f64;
-    o.user_s = end.utime.saturating_sub(start.utime) as f64 / hz;
-    o.system_s = end.stime.saturating_sub(start.stime) as f64 / hz;
-    o.run_delay_s = end
-        .run_delay_ns
-        .zip(start.run_delay_ns)
-        .map(|(e, s)| e.saturating_sub(s) as f64 / 1e9);
-    if let (Some(a), Some(b)) = (start.io, end.io) {
-        o.read_bytes = Some(b.0.saturating_sub(a.0));
-        o.write_bytes = Some(b.1.saturating_sub(a.1));
+    tree.finish(&mut r);
+    if tree.ended() {
+        o.ended = Some(Ended {
+            after_s: o.window_s,
+            how: None,
+        });
     }
-    o.voluntary_switches = end.vcsw.saturating_sub(start.vcsw);
-    o.involuntary_switches = end.ivcsw.saturating_sub(start.ivcsw);
+    o.kernel_thread = drivers.map(|d| d.finish(&mut r, &tree.names));
+    sampler.into_observation(&mut o, BUCKET.as_secs_f64());
+    o.sampling.interval_ms = TICK.as_millis() as u64;
+    let (members, mut totals) = tree.report(crate::sys::procfs::hz() as f64);
+    if !o.delay_accounting {
+        totals.blkio_delay_s = None;
+    }
+    o.members = members;
+    o.totals = totals;
+    o.stopped = tree.stopped.take();
+    (o.memory.start, o.memory.end) = tree.smaps();
+    let (cpu1, max_rss_kib) = own_usage();
+    o.cost = Cost {
+        cpu_s: cpu1 - cpu0,
+        max_rss_kib,
+    };
     Ok(o)
 }

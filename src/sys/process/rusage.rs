@@ -133,6 +133,19 @@ fn to_rusage(ru: &libc::rusage) -> Rusage {
     }
 }
 
+/// This process's own CPU seconds (user + system, its children not
+/// included) and peak resident memory in KiB.
+pub fn own_usage() -> (f64, u64) {
+    // SAFETY: rusage is plain data the kernel fills in; a valid pointer.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (
+        tv(ru.ru_utime) + tv(ru.ru_stime),
+        ru.ru_maxrss.max(0) as u64,
+    )
+}
+
 /// Parse /proc/PID/io.
 pub fn read_proc_io(pid: libc::pid_t) -> io::Result<IoBytes> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/io"))?;

@@ -8,11 +8,12 @@
 
 pub mod maps;
 pub mod parse;
+pub mod syscalls;
+pub mod task;
 pub mod tty;
 pub mod users;
 
-use std::fs::File;
-use std::io::{self, Read};
+use std::io;
 
 use crate::model::process::{Details, Process};
 use crate::model::system::System;
@@ -40,7 +41,7 @@ pub fn tids(pid: i32) -> Vec<i32> {
     tids_in(PROC, pid)
 }
 
-fn tids_in(root: &str, pid: i32) -> Vec<i32> {
+pub(crate) fn tids_in(root: &str, pid: i32) -> Vec<i32> {
     let Ok(dir) = std::fs::read_dir(format!("{root}/{pid}/task")) else {
         return Vec::new();
     };
@@ -57,9 +58,7 @@ const PARALLEL_ABOVE: usize = 256;
 pub struct Reader {
     /// /proc, or a captured copy of it.
     root: String,
-    buf: Vec<u8>,
-    len: usize,
-    path: String,
+    file: task::ProcFile,
     page_kib: u64,
     users: users::Users,
     ttys: tty::TtyNames,
@@ -87,9 +86,7 @@ impl Reader {
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
         Reader {
             root: root.to_string(),
-            buf: vec![0; 16 * 1024],
-            len: 0,
-            path: String::with_capacity(64),
+            file: task::ProcFile::default(),
             page_kib: page / 1024,
             users: users::Users::default(),
             ttys: tty::TtyNames::default(),
@@ -219,32 +216,12 @@ impl Reader {
     }
 
     /// Read DIR/NAME into the reused buffer (`self.data()` afterwards).
-    ///
-    /// Plain read calls into a buffer kept at full length: std's
-    /// `read_to_end` would also stat and seek every file to size it, and
-    /// /proc files all claim size 0. A short read means the end, since
-    /// /proc's seq_files hand out everything that fits at once.
     fn read(&mut self, dir: &str, name: &str) -> io::Result<()> {
-        self.path.clear();
-        self.path.push_str(dir);
-        self.path.push('/');
-        self.path.push_str(name);
-        let mut f = File::open(&self.path)?;
-        self.len = 0;
-        loop {
-            if self.len == self.buf.len() {
-                self.buf.resize(self.buf.len() * 2, 0);
-            }
-            let n = f.read(&mut self.buf[self.len..])?;
-            self.len += n;
-            if n == 0 || self.len < self.buf.len() {
-                return Ok(());
-            }
-        }
+        self.file.read(format_args!("{dir}/{name}")).map(|_| ())
     }
 
     fn data(&self) -> &[u8] {
-        &self.buf[..self.len]
+        self.file.data()
     }
 }
 
