@@ -114,7 +114,12 @@ fn kdiag_pid(t: &Tmux) -> u32 {
 /// its scratch folder removed, no BPF program beyond `before`.
 fn nothing_left(kdiag: u32, workload: u32, scratch: &Path, before: &BTreeSet<u64>) {
     let deadline = Instant::now() + Duration::from_secs(10);
-    while (alive(kdiag) || alive(workload) || scratch.exists()) && Instant::now() < deadline {
+    // The kernel frees a program whose last descriptor closed a moment
+    // later (after an RCU grace period): wait for that too.
+    let programs_left = || !bpf_programs().is_subset(before);
+    while (alive(kdiag) || alive(workload) || scratch.exists() || programs_left())
+        && Instant::now() < deadline
+    {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(!alive(kdiag), "kdiag still runs");
