@@ -320,7 +320,12 @@ fn lock_contend_threads_mostly_wait_in_futex() {
             .sum()
     };
     let sleeping = count(&|s| s["state"] == "S");
-    let in_futex = count(&|s| s["state"] == "S" && s["wchan"].as_str().unwrap().contains("futex"));
+    // Each sample names the system call it sleeps in (or, where
+    // /proc/PID/syscall is unreadable, its wait channel).
+    let in_futex = count(&|s| {
+        s["state"] == "S"
+            && (s["syscall"] == "futex" || s["wchan"].as_str().unwrap_or("").contains("futex"))
+    });
     let kd_share = in_futex / sleeping;
     eprintln!(
         "lock-contend ({n} workers): futex share /proc {proc_share:.2}, strace -w {strace_share:.2}, \
@@ -378,11 +383,18 @@ fn mem_leak_rss_grows_at_its_rate() {
     }
     let proc_slope = slope(&points);
     let report = diagnose(pid, "2");
-    let series: Vec<(f64, f64)> = report["observation"]["rss_kib"]
+    // RSS is the anonymous, file-backed and shared parts together.
+    let series: Vec<(f64, f64)> = report["observation"]["memory"]["series"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|p| (p[0].as_f64().unwrap(), p[1].as_f64().unwrap() * 1024.0))
+        .map(|p| {
+            let kib = ["anon_kib", "file_kib", "shmem_kib"]
+                .iter()
+                .map(|k| p[*k].as_f64().unwrap())
+                .sum::<f64>();
+            (p["t"].as_f64().unwrap(), kib * 1024.0)
+        })
         .collect();
     let kd_slope = slope(&series);
     let mib = |b: f64| b / (1 << 20) as f64;
