@@ -32,6 +32,8 @@ pub enum Command {
     Time(commands::time::Args),
     /// Sample CPU stacks and render a report, folded stacks or a flame graph
     Profile(commands::profile::Args),
+    /// Where threads block and for how long: off-CPU stacks and flame graphs
+    Offcpu(commands::offcpu::Args),
     /// Trace block I/O requests with their latency, like iosnoop
     Iosnoop(commands::iosnoop::Args),
     /// Trace a command's exec attempts and explain why they failed

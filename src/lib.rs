@@ -11,6 +11,7 @@ pub mod cli;
 pub mod commands;
 pub mod error;
 pub mod grade;
+pub mod instruments;
 pub mod lab;
 pub mod model;
 pub mod render;

@@ -9,5 +9,6 @@ pub mod exec_failure;
 pub mod fold;
 pub mod io_filter;
 pub mod io_pattern;
+pub mod offcpu;
 pub mod ps;
 pub mod top;

@@ -13,6 +13,7 @@ pub mod grade;
 pub mod iosnoop;
 pub mod lab;
 pub mod man;
+pub mod offcpu;
 pub mod profile;
 pub mod ps;
 pub mod time;
@@ -29,6 +30,7 @@ pub fn run(command: Command) -> anyhow::Result<u8> {
         Command::Top(args) => top::run(args),
         Command::Time(args) => time::run(args),
         Command::Profile(args) => profile::run(args),
+        Command::Offcpu(args) => offcpu::run(args),
         Command::Iosnoop(args) => iosnoop::run(args),
         Command::ExecTrace(args) => exec_trace::run(args),
         Command::Execsnoop(args) => execsnoop::run(args),

@@ -6,6 +6,7 @@ pub mod diagnosis;
 pub mod elf;
 pub mod errno;
 pub mod exec;
+pub mod offcpu;
 pub mod process;
 pub mod profile;
 pub mod rusage;

@@ -1,6 +1,7 @@
-//! From perf records to symbolized stacks.
+//! From perf records (or stacks captured by BPF) to symbolized stacks.
 //!
-//! `Recorder` takes the records of a sampling session as they are drained:
+//! `Recorder` takes the records of a sampling session as they are drained,
+//! and stacks counted elsewhere (`add_stack`: kdiag offcpu's BPF stack map):
 //! it merges identical raw stacks and keeps, per process, the executable
 //! mappings it saw (MMAP2 records, inherited on FORK) or read from
 //! /proc/PID/maps the first time the process showed up. `finish` then names
@@ -19,7 +20,7 @@ use blazesym::MaybeDefault;
 use blazesym::symbolize::source::{Elf, Kernel, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
 
-use crate::model::profile::{Frame, Profile, Stack};
+use crate::model::profile::{Frame, OffState, Profile, Stack};
 use crate::sys::perf::{Record, Space};
 
 /// One executable mapping of a process.
@@ -104,6 +105,35 @@ struct RawKey {
     /// Innermost first: the kernel frames, then the user frames.
     ips: Box<[u64]>,
     kernel: u16,
+    /// Off-CPU stacks: the state the thread blocked in.
+    state: Option<OffState>,
+    /// Placeholder frames for halves the collector could not capture.
+    kernel_lost: Option<&'static str>,
+    user_lost: Option<&'static str>,
+}
+
+/// One half (kernel or user) of a stack captured outside perf.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Half<'a> {
+    /// Addresses, innermost first.
+    Ips(&'a [u64]),
+    /// Not captured: shown as this one placeholder frame (`[stack lost]`),
+    /// never as a made-up stack.
+    Lost(&'static str),
+}
+
+/// A stack counted outside perf (a BPF stack map), with its weight.
+#[derive(Debug, Clone, Copy)]
+pub struct CountedStack<'a> {
+    pub pid: u32,
+    pub tid: u32,
+    pub state: Option<OffState>,
+    pub kernel: Half<'a>,
+    pub user: Half<'a>,
+    /// Events (samples, blocks) on this stack.
+    pub count: u64,
+    /// Their total weight (sample periods, nanoseconds blocked).
+    pub weight: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -206,20 +236,16 @@ impl Recorder {
                 if ips.is_empty() {
                     return;
                 }
-                self.samples += 1;
-                if s.pid != 0 {
-                    self.ensure(s.pid);
-                    self.ensure_comm(s.pid, s.tid);
-                }
                 let key = RawKey {
                     pid: s.pid,
                     tid: s.tid,
                     ips: ips.into_boxed_slice(),
                     kernel,
+                    state: None,
+                    kernel_lost: None,
+                    user_lost: None,
                 };
-                let c = self.stacks.entry(key).or_default();
-                c.samples += 1;
-                c.weight += s.period;
+                self.add(key, 1, s.period);
             }
             Record::Comm { tid, comm, .. } => {
                 self.comms.insert(tid, comm.to_string());
@@ -257,6 +283,43 @@ impl Recorder {
         }
     }
 
+    /// Take a stack counted elsewhere (a BPF stack map), `count` events
+    /// weighing `weight` in all.
+    pub fn add_stack(&mut self, stack: CountedStack<'_>) {
+        let ips = |h: Half<'_>| match h {
+            Half::Ips(ips) => ips.to_vec(),
+            Half::Lost(_) => Vec::new(),
+        };
+        let lost = |h: Half<'_>| match h {
+            Half::Ips(_) => None,
+            Half::Lost(name) => Some(name),
+        };
+        let mut all = ips(stack.kernel);
+        let kernel = all.len() as u16;
+        all.extend(ips(stack.user));
+        let key = RawKey {
+            pid: stack.pid,
+            tid: stack.tid,
+            ips: all.into_boxed_slice(),
+            kernel,
+            state: stack.state,
+            kernel_lost: lost(stack.kernel),
+            user_lost: lost(stack.user),
+        };
+        self.add(key, stack.count, stack.weight);
+    }
+
+    fn add(&mut self, key: RawKey, count: u64, weight: u64) {
+        self.samples += count;
+        if key.pid != 0 {
+            self.ensure(key.pid);
+            self.ensure_comm(key.pid, key.tid);
+        }
+        let c = self.stacks.entry(key).or_default();
+        c.samples += count;
+        c.weight += weight;
+    }
+
     /// Name every frame and build the profile's stacks. `profile` gets the
     /// stacks, sample counts and unknown-frame reasons.
     pub fn finish(self, profile: &mut Profile) {
@@ -278,14 +341,17 @@ impl Recorder {
             names.resolve_file(&path, offsets);
         }
 
-        let mut merged: HashMap<(String, Vec<Frame>), Stack> = HashMap::new();
+        type MergeKey = (String, Option<OffState>, Vec<Frame>);
+        let mut merged: HashMap<MergeKey, Stack> = HashMap::new();
         for (key, count) in &self.stacks {
             let (kernel, user) = key.ips.split_at(key.kernel as usize);
-            let mut frames = Vec::with_capacity(key.ips.len());
+            let mut frames = Vec::with_capacity(key.ips.len() + 2);
             // Outermost first: user frames reversed, then kernel frames reversed.
+            frames.extend(key.user_lost.map(Frame::user));
             for (i, &ip) in user.iter().enumerate().rev() {
                 frames.push(Frame::user(names.user(key.pid, adjust(ip, i))));
             }
+            frames.extend(key.kernel_lost.map(Frame::kernel));
             for (i, &ip) in kernel.iter().enumerate().rev() {
                 frames.push(Frame::kernel(names.kernel(adjust(ip, i))));
             }
@@ -295,13 +361,14 @@ impl Recorder {
                 None => format!("[pid {}]", key.pid),
             };
             let s = merged
-                .entry((comm.clone(), frames.clone()))
+                .entry((comm.clone(), key.state, frames.clone()))
                 .or_insert_with(|| Stack {
                     comm,
                     frames,
                     samples: 0,
                     weight: 0,
                     user_depth: 0,
+                    state: key.state,
                 });
             s.samples += count.samples;
             s.weight += count.weight;
