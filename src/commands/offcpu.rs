@@ -235,7 +235,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if waits.is_none() && folded.is_empty() {
         bail!(
             "no blocks of {} were recorded in {:.1} s: its threads did not leave the CPU \
-             for {} us or more{}; trace longer (-d) or lower --min-block",
+             for {} us or more{} and come back (a thread asleep since before tracing began, and \
+             still asleep at the end, is not seen); trace longer (-d) or lower --min-block",
             profile.target,
             profile.cost.wall_secs,
             args.min_block,
