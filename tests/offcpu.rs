@@ -453,3 +453,75 @@ fn usage_and_missing_target_errors() {
     assert_eq!(out.status.code(), Some(1));
     assert!(common::stderr(&out).contains("no process with PID 999999999"));
 }
+
+/// kdiag run as user nobody (65534).
+fn as_nobody(args: &[&str]) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setgid/setuid are async-signal-safe.
+    unsafe {
+        kdiag()
+            .args(args)
+            .pre_exec(|| {
+                if libc::setgroups(0, std::ptr::null()) != 0
+                    || libc::setgid(65534) != 0
+                    || libc::setuid(65534) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            })
+            .output()
+            .unwrap()
+    }
+}
+
+#[test]
+fn without_privileges_bpf_is_refused_and_auto_falls_back_to_proc() {
+    if !require_root("without_privileges_bpf_is_refused_and_auto_falls_back_to_proc") {
+        return;
+    }
+    let _serial = serial();
+    // A process nobody may inspect: its own kind, asleep.
+    let mut sleeper = {
+        use std::os::unix::process::CommandExt;
+        Kids(vec![
+            Command::new("sleep")
+                .arg("30")
+                .uid(65534)
+                .gid(65534)
+                .spawn()
+                .unwrap(),
+        ])
+    };
+    let pid = sleeper.0[0].id().to_string();
+
+    let out = as_nobody(&["offcpu", "--tier", "bpf", "-p", &pid, "-d", "0.3"]);
+    assert_eq!(out.status.code(), Some(3), "{}", common::stderr(&out));
+    assert!(
+        common::stderr(&out).contains("sudo"),
+        "{}",
+        common::stderr(&out)
+    );
+    let out = as_nobody(&["offcpu", "--svg", "x.svg", "-p", &pid, "-d", "0.3"]);
+    assert_eq!(out.status.code(), Some(3), "{}", common::stderr(&out));
+
+    let out = as_nobody(&["offcpu", "-p", &pid, "-d", "0.3", "--json"]);
+    let (stdout, stderr) = (common::stdout(&out), common::stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("No BPF"), "{stderr}");
+    let report = json(&stdout, &stderr);
+    assert_eq!(report["offcpu"]["collection"]["kind"], "proc");
+    assert!(
+        report["offcpu"]["fallback_reason"]
+            .as_str()
+            .unwrap()
+            .contains("sudo")
+    );
+    let rows = report["offcpu"]["waits"]["rows"].as_array().unwrap();
+    assert!(
+        rows.iter()
+            .any(|r| r["comm"] == "sleep" && r["syscall"] == "clock_nanosleep"),
+        "{rows:?}"
+    );
+    sleeper.0[0].kill().unwrap();
+}
