@@ -235,7 +235,7 @@ fn lock_waits_show_the_locking_function_with_the_time_it_measured() {
 
     // On top: the lockers' wait for the lock, in S (a futex wait).
     let top = &report["summary"]["paths"][0];
-    assert_eq!(top["comm"], "locker", "{}", report["summary"]);
+    assert_eq!(top["comms"][0], "locker", "{}", report["summary"]);
     assert_eq!(top["state"], "S");
     let top_frames: Vec<&str> = top["frames"]
         .as_array()

@@ -30,10 +30,12 @@ pub struct WaitPoint {
     pub percent: f64,
 }
 
-/// One distinct stack of one command in one state.
+/// One distinct stack in one state, summed over the threads that blocked
+/// in it: the code path is what matters, whichever worker took it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BlockingPath {
-    pub comm: String,
+    /// The threads' names, most blocked first.
+    pub comms: Vec<String>,
     pub state: OffState,
     /// Outermost first; kernel frames end in `_[k]`.
     pub frames: Vec<String>,
@@ -92,7 +94,9 @@ pub fn summarize(profile: &Profile, n: usize) -> Summary {
     let blocks = profile.stacks.iter().map(|s| s.samples).sum();
     let mut states: HashMap<OffState, (u64, u64)> = HashMap::new();
     let mut points: HashMap<(String, OffState), (u64, u64)> = HashMap::new();
-    let mut paths = Vec::with_capacity(profile.stacks.len());
+    // (state, frames) -> (ns, blocks, ns per comm)
+    type PathSum = (u64, u64, HashMap<String, u64>);
+    let mut merged: HashMap<(OffState, Vec<String>), PathSum> = HashMap::new();
     for s in &profile.stacks {
         let state = s.state.unwrap_or(OffState::Other);
         let e = states.entry(state).or_default();
@@ -103,15 +107,27 @@ pub fn summarize(profile: &Profile, n: usize) -> Summary {
             e.0 += s.weight;
             e.1 += s.samples;
         }
-        paths.push(BlockingPath {
-            comm: s.comm.clone(),
-            state,
-            frames: s.frames.iter().map(folded_frame).collect(),
-            ns: s.weight,
-            blocks: s.samples,
-            percent: percent(s.weight, total_ns),
-        });
+        let frames = s.frames.iter().map(folded_frame).collect();
+        let e = merged.entry((state, frames)).or_default();
+        e.0 += s.weight;
+        e.1 += s.samples;
+        *e.2.entry(s.comm.clone()).or_default() += s.weight;
     }
+    let mut paths: Vec<BlockingPath> = merged
+        .into_iter()
+        .map(|((state, frames), (ns, blocks, comms))| {
+            let mut comms: Vec<(String, u64)> = comms.into_iter().collect();
+            comms.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            BlockingPath {
+                comms: comms.into_iter().map(|(c, _)| c).collect(),
+                state,
+                frames,
+                ns,
+                blocks,
+                percent: percent(ns, total_ns),
+            }
+        })
+        .collect();
     let mut by_state: Vec<StateShare> = states
         .into_iter()
         .map(|(state, (ns, blocks))| StateShare {
@@ -290,10 +306,30 @@ mod tests {
                 ("nanosleep", 100_000_000)
             ]
         );
-        assert_eq!(s.paths[0].comm, "locker");
+        assert_eq!(s.paths[0].comms, ["locker"]);
         assert!(s.paths[0].frames.contains(&"take_lock".to_string()));
         assert_eq!(s.paths[1].frames.last().unwrap(), "__schedule_[k]");
         assert!((s.paths[0].percent - 60.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn paths_sum_over_threads() {
+        let p = Profile {
+            unit: WeightUnit::Nanoseconds,
+            stacks: vec![
+                stack("worker-1", OffState::S, &["run", "lock"], 2, 200),
+                stack("worker-2", OffState::S, &["run", "lock"], 3, 300),
+                stack("worker-2", OffState::D, &["run", "lock"], 1, 50),
+                stack("main", OffState::S, &["join"], 1, 400),
+            ],
+            ..Default::default()
+        };
+        let s = summarize(&p, 10);
+        assert_eq!(s.paths.len(), 3);
+        assert_eq!(s.paths[0].comms, ["worker-2", "worker-1"]);
+        assert_eq!((s.paths[0].ns, s.paths[0].blocks), (500, 5));
+        assert_eq!(s.paths[1].comms, ["main"]);
+        assert_eq!(s.paths[2].state, OffState::D);
     }
 
     #[test]

@@ -123,7 +123,7 @@ pub fn text(out: &mut impl Write, o: &Offcpu, s: &Summary) -> anyhow::Result<()>
             path.blocks,
             duration(path.ns / path.blocks.max(1)),
             path.state.letter(),
-            path.comm
+            threads(&path.comms)
         )?;
         for f in &path.frames {
             writeln!(out, "      {}", f.replace("_[k]", " [k]"))?;
@@ -140,6 +140,16 @@ pub fn text(out: &mut impl Write, o: &Offcpu, s: &Summary) -> anyhow::Result<()>
         }
     }
     footer(out, o)
+}
+
+/// `locker` or `lock-worker-3, lock-worker-1 and 2 more threads`.
+fn threads(comms: &[String]) -> String {
+    match comms {
+        [one] => one.clone(),
+        [a, b] => format!("{a} and {b}"),
+        [a, b, rest @ ..] => format!("{a}, {b} and {} more threads", rest.len()),
+        [] => "?".into(),
+    }
 }
 
 /// Blocks kept and lost, the tier, and the probe effect.
