@@ -318,6 +318,16 @@ fn program_ns(mode: Mode, trips: u64, other: u32) -> Option<f64> {
     (runs > 0.0).then(|| ns / runs)
 }
 
+/// The unrelated process, killed however the benchmark ends.
+struct Sleeper(Child);
+
+impl Drop for Sleeper {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]

@@ -147,11 +147,11 @@ fn children(pid: i32) -> Vec<i32> {
 /// the thread is blocked outside any (a page fault), empty if unknown.
 pub fn syscall_name(line: &str) -> String {
     let first = line.split_whitespace().next().unwrap_or("");
-    match first.parse::<i64>() {
+    match first.parse::<libc::c_long>() {
         Ok(-1) => "-".into(),
         Ok(n) => SYSCALLS
             .iter()
-            .find(|(nr, _)| *nr as i64 == n)
+            .find(|(nr, _)| *nr == n)
             .map_or_else(|| format!("syscall {n}"), |(_, name)| name.to_string()),
         // "running": not blocked when read.
         Err(_) => String::new(),

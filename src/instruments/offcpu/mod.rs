@@ -161,6 +161,15 @@ fn trim_machinery(frames: &mut Vec<Frame>) {
     }
 }
 
+fn half<'a>(c: &'a bpf::Captured, lost: &'static str) -> Half<'a> {
+    match c {
+        bpf::Captured::Ips(ips) => Half::Ips(ips),
+        bpf::Captured::Absent => Half::Ips(&[]),
+        bpf::Captured::Lost => Half::Lost(lost),
+        bpf::Captured::Unreadable => Half::Lost("[user stack unreadable]"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,14 +188,5 @@ mod tests {
         let mut f = vec![Frame::user("main"), k("pick"), k("bpf_trace_run4")];
         trim_machinery(&mut f);
         assert_eq!(f, [Frame::user("main"), k("pick")]);
-    }
-}
-
-fn half<'a>(c: &'a bpf::Captured, lost: &'static str) -> Half<'a> {
-    match c {
-        bpf::Captured::Ips(ips) => Half::Ips(ips),
-        bpf::Captured::Absent => Half::Ips(&[]),
-        bpf::Captured::Lost => Half::Lost(lost),
-        bpf::Captured::Unreadable => Half::Lost("[user stack unreadable]"),
     }
 }
