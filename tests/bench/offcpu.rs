@@ -1,5 +1,6 @@
 //! Probe effect of `kdiag offcpu` on the worst case for a sched_switch
-//! tracer: a pipe ping-pong between two processes pinned to one CPU (two
+//! tracer: a pipe ping-pong between two processes pinned to one CPU at
+//! real-time priority (two
 //! context switches per round trip, nothing else). Run as root:
 //! `cargo bench --bench offcpu`.
 //!
@@ -42,12 +43,18 @@ fn env_num(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
+/// Pin this process to `cpu` at real-time priority 1 (inherited by the
+/// partner it forks): other load on the machine then neither delays the
+/// pair nor evicts its caches between switches, so runs compare.
 fn pin(cpu: usize) {
-    // SAFETY: a zeroed cpu_set_t with one bit set, for this process.
+    // SAFETY: a zeroed cpu_set_t with one bit set, and a plain
+    // sched_param, for this process.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu, &mut set);
         libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set);
+        let param = libc::sched_param { sched_priority: 1 };
+        libc::sched_setscheduler(0, libc::SCHED_FIFO, &param);
     }
 }
 
@@ -405,8 +412,8 @@ fn main() {
     let bare_cpu = median(cpus[0].clone());
     let mut body = format!(
         "## offcpu: probe effect on a context-switch-heavy workload\n\n\
-         A pipe ping-pong between two processes pinned to CPU {CPU} ({trips} round trips per \
-         run, two context switches each), run bare and under each tracer; {rounds} rounds, every \
+         A pipe ping-pong between two processes pinned to CPU {CPU} at real-time priority 1 \
+         ({trips} round trips per run, two context switches each), run bare and under each tracer; {rounds} rounds, every \
          round runs each mode in rotating order. The measure is the pair's own CPU time per \
          round trip (rusage; the tracepoint's work is charged to the switching tasks), compared \
          with the same round's bare run (median of the differences); other load on the machine \
@@ -435,6 +442,16 @@ fn main() {
             cpu / 1e3
         );
     }
+    let (lo, hi) = cpus[0]
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(l, h), &v| (l.min(v), h.max(v)));
+    body += &format!(
+        "\nBare runs ranged from {:.2} to {:.2} us of CPU per round trip ({:+.1}% around their \
+         median): differences smaller than that are noise of this machine at the time.\n",
+        lo / 1e3,
+        hi / 1e3,
+        50.0 * (hi - lo) / bare_cpu
+    );
     body += "\nkdiag filters in the kernel before taking any stack: a process outside the filter \
              costs the program's entry and two bitmap tests per switch. `-p A,B` and `-a` walk \
              the kernel and user stacks of every switch-out of the pair, as bpftrace's script \
