@@ -9,6 +9,7 @@
 pub mod analysis;
 pub mod cli;
 pub mod commands;
+pub mod course;
 pub mod error;
 pub mod grade;
 pub mod instruments;
@@ -17,6 +18,7 @@ pub mod model;
 pub mod render;
 pub mod sys;
 pub mod tui;
+pub mod workloads;
 
 #[cfg(test)]
 pub(crate) mod testing;

@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use kdiag::{cli, commands, error};
 
 fn main() -> ExitCode {
@@ -13,7 +13,10 @@ fn main() -> ExitCode {
     // SAFETY: setting a signal disposition before any threads exist.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = cli::Cli::parse();
-    match commands::run(cli.command) {
+    if let Some(bytes) = cli.max_input {
+        kdiag::sys::process::user_files::set_input_limit(bytes);
+    }
+    match commands::run(cli.command, cli::Cli::command) {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
             eprintln!("kdiag: error: {err:#}");

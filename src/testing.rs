@@ -3,7 +3,7 @@
 
 /// Whether a test needing root may proceed.
 pub fn require_root(test: &str) -> bool {
-    if crate::sys::privilege::is_root() {
+    if crate::sys::process::privilege::is_root() {
         return true;
     }
     let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");

@@ -1,21 +1,165 @@
-//! `kdiag diagnose` on the bundled workloads: each verdict must be the class
-//! the workload says it exhibits (`--describe`), from real /proc numbers.
+//! `kdiag diagnose` on real processes: the bundled workloads (each verdict
+//! must be the class the workload says it exhibits, `--describe`), and
+//! programs written for the purpose (tests/fixtures/diagnose/*.c, built
+//! here with cc), each asserting the verdict and its key evidence from real
+//! /proc numbers. The tests that load the CPUs run one at a time.
 
 mod common;
 
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
-use common::{kdiag, run_kdiag, stderr, workload};
+use common::{Kids, free_pid, kdiag, run_kdiag, stderr, workload};
+use serde_json::Value;
 
-/// Diagnose `argv` (started by kdiag) for `secs`; the JSON report.
-fn diagnose(secs: &str, argv: &[&str]) -> serde_json::Value {
+/// Held by every test that runs something busy, so their CPU use does not
+/// disturb each other's verdicts.
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// tests/fixtures/diagnose/NAME.c built with cc (once per test run).
+fn fixture(name: &str) -> PathBuf {
+    static BUILT: Mutex<()> = Mutex::new(());
+    let _g = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    let src =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/diagnose/{name}.c"));
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("diagnose-{name}"));
+    let fresh = |o: &Path| {
+        let (Ok(a), Ok(b)) = (o.metadata(), src.metadata()) else {
+            return false;
+        };
+        a.modified().unwrap() >= b.modified().unwrap()
+    };
+    if !fresh(&out) {
+        let ok = Command::new("cc")
+            .args(["-O1", "-pthread", "-Wall", "-o"])
+            .arg(&out)
+            .arg(&src)
+            .status()
+            .expect("cc is installed");
+        assert!(ok.success(), "cc {}", src.display());
+    }
+    out
+}
+
+/// The JSON report of `kdiag diagnose --json ARGS`, which must succeed.
+fn diagnose(args: &[&str]) -> Value {
     let out = kdiag()
-        .args(["diagnose", "--json", "-d", secs, "--"])
-        .args(argv)
+        .args(["diagnose", "--json"])
+        .args(args)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    serde_json::from_slice(&out.stdout).unwrap()
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["version"], 2, "the JSON document's version");
+    v
+}
+
+/// Diagnose a command (started by kdiag) for `secs`.
+fn diagnose_cmd(secs: &str, argv: &[&str]) -> Value {
+    let mut args = vec!["-d", secs, "--"];
+    args.extend_from_slice(argv);
+    diagnose(&args)
+}
+
+fn verdict(v: &Value) -> &str {
+    v["diagnosis"]["verdict"].as_str().unwrap()
+}
+
+fn pretty(v: &Value) -> String {
+    serde_json::to_string_pretty(&v["diagnosis"]).unwrap()
+}
+
+fn num(v: &Value) -> f64 {
+    v.as_f64().unwrap_or(0.0)
+}
+
+/// Share of the runnable time spent in the run queue.
+fn queue_share(v: &Value) -> f64 {
+    let t = &v["observation"]["totals"];
+    let cpu = num(&t["user_s"]) + num(&t["system_s"]) + num(&t["unseen_children_cpu_s"]);
+    let rq = num(&t["run_delay_s"]);
+    rq / (cpu + rq).max(1e-9)
+}
+
+/// Working share (of the time not sleeping by design) of a thread state.
+fn working_share(v: &Value, state: &str) -> f64 {
+    v["diagnosis"]["states"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["state"] == state)
+        .map(|s| num(&s["working_share"]))
+        .sum()
+}
+
+/// The verdict `expected`; or, on a machine so busy that the target waited
+/// for a CPU at least 40% of its runnable time (the `sched` threshold),
+/// `sched`, which is then the right answer, with the expected state still
+/// in the evidence: for `cpu`, runnable time (on CPU or queued) is at
+/// least 80% of the working time; otherwise the expected state is named
+/// as a runner-up in the summary.
+fn assert_class(v: &Value, expected: &str, what: &str) {
+    let got = verdict(v);
+    if got == expected {
+        return;
+    }
+    assert_eq!(got, "sched", "{what}: expected {expected}: {}", pretty(v));
+    assert!(
+        queue_share(v) >= 0.4,
+        "{what}: sched with a run-queue share of {:.2}: {}",
+        queue_share(v),
+        pretty(v)
+    );
+    let summary = v["diagnosis"]["summary"].as_str().unwrap();
+    match expected {
+        "cpu" => assert!(
+            working_share(v, "on-cpu") + working_share(v, "run-queue") >= 0.8,
+            "{what}: {}",
+            pretty(v)
+        ),
+        "io" => assert!(
+            summary.contains("also waiting for storage"),
+            "{what}: {summary}"
+        ),
+        "lock" => assert!(
+            summary.contains("also waiting for a lock"),
+            "{what}: {summary}"
+        ),
+        other => panic!("{what}: expected {other}, got sched: {}", pretty(v)),
+    }
+}
+
+fn assert_cpu_bound(v: &Value, what: &str) {
+    assert_class(v, "cpu", what);
+}
+
+/// Every member PID is gone (or a zombie about to be reaped by init).
+fn all_gone(v: &Value) -> Result<(), String> {
+    let t = Instant::now();
+    loop {
+        let alive: Vec<i64> = v["observation"]["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["pid"].as_i64().unwrap())
+            .filter(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .is_ok_and(|s| !s.contains(") Z "))
+            })
+            .collect();
+        if alive.is_empty() {
+            return Ok(());
+        }
+        if t.elapsed() > Duration::from_secs(2) {
+            return Err(format!("left running: {alive:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 fn expected_class(name: &str) -> String {
@@ -23,35 +167,24 @@ fn expected_class(name: &str) -> String {
         .arg("--describe")
         .output()
         .unwrap();
-    let truth: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let truth: Value = serde_json::from_slice(&out.stdout).unwrap();
     truth["expect"]["class"].as_str().unwrap().to_string()
 }
 
-/// One after another (and the other tests here are light): run side by
-/// side, the workloads would steal each other's CPU.
 #[test]
 fn verdicts_match_what_the_workloads_do() {
+    let _g = one_at_a_time();
     for name in ["cpu-burn", "io-app", "lock-contend", "mem-leak"] {
         let bin = workload(name);
-        let report = diagnose("2.5", &[bin.to_str().unwrap()]);
-        let verdict = report["diagnosis"]["verdict"].as_str().unwrap();
-        assert_eq!(
-            verdict,
-            expected_class(name),
-            "{name}: {}",
-            serde_json::to_string_pretty(&report["diagnosis"]).unwrap()
-        );
-        // The command kdiag started is gone (stopped and reaped).
-        let pid = report["observation"]["pid"].as_i64().unwrap();
-        assert!(
-            !std::path::Path::new(&format!("/proc/{pid}")).exists(),
-            "{name} ({pid}) left running"
-        );
+        let report = diagnose_cmd("2.5", &[bin.to_str().unwrap()]);
+        assert_class(&report, &expected_class(name), name);
+        all_gone(&report).unwrap_or_else(|e| panic!("{name}: {e}"));
     }
-    let idle = diagnose("1", &["sleep", "30"]);
-    assert_eq!(idle["diagnosis"]["verdict"], "idle");
+    let idle = diagnose_cmd("1", &["sleep", "30"]);
+    assert_eq!(verdict(&idle), "idle", "{}", pretty(&idle));
 
-    // The text report leads with the verdict and names the next tool.
+    // The text report leads with the verdict, names the next tool and
+    // says what watching cost.
     let out = kdiag()
         .args(["diagnose", "-d", "1.5", "--"])
         .arg(workload("cpu-burn"))
@@ -59,14 +192,339 @@ fn verdicts_match_what_the_workloads_do() {
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.starts_with("Verdict: cpu: CPU-bound"), "{text}");
-    assert!(text.contains("user space"), "{text}");
-    assert!(text.contains("kdiag profile -p "), "{text}");
+    assert!(
+        text.starts_with("Verdict: cpu: CPU-bound") || text.starts_with("Verdict: sched:"),
+        "{text}"
+    );
+    assert!(
+        text.contains("kdiag profile") || text.contains("kdiag top"),
+        "{text}"
+    );
+    assert!(text.contains("kdiag's own cost: "), "{text}");
+}
+
+#[test]
+fn starved_for_cpu_is_waiting_for_a_cpu() {
+    let _g = one_at_a_time();
+    // Twice as many busy processes as CPUs, plus the target: it gets well
+    // under half a CPU, runnable all the time.
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let spin = "while :; do :; done";
+    let _rivals = Kids(
+        (0..2 * cpus)
+            .map(|_| Command::new("sh").args(["-c", spin]).spawn().unwrap())
+            .collect(),
+    );
+    let v = diagnose_cmd("2", &["sh", "-c", spin]);
+    assert_eq!(verdict(&v), "sched", "{}", pretty(&v));
+    let t = &v["observation"]["totals"];
+    let cpus_used = (num(&t["user_s"]) + num(&t["system_s"])) / num(&v["observation"]["window_s"]);
+    assert!(cpus_used < 0.5, "it got {cpus_used:.2} CPUs");
+    assert!(queue_share(&v) >= 0.4, "{}", pretty(&v));
+    assert!(
+        v["diagnosis"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("of its runnable time in the run queue"),
+        "{}",
+        pretty(&v)
+    );
+}
+
+#[test]
+fn a_pipeline_is_watched_as_a_tree_and_stopped_whole() {
+    let _g = one_at_a_time();
+    let v = diagnose_cmd("2", &["sh", "-c", "yes | gzip -1 > /dev/null"]);
+    assert_cpu_bound(&v, "yes | gzip");
+    let members: Vec<&str> = v["observation"]["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["comm"].as_str().unwrap())
+        .collect();
+    assert!(
+        members.contains(&"yes") && members.contains(&"gzip"),
+        "{members:?}"
+    );
+    // The busiest member is named, with its share of the tree's CPU.
+    let top = &v["diagnosis"]["busiest"][0];
+    let comm = top["comm"].as_str().unwrap();
+    assert!(comm == "gzip" || comm == "yes", "{}", pretty(&v));
+    let line = format!("{comm} (PID {}) ", top["pid"]);
+    assert!(
+        v["diagnosis"]["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e.as_str().unwrap().contains(&line)),
+        "{}",
+        pretty(&v)
+    );
+    // Nothing the command started is left running.
+    all_gone(&v).unwrap();
+}
+
+#[test]
+fn bursts_are_reported_as_bursts() {
+    let _g = one_at_a_time();
+    // Busy for 1 s, asleep for 1 s, over and over: whichever phase the
+    // window starts in, the verdict is the bursts' (CPU), not idle.
+    let v = diagnose_cmd("5", &[fixture("bursts").to_str().unwrap(), "1", "1"]);
+    assert_cpu_bound(&v, "1 s bursts");
+    let p = &v["diagnosis"]["periodic"];
+    assert!((0.7..1.4).contains(&num(&p["burst_s"])), "{}", pretty(&v));
+    assert!((1.6..2.5).contains(&num(&p["period_s"])), "{}", pretty(&v));
+    assert!(
+        v["diagnosis"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("of the time in bursts of about"),
+        "{}",
+        pretty(&v)
+    );
+}
+
+#[test]
+fn a_tree_given_by_pid_is_followed_and_never_signalled() {
+    let _g = one_at_a_time();
+    let mut sh = Command::new("sh")
+        .args(["-c", "sleep 30 & sleep 30 & wait"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let pid = sh.id().to_string();
+    let v = diagnose(&["-d", "0.5", "-p", &pid, "--tree"]);
+    let members = v["observation"]["members"].as_array().unwrap().clone();
+    assert_eq!(members.len(), 3, "{members:?}");
+    assert_eq!(verdict(&v), "idle");
+    for m in &members {
+        let pid = m["pid"].as_i64().unwrap();
+        assert!(
+            Path::new(&format!("/proc/{pid}")).exists(),
+            "{pid} was stopped"
+        );
+    }
+    // SAFETY: ending the test's own process group members by PID.
+    for m in &members {
+        unsafe { libc::kill(m["pid"].as_i64().unwrap() as i32, libc::SIGKILL) };
+    }
+    let _ = sh.wait();
+}
+
+#[test]
+fn allocating_once_is_not_a_leak() {
+    let _g = one_at_a_time();
+    // 64 MiB at the start, 64 MiB more after 1 s, then asleep.
+    let v = diagnose_cmd("3", &[fixture("alloc_once").to_str().unwrap()]);
+    assert_eq!(verdict(&v), "idle", "{}", pretty(&v));
+    let series = v["observation"]["memory"]["series"].as_array().unwrap();
+    let anon = series.last().unwrap()["anon_kib"].as_u64().unwrap();
+    assert!(anon >= 120 << 10, "it did allocate: {anon} KiB");
+}
+
+#[test]
+fn reading_a_file_through_mmap_after_dropping_its_cache_is_storage() {
+    let _g = one_at_a_time();
+    // A 128 MiB file on real storage (/var/tmp, not tmpfs), synced so that
+    // dropping its pages from the cache really drops them.
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let file = dir.path().join("data");
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&file).unwrap();
+        let mut block = vec![0u8; 1 << 20];
+        for (i, b) in block.iter_mut().enumerate() {
+            *b = (i * 7 + i / 4096) as u8;
+        }
+        for _ in 0..128 {
+            f.write_all(&block).unwrap();
+        }
+        f.sync_all().unwrap();
+    }
+    let v = diagnose_cmd(
+        "2.5",
+        &[
+            fixture("mmap_read").to_str().unwrap(),
+            file.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(verdict(&v), "io", "{}", pretty(&v));
+    let o = &v["observation"];
+    assert!(
+        o["totals"]["read_bytes"].as_u64().unwrap() >= 16 << 20,
+        "storage reads: {}",
+        o["totals"]
+    );
+    assert!(
+        v["diagnosis"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("page fault"),
+        "{}",
+        pretty(&v)
+    );
+    // File pages grew, and that is not a leak.
+    let series = o["memory"]["series"].as_array().unwrap();
+    let file_kib = |p: &Value| p["file_kib"].as_u64().unwrap();
+    assert!(series.iter().map(file_kib).max().unwrap() > file_kib(&series[0]) + 8192);
+}
+
+#[test]
+fn a_lock_held_while_computing_is_a_lock() {
+    let _g = one_at_a_time();
+    let v = diagnose_cmd("2", &[fixture("lock_compute").to_str().unwrap(), "4"]);
+    // On an oversubscribed machine every woken waiter and the preempted
+    // holder queue for a CPU, and that wait can outweigh the lock.
+    assert_class(&v, "lock", "lock_compute");
+    if verdict(&v) == "lock" {
+        let summary = v["diagnosis"]["summary"].as_str().unwrap();
+        assert!(
+            summary.contains("the holder works while holding it"),
+            "{summary}"
+        );
+    }
+    let lock = &v["observation"]["locks"][0];
+    assert!(lock["waiters"].as_u64().unwrap() >= 3, "{lock}");
+    assert!(
+        num(&lock["running_share"]) >= 0.5,
+        "the holder computes: {lock}"
+    );
+}
+
+/// A `sleep 30` of the test's own, killed at the end.
+fn sleeper() -> Child {
+    Command::new("sleep")
+        .arg("30")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn a_stopped_process_is_stopped() {
+    let kid = sleeper();
+    let pid = kid.id() as i32;
+    let _kids = Kids(vec![kid]);
+    // SAFETY: stopping our own child.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let v = diagnose(&["-d", "0.6", "-p", &pid.to_string()]);
+    assert_eq!(verdict(&v), "stopped", "{}", pretty(&v));
+    assert!(v["observation"]["stopped"]["tracer_pid"].is_null());
+    let next = v["diagnosis"]["next"][0].as_str().unwrap();
+    assert_eq!(next, format!("kill -CONT {pid}"));
+
+    // Stopped by a tracer: this test attaches to a second sleeper.
+    let kid = sleeper();
+    let pid = kid.id() as i32;
+    let _kids = Kids(vec![kid]);
+    // SAFETY: tracing our own child from this thread, then waiting for the
+    // stop that PTRACE_ATTACH causes.
+    unsafe {
+        assert_eq!(libc::ptrace(libc::PTRACE_ATTACH, pid, 0, 0), 0);
+        let mut status = 0;
+        assert_eq!(libc::waitpid(pid, &mut status, libc::__WALL), pid);
+    }
+    let v = diagnose(&["-d", "0.6", "-p", &pid.to_string()]);
+    // SAFETY: detaching from the child this thread traces.
+    unsafe { libc::ptrace(libc::PTRACE_DETACH, pid, 0, 0) };
+    assert_eq!(verdict(&v), "stopped", "{}", pretty(&v));
+    assert_eq!(
+        v["observation"]["stopped"]["tracer_pid"],
+        std::process::id()
+    );
+    let summary = v["diagnosis"]["summary"].as_str().unwrap();
+    assert!(summary.contains("by its tracer"), "{summary}");
+}
+
+#[test]
+fn a_zombie_names_the_parent_that_does_not_reap_it() {
+    // The shell forks a child that exits at once, then becomes `sleep`,
+    // which never waits for it.
+    let parent = Command::new("sh")
+        .args(["-c", "(exit 0) & exec sleep 30"])
+        .spawn()
+        .unwrap();
+    let ppid = parent.id();
+    let _kids = Kids(vec![parent]);
+    let t = Instant::now();
+    let zombie = loop {
+        let children = std::fs::read_to_string(format!("/proc/{ppid}/task/{ppid}/children"))
+            .unwrap_or_default();
+        let z = children.split_whitespace().find(|c| {
+            std::fs::read_to_string(format!("/proc/{c}/stat")).is_ok_and(|s| s.contains(") Z "))
+        });
+        if let Some(z) = z {
+            break z.to_string();
+        }
+        assert!(t.elapsed() < Duration::from_secs(5), "no zombie appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let v = diagnose(&["-d", "1", "-p", &zombie]);
+    assert_eq!(verdict(&v), "zombie", "{}", pretty(&v));
+    assert_eq!(v["observation"]["zombie"]["parent_pid"], ppid);
+    assert_eq!(v["observation"]["zombie"]["parent_comm"], "sleep");
+    let summary = v["diagnosis"]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains(&format!("parent PID {ppid} (sleep)")),
+        "{summary}"
+    );
+}
+
+#[test]
+fn a_command_that_ends_in_the_window_is_reported_until_then() {
+    let v = diagnose_cmd("3", &["sh", "-c", "sleep 0.6"]);
+    let ended = &v["observation"]["ended"];
+    let after = num(&ended["after_s"]);
+    assert!((0.5..2.0).contains(&after), "{ended}");
+    assert_eq!(ended["how"], "exited with code 0");
+    assert_eq!(verdict(&v), "idle", "{}", pretty(&v));
+}
+
+#[test]
+fn a_kernel_thread_says_what_it_is() {
+    // kthreadd, PID 2, creates the kernel's threads.
+    let v = diagnose(&["-d", "0.3", "-p", "2"]);
+    let k = &v["observation"]["kernel_thread"];
+    assert_eq!(k["kind"], "kthreadd", "{k}");
+    assert!(
+        v["diagnosis"]["evidence"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("Kernel thread (kthreadd): creates every other kernel thread"),
+        "{}",
+        pretty(&v)
+    );
+    assert_eq!(v["observation"]["comm"], "kthreadd");
+}
+
+#[test]
+fn a_thousand_threads_cost_little() {
+    let _g = one_at_a_time();
+    let kid = Command::new(fixture("many_threads"))
+        .arg("1000")
+        .spawn()
+        .unwrap();
+    let pid = kid.id();
+    let _kids = Kids(vec![kid]);
+    let t = Instant::now();
+    while std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count()) < 1001 {
+        assert!(t.elapsed() < Duration::from_secs(10), "threads not started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let v = diagnose(&["-d", "3", "-p", &pid.to_string()]);
+    let o = &v["observation"];
+    assert_eq!(o["totals"]["threads"], 1001);
+    // Loosely (the goal, under 5% of one CPU, is measured in the
+    // benchmark): a regression to reading every thread every tick costs
+    // a whole CPU.
+    let share = num(&o["cost"]["cpu_s"]) / num(&o["window_s"]);
+    assert!(share < 0.15, "kdiag used {:.1}% of a CPU", share * 100.0);
+    assert!(o["sampling"]["threads_per_tick"].as_u64().unwrap() <= 8);
 }
 
 #[test]
 fn diagnoses_a_running_pid() {
-    let mut child = Command::new("sleep").arg("30").spawn().unwrap();
+    let mut child = sleeper();
     let out = run_kdiag(&[
         "diagnose",
         "--json",
@@ -78,21 +536,24 @@ fn diagnoses_a_running_pid() {
     let _ = child.kill();
     let _ = child.wait();
     assert!(out.status.success(), "{}", stderr(&out));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["observation"]["comm"], "sleep");
     assert_eq!(v["diagnosis"]["verdict"], "idle");
 }
 
 #[test]
 fn bad_targets_are_clear_errors() {
-    let out = run_kdiag(&["diagnose", "-p", "999999999"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("no process with PID 999999999"));
+    let gone = free_pid();
+    let out = run_kdiag(&["diagnose", "-p", &gone]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains(&format!("no process with PID {gone}")));
     let out = run_kdiag(&["diagnose"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("-p PID, or -- CMD"));
     let out = run_kdiag(&["diagnose", "-d", "0", "-p", "1"]);
     assert_eq!(out.status.code(), Some(2));
+    let out = run_kdiag(&["diagnose", "--tree", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2), "--tree needs -p");
     let out = run_kdiag(&["diagnose", "--", "sh", "-c", "exit 3"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
@@ -101,6 +562,6 @@ fn bad_targets_are_clear_errors() {
         stderr(&out)
     );
     let out = run_kdiag(&["diagnose", "--", "/nonexistent/prog"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(127));
     assert!(stderr(&out).contains("cannot run"), "{}", stderr(&out));
 }

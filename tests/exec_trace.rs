@@ -20,7 +20,7 @@ fn describe(defect: &str) -> Value {
         .output()
         .unwrap();
     assert!(out.status.success());
-    serde_json::from_slice(&out.stdout).unwrap()
+    serde_json::from_slice::<Value>(&out.stdout).unwrap()["expect"].clone()
 }
 
 /// `kdiag exec-trace --json --tier TIER -- cmd...`, parsed.
@@ -208,10 +208,11 @@ fn usage_errors() {
     if !require_root("usage_errors") {
         return;
     }
-    let out = run_kdiag(&["exec-trace", "-p", "999999999"]);
-    assert_eq!(out.status.code(), Some(1));
+    let gone = free_pid();
+    let out = run_kdiag(&["exec-trace", "-p", &gone]);
+    assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains("no process with PID 999999999"),
+        stderr(&out).contains(&format!("no process with PID {gone}")),
         "{}",
         stderr(&out)
     );

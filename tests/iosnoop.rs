@@ -314,7 +314,7 @@ fn osync_writes_attributed_to_writer(tier: &str) {
     const N: usize = 16;
     let path = scratch(&format!("osync-{tier}"), N * SIZE);
     let me = std::process::id();
-    let tracer = Tracer::start(&["--json", "--tier", tier, "-d", "vda"]);
+    let tracer = Tracer::start(&["--json", "--tier", tier, "--device", "vda"]);
     let mut f = OpenOptions::new()
         .write(true)
         .custom_flags(libc::O_SYNC)
@@ -509,8 +509,8 @@ fn bpf_programs_are_gone_after_exit() {
 
 #[test]
 fn unknown_device_names_the_real_ones() {
-    let out = run_kdiag(&["iosnoop", "-d", "nosuchdisk", "1"]);
-    assert_eq!(out.status.code(), Some(1));
+    let out = run_kdiag(&["iosnoop", "--device", "nosuchdisk", "1"]);
+    assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(err.contains("no block device `nosuchdisk`"), "{err}");
     let first = std::fs::read_to_string("/proc/partitions").unwrap();

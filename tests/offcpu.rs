@@ -449,9 +449,10 @@ fn usage_and_missing_target_errors() {
     let out = run_kdiag(&["offcpu", "-a", "--tier", "proc", "--svg", "x.svg"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(common::stderr(&out).contains("need stacks"));
-    let out = run_kdiag(&["offcpu", "-p", "999999999"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(common::stderr(&out).contains("no process with PID 999999999"));
+    let gone = common::free_pid();
+    let out = run_kdiag(&["offcpu", "-p", &gone]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(common::stderr(&out).contains(&format!("no process with PID {gone}")));
 }
 
 /// kdiag run as user nobody (65534).

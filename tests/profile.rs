@@ -9,7 +9,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{kdiag, require_root, stderr, stdout, workload};
+use common::{free_pid, kdiag, require_root, stderr, stdout, workload};
 use serde_json::Value;
 
 /// cpu-burn's ground truth for these arguments.
@@ -337,6 +337,8 @@ fn sudo_invoker_owns_files_and_runs_the_command() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
+    // The invoker's own directory: kdiag writes there with their rights.
+    std::os::unix::fs::chown(dir.path(), Some(65534), Some(65534)).unwrap();
     let folded = dir.path().join("out.folded");
     // The command is `id -u` in a loop: its folded stacks exist only if it ran.
     let out = kdiag()
@@ -383,7 +385,7 @@ fn refused_without_privileges_says_how_to_fix_it() {
             .output()
             .unwrap()
     };
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(3), "missing privilege");
     let err = stderr(&out);
     assert!(
         err.contains("perf_event_paranoid") && err.contains("sudo"),
@@ -398,18 +400,22 @@ fn usage_errors() {
     assert!(stderr(&out).contains("-p PID, -a"), "{}", stderr(&out));
     let out = kdiag().args(["profile", "-a", "-p", "1"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
+    let gone = free_pid();
+    let out = kdiag().args(["profile", "-p", &gone]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains(&format!("no process with PID {gone}")));
     let out = kdiag()
         .args(["profile", "-p", "999999999"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("no process with PID 999999999"));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("kernel.pid_max"), "{}", stderr(&out));
     let out = kdiag()
         .args(["profile", "--", "/no/such/program"])
         .output()
         .unwrap();
     if require_root("usage_errors (missing program)") {
-        assert_eq!(out.status.code(), Some(1));
+        assert_eq!(out.status.code(), Some(127), "as a shell says");
         assert!(
             stderr(&out).contains("cannot run `/no/such/program`"),
             "{}",

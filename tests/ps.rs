@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Kids, Tmux, run_kdiag, stderr, stdout};
+use common::{Kids, Tmux, free_pid, run_kdiag, stderr, stdout};
 
 /// Children killed and reaped when the test ends, even when it fails.
 fn spawn(cmd: &str, args: &[&str]) -> Child {
@@ -150,16 +150,17 @@ fn agrees_with_procps_on_known_states() {
 
 #[test]
 fn missing_pid_is_a_clear_failure() {
-    let out = run_kdiag(&["ps", "-p", "999999999"]);
+    let gone = free_pid();
+    let out = run_kdiag(&["ps", "-p", &gone]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        stderr(&out).contains("no process with PID 999999999"),
+        stderr(&out).contains(&format!("no process with PID {gone}")),
         "{}",
         stderr(&out)
     );
     // One live pid among missing ones: show it, succeed.
     let me = std::process::id().to_string();
-    let out = run_kdiag(&["ps", "-p", &format!("999999999,{me}")]);
+    let out = run_kdiag(&["ps", "-p", &format!("{gone},{me}")]);
     assert_eq!(out.status.code(), Some(0));
     assert!(stdout(&out).lines().nth(1).unwrap().contains(&me));
 }

@@ -6,7 +6,7 @@ mod common;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Kids, Tmux, kdiag, run_kdiag, stderr, stdout};
+use common::{Kids, Tmux, free_pid, kdiag, run_kdiag, stderr, stdout};
 
 fn spawn(cmd: &str, args: &[&str]) -> Child {
     Command::new(cmd)
@@ -24,7 +24,7 @@ fn once_prints_header_and_the_chosen_processes() {
     ]);
     let (busy, sleeper) = (kids.0[0].id(), kids.0[1].id());
     let list = format!("{busy},{sleeper}");
-    let out = run_kdiag(&["top", "--once", "-d", "1", "-p", &list]);
+    let out = run_kdiag(&["top", "--once", "--interval", "1", "-p", &list]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     let lines: Vec<&str> = text.lines().collect();
@@ -58,7 +58,7 @@ fn once_prints_header_and_the_chosen_processes() {
     );
 
     // The same frame as JSON carries the numbers.
-    let out = run_kdiag(&["top", "--json", "-d", "1", "-p", &list]);
+    let out = run_kdiag(&["top", "--json", "--interval", "1", "-p", &list]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("JSON");
     let procs = v["processes"].as_array().unwrap();
     let find = |pid: u32| procs.iter().find(|p| p["pid"] == pid).expect("row").clone();
@@ -80,20 +80,21 @@ fn once_prints_header_and_the_chosen_processes() {
 
 #[test]
 fn missing_pid_fails_clearly() {
-    let out = run_kdiag(&["top", "--once", "-p", "999999999"]);
-    assert_eq!(out.status.code(), Some(1));
+    let gone = free_pid();
+    let out = run_kdiag(&["top", "--once", "-p", &gone]);
+    assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains("no process with PID 999999999"),
+        stderr(&out).contains(&format!("no process with PID {gone}")),
         "{}",
         stderr(&out)
     );
-    let out = run_kdiag(&["top", "--once", "-d", "0"]);
+    let out = run_kdiag(&["top", "--once", "--interval", "0"]);
     assert_eq!(out.status.code(), Some(2));
 }
 
 #[test]
 fn piped_output_is_one_frame_not_a_tui() {
-    let out = kdiag().args(["top", "-d", "0.2"]).output().unwrap();
+    let out = kdiag().args(["top", "--interval", "0.2"]).output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(text.starts_with("kdiag top - up "), "{text}");
@@ -118,7 +119,7 @@ fn exited(s: &str) -> bool {
 #[test]
 fn live_screen_keys_and_clean_exit() {
     let _kid = Kids(vec![spawn("sleep", &["300"])]);
-    let t = session("-d 0.5");
+    let t = session("--interval 0.5");
     // A capture can catch a frame half written: wait for its last line too.
     let s = t.wait_for("the whole first frame", |s| {
         s.contains("load average:") && s.contains("%CPU▼") && s.contains("sort: ")
@@ -156,7 +157,7 @@ fn live_screen_keys_and_clean_exit() {
 
 #[test]
 fn ctrl_c_quits_and_restores_the_terminal() {
-    let t = session("-d 1");
+    let t = session("--interval 1");
     t.wait_for("the header", |s| s.contains("load average:"));
     t.keys(&["C-c"]);
     let s = t.wait_for("exit", exited);
@@ -166,7 +167,7 @@ fn ctrl_c_quits_and_restores_the_terminal() {
 
 #[test]
 fn sigterm_quits_and_restores_the_terminal() {
-    let t = session("-d 1");
+    let t = session("--interval 1");
     t.wait_for("the header", |s| s.contains("load average:"));
     // The pane runs sh, whose child is kdiag.
     let sh = t.pane_pid();
@@ -193,7 +194,7 @@ fn sigterm_quits_and_restores_the_terminal() {
 fn closing_the_terminal_ends_top() {
     let bin = env!("CARGO_BIN_EXE_kdiag");
     // kdiag is the pane's own process: nothing else gets the hangup for it.
-    let t = Tmux::start(&format!("exec {bin} top -d 0.5"));
+    let t = Tmux::start(&format!("exec {bin} top --interval 0.5"));
     t.wait_for("the header", |s| s.contains("load average:"));
     let kdiag = t.pane_pid();
     drop(t); // kill-session: the terminal's other side goes away

@@ -45,45 +45,6 @@ fn proc_io(pid: u32, key: &str) -> u64 {
         .unwrap_or_else(|| panic!("{key} in /proc/{pid}/io"))
 }
 
-/// (comm, state, utime+stime ticks) of every thread of `pid`.
-fn threads(pid: u32) -> Vec<(u32, String, char)> {
-    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return Vec::new();
-    };
-    dir.flatten()
-        .filter_map(|e| {
-            let tid: u32 = e.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-            let comm = stat[stat.find('(')? + 1..stat.rfind(')')?].to_string();
-            let state = stat[stat.rfind(')')? + 2..].chars().next()?;
-            Some((tid, comm, state))
-        })
-        .collect()
-}
-
-/// utime + stime of the whole process, in clock ticks.
-fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let f: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..]
-        .split_whitespace()
-        .collect();
-    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
-}
-
-/// Tasks blocked on I/O right now, machine-wide (/proc/stat procs_blocked).
-fn procs_blocked() -> u64 {
-    let stat = std::fs::read_to_string("/proc/stat").unwrap();
-    stat.lines()
-        .find_map(|l| l.strip_prefix("procs_blocked "))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap()
-}
-
-fn load1() -> f64 {
-    let text = std::fs::read_to_string("/proc/loadavg").unwrap();
-    text.split_whitespace().next().unwrap().parse().unwrap()
-}
-
 /// Wait for a child with wait4 and return its exit status and rusage
 /// (which covers the children it waited for).
 fn wait4(child: Child) -> (i32, libc::rusage) {
@@ -100,11 +61,6 @@ fn wait4(child: Child) -> (i32, libc::rusage) {
 
 fn tv_secs(tv: libc::timeval) -> f64 {
     tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
 }
 
 #[test]
@@ -174,264 +130,6 @@ fn io_app_rewrites_one_range_with_synchronous_writes() {
     let (status, _) = wait4(child);
     assert_eq!(status, 0, "io-app ends cleanly at --duration");
     assert!(!dir.exists(), "scratch directory removed on exit");
-}
-
-#[test]
-fn scheduling_fork_mode_costs_many_more_faults_and_system_time() {
-    let run = |mode: &str| {
-        let (status, ru) = wait4(spawn("scheduling", &[mode]));
-        assert_eq!(status, 0);
-        (ru.ru_minflt as f64, tv_secs(ru.ru_stime))
-    };
-    let threads: Vec<_> = (0..3).map(|_| run("0")).collect();
-    let forks: Vec<_> = (0..3).map(|_| run("1")).collect();
-    let (tf, ts) = (
-        median(threads.iter().map(|r| r.0).collect()),
-        median(threads.iter().map(|r| r.1).collect()),
-    );
-    let (ff, fs) = (
-        median(forks.iter().map(|r| r.0).collect()),
-        median(forks.iter().map(|r| r.1).collect()),
-    );
-    eprintln!("scheduling: threads {tf} faults {ts:.3} s sys; fork {ff} faults {fs:.3} s sys");
-    assert!(ff >= 4.0 * tf, "fork faults {ff} vs threads {tf}");
-    assert!(
-        fs >= 2.0 * ts.max(0.001),
-        "fork system time {fs} vs threads {ts}"
-    );
-}
-
-#[test]
-fn memory_read_write_with_1k_blocks_is_slowest() {
-    let tmp = disk_tempdir();
-    let dir = tmp.path().join("memory");
-    // The copy's CPU time (user + system, as the workload reports it): on a
-    // shared machine, wall time mostly measures waiting for a CPU.
-    let cost = |args: &[&str]| -> f64 {
-        let mut all = args.to_vec();
-        all.extend([
-            "--size",
-            "32M",
-            "--verify",
-            "--scratch",
-            dir.to_str().unwrap(),
-        ]);
-        let out = Command::new(workload("memory"))
-            .args(&all)
-            .output()
-            .unwrap();
-        let text = stdout(&out);
-        assert!(out.status.success(), "memory {all:?}: {}", stderr(&out));
-        assert!(text.contains("verified"), "copy verified: {text}");
-        let cpu = text
-            .split("(cpu ")
-            .nth(1)
-            .unwrap_or_else(|| panic!("cpu in {text}"));
-        let words: Vec<&str> = cpu.split_whitespace().collect();
-        words[0].parse::<f64>().unwrap() + words[4].parse::<f64>().unwrap()
-    };
-    // Interleaved, so a burst of load elsewhere hits all three alike.
-    let (mut mmap, mut rw1k, mut rw64k) = (vec![], vec![], vec![]);
-    for _ in 0..5 {
-        mmap.push(cost(&["0", "1K"]));
-        rw1k.push(cost(&["1", "1K"]));
-        rw64k.push(cost(&["1", "64K"]));
-    }
-    let (mmap, rw1k, rw64k) = (median(mmap), median(rw1k), median(rw64k));
-    eprintln!(
-        "memory 32 MiB, CPU s (medians of 5): mmap {mmap:.4}, read/write 1K {rw1k:.4}, 64K {rw64k:.4}"
-    );
-    assert!(
-        rw1k > rw64k,
-        "1K blocks ({rw1k}) cost more than 64K ({rw64k})"
-    );
-    assert!(
-        rw1k > mmap,
-        "1K blocks ({rw1k}) cost more than mmap ({mmap})"
-    );
-    assert!(!dir.exists());
-}
-
-#[test]
-fn bio_threads_sit_in_d_state_and_raise_the_load() {
-    let mut before = 0;
-    for _ in 0..10 {
-        before += procs_blocked();
-        sleep(Duration::from_millis(30));
-    }
-    let tmp = disk_tempdir();
-    let dir = tmp.path().join("bio");
-    let child = spawn(
-        "bio",
-        &["--duration", "5", "--scratch", dir.to_str().unwrap()],
-    );
-    let pid = child.id();
-    let readers = || {
-        threads(pid)
-            .into_iter()
-            .filter(|t| t.1.starts_with("bio-read-"))
-            .collect::<Vec<_>>()
-    };
-    wait_for("20 reader threads", Duration::from_secs(10), || {
-        readers().len() == 20
-    });
-    let (l0, c0, t0) = (load1(), cpu_ticks(pid), Instant::now());
-    let (mut samples, mut d_seen, mut max_d, mut busy, mut blocked) = (0, 0, 0, 0, 0);
-    while t0.elapsed() < Duration::from_secs(3) {
-        let ts = readers();
-        let d = ts.iter().filter(|t| t.2 == 'D').count();
-        busy += ts.iter().filter(|t| t.2 == 'D' || t.2 == 'R').count();
-        d_seen += d;
-        max_d = max_d.max(d);
-        blocked += procs_blocked();
-        samples += 1;
-        sleep(Duration::from_millis(50));
-    }
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    let cpus = (cpu_ticks(pid) - c0) as f64 / hz / t0.elapsed().as_secs_f64();
-    let l1 = load1();
-    let contribution = busy as f64 / samples as f64;
-    let (blocked_before, blocked) = (before as f64 / 10.0, blocked as f64 / samples as f64);
-    eprintln!(
-        "bio: {samples} samples, {d_seen} reader-thread D observations (max {max_d} at once), \
-         load contribution {contribution:.1}, procs_blocked {blocked_before:.1} -> {blocked:.1}, process CPU {cpus:.2} CPUs, load1 {l0} -> {l1}"
-    );
-    assert!(max_d >= 5, "at most {max_d} readers in D at once");
-    assert!(
-        d_seen as f64 >= 0.05 * (samples * 20) as f64,
-        "readers rarely in D: {d_seen}"
-    );
-    assert!(
-        contribution >= 2.0,
-        "runnable+D readers average {contribution:.1}"
-    );
-    assert!(
-        cpus < 0.9,
-        "bio keeps the CPU mostly idle, used {cpus:.2} CPUs"
-    );
-    // The load average is a slow (5 s) exponential average of runnable +
-    // uninterruptible tasks machine-wide; on a shared machine other jobs
-    // move it more than a few seconds of bio. So the test checks its input:
-    // the readers' own R+D count above, and the machine's blocked tasks.
-    assert!(
-        blocked >= blocked_before + 2.0,
-        "procs_blocked rose only {blocked_before:.1} -> {blocked:.1}"
-    );
-    let (status, _) = wait4(child);
-    assert_eq!(status, 0);
-    assert!(!dir.exists());
-}
-
-#[test]
-fn io_stall_dirties_bursts_for_almost_no_cpu() {
-    let tmp = disk_tempdir();
-    let dir = tmp.path().join("io-stall");
-    let child = spawn(
-        "io-stall",
-        &[
-            "--burst",
-            "32M",
-            "--period",
-            "1s",
-            "--duration",
-            "4",
-            "--scratch",
-            dir.to_str().unwrap(),
-        ],
-    );
-    let pid = child.id();
-    wait_for("a first burst", Duration::from_secs(5), || {
-        proc_io(pid, "write_bytes") >= 32 << 20
-    });
-    let (w0, c0, t0) = (proc_io(pid, "write_bytes"), cpu_ticks(pid), Instant::now());
-    sleep(Duration::from_millis(2500));
-    let (w1, c1) = (proc_io(pid, "write_bytes"), cpu_ticks(pid));
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    let cpus = (c1 - c0) as f64 / hz / t0.elapsed().as_secs_f64();
-    eprintln!(
-        "io-stall: {} MiB dirtied in 2.5 s for {cpus:.3} CPUs",
-        (w1 - w0) >> 20
-    );
-    // Each burst re-dirties pages the previous syncfs cleaned: charged again.
-    assert!(w1 - w0 >= 48 << 20, "bursts dirtied {} bytes", w1 - w0);
-    assert!(cpus < 0.25, "the culprit stays cheap: {cpus:.3} CPUs");
-    assert_eq!(wait4(child).0, 0);
-    assert!(!dir.exists());
-}
-
-#[test]
-fn lock_contend_threads_mostly_wait_in_futex() {
-    let child = spawn("lock-contend", &["--duration", "3"]);
-    let pid = child.id();
-    let workers = || {
-        threads(pid)
-            .into_iter()
-            .filter(|t| t.1.starts_with("lock-worker-"))
-            .collect::<Vec<_>>()
-    };
-    wait_for("4 workers", Duration::from_secs(5), || workers().len() == 4);
-    let (mut futex, mut total) = (0, 0);
-    for _ in 0..30 {
-        for (tid, _, _) in workers() {
-            let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/syscall"))
-            else {
-                continue;
-            };
-            total += 1;
-            if text.split_whitespace().next() == Some(&libc::SYS_futex.to_string()) {
-                futex += 1;
-            }
-        }
-        sleep(Duration::from_millis(50));
-    }
-    let share = futex as f64 / total as f64;
-    eprintln!("lock-contend: {futex}/{total} worker samples in futex ({share:.2})");
-    assert!(share >= 0.5, "workers in futex only {share:.2} of the time");
-    let (status, ru) = wait4(child);
-    assert_eq!(status, 0);
-    let cpu = tv_secs(ru.ru_utime) + tv_secs(ru.ru_stime);
-    assert!(
-        cpu < 1.0,
-        "lock-bound, not CPU-bound: {cpu:.2} s CPU in 3 s"
-    );
-}
-
-#[test]
-fn mem_leak_rss_grows_steadily() {
-    let child = spawn("mem-leak", &["--rate", "8M", "--duration", "3"]);
-    let pid = child.id();
-    let rss = || {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-        let kb = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .unwrap();
-        kb.trim()
-            .trim_end_matches("kB")
-            .trim()
-            .parse::<u64>()
-            .unwrap()
-            * 1024
-    };
-    sleep(Duration::from_millis(300));
-    let mut samples = Vec::new();
-    for _ in 0..5 {
-        samples.push(rss());
-        sleep(Duration::from_millis(400));
-    }
-    eprintln!("mem-leak RSS samples: {samples:?}");
-    assert!(
-        samples.windows(2).all(|w| w[1] >= w[0]),
-        "RSS never shrinks"
-    );
-    let grown = samples[4] - samples[0];
-    assert!(
-        grown >= 8 << 20,
-        "RSS grew only {grown} bytes in 1.6 s at 8 MiB/s"
-    );
-    assert_eq!(wait4(child).0, 0);
 }
 
 fn start_and_wait_for_scratch(dir: &Path) -> Child {
@@ -580,13 +278,14 @@ fn describe_is_deterministic_ground_truth() {
         ("cpu-burn", vec![]),
         ("lock-contend", vec![]),
         ("mem-leak", vec![]),
+        ("bad-elf", vec![]),
     ] {
         let mut args = vec![name, "--seed", "7"];
         args.extend(&extra);
         let doc = describe(&args);
-        assert_eq!(doc["schema"], 1);
+        assert_eq!(doc["schema"], 2);
         assert_eq!(doc["workload"]["name"], name);
-        assert_eq!(doc["workload"]["seed"], 7);
+        assert_eq!(doc["workload"]["seed"], "7");
         assert!(doc["expect"]["class"].is_string(), "{name}: expect.class");
         let given = doc["workload"]["args"].as_array().unwrap();
         assert!(
@@ -594,28 +293,67 @@ fn describe_is_deterministic_ground_truth() {
             "{name}: args reproduce the run"
         );
         assert!(
-            !given.iter().any(|a| a == "--describe"),
-            "{name}: args reproduce the run"
-        );
-        assert!(
             doc["expect"]["summary"].is_string(),
             "{name}: expect.summary"
         );
         assert_eq!(doc, describe(&args), "{name}: same seed, same truth");
-        let writes_files = ["io-app", "memory", "bio", "io-stall"].contains(&name);
-        assert_eq!(
-            doc["workload"]["scratch"].is_string(),
-            writes_files,
-            "{name}: scratch"
-        );
+        let storage = match name {
+            "io-app" | "bio" | "io-stall" => "disk",
+            "memory" => "any",
+            _ => "none",
+        };
+        assert_eq!(doc["workload"]["storage"], storage, "{name}: storage");
+        // kdiag prints exactly what the library computes in-process.
+        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        let lib: serde_json::Value =
+            serde_json::from_str(&kdiag_workloads::describe(name, "7", &extra).unwrap()).unwrap();
+        assert_eq!(doc, lib, "{name}");
     }
     let classic = describe(&["cpu-burn"]);
     assert_eq!(classic["expect"]["hottest"], "burn_hot_alpha");
     assert_eq!(classic["expect"]["hot_functions"][0]["share"], 0.75);
-    let files: std::collections::BTreeSet<String> = (1..=5)
-        .map(|s| describe(&["io-app", "--seed", &s.to_string()])["expect"]["file"].to_string())
+    let files: std::collections::BTreeSet<String> = ["1", "2", "3", "alice", "bob"]
+        .iter()
+        .map(|s| describe(&["io-app", "--seed", s])["expect"]["file"].to_string())
         .collect();
     assert!(files.len() >= 4, "seeds vary the file name: {files:?}");
+    assert!(
+        files.iter().all(|f| !f.contains('/')),
+        "names, not paths: {files:?}"
+    );
+
+    // A course token's truth is the instructor's; a bad token is a usage error.
+    let out = run_kdiag(&["workload", "describe", "bio", "--seed", "k3m9-x2pq-7vtz"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    assert!(
+        stderr(&out).contains(
+            "the truth of a course seed is for the instructor: kdiag lab solution --course FILE"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let out = run_kdiag(&["workload", "describe", "bio", "--seed", "no/slash"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--seed"), "{}", stderr(&out));
+    // Running a course seed is fine, but its run does not announce the facts.
+    let out = run_kdiag(&[
+        "workload",
+        "run",
+        "scheduling",
+        "0",
+        "--seed",
+        "k3m9-x2pq-7vtz",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let tasks = kdiag_workloads::describe("scheduling", "k3m9-x2pq-7vtz", &["0".into()]).unwrap();
+    let tasks: serde_json::Value = serde_json::from_str(&tasks).unwrap();
+    let n = tasks["expect"]["tasks"].to_string();
+    assert!(
+        stdout(&out).contains("all threads done") && !stdout(&out).contains(&n),
+        "{}",
+        stdout(&out)
+    );
 }
 
 #[test]

@@ -1,342 +1,591 @@
-//! From an observation of one process to a verdict: which state dominates
-//! (CPU, waiting for a CPU, storage, a lock, memory growth, or idle), the
-//! numbers that show it, and the instrument to run next. The thresholds
-//! follow docs/diagnose.md; they are starting points, not laws.
-
-use std::collections::BTreeMap;
+//! From an observation to a verdict: the thread-state breakdown (`tsa`),
+//! the dominant working state with its number and the runners-up, a
+//! confidence, the evidence behind it and the instrument to run next.
+//! States first (zombie, stopped), then memory growth, then idle, then the
+//! dominant state. Thresholds are in docs/diagnose.md; they are starting
+//! points after Gregg's USE and TSA methods, not laws.
 
 use crate::analysis::io_pattern::human_bytes;
-use crate::model::diagnosis::{Class, Diagnosis, Observation};
+use crate::analysis::memory_trend::{self, Trend};
+use crate::analysis::tsa::{self, Budget};
+use crate::model::diagnosis::{
+    Class, Confidence, Diagnosis, MemberShare, Observation, Periodic, Scope, ThreadState,
+};
 
-/// Kernel functions a thread sleeps in while it waits for work (a signal,
-/// an event, input). Such samples say nothing about the problem: a signal
-/// thread asleep beside a busy one would halve every share.
-const WAITING_FOR_WORK: &[&str] = &[
-    "do_sigtimedwait",
-    "ep_poll",
-    "do_sys_poll",
-    "do_select",
-    "pipe_read",
-    "inet_csk_accept",
-    "unix_stream_read_generic",
-];
-
-/// The samples that count: state -> count, wait channel -> count, and how
-/// many were left out as waiting for work.
-struct Samples {
-    states: BTreeMap<char, u64>,
-    wchans: BTreeMap<String, u64>,
-    for_work: u64,
-}
-
-impl Samples {
-    fn of(o: &Observation) -> Samples {
-        let mut s = Samples {
-            states: BTreeMap::new(),
-            wchans: BTreeMap::new(),
-            for_work: 0,
-        };
-        for t in &o.samples {
-            // "do_sigtimedwait.isra.0": compiler suffixes after a dot.
-            let name = t.wchan.split('.').next().unwrap_or("");
-            if WAITING_FOR_WORK.contains(&name) {
-                s.for_work += t.count;
-                continue;
-            }
-            *s.states.entry(t.state).or_default() += t.count;
-            if !t.wchan.is_empty() {
-                *s.wchans.entry(name.to_string()).or_default() += t.count;
-            }
-        }
-        s
-    }
-
-    fn share(&self, letter: char) -> f64 {
-        let all: u64 = self.states.values().sum();
-        if all == 0 {
-            return 0.0;
-        }
-        self.states.get(&letter).copied().unwrap_or(0) as f64 / all as f64
-    }
-}
-
-/// RSS must grow at least this much, and this fast, to count as a trend.
-const GROWTH_MIN_KIB: u64 = 4 * 1024;
-const GROWTH_RATE_KIB_S: f64 = 512.0;
+/// Fewer working threads than this on average (in bursts, when the work
+/// comes in bursts) is idle.
+pub const IDLE_BELOW: f64 = 0.25;
+/// Runnable threads waiting this share of their runnable time or more are
+/// waiting for a CPU, whatever CPU they got.
+pub const SCHED_SHARE: f64 = 0.4;
+/// Stopped this share of the thread time or more is the verdict.
+pub const STOPPED_SHARE: f64 = 0.5;
+/// A runner-up is named when it has this share of the working time.
+pub const RUNNER_UP: f64 = 0.15;
 
 pub fn classify(o: &Observation) -> Diagnosis {
+    let b = tsa::budget(o);
+    let periodic = tsa::periodic(&o.busy, o.bucket_s);
     let w = o.window_s.max(1e-3);
-    let cpu = (o.user_s + o.system_s) / w;
-    let run_delay = o.run_delay_s.unwrap_or(0.0);
-    let run_wait = run_delay / w;
-    let samples = Samples::of(o);
-    let d = samples.share('D');
-    let io_rate = (o.read_bytes.unwrap_or(0) + o.write_bytes.unwrap_or(0)) as f64 / w;
-    let (growth, slope) = rss_trend(&o.rss_kib);
-    let futex = futex_share(&samples);
+    let working = match &periodic {
+        Some(_) => tsa::burst_level(&o.busy).max(b.working_s / w),
+        None => b.working_s / w,
+    };
+    let trend = memory_trend::trend(&o.memory.series, o.window_s);
+    let busiest = busiest(o);
+    let target = busiest
+        .first()
+        .filter(|_| o.scope != Scope::Process)
+        .map_or(o.pid, |m| m.pid);
 
-    let mut evidence = vec![
-        format!(
-            "CPU: {cpu:.2} CPUs (user {:.2} s, system {:.2} s in {w:.1} s), {} thread{}",
-            o.user_s,
-            o.system_s,
-            o.threads,
-            if o.threads == 1 { "" } else { "s" }
-        ),
-        format!("Thread states: {}", shares(&samples.states, usize::MAX)),
-        match o.run_delay_s {
-            Some(d) => format!(
-                "Waiting for a CPU: {:.0}% of the time (run queue {d:.2} s)",
-                run_wait * 100.0
+    let (verdict, confidence, mut summary) = if let Some(z) = &o.zombie {
+        (
+            Class::Zombie,
+            Confidence::High,
+            format!(
+                "exited; its parent PID {} ({}) has not reaped it (called wait() for its exit status)",
+                z.parent_pid, z.parent_comm
             ),
-            None => "Waiting for a CPU: unknown (this kernel keeps no schedstats)".to_string(),
-        },
-    ];
-    if let (Some(r), Some(wr)) = (o.read_bytes, o.write_bytes) {
-        evidence.push(format!(
-            "Storage: read {}/s, written {}/s",
-            human_bytes((r as f64 / w) as u64),
-            human_bytes((wr as f64 / w) as u64)
-        ));
-    }
-    if !samples.wchans.is_empty() {
-        evidence.push(format!("Sleeping in: {}", shares(&samples.wchans, 3)));
-    }
-    if samples.for_work > 0 {
-        let all = samples.for_work + samples.states.values().sum::<u64>();
-        evidence.push(format!(
-            "Left out: {:.0}% of thread samples waiting for work (signals, events, input)",
-            samples.for_work as f64 * 100.0 / all as f64
-        ));
-    }
-    if let (Some(first), Some(last)) = (o.rss_kib.first(), o.rss_kib.last()) {
-        evidence.push(format!(
-            "RSS: {} -> {} ({:+.1} MiB/s)",
-            human_bytes(first.1 * 1024),
-            human_bytes(last.1 * 1024),
-            slope / 1024.0
-        ));
-    }
-
-    let pid = o.pid;
-    let (verdict, summary, next) = if growth >= GROWTH_MIN_KIB as i64 && slope >= GROWTH_RATE_KIB_S
+        )
+    } else if (b.total_s > 0.0 && b.seconds(ThreadState::Stopped) >= STOPPED_SHARE * b.total_s)
+        || (b.total_s == 0.0 && o.stopped.is_some())
     {
+        (Class::Stopped, Confidence::High, stopped_summary(o, &b))
+    } else if let Some(t) = trend.as_ref().filter(|t| t.is_leak()) {
         (
             Class::MemoryTrend,
+            if t.fit >= 0.9 {
+                Confidence::High
+            } else {
+                Confidence::Medium
+            },
             format!(
-                "resident memory grows steadily, {:.1} MiB/s: a leak or an unbounded cache",
-                slope / 1024.0
+                "anonymous memory grows steadily, {:.1} MiB/s after a {:.1} s warm-up: a leak or an unbounded cache",
+                t.slope_kib_s / 1024.0,
+                t.warm_up_s
             ),
-            vec![
-                format!("kdiag top -p {pid}"),
-                format!("sudo kdiag profile -p {pid} -d 10"),
-            ],
         )
-    } else if d >= 0.3 || (io_rate >= 1024.0 * 1024.0 && d >= 0.1) {
-        (
-            Class::Io,
-            format!(
-                "waiting for storage: threads in D state {:.0}% of the time",
-                d * 100.0
-            ),
-            vec![format!("sudo kdiag iosnoop -p {pid} --summary 5")],
-        )
-    } else if cpu >= 0.5 && run_delay / (run_delay + o.user_s + o.system_s) >= 0.25 {
-        (
-            Class::Sched,
-            format!(
-                "runnable but waiting for a CPU {:.0}% of the time: the CPUs are oversubscribed",
-                run_wait * 100.0
-            ),
-            vec!["kdiag top".into(), "sudo kdiag profile -a -d 10".into()],
-        )
-    } else if cpu >= 0.5 {
-        let kernel = o.system_s > o.user_s;
-        (
-            Class::Cpu,
-            format!(
-                "CPU-bound: {cpu:.2} CPUs, mostly in {}",
-                if kernel { "the kernel" } else { "user space" }
-            ),
-            vec![format!("sudo kdiag profile -p {pid} -d 10 --svg cpu.svg")],
-        )
-    } else if o.threads >= 2 && futex >= 0.5 {
-        (
-            Class::Lock,
-            format!(
-                "threads wait on each other: {:.0}% of sleeping samples are futex waits, CPU {cpu:.2}",
-                futex * 100.0
-            ),
-            vec![
-                format!("kdiag top -p {pid}"),
-                format!("sudo kdiag profile -p {pid} -d 10"),
-            ],
-        )
-    } else {
+    } else if working < IDLE_BELOW {
         (
             Class::Idle,
-            format!("mostly idle: {cpu:.2} CPUs, no storage waits, memory steady"),
-            vec![],
+            if working < IDLE_BELOW / 2.0 {
+                Confidence::High
+            } else {
+                Confidence::Medium
+            },
+            idle_summary(o, &b, working),
         )
+    } else {
+        dominant(o, &b)
     };
+    if let Some(p) = &periodic
+        && !matches!(verdict, Class::Zombie | Class::Stopped)
+    {
+        summary.push_str(&format!("; {}", periodic_text(p)));
+    }
+
+    let evidence = evidence(o, &b, trend.as_ref(), periodic.as_ref(), &busiest);
+    let next = next(verdict, o, target);
     Diagnosis {
         verdict,
+        confidence,
         summary,
+        states: b.states.clone(),
+        working_threads: working,
+        periodic,
+        busiest,
         evidence,
         next,
     }
 }
 
-/// (growth in KiB from first to last, least-squares slope in KiB/s).
-fn rss_trend(series: &[(f64, u64)]) -> (i64, f64) {
-    let (Some(first), Some(last)) = (series.first(), series.last()) else {
-        return (0, 0.0);
+/// The largest working state, with its share of the working time and the
+/// runners-up; on-CPU and run-queue time are judged together as runnable
+/// time, the verdict `sched` when the queue holds SCHED_SHARE of it.
+fn dominant(o: &Observation, b: &Budget) -> (Class, Confidence, String) {
+    use ThreadState::*;
+    let working: Vec<_> = b.states.iter().filter(|s| s.state != Sleeping).collect();
+    let Some(top) = working.first() else {
+        return (Class::Idle, Confidence::Low, "nothing measured".into());
     };
-    let n = series.len() as f64;
-    let mt = series.iter().map(|p| p.0).sum::<f64>() / n;
-    let mv = series.iter().map(|p| p.1 as f64).sum::<f64>() / n;
-    let cov: f64 = series.iter().map(|p| (p.0 - mt) * (p.1 as f64 - mv)).sum();
-    let var: f64 = series.iter().map(|p| (p.0 - mt).powi(2)).sum();
-    let slope = if var > 0.0 { cov / var } else { 0.0 };
-    (last.1 as i64 - first.1 as i64, slope)
-}
-
-/// Share of wait-channel samples in futex waits.
-fn futex_share(s: &Samples) -> f64 {
-    let all: u64 = s.wchans.values().sum();
-    if all == 0 {
-        return 0.0;
-    }
-    let futex: u64 = s
-        .wchans
+    let on = b.seconds(OnCpu);
+    let rq = b.seconds(RunQueue);
+    let queue_share = if on + rq > 0.0 { rq / (on + rq) } else { 0.0 };
+    let state = match top.state {
+        OnCpu | RunQueue if queue_share >= SCHED_SHARE => RunQueue,
+        OnCpu | RunQueue => OnCpu,
+        s => s,
+    };
+    let share = b.working_share(state);
+    let runner_up = working
         .iter()
-        .filter(|(w, _)| w.contains("futex"))
-        .map(|(_, n)| n)
-        .sum();
-    futex as f64 / all as f64
+        .filter(|s| s.state != state)
+        .map(|s| s.working_share)
+        .fold(0.0, f64::max);
+    let margin = share - runner_up;
+    let sampled = !matches!(state, OnCpu | RunQueue);
+    let mut confidence = if share >= 0.6 && margin >= 0.25 {
+        Confidence::High
+    } else if margin >= 0.1 {
+        Confidence::Medium
+    } else {
+        Confidence::Low
+    };
+    if (sampled && b.off_samples < 30) || o.window_s < 1.0 || o.totals.run_delay_s.is_none() {
+        confidence = confidence.min_with(Confidence::Medium);
+    }
+    let w = o.window_s.max(1e-3);
+    let cpus = o.cpu_s() / w;
+    let others = runners_up(b, state);
+    let (class, text) = match state {
+        OnCpu => (
+            Class::Cpu,
+            format!(
+                "CPU-bound: on CPU {:.0}% of its working time ({cpus:.2} CPUs, mostly in {})",
+                share * 100.0,
+                if o.totals.system_s > o.totals.user_s {
+                    "the kernel"
+                } else {
+                    "user space"
+                }
+            ),
+        ),
+        RunQueue => (
+            Class::Sched,
+            format!(
+                "waiting for a CPU: {:.0}% of its runnable time in the run queue ({cpus:.2} CPUs used, {:.2} waited for)",
+                queue_share * 100.0,
+                rq / w
+            ),
+        ),
+        Storage => (
+            Class::Io,
+            format!(
+                "waiting for storage {:.0}% of its working time ({})",
+                share * 100.0,
+                top_reasons(b, Storage, 2)
+            ),
+        ),
+        Lock => (
+            Class::Lock,
+            format!(
+                "waiting for a lock {:.0}% of its working time{}",
+                share * 100.0,
+                lock_text(o).map_or(String::new(), |t| format!(": {t}"))
+            ),
+        ),
+        Paging => (
+            Class::Paging,
+            format!(
+                "waiting for pages from swap {:.0}% of its working time",
+                share * 100.0
+            ),
+        ),
+        Stopped => (Class::Stopped, stopped_summary(o, b)),
+        _ => (
+            Class::Blocked,
+            format!(
+                "blocked in the kernel {:.0}% of its working time, in {}",
+                share * 100.0,
+                top_wchans(o, 2)
+            ),
+        ),
+    };
+    let text = if others.is_empty() {
+        text
+    } else {
+        format!("{text}; also {others}")
+    };
+    (class, confidence, text)
 }
 
-/// "R 97%, S 3%": the `most` most frequent keys with their shares; empty
-/// when there is nothing.
-fn shares<K: std::fmt::Display + Ord>(counts: &BTreeMap<K, u64>, most: usize) -> String {
-    let all = counts.values().sum::<u64>().max(1) as f64;
-    let mut v: Vec<(&K, &u64)> = counts.iter().collect();
-    v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-    v.iter()
-        .take(most)
-        .map(|(k, n)| format!("{k} {:.0}%", **n as f64 * 100.0 / all))
+impl Confidence {
+    fn min_with(self, other: Confidence) -> Confidence {
+        let rank = |c: Confidence| match c {
+            Confidence::High => 2,
+            Confidence::Medium => 1,
+            Confidence::Low => 0,
+        };
+        if rank(self) <= rank(other) {
+            self
+        } else {
+            other
+        }
+    }
+}
+
+/// "waiting for a CPU 35%, waiting for storage 20%": working states other
+/// than `top` with at least RUNNER_UP of the working time.
+fn runners_up(b: &Budget, top: ThreadState) -> String {
+    b.states
+        .iter()
+        .filter(|s| s.state != top && s.state != ThreadState::Sleeping)
+        .filter(|s| s.working_share >= RUNNER_UP)
+        .map(|s| format!("{} {:.0}%", s.state.describe(), s.working_share * 100.0))
         .collect::<Vec<_>>()
         .join(", ")
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+fn stopped_summary(o: &Observation, b: &Budget) -> String {
+    let share = if b.total_s > 0.0 {
+        b.seconds(ThreadState::Stopped) / b.total_s
+    } else {
+        1.0
+    };
+    let by = match &o.stopped {
+        Some(s) if s.tracer_pid.is_some() => format!(
+            "by its tracer {} (PID {}, ptrace): it runs again when the tracer lets it",
+            s.tracer_comm.as_deref().unwrap_or("?"),
+            s.tracer_pid.unwrap_or(0)
+        ),
+        Some(s) => format!(
+            "by a signal (SIGSTOP, SIGTSTP from Ctrl-Z, or SIGTTIN/SIGTTOU): resume it with `kill -CONT {}`",
+            s.pid
+        ),
+        None => "by a signal or a tracer".into(),
+    };
+    format!("stopped {:.0}% of its thread time, {by}", share * 100.0)
+}
 
-    fn obs() -> Observation {
-        Observation {
-            pid: 42,
-            comm: "x".into(),
-            window_s: 2.0,
-            threads: 1,
-            read_bytes: Some(0),
-            write_bytes: Some(0),
-            ..Default::default()
+fn idle_summary(o: &Observation, b: &Budget, working: f64) -> String {
+    let why = top_reasons(b, ThreadState::Sleeping, 3);
+    format!(
+        "mostly idle: {working:.2} threads working on average, {:.2} CPUs{}",
+        o.cpu_s() / o.window_s.max(1e-3),
+        if why.is_empty() {
+            String::new()
+        } else {
+            format!("; sleeping by design in {why}")
+        }
+    )
+}
+
+fn periodic_text(p: &Periodic) -> String {
+    format!(
+        "busy {:.0}% of the time in bursts of about {:.1} s{}",
+        p.busy_share * 100.0,
+        p.burst_s,
+        p.period_s
+            .map_or(String::new(), |s| format!(", every {s:.1} s"))
+    )
+}
+
+/// "mutex (futex) 75%, timer 20%": the reasons of one state's samples.
+fn top_reasons(b: &Budget, state: ThreadState, most: usize) -> String {
+    let Some(why) = b.reasons.get(&state) else {
+        return String::new();
+    };
+    let all: u64 = why.values().sum::<u64>().max(1);
+    let mut v: Vec<_> = why.iter().collect();
+    v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    v.iter()
+        .take(most)
+        .map(|(w, n)| format!("{w} {:.0}%", **n as f64 * 100.0 / all as f64))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The kernel functions off-CPU samples waited in most.
+fn top_wchans(o: &Observation, most: usize) -> String {
+    let mut by: std::collections::BTreeMap<&str, u64> = Default::default();
+    for s in o
+        .samples
+        .iter()
+        .filter(|s| s.state != 'R' && !s.wchan.is_empty())
+    {
+        *by.entry(s.wchan.split('.').next().unwrap_or(""))
+            .or_default() += s.count;
+    }
+    let all: u64 = by.values().sum::<u64>().max(1);
+    let mut v: Vec<_> = by.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    v.iter()
+        .take(most)
+        .map(|(w, n)| format!("{w} {:.0}%", *n as f64 * 100.0 / all as f64))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// "futex 75%, write (submit_bio_wait) 20%": off-CPU samples by system
+/// call, with the kernel function when it was read.
+fn top_wait_points(o: &Observation, most: usize) -> String {
+    let mut by: std::collections::BTreeMap<String, u64> = Default::default();
+    for s in o.samples.iter().filter(|s| s.state != 'R') {
+        let wchan = s.wchan.split('.').next().unwrap_or("");
+        let key = match (s.syscall.as_str(), wchan) {
+            ("", "") => format!("{} state", s.state),
+            ("", w) => w.to_string(),
+            (c, "") => c.to_string(),
+            (c, w) => format!("{c} ({w})"),
+        };
+        *by.entry(key).or_default() += s.count;
+    }
+    let all: u64 = by.values().sum::<u64>().max(1);
+    let mut v: Vec<_> = by.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    v.iter()
+        .take(most)
+        .map(|(w, n)| format!("{w} {:.0}%", *n as f64 * 100.0 / all as f64))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// "3 threads waited on the mutex at 0x55.. (up to 3 at once); another
+/// thread was on CPU or runnable 90% of that time: the holder works while
+/// holding it".
+fn lock_text(o: &Observation) -> Option<String> {
+    let l = o.locks.first()?;
+    let holder = if l.running_share >= 0.5 {
+        "the holder works while holding it"
+    } else {
+        "the holder mostly sleeps or blocks while holding it"
+    };
+    Some(format!(
+        "{} thread{} waited on the mutex at {} in PID {} (up to {} at once); another thread was on CPU or runnable {:.0}% of that time: {holder}",
+        l.waiters,
+        if l.waiters == 1 { "" } else { "s" },
+        l.address,
+        l.pid,
+        l.most_at_once,
+        l.running_share * 100.0
+    ))
+}
+
+/// Members by their share of the tree's CPU, busiest first (those with at
+/// least 5%, at most five).
+fn busiest(o: &Observation) -> Vec<MemberShare> {
+    let total: f64 = o.members.iter().map(|m| m.user_s + m.system_s).sum();
+    if o.members.len() < 2 || total <= 0.0 {
+        return Vec::new();
+    }
+    let mut v: Vec<MemberShare> = o
+        .members
+        .iter()
+        .map(|m| MemberShare {
+            pid: m.pid,
+            comm: m.comm.clone(),
+            cpu_share: (m.user_s + m.system_s) / total,
+        })
+        .filter(|m| m.cpu_share >= 0.05)
+        .collect();
+    v.sort_by(|a, b| b.cpu_share.total_cmp(&a.cpu_share).then(a.pid.cmp(&b.pid)));
+    v.truncate(5);
+    v
+}
+
+fn evidence(
+    o: &Observation,
+    b: &Budget,
+    trend: Option<&Trend>,
+    periodic: Option<&Periodic>,
+    busiest: &[MemberShare],
+) -> Vec<String> {
+    let w = o.window_s.max(1e-3);
+    let t = &o.totals;
+    let mut e = Vec::new();
+    if let Some(z) = &o.zombie {
+        e.push(format!(
+            "Zombie: its exit status waits for PID {} ({}) to call wait(); the zombie holds no memory, only a PID. If the parent never reaps, the parent is the bug (`kdiag diagnose -p {}`); if the parent exits, init reaps it.",
+            z.parent_pid, z.parent_comm, z.parent_pid
+        ));
+        return e;
+    }
+    if let Some(k) = &o.kernel_thread {
+        let mut line = format!("Kernel thread ({}): {}", k.kind, k.what);
+        if !k.drivers.is_empty() {
+            let what = if k.kind == "reclaim" || k.kind == "compaction" {
+                "anonymous memory gained"
+            } else {
+                "written"
+            };
+            let ds: Vec<String> = k
+                .drivers
+                .iter()
+                .map(|d| format!("{} (PID {}) {} {what}", d.comm, d.pid, human_bytes(d.bytes)))
+                .collect();
+            line.push_str(&format!("; driven by {}", ds.join(", ")));
+        }
+        e.push(line);
+    }
+    if let Some(x) = &o.ended {
+        e.push(format!(
+            "Ended after {:.1} s{}: the figures cover that time",
+            x.after_s,
+            x.how.as_ref().map_or(String::new(), |h| format!(" ({h})"))
+        ));
+    }
+    let states: Vec<String> = b
+        .states
+        .iter()
+        .map(|s| format!("{} {:.0}%", s.state.describe(), s.share * 100.0))
+        .collect();
+    e.push(format!(
+        "Thread time: {} (of {:.1} thread-seconds; {:.2} threads working on average)",
+        states.join(", "),
+        b.total_s,
+        b.working_s / w
+    ));
+    e.push(format!(
+        "CPU: {:.2} CPUs (user {:.2} s, system {:.2} s in {w:.1} s), {} thread{} in {} process{}",
+        o.cpu_s() / w,
+        t.user_s,
+        t.system_s,
+        t.threads,
+        if t.threads == 1 { "" } else { "s" },
+        t.processes,
+        if t.processes == 1 { "" } else { "es" }
+    ));
+    e.push(match t.run_delay_s {
+        Some(d) => {
+            let on = o.cpu_s();
+            format!(
+                "Waiting for a CPU: {:.0}% of the runnable time (run queue {d:.2} s)",
+                if on + d > 0.0 {
+                    d * 100.0 / (on + d)
+                } else {
+                    0.0
+                }
+            )
+        }
+        None => "Waiting for a CPU: unknown (this kernel keeps no schedstats)".to_string(),
+    });
+    if let (Some(r), Some(wr)) = (t.read_bytes, t.write_bytes) {
+        let mut line = format!(
+            "Storage: read {}/s, written {}/s; page faults: major {:.0}/s, minor {:.0}/s",
+            human_bytes((r as f64 / w) as u64),
+            human_bytes((wr as f64 / w) as u64),
+            t.major_faults as f64 / w,
+            t.minor_faults as f64 / w
+        );
+        if let Some(blk) = t.blkio_delay_s {
+            line.push_str(&format!("; block-I/O delay {blk:.2} s (delay accounting)"));
+        }
+        e.push(line);
+    }
+    for (state, label) in [
+        (ThreadState::Storage, "Storage waits"),
+        (ThreadState::Lock, "Lock waits"),
+        (ThreadState::Other, "Other waits"),
+        (ThreadState::Sleeping, "Sleeping by design"),
+    ] {
+        let r = top_reasons(b, state, 4);
+        if !r.is_empty() {
+            e.push(format!("{label}: {r}"));
         }
     }
+    if b.off_samples > 0 {
+        e.push(format!("Blocked in: {}", top_wait_points(o, 4)));
+    }
+    if let Some(l) = lock_text(o) {
+        e.push(format!("Lock: {l}"));
+    }
+    if let Some(s) = &o.stopped {
+        e.push(format!(
+            "Stopped: PID {} was seen stopped{}",
+            s.pid,
+            s.tracer_pid.map_or(String::new(), |t| format!(
+                " with tracer {} (PID {t})",
+                s.tracer_comm.as_deref().unwrap_or("?")
+            ))
+        ));
+    }
+    if o.kernel_thread.is_none() {
+        e.push(memory_line(o, trend));
+    }
+    if let Some(p) = periodic {
+        e.push(format!("Periodic: {}", periodic_text(p)));
+    }
+    if !busiest.is_empty() {
+        let v: Vec<String> = busiest
+            .iter()
+            .map(|m| format!("{} (PID {}) {:.0}%", m.comm, m.pid, m.cpu_share * 100.0))
+            .collect();
+        let mut line = format!("Tree: {} of the tree's CPU", v.join(", "));
+        if t.unseen_children_cpu_s >= 0.01 {
+            line.push_str(&format!(
+                "; children too short-lived to see used {:.2} s",
+                t.unseen_children_cpu_s
+            ));
+        }
+        e.push(line);
+    }
+    if !o.syscalls_readable {
+        e.push("Note: the threads' syscall files were unreadable (they need ptrace access: run as root or as the owner); wait points come from kernel function names".into());
+    }
+    if !o.delay_accounting && b.seconds(ThreadState::Storage) > 0.0 {
+        e.push("Note: storage time is estimated from samples; with delay accounting (sysctl kernel.task_delayacct=1, then restart the program) it is measured".into());
+    }
+    e
+}
 
-    /// `o` with samples: (state, wait channel, count).
-    fn with(mut o: Observation, samples: &[(char, &str, u64)]) -> Observation {
-        for &(state, wchan, n) in samples {
-            for _ in 0..n {
-                o.sample(state, wchan);
+fn memory_line(o: &Observation, trend: Option<&Trend>) -> String {
+    let (Some(first), Some(last)) = (o.memory.series.first(), o.memory.series.last()) else {
+        return "Memory: not read".into();
+    };
+    let kib = |k: u64| human_bytes(k * 1024);
+    let delta = |a: u64, b: u64| {
+        let d = b as i64 - a as i64;
+        format!("{}{}", if d < 0 { "-" } else { "+" }, kib(d.unsigned_abs()))
+    };
+    let mut line = format!(
+        "Memory: anonymous {} ({}), file-backed {} ({}), shared {} ({}), swapped out {}",
+        kib(last.anon_kib),
+        delta(first.anon_kib, last.anon_kib),
+        kib(last.file_kib),
+        delta(first.file_kib, last.file_kib),
+        kib(last.shmem_kib),
+        delta(first.shmem_kib, last.shmem_kib),
+        kib(last.swap_kib),
+    );
+    if let Some(m) = &o.memory.end {
+        line.push_str(&format!(
+            "; PSS {}, private {}, shared with other processes {}",
+            kib(m.pss_kib),
+            kib(m.private_kib),
+            kib(m.shared_kib)
+        ));
+    }
+    if let Some(t) = trend {
+        line.push_str(&format!(
+            "; after a {:.1} s warm-up {:+.2} MiB/s{}",
+            t.warm_up_s,
+            t.slope_kib_s / 1024.0,
+            if t.sustained || t.growth_kib.abs() < 1024.0 {
+                ""
+            } else {
+                " (a step, not a steady growth)"
             }
-        }
-        o
+        ));
     }
+    line
+}
 
-    #[test]
-    fn cpu_bound_and_scheduler_bound() {
-        // A signal thread asleep beside the busy one does not count.
-        let mut o = with(
-            obs(),
-            &[('R', "", 200), ('S', "do_sigtimedwait.isra.0", 200)],
-        );
-        o.user_s = 1.9;
-        let d = classify(&o);
-        assert_eq!(d.verdict, Class::Cpu);
-        assert!(d.summary.contains("user space"), "{}", d.summary);
-        assert!(d.next[0].contains("profile -p 42"));
-        assert!(
-            d.evidence
-                .iter()
-                .any(|e| e.contains("Thread states: R 100%")),
-            "{:?}",
-            d.evidence
-        );
-        o.run_delay_s = Some(1.5);
-        assert_eq!(classify(&o).verdict, Class::Sched);
-        o.run_delay_s = None;
-        let d = classify(&o);
-        assert_eq!(
-            d.verdict,
-            Class::Cpu,
-            "no schedstats: no claim about the queue"
-        );
-        assert!(
-            d.evidence
-                .iter()
-                .any(|e| e.contains("unknown (this kernel keeps no schedstats)"))
-        );
+fn next(verdict: Class, o: &Observation, pid: i32) -> Vec<String> {
+    // A kernel thread's work comes from the processes that drive it.
+    if let Some(d) = o.kernel_thread.as_ref().and_then(|k| k.drivers.first()) {
+        return vec![format!("kdiag diagnose -p {}", d.pid)];
     }
-
-    #[test]
-    fn storage_waits() {
-        // Storage waits win over the CPU an O_SYNC writer also burns.
-        let mut o = with(obs(), &[('D', "folio_wait_bit", 80), ('R', "", 120)]);
-        o.write_bytes = Some(40 << 20);
-        o.system_s = 1.2;
-        let d = classify(&o);
-        assert_eq!(d.verdict, Class::Io);
-        assert!(
-            d.evidence.iter().any(|e| e.contains("written 20 MiB/s")),
-            "{:?}",
-            d.evidence
-        );
-    }
-
-    #[test]
-    fn futex_waits_with_several_threads_are_a_lock() {
-        let mut o = with(
-            obs(),
-            &[('S', "futex_do_wait", 300), ('S', "hrtimer_nanosleep", 100)],
-        );
-        o.threads = 4;
-        let d = classify(&o);
-        assert_eq!(d.verdict, Class::Lock);
-        assert!(
-            d.evidence.iter().any(|e| e.contains("futex_do_wait 75%")),
-            "{:?}",
-            d.evidence
-        );
-        o.threads = 1;
-        assert_eq!(
-            classify(&o).verdict,
-            Class::Idle,
-            "one thread cannot contend"
-        );
-    }
-
-    #[test]
-    fn steady_rss_growth_is_a_trend_and_noise_is_not() {
-        let mut o = with(obs(), &[('S', "hrtimer_nanosleep", 200)]);
-        o.rss_kib = (0..9)
-            .map(|i| (i as f64 * 0.25, 10_000 + i * 800))
-            .collect();
-        assert_eq!(classify(&o).verdict, Class::MemoryTrend);
-        o.rss_kib = (0..9)
-            .map(|i| (i as f64 * 0.25, 10_000 + (i % 2) * 800))
-            .collect();
-        assert_eq!(classify(&o).verdict, Class::Idle);
+    match verdict {
+        Class::Cpu => vec![format!("sudo kdiag profile -p {pid} -d 10 --svg cpu.svg")],
+        Class::Sched => vec!["kdiag top".into(), "sudo kdiag profile -a -d 10".into()],
+        Class::Io | Class::Paging => vec![format!("sudo kdiag iosnoop -p {pid} --summary 5")],
+        Class::Lock | Class::MemoryTrend | Class::Blocked => vec![
+            format!("kdiag top -p {pid}"),
+            format!("sudo kdiag profile -p {pid} -d 10"),
+        ],
+        Class::Stopped => match &o.stopped {
+            Some(s) if s.tracer_pid.is_none() => vec![format!("kill -CONT {}", s.pid)],
+            _ => vec![],
+        },
+        Class::Zombie => o
+            .zombie
+            .as_ref()
+            .map(|z| vec![format!("kdiag diagnose -p {}", z.parent_pid)])
+            .unwrap_or_default(),
+        Class::Idle => vec![],
     }
 }
+
+#[cfg(test)]
+#[path = "classify_tests.rs"]
+mod tests;

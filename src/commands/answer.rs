@@ -1,17 +1,15 @@
 //! `kdiag answer LAB KEY VALUE`: record a finding in the lab's answers file
-//! (what `kdiag lab` and `kdiag check` read).
-
-use anyhow::Context;
+//! (in your state directory, so it works from any directory). A file you
+//! name as evidence is recorded by its full path, so it is found later
+//! wherever you run kdiag from.
 
 use crate::error;
-use crate::lab::answers::Answers;
-use crate::sys::privilege;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The lab (e.g. 0-demo)
     pub lab: String,
-    /// The finding's key, e.g. who.pid (the lab's step names them)
+    /// The finding's key, e.g. who.pid (the lab's steps show them)
     pub key: String,
     /// Your answer
     pub value: String,
@@ -21,28 +19,32 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let source = args.files.source();
-    let checks = super::lab::load_checks(&source, &source.lab(&args.lab)?.id)?;
-    if !checks.checks.iter().any(|c| c.id == args.key) {
+    let (lab, checks) = crate::lab::load(&source, &args.lab)?;
+    let Some(check) = checks.checks.iter().find(|c| c.id == args.key) else {
         let keys: Vec<&str> = checks.checks.iter().map(|c| c.id.as_str()).collect();
         return Err(error::usage(format!(
             "lab {} has no finding {:?}; its keys are: {}",
-            args.lab,
+            lab.id,
             args.key,
             keys.join(", ")
         )));
+    };
+    let dir = args.files.lab_dir(&lab.id)?;
+    if check.is_artifact() {
+        let path = std::path::absolute(&args.value)?;
+        if !path.is_file() {
+            eprintln!(
+                "kdiag: warning: {} is not a file (yet); the check will fail until it is",
+                path.display()
+            );
+        }
     }
-    let dir = args.files.lab_dir(&args.lab);
-    let file = dir.join("answers.toml");
-    let mut answers = Answers::load(&file)?;
-    answers.set(&args.key, &args.value)?;
-    privilege::create_dir_all_as_invoker(&dir)
-        .with_context(|| format!("cannot create {}", dir.display()))?;
-    privilege::write_as_invoker(&file, answers.to_toml())
-        .with_context(|| format!("cannot write {}", file.display()))?;
+    let recorded = crate::lab::state::record(&dir, &args.key, &args.value, check.is_artifact())?;
+    let file = dir.answers();
     println!(
         "{} = {:?} recorded in {}",
         args.key,
-        args.value,
+        recorded,
         file.display()
     );
     Ok(error::OK)

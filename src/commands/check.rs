@@ -1,40 +1,59 @@
-//! `kdiag check LAB`: evaluate a lab's checks against an answers file and
-//! the facts of the run, for the learner or an autograder.
+//! `kdiag check LAB`: check one learner's answers against the truth of
+//! their seed, for the learner or an autograder. The truth comes from the
+//! seed alone (`--seed`, or `--course` and `--learner`); no file the
+//! learner writes but the answers and the files they name counts.
+//! `--self-test` checks the lab itself: every graded check fails on empty
+//! answers and passes on a reference submission made by really running it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use crate::course::{Course, Token};
 use crate::error;
-use crate::grade::{self, Status, report};
-use crate::lab::answers::Answers;
-use crate::lab::session::{Session, fill};
+use crate::grade::answers::Answers;
+use crate::grade::{self, CheckResult, Evidence, Facts, Status, report};
+use crate::lab::submission::{self, Invalid, Submission};
+use crate::lab::{self, Lab, solution};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The lab (e.g. 0-demo)
     pub lab: String,
-    /// Answers file (default: DIR/LAB/answers.toml)
-    #[arg(long, value_name = "FILE")]
+    /// An answers file (its relative file names are against its folder)
+    #[arg(long, value_name = "FILE", conflicts_with = "submission")]
     pub answers: Option<PathBuf>,
-    /// The lab session the answers are about (default: DIR/LAB/session.json)
-    #[arg(long, value_name = "FILE")]
-    pub session: Option<PathBuf>,
-    /// Check the lab's reference answers (checks/solutions/LAB.toml) against the session instead
-    #[arg(long, conflicts_with = "answers")]
-    pub solution: bool,
-    /// Only this check (e.g. who.pid)
+    /// A submission: a tar archive from `kdiag lab submit`, or its folder
+    #[arg(long, value_name = "PATH")]
+    pub submission: Option<PathBuf>,
+    /// The learner's seed token (default: $KDIAG_SEED, else your self-study seed)
+    #[arg(long, value_name = "TOKEN", conflicts_with = "course")]
+    pub seed: Option<String>,
+    /// The course file, to derive the seed from --learner (instructors)
+    #[arg(long, value_name = "FILE", requires = "learner")]
+    pub course: Option<PathBuf>,
+    /// The learner's id, with --course
+    #[arg(long, value_name = "ID", requires = "course")]
+    pub learner: Option<String>,
+    /// Only this check (e.g. why.file): exit 0 or 1, for command graders
     #[arg(long, value_name = "CHECK")]
     pub only: Option<String>,
     /// Output format
     #[arg(long, value_enum, default_value = "text")]
     pub format: report::Format,
+    /// Check the lab itself: empty answers fail every graded check and a
+    /// reference submission (made by running the lab; needs root) passes them
+    #[arg(long, conflicts_with_all = ["answers", "submission", "seed", "course", "only"])]
+    pub self_test: bool,
     #[command(flatten)]
     pub files: super::lab::Files,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let source = args.files.source();
-    let lab = source.lab(&args.lab)?;
-    let mut checks = super::lab::load_checks(&source, &lab.id)?.checks;
+    let (lab, checks) = lab::load(&source, &args.lab)?;
+    if args.self_test {
+        return self_test(&source, &lab, &checks);
+    }
+    let mut checks = checks.checks;
     if let Some(only) = &args.only {
         checks.retain(|c| &c.id == only);
         if checks.is_empty() {
@@ -44,44 +63,124 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             )));
         }
     }
-    let dir = args.files.lab_dir(&lab.id);
-    let session = Session::load(
-        &args
-            .session
-            .clone()
-            .unwrap_or_else(|| dir.join(Session::FILE)),
-    )?;
-    let facts = session.facts();
-    let answers = if args.solution {
-        let path = format!("checks/solutions/{}.toml", lab.id);
-        let filled = fill(&source.read(&path)?, &facts)
-            .map_err(|f| anyhow::anyhow!("{path} names a fact the session lacks: {f}"))?;
-        Answers::parse(&path, &filled)
-    } else {
-        Answers::load(
-            &args
-                .answers
-                .clone()
-                .unwrap_or_else(|| dir.join("answers.toml")),
-        )
+    let seed = match (&args.seed, &args.course, &args.learner) {
+        (Some(s), _, _) => Token::parse(s).map_err(error::usage)?,
+        (None, Some(course), Some(learner)) => Course::load(course)?.token(learner),
+        _ => super::lab::default_seed()?,
     };
-    let answers = match answers {
-        Ok(a) => a,
-        Err(e) => {
-            // Unreadable answers grade nothing: exit 2, with the format's way
-            // of saying so (PrairieLearn: gradable false).
+    let max: f64 = checks.iter().filter(|c| !c.live()).map(|c| c.points).sum();
+    let opened = match (&args.submission, &args.answers) {
+        (Some(path), _) => submission::open(path),
+        (None, Some(file)) => submission::open_answers(file, beside_manifest(file)),
+        (None, None) => own_answers(&args.files.lab_dir(&lab.id)?.answers()),
+    };
+    let sub = match opened {
+        Ok(s) => s,
+        Err(Invalid(why)) => {
+            // Nothing to grade: exit 2, with the format's way of saying so
+            // (Gradescope score 0, PrairieLearn gradable false, JUnit error).
             print!(
                 "{}",
-                report::render_invalid(args.format, &lab.id, &format!("{e:#}"))
+                report::render_invalid(args.format, &lab.id, &why, max)
             );
             return Ok(error::USAGE);
         }
     };
-    let results = grade::evaluate(&checks, &answers, &facts, None);
+    let facts = lab::facts(&lab, &seed)?;
+    let results = grade::evaluate(&checks, &sub.answers, &facts, &sub.evidence, None);
     print!("{}", report::render(args.format, &lab.id, &results));
-    Ok(if results.iter().all(|r| r.status == Status::Passed) {
+    Ok(if grade::all_graded_passed(&results) {
         error::OK
     } else {
         error::FAILURE
     })
+}
+
+/// A submission's answers file (a manifest beside it) names only files
+/// inside the submission; a learner's own may name any file they can read.
+fn beside_manifest(file: &Path) -> bool {
+    file.parent()
+        .is_some_and(|d| d.join(submission::MANIFEST).is_file())
+}
+
+/// The learner's own answers in their lab folder; none yet is no answers.
+fn own_answers(file: &Path) -> Result<Submission, Invalid> {
+    if !file.exists() {
+        return Ok(Submission {
+            answers: Answers::default(),
+            evidence: Evidence::Files(Default::default()),
+            manifest: None,
+        });
+    }
+    submission::open_answers(file, false)
+}
+
+/// Removes the self-test's folder however the test ends.
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn self_test(source: &lab::Source, lab: &Lab, checks: &grade::CheckFile) -> anyhow::Result<u8> {
+    let course = Course::generate(vec![lab.id.clone()])?;
+    let (a, b) = ("self-test-a", "self-test-b");
+    let tmp = TempDir(std::env::temp_dir().join(format!(
+        "kdiag-self-test-{}-{}",
+        lab.id,
+        std::process::id()
+    )));
+    let reference = tmp.0.join("reference");
+    solution::make(source, lab, checks, &course.token(a), a, &reference)?;
+    let sub = submission::open(&reference).map_err(|e| anyhow::anyhow!(e.0))?;
+    let facts_a = lab::facts(lab, &course.token(a))?;
+    let facts_b = lab::facts(lab, &course.token(b))?;
+    let run = |answers: &Answers, evidence: &Evidence, facts: &Facts| -> Vec<CheckResult> {
+        grade::evaluate(&checks.checks, answers, facts, evidence, None)
+    };
+    let with_ref = run(&sub.answers, &sub.evidence, &facts_a);
+    let empty = run(
+        &Answers::default(),
+        &Evidence::Files(Default::default()),
+        &facts_a,
+    );
+    let other = run(&sub.answers, &sub.evidence, &facts_b);
+    let mut ok = true;
+    println!(
+        "Self-test of lab {} (a throwaway course, learners {a} and {b}):",
+        lab.id
+    );
+    for ((r, e), o) in with_ref.iter().zip(&empty).zip(&other) {
+        if !r.graded {
+            println!("--   {:<20} live: checked by the lab, not graded", r.id);
+            continue;
+        }
+        let good = r.status == Status::Passed && e.status != Status::Passed;
+        ok &= good;
+        let variant = if o.status == Status::Passed {
+            "same for every variant"
+        } else {
+            "seed-dependent"
+        };
+        let mark = if good { "ok  " } else { "FAIL" };
+        println!(
+            "{mark} {:<20} reference {:?}, empty answers {:?} ({variant})",
+            r.id, r.status, e.status
+        );
+        if !good && !r.message.is_empty() {
+            println!("     {}", r.message);
+        }
+    }
+    let seeded = other
+        .iter()
+        .filter(|o| o.graded && o.status != Status::Passed)
+        .count();
+    println!(
+        "{}: the reference earns {}; {seeded} graded checks fail for another learner's variant.",
+        if ok { "Passed" } else { "Failed" },
+        report::summary(&with_ref)
+    );
+    Ok(if ok { error::OK } else { error::FAILURE })
 }

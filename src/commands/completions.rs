@@ -1,6 +1,5 @@
 //! `kdiag completions SHELL`: print a completion script for bash, zsh or fish.
 
-use clap::CommandFactory;
 use clap_complete::Shell;
 
 #[derive(Debug, clap::Args)]
@@ -10,8 +9,7 @@ pub struct Args {
     shell: Shell,
 }
 
-pub fn run(args: Args) -> anyhow::Result<u8> {
-    let mut cmd = crate::cli::Cli::command();
+pub fn run(args: Args, mut cmd: clap::Command) -> anyhow::Result<u8> {
     clap_complete::generate(args.shell, &mut cmd, "kdiag", &mut std::io::stdout());
     Ok(crate::error::OK)
 }

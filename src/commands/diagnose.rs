@@ -1,101 +1,136 @@
-//! `kdiag diagnose`: watch one process (or a command it starts) for a few
-//! seconds and say what dominates: CPU, waiting for a CPU, storage, a lock,
-//! memory growth, or nothing; with the numbers and the instrument to run
-//! next.
+//! `kdiag diagnose`: watch a process, its process tree, or a command and
+//! everything it starts, for a few seconds, and say where the threads'
+//! time goes (on CPU, waiting for a CPU, storage, a lock, sleeping by
+//! design, stopped) and whether memory grows; with the numbers, the
+//! instrument to run next, and what watching cost.
 
 use std::ffi::OsString;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
 
 use crate::analysis::classify::classify;
 use crate::error::{self, usage};
+use crate::instruments::observe::{Options, observe};
+use crate::model::diagnosis::Scope;
 use crate::model::exec::Exit;
 use crate::render;
-use crate::sys::proc::observe::observe;
-use crate::sys::spawn::HeldChild;
+use crate::sys::process::interrupt::Interrupt;
+use crate::sys::process::spawn::HeldChild;
+
+/// Observed for less than this, a target that ended gives no verdict.
+const TOO_SHORT_S: f64 = 0.2;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The process to diagnose
-    #[arg(short = 'p', long = "pid", value_name = "PID")]
+    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = super::args::pid::<i32>)]
     pub pid: Option<i32>,
-    /// Seconds to watch it
-    #[arg(short = 'd', long, value_name = "SECS", default_value_t = 5.0)]
+    /// With -p: also every process it starts (and their descendants)
+    #[arg(long, requires = "pid")]
+    pub tree: bool,
+    /// Seconds to watch it (fractions, ms, m and h allowed; at most a week)
+    #[arg(
+        short = 'd',
+        long,
+        value_name = "SECS",
+        default_value = "5",
+        value_parser = super::args::duration
+    )]
     pub duration: f64,
     /// Print the observation and the diagnosis as JSON
     #[arg(long)]
     pub json: bool,
-    /// A command to start and diagnose (stopped at the end)
+    /// A command to start and diagnose with everything it starts (all
+    /// stopped at the end)
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<OsString>,
 }
 
-pub fn run(args: Args) -> anyhow::Result<u8> {
+/// The checks on the arguments as a whole (values are checked when parsed).
+pub fn validate(args: &Args) -> anyhow::Result<()> {
     if args.pid.is_some() != args.command.is_empty() {
         return Err(usage("say what to diagnose: -p PID, or -- CMD ARGS"));
     }
-    if !(args.duration > 0.0 && args.duration.is_finite()) {
-        return Err(usage("-d must be a positive number of seconds"));
-    }
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))?;
-    }
+    Ok(())
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    validate(&args)?;
+    let interrupt = Interrupt::catch()?;
     let window = Duration::from_secs_f64(args.duration);
     let mut child = None;
-    let pid = match args.pid {
+    let (pid, scope) = match args.pid {
         Some(pid) => {
             if pid <= 0 || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-                anyhow::bail!("no process with PID {pid}");
+                return Err(error::NoSuchProcess::one(pid));
             }
-            pid
+            (
+                pid,
+                if args.tree {
+                    Scope::Tree
+                } else {
+                    Scope::Process
+                },
+            )
         }
         None => {
             let program = args.command[0].to_string_lossy().into_owned();
+            // Under kdiag's supervisor, the command leads its own process
+            // group and its orphans are the supervisor's: all stopped
+            // with it.
             let mut c = HeldChild::spawn(&args.command)
                 .with_context(|| format!("cannot start `{program}`"))?;
             c.release().context("releasing the command")?;
-            if let Some(err) = c.exec_error().context("starting the command")? {
-                anyhow::bail!("cannot run `{program}`: {err}");
+            if let Some(source) = c.exec_error().context("starting the command")? {
+                return Err(error::CannotRun { program, source }.into());
             }
             let pid = c.pid as i32;
             child = Some(c);
-            pid
+            (pid, Scope::Command)
         }
     };
     if !args.json {
-        eprintln!("Watching PID {pid} for {:.1} s ...", args.duration);
+        let what = if scope == Scope::Process {
+            ""
+        } else {
+            " and its descendants"
+        };
+        eprintln!("Watching PID {pid}{what} for {:.1} s ...", args.duration);
     }
-    let observed = observe(pid, window, &stop);
-    // A command that ended on its own within the window says how.
-    let ended = child.as_mut().and_then(|c| c.try_wait());
+    let observed = observe(pid, &Options { window, scope }, &interrupt.stop_flag());
     if let Some(c) = child.as_mut() {
         c.stop(Duration::from_secs(2));
     }
-    let o = observed?;
-    // Too short a look gives no verdict worth having.
-    if o.window_s < (args.duration / 2.0).min(0.5) && !stop.load(Ordering::Relaxed) {
-        let how = ended.map_or(String::new(), |s| {
-            format!(" ({})", render::exec::exit_text(&Exit::from_status(s)))
-        });
-        anyhow::bail!(
-            "PID {pid} ended after {:.1} s{how}: nothing to diagnose",
-            o.window_s
-        );
+    // A command that ended within the window ended on its own (its status
+    // reaches us from the supervisor, possibly after /proc/PID is gone).
+    let status = child.as_ref().and_then(|c| c.ended()).map(|e| e.status);
+    let mut o = match observed {
+        // The command ended (and its supervisor reaped it) before the
+        // first look at /proc.
+        Err(_) if status.is_some() => {
+            let how = render::exec::exit_text(&Exit::from_status(status.unwrap_or_default()));
+            anyhow::bail!("PID {pid} ended after 0.0 s ({how}): nothing to diagnose");
+        }
+        observed => observed?,
+    };
+    if let Some(e) = o.ended.as_mut() {
+        e.how = status.map(|s| render::exec::exit_text(&Exit::from_status(s)));
+        if e.after_s < TOO_SHORT_S && !interrupt.is_set() {
+            anyhow::bail!(
+                "PID {pid} ended after {:.1} s{}: nothing to diagnose",
+                e.after_s,
+                e.how.as_ref().map_or(String::new(), |h| format!(" ({h})"))
+            );
+        }
     }
     let d = classify(&o);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if args.json {
-        render::json(
-            &mut out,
-            &serde_json::json!({"observation": o, "diagnosis": d}),
-        )?;
+        render::diagnose::json(&mut out, &o, &d)?;
     } else {
         render::diagnose::report(&mut out, &o, &d)?;
     }
-    Ok(error::OK)
+    Ok(interrupt.exit_code(error::OK, false))
 }

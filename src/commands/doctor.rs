@@ -16,7 +16,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let probes = crate::sys::probe::probe_all();
+    let probes = crate::instruments::doctor::probe_all();
     let features = crate::analysis::doctor::features(&probes);
     let report = DoctorReport { probes, features };
     let mut out = std::io::stdout().lock();

@@ -11,17 +11,18 @@ use crate::sys;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The file to check (an ELF executable, or a #! script)
+    /// The file to check (an ELF executable, or a #! script); only its headers and interpreter path are read, whatever its size
     pub file: PathBuf,
     /// Print the report as JSON
     #[arg(long)]
     pub json: bool,
 }
 
-/// Exit 0 when the file is clean, 1 when problems were found.
+/// Exit 0 when the file is clean, 1 when problems were found, 2 when it
+/// cannot be read (missing, not a regular file, not readable by the user).
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let (bytes, env) = sys::elf::read_target(&args.file)?;
-    let report = elf_rules::check(&bytes, &env);
+    let (image, env) = sys::elf::read_target(&args.file)?;
+    let report = elf_rules::check(&image, &env);
     let mut out = std::io::stdout().lock();
     if args.json {
         render::json(&mut out, &report)?;

@@ -3,31 +3,31 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use serde::Serialize;
 
-use crate::analysis::exec_failure::{self, FileFacts, Finding};
+use crate::analysis::exec_failure::{self, Finding};
 use crate::error;
+use crate::instruments::Tier;
+use crate::instruments::exec::{Filter, Spawned};
 use crate::model::exec::{Exit, ProcessEnd, TraceEvent};
 use crate::render;
-use crate::sys::exec::{Filter, Spawned, TierChoice};
-use crate::sys::spawn::HeldChild;
+use crate::sys::process::interrupt::Interrupt;
+use crate::sys::process::spawn::HeldChild;
 
 #[derive(Debug, clap::Args)]
 #[command(arg_required_else_help = true)]
 pub struct Args {
     /// Watch the execs of a running process (and its children) until it
     /// exits or Ctrl-C
-    #[arg(short, long, conflicts_with = "command")]
+    #[arg(short, long, conflicts_with = "command", value_parser = super::args::pid::<u32>)]
     pub pid: Option<u32>,
     /// Tracing tier: bpf reads exec filenames and arguments in the kernel;
     /// perf needs no BPF but sees less
     #[arg(long, value_enum, default_value = "auto")]
-    pub tier: TierChoice,
+    pub tier: Tier,
     /// Print the trace and the explanation as JSON
     #[arg(long)]
     pub json: bool,
@@ -35,6 +35,9 @@ pub struct Args {
     #[arg(last = true)]
     pub command: Vec<String>,
 }
+
+/// How long an interrupted command gets between SIGTERM and SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(2);
 
 #[derive(Serialize)]
 struct Report {
@@ -47,19 +50,22 @@ struct Report {
     notes: Vec<String>,
 }
 
-pub fn run(args: Args) -> anyhow::Result<u8> {
+/// The checks on the arguments as a whole (values are checked when parsed).
+pub fn validate(args: &Args) -> anyhow::Result<()> {
     if args.pid.is_none() && args.command.is_empty() {
         return Err(error::usage(
             "give a command after -- (kdiag exec-trace -- ./prog) or -p PID",
         ));
     }
-    if !crate::sys::privilege::is_root() {
-        return Err(crate::sys::privilege::needs_privilege("kdiag exec-trace"));
+    Ok(())
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    validate(&args)?;
+    if !crate::sys::process::privilege::is_root() {
+        return Err(crate::error::needs_privilege("kdiag exec-trace"));
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))?;
-    }
+    let interrupt = Interrupt::catch()?;
     let filter = |pid| Filter {
         pid: Some(pid),
         follow_children: true,
@@ -68,15 +74,15 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let mut events = Vec::new();
     let (tier, lost, notes, pid) = if let Some(pid) = args.pid {
         if !Path::new(&format!("/proc/{pid}")).exists() {
-            anyhow::bail!("no process with PID {pid}");
+            return Err(error::NoSuchProcess::one(pid));
         }
-        let (mut source, mut notes) = crate::sys::exec::open(args.tier, filter(pid), None)?;
+        let (mut source, mut notes) = crate::instruments::exec::open(args.tier, filter(pid), None)?;
         // On stderr even with --json: scripts wait for it to know tracing is on.
         eprintln!(
             "kdiag exec-trace: watching pid {pid} and its children ({} tier); Ctrl-C to stop",
-            source.tier()
+            source.tier().name()
         );
-        while !stop.load(Ordering::Relaxed) {
+        while !interrupt.is_set() {
             source.poll(Duration::from_millis(100), &mut events)?;
             let ended = events
                 .iter()
@@ -87,11 +93,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             }
         }
         notes.extend(source.notes());
-        (source.tier(), source.lost(), notes, pid)
+        (source.tier().name(), source.lost(), notes, pid)
     } else {
         let mut child = HeldChild::spawn(&args.command).context("starting the command")?;
         let pid = child.pid;
-        let (mut source, mut notes) = crate::sys::exec::open(
+        let (mut source, mut notes) = crate::instruments::exec::open(
             args.tier,
             filter(pid),
             Some(Spawned {
@@ -115,10 +121,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             if ended_at.is_some_and(|t| t.elapsed() > Duration::from_millis(200)) {
                 break;
             }
-            if stop.load(Ordering::Relaxed) && status.is_none() {
-                // Ctrl-C reached the command too; wait for it briefly.
-                std::thread::sleep(Duration::from_millis(200));
+            if interrupt.is_set() && status.is_none() {
+                // Interrupted: stop the command and all it started; its
+                // end (by our SIGTERM, or SIGKILL) is part of the trace.
+                child.stop(STOP_GRACE);
                 status = child.try_wait();
+                source.poll(Duration::from_millis(100), &mut events)?;
                 break;
             }
         }
@@ -126,10 +134,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             record_end(&mut events, pid, status);
         }
         notes.extend(source.notes());
-        (source.tier(), source.lost(), notes, pid)
+        (source.tier().name(), source.lost(), notes, pid)
     };
 
-    let files = file_facts(&events);
+    let files = crate::instruments::exec::file_facts(&events);
     let findings = exec_failure::explain(&events, &files);
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -157,11 +165,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         render::exec::findings(&mut out, &findings)?;
     }
     out.flush()?;
-    Ok(if findings.iter().any(Finding::is_problem) {
+    let code = if findings.iter().any(Finding::is_problem) {
         error::FAILURE
     } else {
         error::OK
-    })
+    };
+    // Ctrl-C is how a -p trace ends; a command's trace it interrupts.
+    Ok(interrupt.exit_code(code, args.pid.is_some()))
 }
 
 /// Put the wait status (the truth) in place of what the tier saw of the
@@ -182,30 +192,4 @@ fn record_end(events: &mut Vec<TraceEvent>, pid: u32, status: i32) {
         comm: String::new(),
         exit,
     }));
-}
-
-/// What the file system says about each file an exec named: does it exist,
-/// and what elf-check finds in it. Relative paths are taken from our working
-/// directory, which a spawned command shares (best effort for -p).
-fn file_facts(events: &[TraceEvent]) -> Vec<FileFacts> {
-    let mut facts: Vec<FileFacts> = Vec::new();
-    for e in events {
-        let TraceEvent::Exec(x) = e else { continue };
-        let Some(path) = &x.filename else { continue };
-        if facts.iter().any(|f| &f.path == path) {
-            continue;
-        }
-        let p = Path::new(path);
-        let elf = p
-            .is_file()
-            .then(|| crate::sys::elf::read_target(p).ok())
-            .flatten()
-            .map(|(bytes, env)| crate::analysis::elf_rules::check(&bytes, &env));
-        facts.push(FileFacts {
-            path: path.clone(),
-            exists: p.exists(),
-            elf,
-        });
-    }
-    facts
 }

@@ -6,9 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::instruments::Tier;
+use crate::instruments::exec::Filter;
 use crate::model::exec::{ExecEvent, TraceEvent};
 use crate::render;
-use crate::sys::exec::{Filter, TierChoice};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -18,28 +19,23 @@ pub struct Args {
     /// Only processes whose command name contains NAME
     #[arg(short = 'n', long)]
     pub name: Option<String>,
-    /// Only execs by this user id
-    #[arg(short = 'u', long)]
+    /// Only execs by this user (name or uid)
+    #[arg(short = 'u', long = "user", value_name = "USER", value_parser = super::args::user)]
     pub uid: Option<u32>,
     /// Tracing tier: bpf reads filenames and arguments in the kernel; perf
     /// reads arguments from /proc after the fact (best effort)
     #[arg(long, value_enum, default_value = "auto")]
-    pub tier: TierChoice,
+    pub tier: Tier,
     /// Print the execs as JSON when done
     #[arg(long)]
     pub json: bool,
-    /// Stop after this many seconds (default: until Ctrl-C)
-    pub duration: Option<f64>,
+    #[command(flatten)]
+    pub duration: super::args::TraceDuration,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    if args.duration.is_some_and(|d| !(d > 0.0 && d.is_finite())) {
-        return Err(crate::error::usage(
-            "DURATION must be a positive number of seconds",
-        ));
-    }
-    if !crate::sys::privilege::is_root() {
-        return Err(crate::sys::privilege::needs_privilege("kdiag execsnoop"));
+    if !crate::sys::process::privilege::is_root() {
+        return Err(crate::error::needs_privilege("kdiag execsnoop"));
     }
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -50,7 +46,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         follow_children: false,
         signals: false,
     };
-    let (mut source, notes) = crate::sys::exec::open(args.tier, filter, None)?;
+    let (mut source, notes) = crate::instruments::exec::open(args.tier, filter, None)?;
     let mut err = std::io::stderr().lock();
     for n in notes.iter().chain(&source.notes()) {
         writeln!(err, "note: {n}")?;
@@ -58,12 +54,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     writeln!(
         err,
         "tracing execs system-wide ({} tier); Ctrl-C to stop",
-        source.tier()
+        source.tier().name()
     )?;
     drop(err);
 
     let deadline = args
         .duration
+        .secs()
         .map(|d| Instant::now() + Duration::from_secs_f64(d));
     let mut out = std::io::stdout().lock();
     if !args.json {

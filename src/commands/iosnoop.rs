@@ -12,38 +12,27 @@ use serde::Serialize;
 
 use crate::analysis::io_filter::IoFilter;
 use crate::analysis::io_pattern::{self, IoPattern, Log2Hist, ProcessIo};
+use crate::instruments::Tier;
+use crate::instruments::block::{self, Options};
 use crate::model::block::{BlockIo, LatencyCount};
 use crate::render::iosnoop::{self as view, Columns};
-use crate::sys::block_perf::BlockPerf;
-use crate::sys::bpf::block::{BlockBpf, Options};
 use crate::sys::disks;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Tier {
-    /// BPF where the kernel allows it, else perf
-    Auto,
-    /// tp_btf programs keyed by the request: exact latencies, in-kernel histograms
-    Bpf,
-    /// perf_event_open tracepoints matched by (dev, sector)
-    Perf,
-}
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  \
-    sudo kdiag iosnoop 5                 trace for 5 seconds\n  \
-    sudo kdiag iosnoop -d vda -i '*W*'   writes to vda until Ctrl-C\n  \
+    sudo kdiag iosnoop 5                     trace for 5 seconds (or -d 5)\n  \
+    sudo kdiag iosnoop --device vda -i '*W*' writes to vda until Ctrl-C\n  \
     sudo kdiag iosnoop --hist 10         latency histogram per device\n  \
     sudo kdiag iosnoop --summary -n dd   per-process totals for dd")]
 pub struct Args {
     /// Only this device: a name (vda, /dev/vda) or major,minor (254,0)
-    #[arg(short = 'd', long = "device", value_name = "DEV")]
+    #[arg(long = "device", value_name = "DEV")]
     pub device: Option<String>,
     /// Only these request types: an rwbs pattern such as '*R*' or 'WS'
-    #[arg(short = 'i', long = "type", value_name = "TYPE")]
+    #[arg(short = 'i', long = "type", value_name = "TYPE", value_parser = super::args::rwbs)]
     pub io_type: Option<String>,
     /// Only requests caused or issued by this process
-    #[arg(short = 'p', long, conflicts_with = "name")]
+    #[arg(short = 'p', long, conflicts_with = "name", value_parser = super::args::pid::<u32>)]
     pub pid: Option<u32>,
     /// Only requests caused or issued by processes whose name contains NAME
     #[arg(short = 'n', long)]
@@ -72,74 +61,14 @@ pub struct Args {
     /// Which tracing tier to use
     #[arg(long, value_enum, default_value = "auto")]
     pub tier: Tier,
-    /// Seconds to trace (fractions allowed); without it, until Ctrl-C
-    pub duration: Option<f64>,
+    #[command(flatten)]
+    pub duration: super::args::TraceDuration,
 }
 
-/// Requests kept for the summary, pattern and JSON at the end: about
-/// 200 MB. Beyond it requests are still printed and counted.
-const MAX_KEPT: usize = 1_000_000;
-
-/// Either tier, behind one face.
-enum Source {
-    Bpf(BlockBpf),
-    Perf(BlockPerf),
-}
-
-impl Source {
-    fn start(tier: Tier, options: Options) -> anyhow::Result<(Source, Option<String>)> {
-        let names = disks::names();
-        match tier {
-            Tier::Bpf => Ok((Source::Bpf(BlockBpf::start(options, names)?), None)),
-            Tier::Perf => Ok((Source::Perf(BlockPerf::start(options, names)?), None)),
-            Tier::Auto => match BlockBpf::start(options, names.clone()) {
-                Ok(b) => Ok((Source::Bpf(b), None)),
-                Err(e) => {
-                    let why = format!("BPF tier unavailable ({e:#}); using the perf tier");
-                    Ok((Source::Perf(BlockPerf::start(options, names)?), Some(why)))
-                }
-            },
-        }
-    }
-
-    fn tier(&self) -> Tier {
-        match self {
-            Source::Bpf(_) => Tier::Bpf,
-            Source::Perf(_) => Tier::Perf,
-        }
-    }
-
-    fn has_io_start(&self) -> bool {
-        match self {
-            Source::Bpf(b) => b.has_io_start,
-            Source::Perf(p) => p.has_io_start,
-        }
-    }
-
-    fn poll(&self, timeout: Duration) -> anyhow::Result<()> {
-        match self {
-            Source::Bpf(b) => {
-                b.poll(timeout);
-                Ok(())
-            }
-            Source::Perf(p) => p.poll(timeout),
-        }
-    }
-
-    fn drain(&mut self, out: &mut Vec<BlockIo>, last: bool) {
-        match self {
-            Source::Bpf(b) => b.drain(out),
-            Source::Perf(p) => p.drain(out, last),
-        }
-    }
-
-    fn lost(&self) -> u64 {
-        match self {
-            Source::Bpf(b) => b.lost(),
-            Source::Perf(p) => p.lost(),
-        }
-    }
-}
+/// Requests kept for the summary, pattern and JSON at the end: about 75 MB
+/// (a request with its names is ~300 bytes). Beyond it requests are still
+/// printed and counted, so a storm cannot grow kdiag without bound.
+const MAX_KEPT: usize = 250_000;
 
 /// The --json document.
 #[derive(Serialize)]
@@ -154,14 +83,18 @@ struct Report {
     histograms: Option<Vec<Log2Hist>>,
 }
 
-pub fn run(args: Args) -> anyhow::Result<u8> {
-    if let Some(d) = args.duration
-        && !(d > 0.0 && d.is_finite())
-    {
-        return Err(crate::error::usage(format!(
-            "DURATION must be a positive number of seconds, not {d}"
-        )));
+/// The checks on the arguments as a whole (values are checked when parsed):
+/// the device must exist.
+pub fn validate(args: &Args) -> anyhow::Result<()> {
+    if let Some(spec) = &args.device {
+        disks::resolve(spec, &disks::list()?).map_err(|e| crate::error::usage(format!("{e:#}")))?;
     }
+    Ok(())
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    validate(&args)?;
+    let duration = args.duration.secs();
     let mut filter = IoFilter {
         rwbs: args.io_type.clone(),
         pid: args.pid,
@@ -181,14 +114,14 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if let Some(pid) = args.pid
         && !std::path::Path::new(&format!("/proc/{pid}")).exists()
     {
-        anyhow::bail!("no process with PID {pid}");
+        return Err(crate::error::NoSuchProcess::one(pid));
     }
     let options = Options {
         dev: filter.dev,
         queued: args.queued,
         hist_only: args.hist,
     };
-    let (mut source, fallback) = Source::start(args.tier, options)?;
+    let (mut source, fallback) = block::open(args.tier, options)?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop))
@@ -201,7 +134,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         Tier::Bpf => "BPF tier: requests followed by their kernel pointer",
         _ => "perf tier: latencies matched by (dev, sector); merges may skew",
     };
-    eprintln!("Tracing block I/O ({tier_line}). {}", until(args.duration));
+    eprintln!("Tracing block I/O ({tier_line}). {}", until(duration));
     if !source.has_io_start() {
         eprintln!(
             "This kernel has no block_io_start tracepoint (< 6.5): COMM is the task that issued each request."
@@ -216,7 +149,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let live = !args.json && !args.hist && !args.summary;
     let t0 = monotonic_ns();
     let began = Instant::now();
-    let deadline = args.duration.map(|d| began + Duration::from_secs_f64(d));
+    let deadline = duration.map(|d| began + Duration::from_secs_f64(d));
     let mut kept: Vec<BlockIo> = Vec::new();
     let mut unkept = 0u64;
     let mut batch = Vec::new();
@@ -235,9 +168,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 d.saturating_duration_since(Instant::now())
                     .min(Duration::from_millis(100))
             });
-            source.poll(wait)?;
+            source.poll(wait, &mut batch)?;
+        } else {
+            source.finish(&mut batch)?;
         }
-        source.drain(&mut batch, last);
         for io in batch.drain(..).filter(|io| filter.matches(io)) {
             if live {
                 let _ = view::write_row(&mut out, &io, columns, t0);
@@ -260,32 +194,15 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let elapsed = began.elapsed().as_secs_f64();
     let lost = source.lost();
     let tier = source.tier();
-    if let Source::Perf(p) = &source {
-        let (throttled, unmatched) = p.gaps();
-        if throttled > 0 {
-            eprintln!(
-                "perf tier: the kernel throttled the block tracepoints {throttled} times; requests are missing."
-            );
-        }
-        if unmatched > 0 {
-            eprintln!(
-                "perf tier: {unmatched} issued requests showed no completion (in flight at the end, \
-                 or their completion records were not delivered)."
-            );
-        }
-        if let Some((counted, delivered)) = p.undelivered() {
-            eprintln!(
-                "perf tier: the kernel counted {counted} completions but delivered only {delivered} \
-                 as samples (no records were lost): this kernel drops tracepoint samples taken in \
-                 an interrupt on an idle CPU. Latencies are missing for those requests; \
-                 use --tier bpf for exact results."
-            );
-        }
+    for note in source.notes() {
+        eprintln!("{note}");
     }
-    let counts: Option<Vec<LatencyCount>> = match (&source, args.hist) {
-        (Source::Bpf(b), true) => Some(b.hist()?),
-        (_, true) => Some(io_pattern::latency_counts(&kept)),
-        _ => None,
+    let counts: Option<Vec<LatencyCount>> = match args.hist {
+        true => Some(match source.hist()? {
+            Some(kernel) => kernel,
+            None => io_pattern::latency_counts(&kept),
+        }),
+        false => None,
     };
     // Tracing state is released here, before the output is written.
     drop(source);

@@ -1,41 +1,110 @@
-//! `kdiag lab`: list the guided labs, or run one: start its workload, show
-//! one step at a time, check the learner's answers on request and move on
-//! when a step's checks pass. Line-based, so it works in any terminal and
-//! with piped input.
+//! `kdiag lab`: list the guided labs, run one, reset one, submit it, or
+//! (instructors) print a learner's reference solution. A lab runs as the
+//! interactive app (tui::lab) on a terminal, or one command a line with
+//! `--plain` or without a terminal; the engine (lab/engine.rs) does the
+//! work, and this file hands it to the app as its `Driver`.
 
-use std::io::{BufRead, Write};
-use std::os::unix::process::CommandExt;
+use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::time::SystemTime;
 
 use anyhow::Context;
 
+use crate::course::{Course, Token, token};
 use crate::error;
-use crate::grade::{self, CheckFile, Status, report};
-use crate::lab::answers::Answers;
-use crate::lab::session::Session;
-use crate::lab::{self, Lab, Source};
-use crate::sys::spawn::terminate;
-use crate::sys::{privilege, workloads};
+use crate::grade::answers;
+use crate::grade::{self, CheckResult, Evidence, Status};
+use crate::lab::engine::{Engine, Resumed, shell_word};
+use crate::lab::state::{self, LabDir, Progress};
+use crate::lab::{self, Source, solution, submission};
+use crate::model::lab::{Input, Panel};
+use crate::render::table::{Align, Table};
+use crate::sys::process::privilege;
+use crate::sys::process::user_files;
+use crate::tui::lab::app::{self, Driver};
+use crate::tui::lab::event::{Given, Verdict};
+use crate::tui::lab::plain;
+use crate::tui::lab::state::{LabView, Question, State, StepView};
 
 #[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct Args {
-    /// The lab to run (e.g. 0-demo), or `list`
-    pub lab: String,
-    /// Seed for the workload's parameters (default: $KDIAG_SEED, else 0)
+    #[command(subcommand)]
+    command: Option<Sub>,
+    /// The lab to run (e.g. 0-demo); `kdiag lab list` lists them
+    #[arg(required = true)]
+    pub lab: Option<String>,
+    /// Your seed token (from your course; default: the lab's last seed,
+    /// else $KDIAG_SEED, else one derived from your user name)
+    #[arg(long, value_name = "TOKEN")]
+    pub seed: Option<String>,
+    /// One command a line on stdin, each reply on stdout, instead of the
+    /// interactive app (also when stdin or stdout is not a terminal)
     #[arg(long)]
-    pub seed: Option<u64>,
+    pub plain: bool,
     #[command(flatten)]
     pub files: Files,
 }
 
-/// Where a lab's files are, for lab, answer and check.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, clap::Subcommand)]
+enum Sub {
+    /// List the labs with your status and score in each
+    List {
+        #[command(flatten)]
+        files: Files,
+    },
+    /// Clear a lab's answers and progress (after a confirmation)
+    Reset {
+        /// The lab (e.g. 0-demo)
+        lab: String,
+        /// Do not ask for confirmation
+        #[arg(long)]
+        yes: bool,
+        #[command(flatten)]
+        files: Files,
+    },
+    /// Pack your answers and the files they name into one submission
+    Submit {
+        /// The lab (e.g. 0-demo)
+        lab: String,
+        /// The archive to write (default kdiag-LAB-LEARNER.tar), or with --folder a new folder
+        #[arg(long, value_name = "PATH")]
+        out: Option<PathBuf>,
+        /// Write a folder instead of a tar archive
+        #[arg(long)]
+        folder: bool,
+        /// Your learner id, as your course knows you (default: your user name)
+        #[arg(long, value_name = "ID")]
+        learner: Option<String>,
+        #[command(flatten)]
+        files: Files,
+    },
+    /// Print a learner's reference answers (instructors: needs the course file)
+    Solution {
+        /// The lab (e.g. 0-demo)
+        lab: String,
+        /// The course file (kdiag course init)
+        #[arg(long, value_name = "FILE")]
+        course: PathBuf,
+        /// The learner's id
+        #[arg(long, value_name = "ID")]
+        learner: String,
+        /// Write a complete reference submission into this new folder,
+        /// running the workload and the lab's instruments (needs root)
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        #[command(flatten)]
+        files: Files,
+    },
+}
+
+/// Where a learner's lab files are, for lab, answer and check.
+#[derive(Debug, Clone, clap::Args)]
 pub struct Files {
-    /// Directory for your answers, progress and the session (one folder per lab)
-    #[arg(long, value_name = "DIR", default_value = "kdiag-labs")]
-    pub dir: PathBuf,
+    /// Folder for your labs' answers and progress (default:
+    /// $XDG_STATE_HOME/kdiag/labs, i.e. ~/.local/state/kdiag/labs)
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
     /// Read labs and checks from this directory (labs/, checks/) instead of the built-in ones
     #[arg(long, value_name = "DIR")]
     pub labs: Option<PathBuf>,
@@ -49,227 +118,566 @@ impl Files {
     }
 
     /// The learner's folder for lab `id`.
-    pub fn lab_dir(&self, id: &str) -> PathBuf {
-        self.dir.join(id)
+    pub fn lab_dir(&self, id: &str) -> anyhow::Result<LabDir> {
+        Ok(LabDir::new(&state::root(self.dir.as_deref())?, id))
     }
+}
+
+/// The seed when none is given: $KDIAG_SEED, else the self-study seed of
+/// the user (the sudo invoker's name under sudo).
+pub fn default_seed() -> anyhow::Result<Token> {
+    if let Ok(v) = std::env::var("KDIAG_SEED") {
+        return Token::parse(&v).map_err(|e| error::usage(format!("KDIAG_SEED: {e}")));
+    }
+    Ok(token::self_study_token(&user_name()))
+}
+
+/// The learner's user name (the sudo invoker's under sudo).
+pub fn user_name() -> String {
+    let uid = match privilege::invoker() {
+        Some(who) => who.uid,
+        // SAFETY: getuid cannot fail.
+        None => unsafe { libc::getuid() },
+    };
+    privilege::user_name(uid).unwrap_or_else(|| format!("uid{uid}"))
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let source = args.files.source();
-    if args.lab == "list" {
-        for id in source.ids()? {
-            let lab = source.lab(&id)?;
-            println!("{:<10} {} (workload {})", lab.id, lab.title, lab.workload);
+    match args.command {
+        Some(Sub::List { files }) => list(&files),
+        Some(Sub::Reset { lab, yes, files }) => reset(&lab, yes, &files),
+        Some(Sub::Submit {
+            lab,
+            out,
+            folder,
+            learner,
+            files,
+        }) => submit(&lab, out, folder, learner, &files),
+        Some(Sub::Solution {
+            lab,
+            course,
+            learner,
+            out,
+            files,
+        }) => reference(&lab, &course, &learner, out, &files),
+        None => {
+            let lab = args.lab.expect("clap requires it");
+            if lab == "list" {
+                return list(&args.files);
+            }
+            run_lab(&lab, args.seed, args.plain, &args.files)
         }
-        return Ok(error::OK);
     }
-    let lab = source.lab(&args.lab)?;
-    let checks = load_checks(&source, &lab.id)?;
-    let seed = match args.seed {
-        Some(s) => s,
-        None => std::env::var("KDIAG_SEED")
-            .ok()
-            .map(|v| {
-                v.parse()
-                    .map_err(|_| error::usage(format!("KDIAG_SEED={v:?} is not a number")))
-            })
-            .transpose()?
-            .unwrap_or(0),
-    };
-    let dir = args.files.lab_dir(&lab.id);
-    privilege::create_dir_all_as_invoker(&dir)
-        .with_context(|| format!("cannot create {}", dir.display()))?;
-    let dir = dir.canonicalize()?;
-
-    let truth: serde_json::Value = serde_json::from_str(&workloads::ground_truth(
-        &lab.workload,
-        Some(seed),
-        &lab.workload_args,
-    )?)
-    .context("the workload's ground truth is not JSON")?;
-    let mut workload = Workload::start(&lab, seed, &dir)?;
-    let session = Session {
-        lab: lab.id.clone(),
-        seed,
-        pid: workload.child.id(),
-        dir: dir.clone(),
-        truth,
-    };
-    let session_file = dir.join(Session::FILE);
-    session.save(&session_file)?;
-
-    let answers_file = dir.join("answers.toml");
-    println!(
-        "== Lab {}: {} ==\n{}",
-        lab.id,
-        lab.title,
-        lab.welcome.trim_end()
-    );
-    println!(
-        "\nkdiag started the workload (seed {seed}). Your answers go to {}\n\
-         (record them with `kdiag answer {} KEY VALUE`, or edit the file).",
-        answers_file.display(),
-        lab.id
-    );
-    let result = guide(&lab, &checks, &session, &answers_file, &mut workload);
-    workload.stop();
-    println!(
-        "The workload has stopped. Your answers and progress stay in {}.",
-        dir.display()
-    );
-    result
 }
 
-/// Walk the steps from the first one not done yet.
-fn guide(
-    lab: &Lab,
-    checks: &CheckFile,
-    session: &Session,
-    answers_file: &std::path::Path,
-    workload: &mut Workload,
-) -> anyhow::Result<u8> {
-    let progress_file = session.dir.join("progress");
-    let mut done: Vec<String> = std::fs::read_to_string(&progress_file)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_string)
-        .collect();
-    let facts = session.facts();
-    let stdin = std::io::stdin();
-    let mut lines = stdin.lock().lines();
-    for (n, step) in lab.steps.iter().enumerate() {
-        if done.contains(&step.id) {
-            continue;
-        }
-        println!(
-            "\n-- Step {}/{}: {} --\n{}",
-            n + 1,
-            lab.steps.len(),
-            step.title,
-            step.text.trim_end()
-        );
-        loop {
-            print!("\n[c]heck  [h]int  [q]uit > ");
-            std::io::stdout().flush()?;
-            let Some(line) = lines.next().transpose()? else {
-                println!();
-                return Ok(error::FAILURE);
-            };
-            if let Some(code) = workload.exited() {
-                // Its own last words say why (e.g. its scratch directory is
-                // in use by another run of it).
-                let log =
-                    std::fs::read_to_string(session.dir.join("workload.log")).unwrap_or_default();
-                let why = log.lines().last().unwrap_or("no output");
-                anyhow::bail!("the workload stopped on its own ({code}: {why}); run the lab again");
-            }
-            match line.trim() {
-                "c" | "check" => {
-                    let answers = match Answers::load(answers_file) {
-                        Ok(a) => a,
-                        Err(e) => {
-                            println!("{e:#}");
-                            continue;
-                        }
-                    };
-                    let results = grade::evaluate(&checks.checks, &answers, &facts, Some(&step.id));
-                    print!(
-                        "{}",
-                        report::render(report::Format::Text, &lab.id, &results)
-                    );
-                    if results.iter().all(|r| r.status == Status::Passed) {
-                        println!("\nStep done.\n{}", step.explain.trim_end());
-                        done.push(step.id.clone());
-                        privilege::write_as_invoker(&progress_file, done.join("\n") + "\n")?;
-                        break;
-                    }
-                }
-                "h" | "hint" => {
-                    let answers = Answers::load(answers_file).unwrap_or_default();
-                    let results = grade::evaluate(&checks.checks, &answers, &facts, Some(&step.id));
-                    for c in checks.checks.iter().filter(|c| c.step == step.id) {
-                        if results
-                            .iter()
-                            .any(|r| r.id == c.id && r.status != Status::Passed)
-                        {
-                            println!("{}: {}", c.id, c.hint);
-                        }
-                    }
-                }
-                "q" | "quit" => return Ok(error::FAILURE),
-                "" => {}
-                other => {
-                    println!("{other:?}: type c to check your answers, h for a hint, q to quit")
-                }
-            }
-        }
+fn list(files: &Files) -> anyhow::Result<u8> {
+    let source = files.source();
+    let root = state::root(files.dir.as_deref())?;
+    let dir = match &files.dir {
+        Some(d) => format!(" --dir {}", shell_word(&d.display().to_string())),
+        None => String::new(),
+    };
+    let exe = kdiag_path().unwrap_or_else(|| "kdiag".into());
+    let mut t = Table::new([
+        ("LAB", Align::Left),
+        ("TITLE", Align::Left),
+        ("WORKLOAD", Align::Left),
+        ("STATUS", Align::Left),
+        ("SCORE", Align::Right),
+        ("START", Align::Left),
+    ]);
+    for id in source.ids()? {
+        let (lab, checks) = lab::load(&source, &id)?;
+        let ld = LabDir::new(&root, &lab.id);
+        let progress = Progress::load(&ld.progress());
+        let answers = answers::Answers::load(&ld.answers()).unwrap_or_default();
+        let seed = match Token::parse(&progress.seed) {
+            Ok(t) => t,
+            Err(_) => default_seed()?,
+        };
+        let facts = lab::facts(&lab, &seed)?;
+        let evidence = Evidence::Dir {
+            base: ld.path.clone(),
+            confined: false,
+        };
+        let results = grade::evaluate(&checks.checks, &answers, &facts, &evidence, None);
+        let (got, max) = grade::totals(&results);
+        let all = lab.steps.iter().all(|s| progress.done.contains(&s.id));
+        let status = if all {
+            "done"
+        } else if !answers.keys().is_empty() || !progress.done.is_empty() {
+            "in progress"
+        } else {
+            "not started"
+        };
+        t.push(vec![
+            lab.id.clone(),
+            lab.title.clone(),
+            lab.workload.clone(),
+            status.to_string(),
+            format!("{got}/{max}"),
+            format!("sudo {exe} lab {}{dir}", lab.id),
+        ]);
     }
-    println!("\n== All steps done ==\n{}", lab.fin.trim_end());
+    t.write(&mut std::io::stdout().lock())?;
     Ok(error::OK)
 }
 
-pub fn load_checks(source: &Source, lab: &str) -> anyhow::Result<CheckFile> {
-    let path = format!("checks/{lab}.toml");
-    let checks: CheckFile = lab::parse_toml(&path, &source.read(&path)?)?;
-    if checks.lab != lab {
-        anyhow::bail!("{path} is for lab {:?}, not {lab:?}", checks.lab);
+/// The files of a lab's folder that a reset clears: the learner's
+/// answers, the lab's notes, the workload's log and the evidence the app
+/// saved. Anything else the learner put there stays.
+const RESET_FILES: &[&str] = &[
+    "answers.toml",
+    "progress.toml",
+    "workload.log",
+    "profile.folded",
+    "iosnoop.json",
+];
+
+fn reset(id: &str, yes: bool, files: &Files) -> anyhow::Result<u8> {
+    let (lab, _) = lab::load(&files.source(), id)?;
+    let dir = files.lab_dir(&lab.id)?;
+    let present: Vec<PathBuf> = RESET_FILES
+        .iter()
+        .map(|f| dir.path.join(f))
+        .filter(|p| p.symlink_metadata().is_ok())
+        .collect();
+    if present.is_empty() {
+        println!(
+            "Lab {} has no answers or progress in {}.",
+            lab.id,
+            dir.path.display()
+        );
+        return Ok(error::OK);
     }
-    Ok(checks)
+    if !yes {
+        if !std::io::stdin().is_terminal() {
+            return Err(error::usage(format!(
+                "kdiag lab reset {} asks before clearing your answers: answer on a terminal, or add --yes",
+                lab.id
+            )));
+        }
+        print!(
+            "Clear your answers and progress of lab {} in {}? [y/N] ",
+            lab.id,
+            dir.path.display()
+        );
+        std::io::stdout().flush()?;
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line)?;
+        if !matches!(line.trim(), "y" | "Y" | "yes") {
+            println!("Nothing cleared.");
+            return Ok(error::FAILURE);
+        }
+    }
+    for p in &present {
+        user_files::remove_file(p)?;
+    }
+    let names: Vec<String> = present
+        .iter()
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    println!(
+        "Cleared lab {} ({}). `kdiag lab {}` starts it afresh.",
+        lab.id,
+        names.join(", "),
+        lab.id
+    );
+    Ok(error::OK)
 }
 
-/// The lab's workload: run as the invoking user, and sent SIGTERM if kdiag
-/// dies, so it never outlives the lab (it removes its scratch files itself).
-struct Workload {
-    child: Child,
+fn run_lab(id: &str, seed: Option<String>, plain: bool, files: &Files) -> anyhow::Result<u8> {
+    let source = files.source();
+    let root = state::root(files.dir.as_deref())?;
+    let seed = match seed {
+        Some(s) => Token::parse(&s).map_err(error::usage)?,
+        None => {
+            let before = Progress::load(&LabDir::new(&root, id).progress());
+            match Token::parse(&before.seed) {
+                Ok(t) => t,
+                Err(_) => default_seed()?,
+            }
+        }
+    };
+    let (engine, resumed) = Engine::start(&source, id, seed, &root, files.dir.clone())?;
+    let mut driver = LabDriver { engine, seen: None };
+    let result = run_app(&mut driver, resumed.as_ref(), plain);
+    driver.engine.stop();
+    let dir = driver.engine.dir.path.display().to_string();
+    match result {
+        Ok(state) => {
+            let (got, max) = state.score(None);
+            // The terminal may be gone (closed window): say it if we can.
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(
+                out,
+                "Score {got}/{max} points, {}/{} steps done. The workload has stopped; \
+                 your answers and progress stay in {dir}.",
+                state.steps_done(),
+                state.lab.steps.len()
+            );
+            if state.all_done() {
+                let _ = writeln!(
+                    out,
+                    "Check everything: {}\nSubmit:           kdiag lab submit {}{}",
+                    driver.engine.check_command(),
+                    driver.engine.lab.id,
+                    dir_flag(&driver.engine)
+                );
+                Ok(error::OK)
+            } else {
+                Ok(error::FAILURE)
+            }
+        }
+        Err(e) => Err(e),
+    }
 }
 
-impl Workload {
-    fn start(lab: &Lab, seed: u64, dir: &std::path::Path) -> anyhow::Result<Workload> {
-        let path = workloads::binary(&lab.workload)?;
-        let log = dir.join("workload.log");
-        let out = std::fs::File::create(&log)
-            .with_context(|| format!("cannot create {}", log.display()))?;
-        let _ = privilege::chown_to_invoker(&log);
-        let mut cmd = Command::new(&path);
-        cmd.args(&lab.workload_args)
-            .args(["--seed", &seed.to_string(), "--duration", "0"])
-            .stdin(Stdio::null())
-            .stdout(out.try_clone()?)
-            .stderr(out);
-        privilege::run_as_invoker(&mut cmd);
-        // After the switch to the invoker: changing credentials clears the
-        // parent-death signal.
-        // SAFETY: prctl is async-signal-safe.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
-                    return Err(std::io::Error::last_os_error());
+/// The app on a terminal, else the plain line mode.
+fn run_app(
+    driver: &mut LabDriver,
+    resumed: Option<&Resumed>,
+    plain: bool,
+) -> anyhow::Result<State> {
+    let given = driver.reload()?;
+    let e = &driver.engine;
+    let view = lab_view(
+        &e.lab,
+        &e.checks,
+        &|n| e.record_commands(n),
+        &e.dir.answers().display().to_string(),
+        kdiag_path().as_deref(),
+    );
+    let mut state = State::new(view, &given);
+    let interactive = !plain && std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    if interactive {
+        if let Some(r) = resumed {
+            let text = resumed_text(r, &driver.engine).trim().replace('\n', " ");
+            state.message = Some((text, crate::tui::lab::state::Tone::Info));
+        }
+        return app::run(state, driver);
+    }
+    let mut out = std::io::stdout().lock();
+    if let Some(r) = resumed {
+        write!(out, "{}", resumed_text(r, &driver.engine))?;
+    }
+    writeln!(
+        out,
+        "kdiag started the workload (your variant: seed {}).",
+        driver.engine.seed
+    )?;
+    let prompt = std::io::stdin().is_terminal();
+    plain::run(
+        state,
+        driver,
+        &mut std::io::stdin().lock(),
+        &mut out,
+        prompt,
+    )
+}
+
+/// The lab as the app shows it: each check of a step is a question, asked
+/// the way the step's `inputs` say (else as a number of bytes, a file
+/// saved from the panel, or text, by the check's kind).
+/// `shell(n)` are the commands that record step `n`'s answers from a
+/// shell, and `exe` this kdiag's path when `kdiag` would not find it.
+pub fn lab_view(
+    lab: &lab::Lab,
+    checks: &grade::CheckFile,
+    shell: &dyn Fn(usize) -> Vec<String>,
+    answers_file: &str,
+    exe: Option<&str>,
+) -> LabView {
+    let run = |t: &str| runnable(t, exe);
+    let steps =
+        lab.steps
+            .iter()
+            .enumerate()
+            .map(|(n, step)| {
+                let shell: Vec<String> = shell(n).iter().map(|c| run(c)).collect();
+                let questions = checks
+                    .checks
+                    .iter()
+                    .filter(|c| c.step == step.id)
+                    .enumerate()
+                    .map(|(i, c)| {
+                        let evidence_panel = step.panels.iter().any(|p| {
+                            matches!(p, Panel::Profile | Panel::Iosnoop | Panel::IoPattern)
+                        });
+                        let input = match step.inputs.get(&c.id) {
+                            Some(i) => i.clone(),
+                            None if c.is_artifact() && evidence_panel => Input::Evidence,
+                            None if c.form == grade::forms::Form::Bytes => Input::Number {
+                                unit: Some("bytes".into()),
+                            },
+                            None => Input::Text,
+                        };
+                        Question {
+                            key: c.id.clone(),
+                            label: c.name.clone(),
+                            input,
+                            points: if c.live() { 0.0 } else { c.points },
+                            hint: c.hint.clone(),
+                            shell: shell.get(i).cloned().unwrap_or_default(),
+                        }
+                    })
+                    .collect();
+                StepView {
+                    id: step.id.clone(),
+                    title: step.title.clone(),
+                    text: run(&step.text),
+                    explain: run(&step.explain),
+                    panels: step.panels.clone(),
+                    questions,
                 }
-                Ok(())
             })
-        };
-        let child = cmd
-            .spawn()
-            .with_context(|| format!("cannot start {}", path.display()))?;
-        Ok(Workload { child })
-    }
-
-    /// Exit status, if the workload has ended.
-    fn exited(&mut self) -> Option<std::process::ExitStatus> {
-        self.child.try_wait().ok().flatten()
-    }
-
-    /// SIGTERM, then SIGKILL after 5 s; reaped either way.
-    fn stop(&mut self) {
-        let child = &mut self.child;
-        terminate(child.id(), Duration::from_secs(5), || {
-            child.try_wait().ok().flatten().is_some()
-        });
+            .collect();
+    LabView {
+        id: lab.id.clone(),
+        title: lab.title.clone(),
+        welcome: lab.welcome.clone(),
+        fin: lab.fin.clone(),
+        steps,
+        answers_file: answers_file.to_string(),
     }
 }
 
-impl Drop for Workload {
-    fn drop(&mut self) {
-        self.stop();
+/// This kdiag's path, when a shell would not find it as `kdiag` (a build
+/// in target/release, or sudo's PATH without the user's folders).
+fn kdiag_path() -> Option<String> {
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    let on_path =
+        std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d == dir));
+    let standard = ["/usr/bin", "/usr/local/bin", "/bin"]
+        .iter()
+        .any(|d| dir == std::path::Path::new(d));
+    (!(on_path && standard) && exe.file_name()? == "kdiag")
+        .then(|| shell_word(&exe.display().to_string()))
+}
+
+/// `text` with its commands runnable as printed: `kdiag` in code spans
+/// and at the start of a command line becomes `exe`.
+fn runnable(text: &str, exe: Option<&str>) -> String {
+    let Some(exe) = exe else {
+        return text.to_string();
+    };
+    text.lines()
+        .map(|l| {
+            let l = l
+                .replace("`kdiag ", &format!("`{exe} "))
+                .replace("`sudo kdiag ", &format!("`sudo {exe} "));
+            let indent = l.len() - l.trim_start().len();
+            match l.trim_start().strip_prefix("kdiag ") {
+                Some(rest) => format!("{}{exe} {rest}", &l[..indent]),
+                None => l,
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The engine, as the app's driver.
+struct LabDriver {
+    engine: Engine,
+    /// The answers file's modification time when last read or written.
+    seen: Option<SystemTime>,
+}
+
+impl LabDriver {
+    fn modified(&self) -> Option<SystemTime> {
+        std::fs::metadata(self.engine.dir.answers())
+            .and_then(|m| m.modified())
+            .ok()
     }
+}
+
+/// A check's result as the app shows it.
+fn verdict(r: &CheckResult) -> Verdict {
+    match r.status {
+        Status::Passed => Verdict::Right,
+        Status::Failed | Status::Error => Verdict::NotYet(r.message.clone()),
+        Status::NotGraded => Verdict::Unanswered,
+    }
+}
+
+impl Driver for LabDriver {
+    fn answer(
+        &mut self,
+        step: usize,
+        given: &[(String, String)],
+    ) -> anyhow::Result<Vec<(String, Verdict)>> {
+        for (key, value) in given {
+            let artifact = self
+                .engine
+                .checks
+                .checks
+                .iter()
+                .any(|c| &c.id == key && c.is_artifact());
+            state::record(&self.engine.dir, key, value, artifact)?;
+        }
+        self.seen = self.modified();
+        let checked = self.engine.check(step)?;
+        Ok(checked
+            .results
+            .iter()
+            .map(|r| (r.id.clone(), verdict(r)))
+            .collect())
+    }
+
+    fn save(&mut self, file: &str, contents: &str) -> anyhow::Result<String> {
+        let path = self.engine.dir.path.join(file);
+        user_files::write(&path, contents)?;
+        Ok(path.display().to_string())
+    }
+
+    fn reload(&mut self) -> anyhow::Result<Vec<Given>> {
+        self.seen = self.modified();
+        let answers = self.engine.answers()?;
+        let mut out = Vec::new();
+        for n in 0..self.engine.lab.steps.len() {
+            for r in self.engine.check(n)?.results {
+                let value = answers.get(&r.id).unwrap_or_default();
+                let v = if value.is_empty() {
+                    Verdict::Unanswered
+                } else {
+                    verdict(&r)
+                };
+                out.push((r.id, value, v));
+            }
+        }
+        Ok(out)
+    }
+
+    fn changed(&mut self) -> anyhow::Result<Option<Vec<Given>>> {
+        if self.modified() == self.seen {
+            return Ok(None);
+        }
+        self.reload().map(Some)
+    }
+
+    fn workload_stopped(&mut self) -> Option<String> {
+        self.engine.workload_stopped()
+    }
+}
+
+fn resumed_text(r: &Resumed, engine: &Engine) -> String {
+    let mut out = format!(
+        "Resuming: your answers are kept ({} graded checks pass already).\n",
+        r.passing
+    );
+    if let Some(seed) = &r.previous_seed {
+        out.push_str(&format!(
+            "Your last run used seed {seed}; this one uses {}: your answers are checked against this variant.\n",
+            engine.seed
+        ));
+    }
+    if !r.redo.is_empty() {
+        let was = r
+            .previous_pid
+            .map(|p| format!(" (it was PID {p})"))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "The workload restarted with a new PID{was}: the checks made against the running \
+             workload are redone: {}.\n",
+            r.redo.join(", ")
+        ));
+    }
+    out
+}
+
+fn dir_flag(engine: &Engine) -> String {
+    let cmd = engine.check_command();
+    match cmd.find(" --dir ") {
+        Some(i) => cmd[i..].to_string(),
+        None => String::new(),
+    }
+}
+
+fn submit(
+    id: &str,
+    out: Option<PathBuf>,
+    folder: bool,
+    learner: Option<String>,
+    files: &Files,
+) -> anyhow::Result<u8> {
+    let source = files.source();
+    let (lab, checks) = lab::load(&source, id)?;
+    let dir = files.lab_dir(&lab.id)?;
+    let answers = crate::grade::answers::Answers::load(&dir.answers())?;
+    if answers.keys().is_empty() {
+        return Err(error::usage(format!(
+            "no answers yet in {}: run kdiag lab {} first",
+            dir.answers().display(),
+            lab.id
+        )));
+    }
+    let progress = Progress::load(&dir.progress());
+    let seed = match Token::parse(&progress.seed) {
+        Ok(t) => t,
+        Err(_) => default_seed()?,
+    };
+    let learner = learner.unwrap_or_else(user_name);
+    let packed = submission::pack(&checks, &answers, &dir.path, &learner, seed.as_str())?;
+    let safe: String = learner
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let out = out.unwrap_or_else(|| {
+        PathBuf::from(if folder {
+            format!("kdiag-{}-{safe}", lab.id)
+        } else {
+            format!("kdiag-{}-{safe}.tar", lab.id)
+        })
+    });
+    if folder {
+        submission::write_folder(&out, &packed)?;
+    } else {
+        submission::write_archive(&out, &packed)?;
+    }
+    let names: Vec<&str> = packed.iter().map(|(n, _)| n.as_str()).collect();
+    println!(
+        "Wrote {} ({}) for learner {learner}, seed {seed}.\nCheck it as the grader will: kdiag check {} --submission {} --seed {seed}",
+        out.display(),
+        names.join(", "),
+        lab.id,
+        shell_word(&out.display().to_string()),
+    );
+    Ok(error::OK)
+}
+
+fn reference(
+    id: &str,
+    course: &std::path::Path,
+    learner: &str,
+    out: Option<PathBuf>,
+    files: &Files,
+) -> anyhow::Result<u8> {
+    let source = files.source();
+    let course = Course::load(course)?;
+    let (lab, checks) = lab::load(&source, id)?;
+    let seed = course.token(learner);
+    match out {
+        None => {
+            let sol = solution::load(&source, &lab.id)?;
+            let facts = lab::facts(&lab, &seed)?;
+            print!("{}", solution::print(&sol, &lab, &facts, learner)?);
+        }
+        Some(dir) => {
+            solution::make(&source, &lab, &checks, &seed, learner, &dir).with_context(|| {
+                format!("cannot make the reference submission in {}", dir.display())
+            })?;
+            println!(
+                "Wrote the reference submission of learner {learner} (seed {seed}) to {}",
+                dir.display()
+            );
+        }
+    }
+    Ok(error::OK)
 }

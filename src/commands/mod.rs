@@ -2,8 +2,10 @@
 //! output. Each exposes `Args` (clap) and `run(Args) -> Result<exit code>`.
 
 pub mod answer;
+pub mod args;
 pub mod check;
 pub mod completions;
+pub mod course;
 pub mod diagnose;
 pub mod doctor;
 pub mod elf_check;
@@ -20,10 +22,68 @@ pub mod time;
 pub mod top;
 pub mod workload;
 
-use crate::cli::Command;
+use clap::Subcommand;
 
-/// Run one subcommand and return the process exit code.
-pub fn run(command: Command) -> anyhow::Result<u8> {
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Probe what this machine allows and which tracing tier each feature uses
+    Doctor(doctor::Args),
+    /// Snapshot of processes, like `ps aux`
+    Ps(ps::Args),
+    /// Live view of processes, like `top`
+    Top(top::Args),
+    /// Run a command and report its resource usage, like `time -v`
+    Time(time::Args),
+    /// Sample CPU stacks and render a report, folded stacks or a flame graph
+    Profile(profile::Args),
+    /// Where threads block and for how long: off-CPU stacks and flame graphs
+    Offcpu(offcpu::Args),
+    /// Trace block I/O requests with their latency, like iosnoop
+    Iosnoop(iosnoop::Args),
+    /// Trace a command's exec attempts and explain why they failed
+    ExecTrace(exec_trace::Args),
+    /// Trace exec events system-wide, like execsnoop
+    Execsnoop(execsnoop::Args),
+    /// Check an ELF file against the rules the Linux loader enforces
+    ElfCheck(elf_check::Args),
+    /// List and run the bundled misbehaving workloads
+    Workload(workload::Args),
+    /// Watch a process and say what dominates: CPU, a CPU queue, storage, a lock, memory growth
+    Diagnose(diagnose::Args),
+    /// Run a guided lab: a misbehaving workload, step by step, with checks
+    Lab(lab::Args),
+    /// Record a finding for a lab's checks
+    Answer(answer::Args),
+    /// Check a lab's answers (for learners and autograders)
+    Check(check::Args),
+    /// Grade a lab's submissions: each against the truth of the learner's own seed
+    Grade(grade::Args),
+    /// Create a course (its secret) and hand out each learner's seed
+    Course(course::Args),
+    /// Print a shell completion script
+    Completions(completions::Args),
+    /// Print the man page
+    Man(man::Args),
+}
+
+/// Check a parsed command line as a whole before anything runs: what clap's
+/// value parsers cannot see alone (which target, an existing device). Each
+/// command's `run` calls its own check too; tests call this to exercise
+/// every command line without tracing or running anything.
+pub fn validate(command: &Command) -> anyhow::Result<()> {
+    match command {
+        Command::Profile(args) => profile::validate(args),
+        Command::Offcpu(args) => offcpu::validate(args),
+        Command::Iosnoop(args) => iosnoop::validate(args),
+        Command::ExecTrace(args) => exec_trace::validate(args),
+        Command::Diagnose(args) => diagnose::validate(args),
+        _ => Ok(()),
+    }
+}
+
+/// Run one subcommand and return the process exit code. `app` builds the
+/// whole command line's definition, for the man page and completions.
+pub fn run(command: Command, app: fn() -> clap::Command) -> anyhow::Result<u8> {
     match command {
         Command::Doctor(args) => doctor::run(args),
         Command::Ps(args) => ps::run(args),
@@ -41,7 +101,8 @@ pub fn run(command: Command) -> anyhow::Result<u8> {
         Command::Answer(args) => answer::run(args),
         Command::Check(args) => check::run(args),
         Command::Grade(args) => grade::run(args),
-        Command::Completions(args) => completions::run(args),
-        Command::Man(args) => man::run(args),
+        Command::Course(args) => course::run(args),
+        Command::Completions(args) => completions::run(args, app()),
+        Command::Man(args) => man::run(args, app()),
     }
 }

@@ -6,14 +6,14 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
 use crate::analysis::{fold, offcpu as analysis};
-use crate::cli::PidList;
+use crate::commands::args::PidList;
 use crate::commands::profile::{
     comm_name, comm_of, command_line, self_cpu_secs, utc_now, write_file,
 };
@@ -23,7 +23,8 @@ use crate::instruments::offcpu::{Options, Tracer};
 use crate::model::offcpu::{BlockCounts, Collection, Offcpu, StateFilter};
 use crate::model::profile::{Profile, WeightUnit};
 use crate::render;
-use crate::sys::spawn::HeldChild;
+use crate::sys::process::interrupt::Interrupt;
+use crate::sys::process::spawn::HeldChild;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Tier {
@@ -47,10 +48,11 @@ pub struct Args {
     #[arg(short = 'a', long = "all")]
     pub all: bool,
     /// Stop after this many seconds (default: when the command or PIDs exit, or Ctrl-C)
-    #[arg(short, long, value_name = "SECS")]
+    #[arg(short, long, value_name = "SECS", value_parser = super::args::duration)]
     pub duration: Option<f64>,
-    /// Keep only blocks at least this long, in microseconds (filtered in the kernel)
-    #[arg(long, value_name = "USECS", default_value_t = 1)]
+    /// Keep only blocks at least this long, in microseconds (filtered in the kernel; at most an hour)
+    #[arg(long, value_name = "USECS", default_value_t = 1,
+          value_parser = clap::value_parser!(u64).range(0..=3_600_000_000))]
     pub min_block: u64,
     /// Which blocks to record, by the state the thread blocked in
     #[arg(long, value_enum, default_value = "all")]
@@ -75,7 +77,8 @@ pub struct Args {
 /// Entries in each top list.
 const TOP: usize = 15;
 
-pub fn run(args: Args) -> anyhow::Result<u8> {
+/// What clap cannot check alone: one target, stacks only from BPF.
+pub fn validate(args: &Args) -> anyhow::Result<()> {
     let pids = &args.pids.pids;
     let kinds = !pids.is_empty() as u8 + args.all as u8 + !args.command.is_empty() as u8;
     if kinds != 1 {
@@ -83,24 +86,25 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             "say what to trace: one of -p PID,..., -a (every process) or -- CMD ARGS",
         ));
     }
-    if args.duration.is_some_and(|d| !d.is_finite() || d <= 0.0) {
-        return Err(usage("-d must be a positive number of seconds"));
-    }
-    for &pid in pids {
-        if pid <= 0 || !Path::new(&format!("/proc/{pid}")).exists() {
-            bail!("no process with PID {pid}");
-        }
-    }
-    let wants_stacks = args.svg.is_some() || args.folded.is_some();
-    if args.tier == Tier::Proc && wants_stacks {
+    if args.tier == Tier::Proc && (args.svg.is_some() || args.folded.is_some()) {
         return Err(usage(
             "--svg and --folded need stacks, which only the BPF tier records (not --tier proc)",
         ));
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+    Ok(())
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    validate(&args)?;
+    let pids = &args.pids.pids;
+    for &pid in pids {
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            return Err(crate::error::NoSuchProcess::one(pid));
+        }
     }
+    let wants_stacks = args.svg.is_some() || args.folded.is_some();
+    let interrupt = Interrupt::catch()?;
+    let stop = interrupt.stop_flag();
 
     let mut profile = Profile {
         unit: WeightUnit::Nanoseconds,
@@ -164,8 +168,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         Some(mut c) => {
             let program = args.command[0].to_string_lossy().into_owned();
             c.release().context("releasing the command")?;
-            if let Some(err) = c.exec_error().context("starting the command")? {
-                bail!("cannot run `{program}`: {err}");
+            if let Some(source) = c.exec_error().context("starting the command")? {
+                return Err(crate::error::CannotRun { program, source }.into());
             }
             Running::Child(c)
         }
@@ -174,7 +178,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     eprintln!("Tracing off-CPU time of {}...", profile.target);
 
-    profile.started = utc_now();
+    profile.started = utc_now().0;
     let t0 = Instant::now();
     let cpu0 = self_cpu_secs();
     let until = args.duration.map(|d| t0 + Duration::from_secs_f64(d));
@@ -272,7 +276,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     } else {
         render::offcpu::text(&mut out, &offcpu, &summary)?;
     }
-    Ok(crate::error::OK)
+    // Ctrl-C is how a trace without -d or a command ends.
+    let ctrl_c_ends = args.command.is_empty() && args.duration.is_none();
+    Ok(interrupt.exit_code(crate::error::OK, ctrl_c_ends))
 }
 
 /// The tier at work.

@@ -1,37 +1,48 @@
 //! `kdiag profile`: sample CPU stacks of a process, a command or every CPU,
-//! then print the top functions and hottest stacks, and write folded stacks
-//! or a flame graph.
+//! then print the top functions and hottest stacks, and write folded stacks,
+//! a flame graph, pprof or speedscope files.
+//!
+//! Stages: record (sys::perf, drained into the recorder) → unwind
+//! (instruments::profile::unwind, per sample as drained, for
+//! `--call-graph dwarf|auto`) → symbolize (at the end) → fold and render.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 
 use crate::analysis::fold;
 use crate::error::usage;
+use crate::instruments::profile::symbolize::{RecordOptions, Recorder};
+use crate::instruments::profile::unwind::{self, CallGraph};
 use crate::model::profile::Profile;
+use crate::model::stacks::StackSet;
 use crate::render;
 use crate::sys::perf::{EventSpec, NoHardwareCounter, Session, Target};
-use crate::sys::privilege;
-use crate::sys::spawn::HeldChild;
-use crate::sys::symbolize::{RecordOptions, Recorder};
+use crate::sys::process::interrupt::Interrupt;
+use crate::sys::process::spawn::HeldChild;
+use crate::sys::process::user_files;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Profile this process (its threads and the children it starts)
-    #[arg(short, long, value_name = "PID")]
+    #[arg(short, long, value_name = "PID", value_parser = super::args::pid::<i32>)]
     pub pid: Option<i32>,
     /// Profile every CPU (system-wide)
     #[arg(short = 'a', long)]
     pub all_cpus: bool,
     /// Samples per second per CPU
-    #[arg(short = 'F', long = "freq", value_name = "HZ", default_value_t = 99)]
+    #[arg(
+        short = 'F',
+        long = "freq",
+        value_name = "HZ",
+        default_value = "99",
+        value_parser = super::args::frequency
+    )]
     pub freq: u64,
     /// Stop after this many seconds (default: when the command or PID exits, or Ctrl-C)
-    #[arg(short, long, value_name = "SECS")]
+    #[arg(short, long, value_name = "SECS", value_parser = super::args::duration)]
     pub duration: Option<f64>,
     /// Keep only user-space frames and samples
     #[arg(long, conflicts_with = "kernel_only")]
@@ -42,12 +53,25 @@ pub struct Args {
     /// Keep the idle task's samples (left out system-wide by default)
     #[arg(long)]
     pub include_idle: bool,
+    /// How to walk user stacks: fp (frame pointers), dwarf (copy the stack, unwind from
+    /// .eh_frame), auto (frame pointers where the code keeps them, DWARF elsewhere)
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = CallGraph::Fp)]
+    pub call_graph: CallGraph,
+    /// Bytes of user stack copied per sample for dwarf/auto (multiple of 8, at most 65528)
+    #[arg(long, value_name = "BYTES", default_value_t = unwind::DEFAULT_STACK_SIZE as u64)]
+    pub stack_size: u64,
     /// Write folded stacks (`comm;outer;...;inner count`) for inferno or FlameGraph
     #[arg(long, value_name = "FILE")]
     pub folded: Option<PathBuf>,
     /// Write an SVG flame graph
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+    /// Write a gzip'd pprof profile (go tool pprof, Parca, Pyroscope, Grafana)
+    #[arg(long, value_name = "FILE")]
+    pub pprof: Option<PathBuf>,
+    /// Write a speedscope JSON profile (speedscope.app; the Firefox Profiler imports it too)
+    #[arg(long, value_name = "FILE")]
+    pub speedscope: Option<PathBuf>,
     /// Print the profile as JSON
     #[arg(long)]
     pub json: bool,
@@ -56,44 +80,53 @@ pub struct Args {
     pub command: Vec<OsString>,
 }
 
+/// How long a command still running at the end gets between SIGTERM and
+/// SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(2);
 /// How many entries each top list keeps.
 const TOP: usize = 15;
 /// Data pages per CPU ring: ~1 MiB, room for ~4000 deep-stack samples.
 const RING_PAGES: usize = 256;
+/// Samples a ring holds when each carries a stack copy: at 999 Hz, a
+/// quarter of a second before the ring is full.
+const RING_STACK_SAMPLES: usize = 256;
 
-pub fn run(args: Args) -> anyhow::Result<u8> {
+/// The checks on the arguments as a whole (values are checked when parsed).
+pub fn validate(args: &Args) -> anyhow::Result<()> {
     let targets = args.pid.is_some() as u8 + args.all_cpus as u8 + !args.command.is_empty() as u8;
     if targets != 1 {
         return Err(usage(
             "say what to profile: one of -p PID, -a (all CPUs) or -- CMD ARGS",
         ));
     }
-    if args.freq == 0 {
-        return Err(usage("-F must be at least 1 Hz"));
-    }
-    if args.duration.is_some_and(|d| !d.is_finite() || d <= 0.0) {
-        return Err(usage("-d must be a positive number of seconds"));
-    }
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))?;
-    }
+    unwind::check_stack_size(args.stack_size).map_err(usage)?;
+    Ok(())
+}
 
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    validate(&args)?;
+    let stack_size = unwind::check_stack_size(args.stack_size).map_err(usage)?;
+    let interrupt = Interrupt::catch()?;
+
+    let copies_stack = args.call_graph.copies_stack() && !args.kernel_only;
     let mut profile = Profile {
         freq_hz: args.freq,
+        call_graph: format!("{:?}", args.call_graph).to_lowercase(),
+        stack_size: copies_stack.then_some(stack_size),
         ..Default::default()
     };
     let opts = RecordOptions {
         include_idle: args.include_idle,
         user_only: args.user_only,
         kernel_only: args.kernel_only,
+        call_graph: args.call_graph,
     };
     let mut recorder = Recorder::new(opts);
     let (mut session, mut target) = if args.command.is_empty() {
         let t = match args.pid {
             Some(pid) => {
                 if pid <= 0 || !Path::new(&format!("/proc/{pid}")).exists() {
-                    bail!("no process with PID {pid}");
+                    return Err(crate::error::NoSuchProcess::one(pid));
                 }
                 recorder.capture(pid as u32);
                 profile.target = format!("PID {pid} ({})", comm_of(pid));
@@ -117,13 +150,18 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         let session = open(&args, Target::Process(child.pid as i32), true, &mut profile)?;
         // The events switch on by themselves when the child execs the command.
         child.release().context("releasing the command")?;
-        if let Some(err) = child.exec_error().context("starting the command")? {
-            bail!("cannot run `{program}`: {err}");
+        if let Some(source) = child.exec_error().context("starting the command")? {
+            return Err(crate::error::CannotRun { program, source }.into());
         }
-        (session, Running::Child { child, usage: None })
+        let child = Running::Child {
+            child,
+            usage: None,
+            own_status: None,
+        };
+        (session, child)
     };
 
-    profile.started = utc_now();
+    (profile.started, profile.started_unix_ns) = utc_now();
     let t0 = Instant::now();
     let cpu0 = self_cpu_secs();
     let busy0 = target.busy_secs();
@@ -132,7 +170,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     loop {
         session.poll(Duration::from_millis(100))?;
         session.drain(|r| recorder.record(&r));
-        if stop.load(Ordering::Relaxed) || limit.is_some_and(|l| t0.elapsed() >= l) {
+        if interrupt.is_set() || limit.is_some_and(|l| t0.elapsed() >= l) {
             break;
         }
         if let Some(b) = target.busy_secs() {
@@ -163,8 +201,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     recorder.finish(&mut profile);
     let summary = fold::summarize(&profile, TOP);
     let folded = fold::fold(&profile);
+    let ctrl_c_ends = args.command.is_empty() && args.duration.is_none();
     if folded.is_empty() {
-        bail!("{}", render::flamegraph::no_samples_reason(&profile));
+        let why = anyhow::anyhow!("{}", render::flamegraph::no_samples_reason(&profile));
+        return Err(interrupt.explain(why, ctrl_c_ends));
     }
     if let Some(path) = &args.folded {
         let mut text = folded.join("\n");
@@ -175,6 +215,15 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         let svg = render::flamegraph::svg(&profile, &folded)?;
         write_file(path, &svg)?;
     }
+    if args.pprof.is_some() || args.speedscope.is_some() {
+        let set = StackSet::cpu(&profile);
+        if let Some(path) = &args.pprof {
+            write_file(path, &render::pprof::gzipped(&set)?)?;
+        }
+        if let Some(path) = &args.speedscope {
+            write_file(path, &render::speedscope::json(&set)?)?;
+        }
+    }
     profile.cost.post_secs = post.elapsed().as_secs_f64();
 
     let mut out = std::io::stdout().lock();
@@ -183,14 +232,32 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     } else {
         render::profile::text(&mut out, &profile, &summary)?;
     }
-    Ok(crate::error::OK)
+    // A command that ended by itself passes its status on; one kdiag
+    // stopped at the end of -d does not. Ctrl-C is how -p and -a end
+    // without -d.
+    let code = match &target {
+        Running::Child {
+            own_status: Some(status),
+            ..
+        } => crate::error::status_exit(*status),
+        _ => crate::error::OK,
+    };
+    Ok(interrupt.exit_code(code, ctrl_c_ends))
 }
 
 /// Open the sampling events: hardware cycles where the machine has a PMU,
 /// else the cpu-clock software event.
 fn open(args: &Args, target: Target, on_exec: bool, p: &mut Profile) -> anyhow::Result<Session> {
+    let mut pages = RING_PAGES;
+    let stack_size = p.stack_size;
     let shape = |spec: EventSpec| {
         let mut spec = spec.with_callchain().with_task_events();
+        if let Some(bytes) = stack_size {
+            spec = spec.with_user_stack(bytes);
+            if args.call_graph == CallGraph::Dwarf {
+                spec = spec.without_user_callchain();
+            }
+        }
         if on_exec {
             spec = spec.with_enable_on_exec();
         }
@@ -202,8 +269,12 @@ fn open(args: &Args, target: Target, on_exec: bool, p: &mut Profile) -> anyhow::
         }
         spec
     };
+    if let Some(bytes) = p.stack_size {
+        let record = bytes as usize + 1024;
+        pages = (RING_STACK_SAMPLES * record / crate::sys::perf::page_size()).max(RING_PAGES);
+    }
     let cycles = shape(EventSpec::cycles(args.freq));
-    match Session::open(std::slice::from_ref(&cycles), target, RING_PAGES) {
+    match Session::open(std::slice::from_ref(&cycles), target, pages) {
         Ok(s) => {
             p.event = cycles.name().into();
             Ok(s)
@@ -219,7 +290,7 @@ fn open(args: &Args, target: Target, on_exec: bool, p: &mut Profile) -> anyhow::
             } else {
                 format!("cycles unavailable: {e:#}")
             });
-            Session::open(&[clock], target, RING_PAGES)
+            Session::open(&[clock], target, pages)
         }
     }
 }
@@ -230,6 +301,8 @@ enum Running {
     Child {
         child: HeldChild,
         usage: Option<f64>,
+        /// The wait status, when the command ended by itself.
+        own_status: Option<i32>,
     },
     /// `-p PID` or `-a`.
     Other(Target),
@@ -273,12 +346,17 @@ impl Running {
     /// Whether the target has gone, with why when that ends the run early.
     fn ended(&mut self) -> anyhow::Result<Option<Option<String>>> {
         match self {
-            Running::Child { child, usage } => {
+            Running::Child {
+                child,
+                usage,
+                own_status,
+            } => {
                 let reaped = child
                     .try_reap()
                     .context("waiting for the profiled command")?;
-                if let Some((_, ru)) = reaped {
+                if let Some((status, ru)) = reaped {
                     *usage = Some(cpu_secs(&ru));
+                    *own_status = Some(status);
                     return Ok(Some(None));
                 }
                 Ok(None)
@@ -298,13 +376,13 @@ impl Running {
         }
     }
 
-    /// End a command still running (after -d or Ctrl-C) and reap it.
+    /// End a command still running (after -d or Ctrl-C), with everything
+    /// it started, and reap it.
     fn finish(&mut self) -> anyhow::Result<()> {
-        if let Running::Child { child, usage } = self
+        if let Running::Child { child, usage, .. } = self
             && usage.is_none()
         {
-            // SAFETY: the child is not reaped yet, so its pid is still ours.
-            unsafe { libc::kill(child.pid as i32, libc::SIGTERM) };
+            child.stop(STOP_GRACE);
             let (_, ru) = child.reap().context("waiting for the profiled command")?;
             *usage = Some(cpu_secs(&ru));
         }
@@ -364,16 +442,18 @@ pub(crate) fn command_line(argv: &[OsString]) -> String {
     }
 }
 
-/// Write a result file, owned by the sudo invoker.
+/// Write a result file as the user who named it.
 pub(crate) fn write_file(path: &Path, data: &[u8]) -> anyhow::Result<()> {
-    privilege::write_as_invoker(path, data).with_context(|| format!("writing {}", path.display()))
+    Ok(user_files::write(path, data)?)
 }
 
-/// Now, as `2026-11-22T07:02:28Z`.
-pub(crate) fn utc_now() -> String {
-    let secs = SystemTime::now()
+/// Now, as `2026-11-22T07:02:28Z` and in ns since the epoch.
+pub(crate) fn utc_now() -> (String, u64) {
+    let since = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
-    crate::analysis::calendar::utc_iso8601(secs)
+        .unwrap_or_default();
+    (
+        crate::analysis::calendar::utc_iso8601(since.as_secs() as i64),
+        since.as_nanos() as u64,
+    )
 }

@@ -7,15 +7,15 @@ use anyhow::Context as _;
 use crate::analysis::ps::{self, Context, SortKey};
 use crate::error;
 use crate::render;
-use crate::sys::proc::{self as procfs, users};
+use crate::sys::procfs;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
-    pub only: crate::cli::PidList,
+    pub only: super::args::PidList,
     /// Only processes whose effective user is USER (name or uid)
-    #[arg(short = 'u', long = "user", value_name = "USER")]
-    pub user: Option<String>,
+    #[arg(short = 'u', long = "user", value_name = "USER", value_parser = super::args::user)]
+    pub user: Option<u32>,
     /// Only processes whose name (comm) is NAME
     #[arg(long, value_name = "NAME")]
     pub comm: Option<String>,
@@ -24,8 +24,8 @@ pub struct Args {
     pub threads: bool,
     /// Sort by a column (pid, user, %cpu, %mem, vsz, rss, tty, stat, start, time,
     /// command, comm); a leading - sorts descending
-    #[arg(long, value_name = "FIELD", allow_hyphen_values = true)]
-    pub sort: Option<String>,
+    #[arg(long, value_name = "FIELD", allow_hyphen_values = true, value_parser = sort_key)]
+    pub sort: Option<SortKey>,
     /// Show process trees, children under their parent
     #[arg(long)]
     pub forest: bool,
@@ -34,17 +34,13 @@ pub struct Args {
     pub json: bool,
 }
 
+fn sort_key(s: &str) -> Result<SortKey, String> {
+    s.parse()
+}
+
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let sort: Option<SortKey> = match &args.sort {
-        Some(s) => Some(s.parse().map_err(error::usage)?),
-        None => None,
-    };
-    let uid = match &args.user {
-        Some(u) => {
-            Some(users::uid_of(u).ok_or_else(|| error::usage(format!("no user named {u:?}")))?)
-        }
-        None => None,
-    };
+    let sort = args.sort;
+    let uid = args.user;
 
     let mut reader = procfs::Reader::new();
     let mut procs = Vec::new();

@@ -6,10 +6,8 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::Context;
-
-use crate::sys::rusage::{self, RunError};
-use crate::sys::signal_origin::SignalTracer;
+use crate::sys::process::rusage::{self, RunError};
+use crate::sys::process::signal_origin::SignalTracer;
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -41,7 +39,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<u8> {
     // Recording who sends a fatal signal needs tracefs, hence root; without
     // it the report says the sender is unknown and why.
-    let (tracer, origin_note) = if crate::sys::privilege::is_root() {
+    let (tracer, origin_note) = if crate::sys::process::privilege::is_root() {
         match SignalTracer::start() {
             Ok(t) => (Some(t), None),
             Err(e) => (None, Some(format!("tracing signal_generate failed: {e}"))),
@@ -76,8 +74,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
     match &args.output {
         Some(path) => {
-            crate::sys::privilege::write_as_invoker(path, &buf)
-                .with_context(|| format!("writing {}", path.display()))?;
+            crate::sys::process::user_files::write(path, &buf)?;
         }
         None => std::io::stderr().write_all(&buf)?,
     }

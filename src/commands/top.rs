@@ -14,33 +14,30 @@ use crate::error;
 use crate::model::process::Process;
 use crate::model::system::CpuTimes;
 use crate::render::{self, table::Align, table::Table};
-use crate::sys::proc as procfs;
+use crate::sys::procfs;
 use crate::tui::{self, top::Data, top::Key, top::State};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Seconds between refreshes
+    /// Seconds between refreshes (0.1 to 3600)
     #[arg(
-        short = 'd',
-        long = "delay",
+        long = "interval",
         value_name = "SECS",
-        default_value_t = 2.0
+        default_value = "2",
+        value_parser = super::args::interval
     )]
     pub delay: f64,
     /// Print one plain-text frame and exit (also what happens when stdout is not a terminal)
     #[arg(long)]
     pub once: bool,
     #[command(flatten)]
-    pub only: crate::cli::PidList,
+    pub only: super::args::PidList,
     /// Print one frame as JSON and exit (implies --once)
     #[arg(long)]
     pub json: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    if !(args.delay.is_finite() && args.delay >= 0.1) {
-        return Err(error::usage("-d needs at least 0.1 seconds"));
-    }
     let mut collector = Collector::new(args.only.pids.clone())?;
     if args.once || args.json || !io::stdout().is_terminal() {
         // Rates need two snapshots: wait one interval (at most a second).
@@ -167,9 +164,8 @@ impl Collector {
         };
         c.prev = c.processes()?;
         if !c.pids.is_empty() && c.prev.is_empty() {
-            let list: Vec<String> = c.pids.iter().map(i32::to_string).collect();
-            let s = if list.len() > 1 { "s" } else { "" };
-            anyhow::bail!("no process with PID{s} {}", list.join(", "));
+            let pids = c.pids.iter().map(|&p| i64::from(p)).collect();
+            return Err(error::NoSuchProcess(pids).into());
         }
         c.prev_cpu = procfs::system()?.cpu;
         c.prev_at = Instant::now();

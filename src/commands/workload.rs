@@ -1,8 +1,9 @@
 //! `kdiag workload`: list, run and describe the bundled misbehaving
 //! programs. They are separate binaries (crate workloads/) installed next to
-//! kdiag's own executable; kdiag finds them there.
+//! kdiag's own executable; kdiag finds them there. Their truth comes from
+//! the same crate, in-process.
 
-use std::os::unix::process::CommandExt;
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -10,8 +11,10 @@ use anyhow::Context;
 
 use crate::error;
 use crate::render::table::{Align, Table};
-use crate::sys::privilege;
-use crate::sys::workloads::{self, WORKLOADS, bin_dir, binary, build_hint};
+use crate::sys::cgroup::CgroupError;
+use crate::sys::process::spawn::{Forwarder, HeldChild};
+use crate::sys::process::{privilege, user_files};
+use crate::workloads::{self, WORKLOADS, bin_dir, binary, build_hint};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -39,9 +42,9 @@ enum Sub {
     Describe {
         /// Workload name (see `kdiag workload list`)
         name: String,
-        /// Seed whose parameters to describe
-        #[arg(long)]
-        seed: Option<u64>,
+        /// Seed token whose parameters to describe (not a course token)
+        #[arg(long, default_value = "0")]
+        seed: String,
         /// Further workload arguments that change the ground truth (e.g. 1 for scheduling's MODE)
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
@@ -63,8 +66,8 @@ enum Sub {
 pub fn run(args: Args) -> anyhow::Result<u8> {
     match args.command {
         Sub::List { json } => list(json),
-        Sub::Run { name, args } => exec(&name, &args),
-        Sub::Describe { name, seed, args } => describe(&name, seed, &args),
+        Sub::Run { name, args } => run_workload(&name, &args),
+        Sub::Describe { name, seed, args } => describe(&name, &seed, &args),
         Sub::BuildModule {
             name,
             out,
@@ -117,19 +120,94 @@ fn list(json: bool) -> anyhow::Result<u8> {
     Ok(error::OK)
 }
 
-/// Replace kdiag with the workload, so signals (Ctrl-C) and the exit status
-/// are the workload's own. Under sudo it runs as the invoking user.
-fn exec(name: &str, args: &[String]) -> anyhow::Result<u8> {
+/// Run a workload under kdiag's supervisor, like any `-- CMD`: it and
+/// everything it starts die with kdiag, SIGKILL included; signals sent to
+/// kdiag reach it, and kdiag exits with its status (128+N if signal N ended
+/// it). Under sudo it runs as the invoking user. One whose truth asks for a
+/// disk limit runs in a throttling cgroup.
+fn run_workload(name: &str, args: &[String]) -> anyhow::Result<u8> {
     let path = binary(name)?;
-    let mut cmd = Command::new(&path);
-    cmd.args(args);
-    privilege::run_as_invoker(&mut cmd);
-    let err = cmd.exec();
-    Err(err).with_context(|| format!("cannot run {}", path.display()))
+    // A command line the truth cannot parse is the workload's to explain.
+    let truth: Option<serde_json::Value> = kdiag_workloads::describe_args(name, args)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok());
+    let truth = truth.filter(|_| !args.iter().any(|a| a == "--describe"));
+    let throttle = match truth.as_ref().and_then(workloads::read_iops_limit) {
+        Some(iops) => {
+            let course = truth.as_ref().is_some_and(|t| {
+                t["workload"]["seed"]
+                    .as_str()
+                    .is_some_and(kdiag_workloads::is_course_token)
+            });
+            Some(throttle(name, args, iops, course)?)
+        }
+        None => None,
+    };
+    let mut argv: Vec<OsString> = vec![path.clone().into()];
+    argv.extend(args.iter().map(OsString::from));
+    let forwarder = Forwarder::catch().context("cannot handle signals")?;
+    let mut child =
+        HeldChild::spawn(&argv).with_context(|| format!("cannot start {}", path.display()))?;
+    // Into the throttle as root, before it runs (and becomes the invoker).
+    if let Some(t) = &throttle {
+        t.cgroup.add(child.pid)?;
+    }
+    child.release()?;
+    if let Some(source) = child.exec_error()? {
+        return Err(error::CannotRun {
+            program: path.display().to_string(),
+            source,
+        }
+        .into());
+    }
+    let ended = forwarder.wait(&mut child)?;
+    drop(child); // kills and reaps whatever the workload left
+    drop(throttle); // kills anything left in the cgroup and removes it
+    Ok(error::status_exit(ended.status))
 }
 
-fn describe(name: &str, seed: Option<u64>, args: &[String]) -> anyhow::Result<u8> {
+/// The cgroup that limits the disk's read IOPS for `name`, announced.
+fn throttle(
+    name: &str,
+    args: &[String],
+    iops: u64,
+    course: bool,
+) -> anyhow::Result<workloads::Throttle> {
+    let throttle = workloads::throttle(name, args, iops).map_err(|e| {
+        let advice = workloads::throttle_advice(name, &e);
+        match e {
+            CgroupError::NotRoot | CgroupError::NoController(_) => error::missing(advice),
+            _ => anyhow::anyhow!(advice),
+        }
+    })?;
+    let disk = crate::sys::disks::names()
+        .remove(&throttle.disk)
+        .unwrap_or_else(|| throttle.disk.to_string());
+    // A course seed's limit is one of its facts: not shown.
+    let limit = if course {
+        String::new()
+    } else {
+        format!(" to {iops}/s")
+    };
+    eprintln!(
+        "kdiag: {name} runs in cgroup {} (v{}), its reads from {disk} limited{limit}",
+        throttle.cgroup.path().display(),
+        if throttle.cgroup.version() == crate::sys::cgroup::Version::V2 {
+            2
+        } else {
+            1
+        },
+    );
+    Ok(throttle)
+}
+
+/// The truth for a seed, unless the seed is a learner's course token.
+fn describe(name: &str, seed: &str, args: &[String]) -> anyhow::Result<u8> {
+    if kdiag_workloads::is_course_token(seed) {
+        return Err(error::usage(kdiag_workloads::COURSE_REFUSAL));
+    }
     print!("{}", workloads::ground_truth(name, seed, args)?);
+    println!();
     Ok(error::OK)
 }
 
@@ -157,7 +235,9 @@ fn build_module(
         .trim()
         .to_string();
     let kdir = kernel_dir.unwrap_or_else(|| PathBuf::from(format!("/lib/modules/{release}/build")));
-    if !kdir.join("Makefile").is_file() {
+    // Looked at as the user, who runs make in it.
+    let makefile = user_files::peek(&kdir.join("Makefile"), 0);
+    if !matches!(makefile, user_files::Peek::File { .. }) {
         anyhow::bail!(
             "kernel headers not found at {}: install the headers for kernel {release} \
              (Debian/Ubuntu: sudo apt install linux-headers-{release}; Fedora: sudo dnf install \
@@ -166,13 +246,11 @@ fn build_module(
             kdir.display()
         );
     }
-    privilege::create_dir_all_as_invoker(out)
-        .with_context(|| format!("cannot create {}", out.display()))?;
+    user_files::create_dir_all(out)?;
     let out = out.canonicalize()?;
     for (file, text) in IO_MODULE {
         let path = out.join(file);
-        privilege::write_as_invoker(&path, text)
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        user_files::write(&path, text)?;
     }
     let mut make = Command::new("make");
     make.arg("-C")

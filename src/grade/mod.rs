@@ -1,67 +1,36 @@
-//! Checks: a lab's checks/<lab>.toml evaluated against a learner's answers
-//! and the facts of their run. Pure: reading files is the callers' job,
-//! except for `artifact_contains`, whose answer is a file to open.
-//! `report.rs` renders the results for people and autograders.
+//! Checks → results → formats. `checks.rs` loads a lab's checks,
+//! `facts.rs` is the truth they compare with (from the learner's seed, plus
+//! the live run's in the lab), `forms.rs` how answers compare,
+//! `evidence.rs` reads the files answers point to. `evaluate` here turns
+//! answers into one `CheckResult` per check; `report.rs` renders them for
+//! people and autograders; `class.rs` grades a directory of submissions and
+//! looks for copied answers.
 
+pub mod answers;
+pub mod checks;
+pub mod class;
+pub mod evidence;
+pub mod facts;
+pub mod forms;
 pub mod report;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::lab::answers::Answers;
-use crate::lab::session::{fact, fill};
+pub use checks::{Check, CheckFile, Kind};
+pub use evidence::Evidence;
+pub use facts::Facts;
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CheckFile {
-    pub format_version: u32,
-    pub lab: String,
-    pub checks: Vec<Check>,
-}
+use answers::Answers;
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Check {
-    /// Also the answers key it reads.
-    pub id: String,
-    pub step: String,
-    pub name: String,
-    pub kind: Kind,
-    /// `equals`: the expected value.
-    #[serde(default)]
-    pub expected: Option<toml::Value>,
-    /// `fact`: the fact to compare with.
-    #[serde(default)]
-    pub fact: Option<String>,
-    /// Other accepted answers (synonyms).
-    #[serde(default)]
-    pub accept: Vec<String>,
-    /// "bytes": compare as sizes ("10 MiB" = 10485760).
-    #[serde(default)]
-    pub unit: Option<String>,
-    /// `artifact_contains`: strings the file must contain, with {fact}s.
-    #[serde(default)]
-    pub contains: Vec<String>,
-    pub points: f64,
-    pub hint: String,
-    /// What is wrong, without the answer.
-    pub fail: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Kind {
-    Equals,
-    Fact,
-    ArtifactContains,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(rename_all = "lowercase")]
 pub enum Status {
     Passed,
     Failed,
-    /// The check could not be evaluated (a fact missing from the session).
+    /// The check could not be evaluated (a fact the truth lacks).
     Error,
+    /// A live check outside the lab: the grader cannot know the fact.
+    NotGraded,
 }
 
 /// One check's outcome: maps 1:1 onto Gradescope and PrairieLearn tests and
@@ -72,136 +41,160 @@ pub struct CheckResult {
     pub step: String,
     pub name: String,
     pub status: Status,
+    /// Counts toward the grade (live checks never do).
+    pub graded: bool,
     pub score: f64,
     pub max_score: f64,
     pub message: String,
 }
 
-/// Evaluate `checks` (those of `step` only, when given).
+/// The message of a live check outside the lab.
+pub const NOT_GRADED: &str =
+    "not graded: checked by `kdiag lab` against the running workload (its progress, not the grade)";
+
+/// Evaluate `checks` (those of `step` only, when given) against `answers`,
+/// the learner's `facts` and the files the answers point to.
 pub fn evaluate(
     checks: &[Check],
     answers: &Answers,
-    facts: &serde_json::Value,
+    facts: &Facts,
+    evidence: &Evidence,
     step: Option<&str>,
 ) -> Vec<CheckResult> {
     checks
         .iter()
         .filter(|c| step.is_none_or(|s| c.step == s))
-        .map(|c| {
-            let (status, message) = match outcome(c, answers, facts) {
-                Ok(true) => (Status::Passed, String::new()),
-                Ok(false) => (Status::Failed, c.fail.clone()),
-                Err(Missing::Answer) => (Status::Failed, format!("no answer for {} yet", c.id)),
-                Err(Missing::Fact(f)) => (
-                    Status::Error,
-                    format!("cannot check {}: the session has no fact {f}", c.id),
-                ),
-            };
-            CheckResult {
-                id: c.id.clone(),
-                step: c.step.clone(),
-                name: c.name.clone(),
-                score: if status == Status::Passed {
-                    c.points
-                } else {
-                    0.0
-                },
-                max_score: c.points,
-                status,
-                message,
-            }
-        })
+        .map(|c| evaluate_one(c, answers, facts, evidence))
         .collect()
 }
 
-enum Missing {
+fn evaluate_one(c: &Check, answers: &Answers, facts: &Facts, evidence: &Evidence) -> CheckResult {
+    let graded = !c.live();
+    let (status, message) = if !graded && !facts.has_live() {
+        (Status::NotGraded, NOT_GRADED.to_string())
+    } else {
+        match outcome(c, answers, facts, evidence) {
+            Ok(true) => (Status::Passed, String::new()),
+            Ok(false) => (Status::Failed, c.fail.clone()),
+            Err(Missing::Answer) => (Status::Failed, format!("no answer for {} yet", c.id)),
+            Err(Missing::Artifact(why)) => (Status::Failed, format!("{}: {why}", c.id)),
+            Err(Missing::Fact(f)) => (
+                Status::Error,
+                format!(
+                    "cannot check {}: the truth of this variant has no fact {f}",
+                    c.id
+                ),
+            ),
+        }
+    };
+    let max_score = if graded { c.points } else { 0.0 };
+    CheckResult {
+        id: c.id.clone(),
+        step: c.step.clone(),
+        name: c.name.clone(),
+        score: if status == Status::Passed {
+            max_score
+        } else {
+            0.0
+        },
+        max_score,
+        graded,
+        status,
+        message,
+    }
+}
+
+/// Why a check could not pass.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Missing {
     Answer,
+    /// The answer names a file that cannot be used.
+    Artifact(String),
     Fact(String),
 }
 
-fn outcome(c: &Check, answers: &Answers, facts: &serde_json::Value) -> Result<bool, Missing> {
+/// Whether `c` passes for these answers and facts.
+pub fn outcome(
+    c: &Check,
+    answers: &Answers,
+    facts: &Facts,
+    evidence: &Evidence,
+) -> Result<bool, Missing> {
     let answer = answers.get(&c.id).ok_or(Missing::Answer)?;
-    let expected = match c.kind {
+    if c.is_artifact() {
+        let data = evidence.read(&answer).map_err(Missing::Artifact)?;
+        return artifact_passes(c, &data, facts);
+    }
+    let wanted = expected(c, facts)?;
+    Ok(wanted.iter().any(|w| forms::same(c.form, &answer, w)))
+}
+
+/// Whether an artifact's content holds every string `c` asks for.
+pub fn artifact_passes(c: &Check, data: &[u8], facts: &Facts) -> Result<bool, Missing> {
+    let text = String::from_utf8_lossy(data);
+    for want in &c.contains {
+        let want = facts.fill(want).map_err(Missing::Fact)?;
+        if !text.contains(&want) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// The answers `c` accepts (before comparison in its form): the expected
+/// value or fact, then the synonyms.
+pub fn expected(c: &Check, facts: &Facts) -> Result<Vec<String>, Missing> {
+    let first = match c.kind {
         Kind::Equals => c.expected.as_ref().map(|v| match v {
             toml::Value::String(s) => s.clone(),
             other => other.to_string(),
         }),
         Kind::Fact => {
             let name = c.fact.as_deref().unwrap_or_default();
-            Some(fact(facts, name).ok_or_else(|| Missing::Fact(name.to_string()))?)
+            Some(
+                facts
+                    .get(name)
+                    .ok_or_else(|| Missing::Fact(name.to_string()))?,
+            )
         }
-        Kind::ArtifactContains => {
-            let Ok(text) = std::fs::read_to_string(&answer) else {
-                return Ok(false);
-            };
-            for want in &c.contains {
-                let want = fill(want, facts).map_err(Missing::Fact)?;
-                if !text.contains(&want) {
-                    return Ok(false);
-                }
-            }
-            return Ok(true);
-        }
+        Kind::ArtifactContains => None,
     };
-    let candidates = expected.into_iter().chain(c.accept.iter().cloned());
-    Ok(candidates
-        .into_iter()
-        .any(|want| same(&answer, &want, c.unit.as_deref())))
+    Ok(first.into_iter().chain(c.accept.iter().cloned()).collect())
 }
 
-/// Answers compare without case, surrounding space or quotes; yes/no read
-/// as booleans; sizes as bytes with `unit = "bytes"`; paths without a
-/// trailing slash.
-fn same(answer: &str, expected: &str, unit: Option<&str>) -> bool {
-    if unit == Some("bytes") {
-        return match (bytes(answer), bytes(expected)) {
-            (Some(a), Some(b)) => a == b,
-            _ => false,
-        };
+/// The canonical key of a value answer (for finding equal answers across
+/// learners), or of an artifact's required strings; None when it has none.
+pub fn variant_key(c: &Check, facts: &Facts) -> Option<String> {
+    if c.is_artifact() {
+        let filled: Result<Vec<String>, String> =
+            c.contains.iter().map(|s| facts.fill(s)).collect();
+        return filled.ok().map(|v| v.join("\u{1f}"));
     }
-    let norm = |s: &str| {
-        let s = s
-            .trim()
-            .trim_matches(['"', '\''])
-            .trim_end_matches('/')
-            .to_lowercase();
-        match s.as_str() {
-            "yes" | "y" | "true" => "true".to_string(),
-            "no" | "n" | "false" => "false".to_string(),
-            _ => s.split_whitespace().collect::<Vec<_>>().join(" "),
-        }
-    };
-    norm(answer) == norm(expected)
+    let first = expected(c, facts).ok()?.into_iter().next()?;
+    forms::canonical(c.form, &first)
 }
 
-/// "10485760", "10 MiB", "10M", "10240 KiB", "1.5 GiB" as bytes.
-fn bytes(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let n: f64 = num.parse().ok()?;
-    let mult: f64 = match unit.trim().to_lowercase().as_str() {
-        "" | "b" | "bytes" => 1.0,
-        "k" | "kb" | "kib" => 1024.0,
-        "m" | "mb" | "mib" => 1024.0 * 1024.0,
-        "g" | "gb" | "gib" => 1024.0 * 1024.0 * 1024.0,
-        _ => return None,
-    };
-    Some((n * mult).round() as u64)
-}
-
-/// Total and maximum score.
+/// Total and maximum score of the graded checks.
 pub fn totals(results: &[CheckResult]) -> (f64, f64) {
     results
         .iter()
+        .filter(|r| r.graded)
         .fold((0.0, 0.0), |(s, m), r| (s + r.score, m + r.max_score))
+}
+
+/// Whether every graded check passed.
+pub fn all_graded_passed(results: &[CheckResult]) -> bool {
+    results
+        .iter()
+        .filter(|r| r.graded)
+        .all(|r| r.status == Status::Passed)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::course::Token;
+    use std::collections::BTreeMap;
 
     fn check(kind: Kind) -> Check {
         Check {
@@ -212,9 +205,10 @@ mod tests {
             expected: None,
             fact: None,
             accept: vec![],
-            unit: None,
+            form: forms::Form::Text,
             contains: vec![],
             points: 2.0,
+            placeholder: None,
             hint: "h".into(),
             fail: "wrong".into(),
         }
@@ -224,43 +218,94 @@ mod tests {
         Answers::parse("t", text).unwrap()
     }
 
-    #[test]
-    fn comparisons_normalise() {
-        assert!(same(" WS ", "ws", None));
-        assert!(same("yes", "true", None));
-        assert!(same("/var/tmp/x/", "/var/tmp/x", None));
-        assert!(!same("W", "WS", None));
-        assert!(same("10 MiB", "10485760", Some("bytes")));
-        assert!(same("10240KiB", "10485760", Some("bytes")));
-        assert!(!same("10 MB", "1048576", Some("bytes")));
-        assert!(!same("ten", "10", Some("bytes")));
+    fn facts(expect: serde_json::Value) -> Facts {
+        Facts::from_truth(
+            &Token::parse("s1").unwrap(),
+            &serde_json::json!({ "expect": expect }),
+        )
+    }
+
+    fn none() -> Evidence {
+        Evidence::Files(BTreeMap::new())
     }
 
     #[test]
     fn fact_checks_pass_fail_and_say_what_is_missing() {
-        let facts =
-            serde_json::json!({"session": {"pid": 42}, "expect": {"pattern": "repeated-range"}});
+        let f = facts(serde_json::json!({"n": 42, "pattern": "repeated-range"}));
         let mut c = check(Kind::Fact);
-        c.fact = Some("session.pid".into());
-        let r = evaluate(&[c.clone()], &answers("[a]\nb = 42"), &facts, None);
+        c.fact = Some("expect.n".into());
+        let r = evaluate(&[c.clone()], &answers("[a]\nb = 42"), &f, &none(), None);
         assert_eq!((r[0].status, r[0].score), (Status::Passed, 2.0));
-        let r = evaluate(&[c.clone()], &answers("[a]\nb = 43"), &facts, None);
-        assert_eq!((r[0].status, r[0].score), (Status::Failed, 0.0));
-        assert_eq!(r[0].message, "wrong");
-        let r = evaluate(&[c.clone()], &answers(""), &facts, None);
+        let r = evaluate(&[c.clone()], &answers("[a]\nb = 43"), &f, &none(), None);
+        assert_eq!(
+            (r[0].status, r[0].score, r[0].message.as_str()),
+            (Status::Failed, 0.0, "wrong")
+        );
+        let r = evaluate(&[c.clone()], &answers(""), &f, &none(), None);
         assert!(
             r[0].message.contains("no answer for a.b"),
             "{}",
             r[0].message
         );
         c.fact = Some("expect.missing".into());
-        let r = evaluate(&[c.clone()], &answers("[a]\nb = 1"), &facts, None);
+        let r = evaluate(&[c.clone()], &answers("[a]\nb = 1"), &f, &none(), None);
         assert_eq!(r[0].status, Status::Error);
-        // Synonyms.
         c.fact = Some("expect.pattern".into());
         c.accept = vec!["same range".into()];
-        let r = evaluate(&[c], &answers("[a]\nb = 'Same  Range'"), &facts, None);
+        let r = evaluate(&[c], &answers("[a]\nb = 'Same  Range'"), &f, &none(), None);
         assert_eq!(r[0].status, Status::Passed);
+    }
+
+    #[test]
+    fn live_checks_count_in_the_lab_and_are_not_graded_elsewhere() {
+        let mut c = check(Kind::Fact);
+        c.fact = Some("live.pid".into());
+        c.points = 0.0;
+        let f = facts(serde_json::json!({}));
+        let a = answers("[a]\nb = 77");
+        let r = evaluate(&[c.clone()], &a, &f, &none(), None);
+        assert_eq!(
+            (r[0].status, r[0].graded, r[0].max_score),
+            (Status::NotGraded, false, 0.0)
+        );
+        assert_eq!(totals(&r), (0.0, 0.0));
+        let r = evaluate(&[c.clone()], &a, &f.with_live(77), &none(), None);
+        assert_eq!((r[0].status, r[0].graded), (Status::Passed, false));
+        let r = evaluate(&[c], &a, &f.with_live(78), &none(), None);
+        assert_eq!(r[0].status, Status::Failed);
+        assert!(all_graded_passed(&r), "a live check is not graded");
+    }
+
+    #[test]
+    fn artifacts_must_hold_the_seed_s_evidence() {
+        let f = facts(serde_json::json!({"function": "flush_ledger"}));
+        let mut c = check(Kind::ArtifactContains);
+        c.contains = vec![";{expect.function};".into()];
+        let files = Evidence::Files(BTreeMap::from([
+            (
+                "p.folded".to_string(),
+                b"io-app;main;flush_ledger;write 3\n".to_vec(),
+            ),
+            (
+                "q.folded".to_string(),
+                b"io-app;main;persist_journal;write 3\n".to_vec(),
+            ),
+        ]));
+        let run = |a: &str| evaluate(&[c.clone()], &answers(a), &f, &files, None)[0].clone();
+        assert_eq!(run("[a]\nb = 'p.folded'").status, Status::Passed);
+        assert_eq!(run("[a]\nb = 'q.folded'").status, Status::Failed);
+        let gone = run("[a]\nb = 'r.folded'");
+        assert_eq!(gone.status, Status::Failed);
+        assert!(
+            gone.message.contains("not in the submission"),
+            "{}",
+            gone.message
+        );
+        assert_eq!(
+            variant_key(&c, &f).as_deref(),
+            Some(";flush_ledger;"),
+            "the key of an artifact is what it must contain"
+        );
     }
 
     #[test]
@@ -274,37 +319,11 @@ mod tests {
         let r = evaluate(
             &[c, other],
             &answers("[a]\nb = '3'"),
-            &serde_json::json!({}),
+            &facts(serde_json::json!({})),
+            &none(),
             Some("s"),
         );
         assert_eq!(r.len(), 1);
         assert_eq!(r[0].status, Status::Passed);
-    }
-
-    #[test]
-    fn artifacts_must_contain_the_filled_strings() {
-        let dir = std::env::temp_dir().join(format!("kdiag-grade-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("trace.json");
-        std::fs::write(&file, "{\"pid\": 42, \"rwbs\": \"WS\"}").unwrap();
-        let facts = serde_json::json!({"session": {"pid": 42}});
-        let mut c = check(Kind::ArtifactContains);
-        c.contains = vec!["\"pid\": {session.pid}".into()];
-        let a = answers(&format!("[a]\nb = '{}'", file.display()));
-        assert_eq!(
-            evaluate(&[c.clone()], &a, &facts, None)[0].status,
-            Status::Passed
-        );
-        let other = serde_json::json!({"session": {"pid": 7}});
-        assert_eq!(
-            evaluate(&[c.clone()], &a, &other, None)[0].status,
-            Status::Failed
-        );
-        let gone = answers("[a]\nb = '/nonexistent/trace.json'");
-        assert_eq!(
-            evaluate(&[c], &gone, &facts, None)[0].status,
-            Status::Failed
-        );
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

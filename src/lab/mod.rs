@@ -1,65 +1,32 @@
 //! Guided labs: their definitions (labs/<id>/lab.toml and the steps'
 //! markdown, embedded in the binary; `--labs DIR` reads a directory laid out
-//! the same way instead), and a learner's session and answers on disk. The
-//! runner in commands/lab.rs drives the steps; grade/ checks the answers.
+//! the same way instead), the learner's state (`state.rs`: answers and
+//! progress per user), the engine that drives a run (`engine.rs`, UI-free:
+//! the line-based front end is commands/lab.rs, and a TUI can share it),
+//! self-contained submissions (`submission.rs`, `tar.rs`) and reference
+//! solutions (`solution.rs`). grade/ checks the answers.
 
-pub mod answers;
-pub mod session;
+pub mod engine;
+pub mod solution;
+pub mod state;
+pub mod submission;
+pub mod tar;
+pub mod workload;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::Context;
 use serde::Deserialize;
 
+use crate::course::Token;
 use crate::error;
+use crate::grade::{CheckFile, Facts};
+use crate::model::lab::{Input, Panel};
 
-/// The embedded labs and checks: (path under the repository, contents).
-const EMBEDDED: &[(&str, &str)] = &[
-    (
-        "labs/0-demo/lab.toml",
-        include_str!("../../labs/0-demo/lab.toml"),
-    ),
-    (
-        "labs/0-demo/steps/1-who.md",
-        include_str!("../../labs/0-demo/steps/1-who.md"),
-    ),
-    (
-        "labs/0-demo/steps/1-who.done.md",
-        include_str!("../../labs/0-demo/steps/1-who.done.md"),
-    ),
-    (
-        "labs/0-demo/steps/2-what.md",
-        include_str!("../../labs/0-demo/steps/2-what.md"),
-    ),
-    (
-        "labs/0-demo/steps/2-what.done.md",
-        include_str!("../../labs/0-demo/steps/2-what.done.md"),
-    ),
-    (
-        "labs/0-demo/steps/3-why.md",
-        include_str!("../../labs/0-demo/steps/3-why.md"),
-    ),
-    (
-        "labs/0-demo/steps/3-why.done.md",
-        include_str!("../../labs/0-demo/steps/3-why.done.md"),
-    ),
-    (
-        "labs/0-demo/steps/4-trend.md",
-        include_str!("../../labs/0-demo/steps/4-trend.md"),
-    ),
-    (
-        "labs/0-demo/steps/4-trend.done.md",
-        include_str!("../../labs/0-demo/steps/4-trend.done.md"),
-    ),
-    (
-        "checks/0-demo.toml",
-        include_str!("../../checks/0-demo.toml"),
-    ),
-    (
-        "checks/solutions/0-demo.toml",
-        include_str!("../../checks/solutions/0-demo.toml"),
-    ),
-];
+/// The embedded labs and checks: (path under the repository, contents),
+/// every file of labs/ and checks/ (listed by build.rs).
+const EMBEDDED: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/embedded_labs.rs"));
 
 /// The lab file format this binary reads.
 pub const FORMAT_VERSION: u32 = 1;
@@ -76,8 +43,10 @@ impl Source {
     pub fn read(&self, path: &str) -> anyhow::Result<String> {
         match &self.dir {
             Some(dir) => {
+                // As the user, like every file they name (--labs DIR).
                 let file = dir.join(path);
-                std::fs::read_to_string(&file)
+                let limits = crate::sys::process::user_files::Limits::input();
+                crate::sys::process::user_files::read_to_string(&file, &limits)
                     .with_context(|| format!("cannot read {}", file.display()))
             }
             None => EMBEDDED
@@ -93,11 +62,11 @@ impl Source {
         let mut ids: Vec<String> = match &self.dir {
             Some(dir) => {
                 let labs = dir.join("labs");
-                std::fs::read_dir(&labs)
+                crate::sys::process::user_files::read_dir(&labs)
                     .with_context(|| format!("cannot list {}", labs.display()))?
-                    .filter_map(|e| e.ok())
-                    .filter(|e| e.path().join("lab.toml").is_file())
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .into_iter()
+                    .filter(|p| p.join("lab.toml").is_file())
+                    .filter_map(|p| Some(p.file_name()?.to_string_lossy().into_owned()))
                     .collect()
             }
             None => EMBEDDED
@@ -120,7 +89,7 @@ impl Source {
             )));
         }
         let path = format!("labs/{id}/lab.toml");
-        let file: LabFile = parse_toml(&path, &self.read(&path)?)?;
+        let file: LabFile = error::parse_toml(&path, &self.read(&path)?)?;
         if file.format_version > FORMAT_VERSION {
             anyhow::bail!(
                 "{path} has format_version {}; this kdiag reads up to {FORMAT_VERSION}: update kdiag",
@@ -134,6 +103,8 @@ impl Source {
                 explain: self.read(&format!("labs/{id}/{}", s.explain))?,
                 id: s.id,
                 title: s.title,
+                panels: s.panels,
+                inputs: s.inputs,
             });
         }
         Ok(Lab {
@@ -148,20 +119,49 @@ impl Source {
     }
 }
 
-/// Parse TOML, with errors that point at the line and column.
-pub fn parse_toml<T: serde::de::DeserializeOwned>(path: &str, text: &str) -> anyhow::Result<T> {
-    toml::from_str(text).map_err(|e| {
-        let at = e
-            .span()
-            .map(|s| {
-                let before = &text[..s.start.min(text.len())];
-                let line = before.matches('\n').count() + 1;
-                let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
-                format!(":{line}:{col}")
-            })
-            .unwrap_or_default();
-        anyhow::anyhow!("{path}{at}: {}", e.message())
-    })
+/// Lab `id` and its checks.
+pub fn load(source: &Source, id: &str) -> anyhow::Result<(Lab, CheckFile)> {
+    let lab = source.lab(id)?;
+    let steps: Vec<String> = lab.steps.iter().map(|s| s.id.clone()).collect();
+    let path = format!("checks/{}.toml", lab.id);
+    let checks = crate::grade::checks::parse(&path, &source.read(&path)?, &lab.id, &steps)?;
+    check_inputs(&lab, &checks)?;
+    Ok((lab, checks))
+}
+
+/// Every input a step declares is for one of its checks, and a choice has
+/// choices: a mistake in lab.toml is found by its author.
+fn check_inputs(lab: &Lab, checks: &CheckFile) -> anyhow::Result<()> {
+    for step in &lab.steps {
+        for (key, input) in &step.inputs {
+            let path = format!("labs/{}/lab.toml", lab.id);
+            if !checks
+                .checks
+                .iter()
+                .any(|c| &c.id == key && c.step == step.id)
+            {
+                anyhow::bail!(
+                    "{path}: step {}: inputs names {key:?}, which is not a check of that step",
+                    step.id
+                );
+            }
+            if let Input::Choice { choices } = input
+                && choices.is_empty()
+            {
+                anyhow::bail!(
+                    "{path}: step {}: the choice {key:?} has no choices",
+                    step.id
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The truth of `lab` for `seed`, recomputed from the seed alone.
+pub fn facts(lab: &Lab, seed: &Token) -> anyhow::Result<Facts> {
+    let truth = crate::workloads::truth(&lab.workload, seed.as_str(), &lab.workload_args)?;
+    Ok(Facts::from_truth(seed, &truth))
 }
 
 #[derive(Debug, Deserialize)]
@@ -185,6 +185,10 @@ struct StepFile {
     title: String,
     text: String,
     explain: String,
+    #[serde(default)]
+    panels: Vec<Panel>,
+    #[serde(default)]
+    inputs: BTreeMap<String, Input>,
 }
 
 /// A lab, ready to run.
@@ -207,4 +211,22 @@ pub struct Step {
     pub title: String,
     pub text: String,
     pub explain: String,
+    /// The live instrument panels the lab app shows under the text, the
+    /// first one first (`v` switches).
+    pub panels: Vec<Panel>,
+    /// How the app asks for each answer, by answer key; others are text.
+    pub inputs: BTreeMap<String, Input>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_built_in_labs_and_checks_are_valid() {
+        let source = Source::default();
+        for id in source.ids().unwrap() {
+            load(&source, &id).unwrap();
+        }
+    }
 }

@@ -1,25 +1,40 @@
-//! What `kdiag diagnose` watched (an `Observation` of one process over a
-//! window) and what it concluded (a `Diagnosis`).
+//! What `kdiag diagnose` watched (an `Observation` of a process, or of a
+//! process tree, over a window) and what it concluded (a `Diagnosis`).
+//! Serialised as JSON version `SCHEMA_VERSION` (docs/diagnose.md).
 
 use serde::Serialize;
 
-/// The dominant problem. The names match the `expect.class` the bundled
-/// workloads print with `--describe`.
+use crate::model::process::SmapsRollup;
+
+/// Version of the JSON document `kdiag diagnose --json` prints. Raised on
+/// any change that removes or renames a field or changes its meaning.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The verdict. `cpu`, `io`, `lock` and `memory-trend` match the
+/// `expect.class` the bundled workloads print with `--describe`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Class {
-    /// On CPU most of the time.
+    /// On a CPU most of its working time.
     Cpu,
-    /// Runnable but waiting for a CPU.
+    /// Runnable, but waiting for a CPU a large share of that time.
     Sched,
-    /// Waiting for storage (D state, bytes moving).
+    /// Waiting for storage (block I/O, page faults on files, fsync).
     Io,
-    /// Threads asleep in futex waits.
+    /// Waiting for a lock another thread holds.
     Lock,
-    /// Resident memory growing steadily.
+    /// Waiting for pages to come back from swap.
+    Paging,
+    /// Off CPU in a kernel wait diagnose cannot name a cause for.
+    Blocked,
+    /// Stopped by a signal or a tracer.
+    Stopped,
+    /// Anonymous memory growing steadily.
     MemoryTrend,
-    /// Mostly asleep, doing little.
+    /// Mostly sleeping by design (timers, waiting for input or events).
     Idle,
+    /// Exited, but its parent has not collected its exit status.
+    Zombie,
 }
 
 impl Class {
@@ -29,73 +44,344 @@ impl Class {
             Class::Sched => "sched",
             Class::Io => "io",
             Class::Lock => "lock",
+            Class::Paging => "paging",
+            Class::Blocked => "blocked",
+            Class::Stopped => "stopped",
             Class::MemoryTrend => "memory-trend",
             Class::Idle => "idle",
+            Class::Zombie => "zombie",
         }
     }
 }
 
-/// One process over a window: counter deltas, state samples and an RSS series.
+/// Where a thread's time goes (Brendan Gregg's thread-state analysis).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ThreadState {
+    /// Running on a CPU (user or kernel).
+    OnCpu,
+    /// Runnable, waiting in a run queue for a CPU.
+    RunQueue,
+    /// Blocked on storage: block I/O, faults on file pages, fsync, async I/O.
+    Storage,
+    /// Blocked on a lock: a contended mutex (futex), a file or kernel lock.
+    Lock,
+    /// Blocked on a fault that reads from swap.
+    Paging,
+    /// Stopped (SIGSTOP, SIGTSTP, a tracer).
+    Stopped,
+    /// Sleeping by design: timers, waiting for input, events, children,
+    /// signals or a condition.
+    Sleeping,
+    /// Off CPU elsewhere.
+    Other,
+}
+
+impl ThreadState {
+    pub fn describe(self) -> &'static str {
+        match self {
+            ThreadState::OnCpu => "on CPU",
+            ThreadState::RunQueue => "waiting for a CPU",
+            ThreadState::Storage => "waiting for storage",
+            ThreadState::Lock => "waiting for a lock",
+            ThreadState::Paging => "waiting for swap-in",
+            ThreadState::Stopped => "stopped",
+            ThreadState::Sleeping => "sleeping by design",
+            ThreadState::Other => "blocked elsewhere",
+        }
+    }
+}
+
+/// How the target was chosen, and so what the observation covers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scope {
+    /// One process (`-p PID`).
+    #[default]
+    Process,
+    /// A process and every descendant (`-p PID --tree`).
+    Tree,
+    /// A command kdiag started and everything it started (`-- CMD`).
+    Command,
+}
+
+/// One process (or a process tree) over a window.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Observation {
     pub pid: i32,
     pub comm: String,
+    pub scope: Scope,
     pub window_s: f64,
-    /// Most threads seen at once.
-    pub threads: usize,
-    /// CPU time used in the window (user and system).
+    pub members: Vec<Member>,
+    /// Sums over the members.
+    pub totals: Totals,
+    /// Thread samples by where the thread was (state, wait point).
+    pub samples: Vec<ThreadSamples>,
+    pub sampling: Sampling,
+    /// Working threads over time, one bucket every `bucket_s`.
+    pub busy: Vec<f64>,
+    pub bucket_s: f64,
+    /// Futex addresses threads waited on as on a contended mutex.
+    pub locks: Vec<LockWaits>,
+    pub memory: Memory,
+    /// Set when the target itself is a zombie.
+    pub zombie: Option<Zombie>,
+    /// Set when a member was seen stopped.
+    pub stopped: Option<Stopped>,
+    /// Set when the target is a kernel thread.
+    pub kernel_thread: Option<KernelThread>,
+    /// Set when the target (every member of the tree) ended in the window.
+    pub ended: Option<Ended>,
+    /// kernel.task_delayacct was on (storage delay is then measured, not
+    /// estimated from samples).
+    pub delay_accounting: bool,
+    /// The threads' syscall files could be read (they need ptrace access);
+    /// without them wait points come from kernel function names only.
+    pub syscalls_readable: bool,
+    /// What watching cost kdiag itself.
+    pub cost: Cost,
+}
+
+/// One process of the tree.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Member {
+    pub pid: i32,
+    pub ppid: i32,
+    pub comm: String,
+    /// Started during the window (its counters count from zero).
+    pub started: bool,
+    /// Ended (exited, or a zombie) during the window.
+    pub ended: bool,
     pub user_s: f64,
     pub system_s: f64,
-    /// Time its threads waited runnable for a CPU (schedstat run_delay);
-    /// None when the kernel keeps no schedstats.
+    /// Run-queue delay of its threads; None without schedstats.
     pub run_delay_s: Option<f64>,
+    /// Most threads seen at once.
+    pub threads: usize,
+    pub read_bytes: Option<u64>,
+    pub write_bytes: Option<u64>,
+    pub minor_faults: u64,
+    pub major_faults: u64,
+}
+
+/// Counter deltas summed over the tree.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Totals {
+    pub user_s: f64,
+    pub system_s: f64,
+    /// CPU time of children the members reaped that diagnose never saw
+    /// (shorter-lived than its 100 ms scan).
+    pub unseen_children_cpu_s: f64,
+    /// Time threads waited runnable for a CPU (schedstat run_delay); None
+    /// when the kernel keeps no schedstats.
+    pub run_delay_s: Option<f64>,
+    /// Time threads waited for block I/O (delay accounting); None when off.
+    pub blkio_delay_s: Option<f64>,
+    /// Seconds of thread lifetime in the window, summed over threads: the
+    /// budget the thread states share.
+    pub thread_s: f64,
+    /// Most threads (of all members) seen at once.
+    pub threads: usize,
+    pub processes: usize,
     /// Storage bytes (/proc/PID/io); None when not readable.
     pub read_bytes: Option<u64>,
     pub write_bytes: Option<u64>,
-    pub voluntary_switches: u64,
-    pub involuntary_switches: u64,
-    /// Every thread sampled every 10 ms: how often each (state, wait
-    /// channel) pair was seen.
-    pub samples: Vec<ThreadSamples>,
-    /// (seconds since the start, RSS in KiB).
-    pub rss_kib: Vec<(f64, u64)>,
+    pub minor_faults: u64,
+    pub major_faults: u64,
 }
 
 /// How often threads were seen in one state, waiting in one place.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct ThreadSamples {
-    /// R, S, D, ...
+    /// R, S, D, T, t, ...
     pub state: char,
     /// The kernel function a sleeping thread waits in (/proc/TID/wchan);
     /// empty for a running one.
     pub wchan: String,
+    /// The system call it is blocked in ("futex", "read", ...), "fault"
+    /// when blocked outside one (a page fault), "#N" for an unnamed call;
+    /// empty when running or unreadable.
+    pub syscall: String,
+    /// What it waits on: the kind of file behind the descriptor ("pipe",
+    /// "socket", "file", ...), "mutex" for a futex in the contended-mutex
+    /// convention, "futex" for another futex wait; empty when unknown.
+    pub on: String,
     pub count: u64,
 }
 
+/// How the sampling went.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Sampling {
+    pub interval_ms: u64,
+    /// At most this many threads are sampled per tick, in rotation.
+    pub threads_per_tick: usize,
+    pub ticks: u64,
+    pub samples: u64,
+}
+
+/// Threads waiting on one futex address in the contended-mutex convention.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct LockWaits {
+    pub pid: i32,
+    pub address: String,
+    pub samples: u64,
+    /// Distinct threads seen waiting on it.
+    pub waiters: usize,
+    /// Most threads seen waiting on it in one tick.
+    pub most_at_once: usize,
+    /// Share of the moments with waiters when another thread of the same
+    /// process was running: high when the holder works under the lock.
+    pub running_share: f64,
+}
+
+/// Memory of the tree: a series of its RSS by kind, and the mappings'
+/// summary at both ends.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Memory {
+    pub series: Vec<MemoryPoint>,
+    pub start: Option<SmapsRollup>,
+    pub end: Option<SmapsRollup>,
+}
+
+/// RSS by kind at one moment (KiB, summed over the tree).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct MemoryPoint {
+    /// Seconds since the start of the window.
+    pub t: f64,
+    pub anon_kib: u64,
+    pub file_kib: u64,
+    pub shmem_kib: u64,
+    pub swap_kib: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Zombie {
+    pub parent_pid: i32,
+    pub parent_comm: String,
+}
+
+/// Stopped members: by a tracer (ptrace) or by a signal.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Stopped {
+    pub pid: i32,
+    /// The tracer, when one is attached (TracerPid).
+    pub tracer_pid: Option<i32>,
+    pub tracer_comm: Option<String>,
+}
+
+/// What a kernel thread is, and who drives it when that can be known.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct KernelThread {
+    /// "writeback", "journal", "reclaim", "softirq", "workqueue", ...
+    pub kind: String,
+    pub what: String,
+    /// Processes whose activity gives it work, busiest first.
+    pub drivers: Vec<Driver>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Driver {
+    pub pid: i32,
+    pub comm: String,
+    /// Bytes written to storage in the window (writeback, journal), or
+    /// anonymous memory gained (reclaim).
+    pub bytes: u64,
+}
+
+/// The target ended during the window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Ended {
+    pub after_s: f64,
+    /// How, when known ("exited with code 3").
+    pub how: Option<String>,
+}
+
+/// diagnose's own cost over the window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Cost {
+    pub cpu_s: f64,
+    /// Peak resident memory of kdiag.
+    pub max_rss_kib: u64,
+}
+
 impl Observation {
-    /// Add one sample.
-    pub fn sample(&mut self, state: char, wchan: &str) {
+    /// Add `n` samples of one wait point.
+    pub fn sample(&mut self, state: char, wchan: &str, syscall: &str, on: &str, n: u64) {
         match self
             .samples
             .iter_mut()
-            .find(|s| s.state == state && s.wchan == wchan)
+            .find(|s| s.state == state && s.wchan == wchan && s.syscall == syscall && s.on == on)
         {
-            Some(s) => s.count += 1,
+            Some(s) => s.count += n,
             None => self.samples.push(ThreadSamples {
                 state,
                 wchan: wchan.to_string(),
-                count: 1,
+                syscall: syscall.to_string(),
+                on: on.to_string(),
+                count: n,
             }),
         }
     }
+
+    pub fn cpu_s(&self) -> f64 {
+        self.totals.user_s + self.totals.system_s + self.totals.unseen_children_cpu_s
+    }
+}
+
+/// A confidence in the verdict: how clearly one state dominates, and how
+/// much was seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Confidence {
+    High,
+    Medium,
+    Low,
+}
+
+/// Seconds and share of the thread time in one state.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StateShare {
+    pub state: ThreadState,
+    pub seconds: f64,
+    /// Of all thread time in the window.
+    pub share: f64,
+    /// Of the working time (thread time not sleeping by design).
+    pub working_share: f64,
+}
+
+/// Bursts of work separated by pauses.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Periodic {
+    /// Share of the window spent in bursts.
+    pub busy_share: f64,
+    pub burst_s: f64,
+    /// Start to start.
+    pub period_s: Option<f64>,
+}
+
+/// A member's share of the tree's CPU.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MemberShare {
+    pub pid: i32,
+    pub comm: String,
+    pub cpu_share: f64,
 }
 
 /// A verdict with the numbers behind it and what to run next.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Diagnosis {
     pub verdict: Class,
+    pub confidence: Confidence,
     /// One sentence.
     pub summary: String,
+    /// The thread-state breakdown, largest first.
+    pub states: Vec<StateShare>,
+    /// Threads working (not sleeping by design) on average; in bursts
+    /// when the work comes in bursts.
+    pub working_threads: f64,
+    pub periodic: Option<Periodic>,
+    /// The members with most of the tree's CPU (with more than one member).
+    pub busiest: Vec<MemberShare>,
     pub evidence: Vec<String>,
     /// The instrument to run for the "why", as a command line.
     pub next: Vec<String>,

@@ -171,6 +171,9 @@ pub enum PathState {
     NotRegular,
     /// A regular file without any execute bit (EACCES).
     NotExecutable,
+    /// Its directory or itself cannot be searched or read by the user
+    /// (EACCES).
+    Denied,
     /// A regular executable file; `head` holds its first 64 bytes.
     File { head: Vec<u8> },
 }

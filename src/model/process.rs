@@ -55,6 +55,39 @@ pub struct Io {
     pub write_bytes: u64,
 }
 
+/// /proc/PID/smaps_rollup: the process's memory summed over its mappings,
+/// in KiB. PSS divides each shared page among the processes mapping it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct SmapsRollup {
+    pub rss_kib: u64,
+    pub pss_kib: u64,
+    pub pss_anon_kib: u64,
+    pub pss_file_kib: u64,
+    pub pss_shmem_kib: u64,
+    /// Pages also mapped by other processes, and those only this one maps.
+    pub shared_kib: u64,
+    pub private_kib: u64,
+    pub anonymous_kib: u64,
+    pub swap_kib: u64,
+}
+
+impl SmapsRollup {
+    /// The sum of two processes' figures.
+    pub fn plus(&self, o: &SmapsRollup) -> SmapsRollup {
+        SmapsRollup {
+            rss_kib: self.rss_kib + o.rss_kib,
+            pss_kib: self.pss_kib + o.pss_kib,
+            pss_anon_kib: self.pss_anon_kib + o.pss_anon_kib,
+            pss_file_kib: self.pss_file_kib + o.pss_file_kib,
+            pss_shmem_kib: self.pss_shmem_kib + o.pss_shmem_kib,
+            shared_kib: self.shared_kib + o.shared_kib,
+            private_kib: self.private_kib + o.private_kib,
+            anonymous_kib: self.anonymous_kib + o.anonymous_kib,
+            swap_kib: self.swap_kib + o.swap_kib,
+        }
+    }
+}
+
 /// What top's detail panel shows for the selected process, read on demand.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Details {

@@ -12,6 +12,9 @@ pub struct Frame {
     pub name: String,
     /// A kernel frame (shown with `_[k]` in folded output).
     pub kernel: bool,
+    /// The binary it is in: an index into `Profile::modules`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub module: Option<u32>,
 }
 
 impl Frame {
@@ -19,6 +22,7 @@ impl Frame {
         Frame {
             name: name.into(),
             kernel: false,
+            module: None,
         }
     }
 
@@ -26,6 +30,7 @@ impl Frame {
         Frame {
             name: name.into(),
             kernel: true,
+            module: None,
         }
     }
 }
@@ -106,6 +111,33 @@ pub struct Stack {
     pub state: Option<OffState>,
 }
 
+/// What the DWARF unwind stage did (`--call-graph dwarf|auto`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct UnwindStats {
+    /// Samples whose user stack came from DWARF unwinding.
+    pub dwarf_samples: u64,
+    /// Samples that kept the kernel's frame-pointer chain (auto mode).
+    pub fp_samples: u64,
+    /// User frames found by DWARF unwinding, in all.
+    pub dwarf_frames: u64,
+    /// DWARF unwinds that stopped because the next frame lay beyond the
+    /// copied stack (raise --stack-size).
+    pub stack_exhausted: u64,
+    /// Samples with a user context but no stack copy (the kernel could not
+    /// read the user stack).
+    pub no_stack: u64,
+    /// Time spent unwinding, seconds (during recording).
+    pub secs: f64,
+}
+
+/// A binary that frames came from (for pprof mappings).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Module {
+    pub path: String,
+    /// The GNU build id, lowercase hex, when the file has one.
+    pub build_id: Option<String>,
+}
+
 /// kdiag's own cost while it recorded: the probe effect.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ProbeCost {
@@ -126,6 +158,8 @@ pub struct Profile {
     pub target: String,
     /// When recording started (UTC, RFC 3339).
     pub started: String,
+    /// The same, in ns since the Unix epoch.
+    pub started_unix_ns: u64,
     /// The event sampled: `cpu-clock` or `cycles`.
     pub event: String,
     /// Why this event and not a better one (e.g. no hardware PMU for cycles).
@@ -133,7 +167,15 @@ pub struct Profile {
     pub freq_hz: u64,
     /// What stack weights count: samples (CPU) or blocked nanoseconds (off-CPU).
     pub unit: WeightUnit,
+    /// How user stacks were walked: `fp`, `dwarf` or `auto`.
+    pub call_graph: String,
+    /// The user stack copied into each sample (dwarf and auto), bytes.
+    pub stack_size: Option<u32>,
+    /// What DWARF unwinding did, when it ran.
+    pub unwind: Option<UnwindStats>,
     pub stacks: Vec<Stack>,
+    /// The binaries frames came from (`Frame::module` indexes this).
+    pub modules: Vec<Module>,
     /// Every sample kept (idle excluded unless asked for).
     pub samples: u64,
     /// Samples of the idle task left out (system-wide without --include-idle).

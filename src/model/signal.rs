@@ -44,6 +44,15 @@ pub fn signal_name(sig: i32) -> String {
     }
 }
 
+/// 9 for "SIGKILL"; None for names outside the standard 31.
+pub fn signal_number(name: &str) -> Option<i32> {
+    SIGNALS
+        .iter()
+        .position(|n| *n == name)
+        .filter(|&i| i > 0)
+        .map(|i| i as i32)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -54,5 +63,8 @@ mod tests {
         assert_eq!(signal_name(11), "SIGSEGV");
         assert_eq!(signal_name(libc::SIGRTMIN() + 2), "SIGRTMIN+2");
         assert_eq!(signal_name(0), "signal 0");
+        assert_eq!(signal_number("SIGKILL"), Some(9));
+        assert_eq!(signal_number("0"), None);
+        assert_eq!(signal_number("SIGNOPE"), None);
     }
 }

@@ -1,5 +1,5 @@
-//! Turning model and analysis results into text tables, JSON, folded stacks
-//! and SVG flame graphs.
+//! Turning model and analysis results into text tables, JSON, folded stacks,
+//! SVG flame graphs, pprof and speedscope files.
 
 pub mod diagnose;
 pub mod doctor;
@@ -8,8 +8,10 @@ pub mod exec;
 pub mod flamegraph;
 pub mod iosnoop;
 pub mod offcpu;
+pub mod pprof;
 pub mod profile;
 pub mod ps;
+pub mod speedscope;
 pub mod table;
 pub mod time;
 

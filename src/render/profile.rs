@@ -101,8 +101,9 @@ pub fn text(out: &mut impl Write, p: &Profile, s: &Summary) -> anyhow::Result<()
         writeln!(
             out,
             "Note: {:.0}% of {}'s user stacks are only 1-2 frames deep: the binary was likely \
-             built without frame pointers, so callers are missing. Rebuild it with \
-             `-C force-frame-pointers=yes` (Rust) or `-fno-omit-frame-pointer` (C/C++).",
+             built without frame pointers, so callers are missing. Profile with \
+             `--call-graph auto` (or dwarf), or rebuild it with `-C force-frame-pointers=yes` \
+             (Rust) or `-fno-omit-frame-pointer` (C/C++).",
             t.percent, t.comm
         )?;
     }
@@ -133,14 +134,34 @@ pub fn footer(out: &mut impl Write, p: &Profile) -> anyhow::Result<()> {
     writeln!(out, "{samples}")?;
     writeln!(
         out,
-        "Tier: perf_event_open, {} at {} Hz with frame-pointer callchains{}",
+        "Tier: perf_event_open, {} at {} Hz with {}{}",
         p.event,
         p.freq_hz,
+        call_graph(p),
         p.event_note
             .as_deref()
             .map(|n| format!(" ({n})"))
             .unwrap_or_default()
     )?;
+    if let Some(u) = &p.unwind {
+        let mut line = format!(
+            "Unwinding: {} samples unwound from DWARF CFI ({:.1} user frames on average, {:.1} ms)",
+            u.dwarf_samples,
+            u.dwarf_frames as f64 / u.dwarf_samples.max(1) as f64,
+            u.secs * 1e3
+        );
+        if p.call_graph == "auto" {
+            line += &format!(", {} kept their frame-pointer chain", u.fp_samples);
+        }
+        if u.stack_exhausted > 0 {
+            line += &format!(
+                "; {} ran past the {}-byte stack copy (raise --stack-size)",
+                u.stack_exhausted,
+                p.stack_size.unwrap_or(0)
+            );
+        }
+        writeln!(out, "{line}")?;
+    }
     let c = &p.cost;
     let mut cost = format!(
         "Probe effect: kdiag used {:.1} ms of CPU while recording {:.2} s ({:.2}% of one CPU)",
@@ -161,6 +182,21 @@ pub fn footer(out: &mut impl Write, p: &Profile) -> anyhow::Result<()> {
         c.post_secs * 1e3
     )?;
     Ok(())
+}
+
+/// How user stacks were walked, for the tier line.
+fn call_graph(p: &Profile) -> String {
+    let Some(stack) = p.stack_size else {
+        return "frame-pointer callchains".into();
+    };
+    match p.call_graph.as_str() {
+        "dwarf" => format!("DWARF unwinding of {stack}-byte user stack copies"),
+        "auto" => format!(
+            "frame pointers where the code keeps them, DWARF unwinding of {stack}-byte stack \
+             copies elsewhere"
+        ),
+        _ => "frame-pointer callchains".into(),
+    }
 }
 
 fn pct(a: f64, b: f64) -> f64 {
@@ -202,6 +238,7 @@ mod tests {
                 profiled_cpu_secs: Some(0.4),
                 post_secs: 0.05,
             },
+            ..Default::default()
         };
         let s = summarize(&p, 5);
         let mut out = Vec::new();
@@ -216,6 +253,8 @@ mod tests {
             "Samples: 40 kept, 3 records lost, 1 throttles; 5 idle samples left out",
             "(no hardware PMU here, so no cycles event)",
             "kdiag used 2.0 ms of CPU while recording 2.00 s (0.10% of one CPU), 0.50% of the profiled CPU time (0.40 s)",
+            "with frame-pointer callchains",
+            "Profile with `--call-graph auto`",
         ] {
             assert!(out.contains(want), "missing {want:?} in\n{out}");
         }
@@ -224,5 +263,32 @@ mod tests {
         let v: serde_json::Value = serde_json::from_slice(&js).unwrap();
         assert_eq!(v["summary"]["top_self"][0]["name"], "hot");
         assert_eq!(v["profile"]["lost"], 3);
+    }
+
+    #[test]
+    fn report_says_how_stacks_were_unwound() {
+        let p = Profile {
+            call_graph: "auto".into(),
+            stack_size: Some(8192),
+            unwind: Some(crate::model::profile::UnwindStats {
+                dwarf_samples: 30,
+                fp_samples: 10,
+                dwarf_frames: 210,
+                stack_exhausted: 2,
+                no_stack: 0,
+                secs: 0.0015,
+            }),
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        footer(&mut out, &p).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        for want in [
+            "frame pointers where the code keeps them, DWARF unwinding of 8192-byte stack copies elsewhere",
+            "Unwinding: 30 samples unwound from DWARF CFI (7.0 user frames on average, 1.5 ms), \
+             10 kept their frame-pointer chain; 2 ran past the 8192-byte stack copy (raise --stack-size)",
+        ] {
+            assert!(out.contains(want), "missing {want:?} in\n{out}");
+        }
     }
 }

@@ -1,38 +1,61 @@
-//! The facts `elf-check` needs from this machine: the file's bytes and
-//! mode, page size, vm.mmap_min_addr, TASK_SIZE, and what the file system
-//! says about the interpreters the file names.
+//! The facts `elf-check` needs from this machine: the parts of the file the
+//! rules read and its mode, page size, vm.mmap_min_addr, TASK_SIZE, and
+//! what the file system says about the interpreters the file names.
+//!
+//! The file and the interpreters are opened as the user (`user_files`):
+//! under sudo, kdiag never inspects a file its caller could not read.
 
 use std::fs;
-use std::io::Read;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use anyhow::Context;
-
-use crate::analysis::elf_rules::{self, EM_386, EM_AARCH64, EM_ARM, EM_X86_64};
+use crate::analysis::elf_rules::{self, EM_386, EM_AARCH64, EM_ARM, EM_X86_64, Image};
 use crate::model::elf::{ElfEnv, PathFact, PathState};
+use crate::sys::process::user_files::{self, Limits, Peek, UserFileError};
 
-/// Read `path` (it must be a regular file) and collect the environment
-/// the rules need. This is what exec-trace calls before
+/// Read what the rules need of `path` (a regular file the user can read,
+/// of any size: only its headers and interpreter path are read) and
+/// collect the environment they need. exec-trace calls this too, before
 /// `analysis::elf_rules::check`.
-pub fn read_target(path: &Path) -> anyhow::Result<(Vec<u8>, ElfEnv)> {
-    let meta = fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
-    anyhow::ensure!(
-        meta.is_file(),
-        "{} is not a regular file (execve would fail with EACCES)",
-        path.display()
-    );
-    let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+pub fn read_target(path: &Path) -> Result<(Image, ElfEnv), UserFileError> {
+    let (file, size) = user_files::open(path, &Limits::parts_only())?;
+    let mode = file
+        .metadata()
+        .map_err(|e| UserFileError::Io {
+            path: path.to_path_buf(),
+            source: e,
+        })?
+        .mode();
     let mut env = host_env();
-    env.mode = Some(meta.permissions().mode());
-    env.paths = elf_rules::paths_to_check(&bytes, env.host_machine)
+    let mut failed = None;
+    let image = Image::read(size, env.host_machine, |off, n| {
+        user_files::read_at(&file, path, off, n).map_err(|e| {
+            let io = std::io::Error::other(e.to_string());
+            failed = Some(e);
+            io
+        })
+    });
+    let image = match (image, failed) {
+        (Ok(image), _) => image,
+        (Err(_), Some(e)) => return Err(e),
+        (Err(e), None) => {
+            return Err(UserFileError::Io {
+                path: path.to_path_buf(),
+                source: e,
+            });
+        }
+    };
+    env.mode = Some(mode);
+    env.paths = elf_rules::paths_to_check(&image, env.host_machine)
         .into_iter()
-        .map(|p| PathFact {
-            state: path_state(&p),
-            path: p,
+        .filter_map(|p| {
+            Some(PathFact {
+                state: path_state(&p)?,
+                path: p,
+            })
         })
         .collect();
-    Ok((bytes, env))
+    Ok((image, env))
 }
 
 /// This machine's loader facts, without any file.
@@ -92,21 +115,16 @@ fn commit_limit() -> Option<u64> {
     }
 }
 
-/// What open_exec would find at `path` (relative paths resolve against
-/// the current directory, as they do for the kernel).
-fn path_state(path: &str) -> PathState {
-    let Ok(meta) = fs::metadata(path) else {
-        return PathState::Missing;
-    };
-    if !meta.is_file() {
-        return PathState::NotRegular;
-    }
-    if meta.permissions().mode() & 0o111 == 0 {
-        return PathState::NotExecutable;
-    }
-    let mut head = Vec::with_capacity(64);
-    if let Ok(f) = fs::File::open(path) {
-        let _ = f.take(64).read_to_end(&mut head);
-    }
-    PathState::File { head }
+/// What open_exec would find at `path`, looked at as the user (relative
+/// paths resolve against the current directory, as they do for the kernel).
+/// None for an executable the user may not read: the kernel may still run
+/// it, and kdiag does not read it for them.
+fn path_state(path: &str) -> Option<PathState> {
+    Some(match user_files::peek(Path::new(path), 64) {
+        Peek::Missing => PathState::Missing,
+        Peek::Denied => PathState::Denied,
+        Peek::NotRegular => PathState::NotRegular,
+        Peek::File { mode, .. } if mode & 0o111 == 0 => PathState::NotExecutable,
+        Peek::File { head, .. } => PathState::File { head: head? },
+    })
 }

@@ -1,19 +1,15 @@
-//! The only layer that talks to the kernel: procfs, tracefs, perf_event_open,
-//! BPF loaders, wait4/rusage, symbolization. Returns `model` types.
+//! The kernel interfaces, and nothing else: perf_event_open sessions and
+//! rings, BPF loading, tracefs formats, /proc readers, processes (spawning,
+//! privilege, rusage, signal origin), block devices, kernel symbols, and the
+//! machine facts the ELF rules need. Instruments build on these; nothing
+//! here knows about a particular command.
 
-pub mod block_perf;
 pub mod bpf;
+pub mod cgroup;
 pub mod disks;
 pub mod elf;
-pub mod exec;
-pub mod exec_perf;
+pub mod kallsyms;
 pub mod perf;
-pub mod privilege;
-pub mod probe;
-pub mod proc;
-pub mod rusage;
-pub mod signal_origin;
-pub mod spawn;
-pub mod symbolize;
+pub mod process;
+pub mod procfs;
 pub mod tracefs;
-pub mod workloads;

@@ -28,10 +28,8 @@ impl Tracefs {
         if let Some(found) = Self::find() {
             return Ok(found);
         }
-        if !crate::sys::privilege::is_root() {
-            return Err(crate::sys::privilege::needs_privilege(
-                "reading tracepoints",
-            ));
+        if !crate::sys::process::privilege::is_root() {
+            return Err(crate::error::needs_privilege("reading tracepoints"));
         }
         mount_tracefs(Path::new(CANDIDATES[0]))?;
         Self::find()
@@ -70,13 +68,14 @@ impl Tracefs {
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                bail!(
+                return Err(crate::error::Unavailable::Feature(format!(
                     "this kernel has no tracepoint {system}:{name} (no {})",
                     path.display()
-                )
+                ))
+                .into());
             }
             Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-                return Err(crate::sys::privilege::needs_privilege(&format!(
+                return Err(crate::error::needs_privilege(&format!(
                     "the tracepoint {system}:{name}"
                 )));
             }

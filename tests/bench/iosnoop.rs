@@ -88,7 +88,7 @@ fn start(mode: Mode) -> Option<Tracer> {
                 "perf"
             };
             let mut child = Command::new(env!("CARGO_BIN_EXE_kdiag"))
-                .args(["iosnoop", "--tier", tier, "-d", "vda"])
+                .args(["iosnoop", "--tier", tier, "--device", "vda"])
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
                 .spawn()

@@ -110,6 +110,11 @@ pub struct Tmux(String);
 
 impl Tmux {
     pub fn start(command: &str) -> Tmux {
+        Tmux::start_sized(command, 120, 32)
+    }
+
+    /// The same in a `width` x `height` pane.
+    pub fn start_sized(command: &str, width: u16, height: u16) -> Tmux {
         let name = format!(
             "kdiag-test-{}-{:?}",
             std::process::id(),
@@ -123,9 +128,9 @@ impl Tmux {
                 "-s",
                 &name,
                 "-x",
-                "120",
+                &width.to_string(),
                 "-y",
-                "32",
+                &height.to_string(),
                 command,
             ])
             .status()
@@ -159,16 +164,18 @@ impl Tmux {
 
     /// Wait until the screen satisfies `want` (10 s at most).
     pub fn wait_for(&self, what: &str, want: impl Fn(&str) -> bool) -> String {
+        self.wait_up_to(Duration::from_secs(10), what, want)
+    }
+
+    /// Wait until the screen satisfies `want`, `limit` at most.
+    pub fn wait_up_to(&self, limit: Duration, what: &str, want: impl Fn(&str) -> bool) -> String {
         let t = Instant::now();
         loop {
             let s = self.screen();
             if want(&s) {
                 return s;
             }
-            assert!(
-                t.elapsed() < Duration::from_secs(10),
-                "waiting for {what}; screen:\n{s}"
-            );
+            assert!(t.elapsed() < limit, "waiting for {what}; screen:\n{s}");
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -180,4 +187,99 @@ impl Drop for Tmux {
             .args(["kill-session", "-t", &self.0])
             .status();
     }
+}
+
+/// A PID within kernel.pid_max that no process has right now (the tests'
+/// "missing process"; PIDs beyond pid_max are refused when parsed).
+pub fn free_pid() -> String {
+    let max: u32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(32768);
+    (2..max)
+        .rev()
+        .find(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
+        .expect("a free pid")
+        .to_string()
+}
+
+/// The unprivileged user .ci/run creates, with a sudoers rule that lets
+/// them run the built kdiag (and nothing else) as root.
+pub const LEARNER: &str = "kdiag-learner";
+
+/// The learner, when the machine has them and the sudoers rule works:
+/// (uid, gid). Under CI=true their absence fails the test; elsewhere it
+/// skips (loudly), like a missing root.
+pub fn learner(test: &str) -> Option<(u32, u32)> {
+    if !require_root(test) {
+        return None;
+    }
+    let id = |flag: &str| -> Option<u32> {
+        let out = Command::new("id").args([flag, LEARNER]).output().ok()?;
+        String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+    };
+    let ids = id("-u").zip(id("-g"));
+    let sudo_works = ids.is_some()
+        && Command::new("sudo")
+            .args(["-n", "-u", LEARNER, "sudo", "-n"])
+            .arg(env!("CARGO_BIN_EXE_kdiag"))
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+    if sudo_works {
+        return ids;
+    }
+    let why = format!(
+        "{test}: needs the user {LEARNER} and a sudoers rule letting them run {} \
+         (.ci/run sets both up)",
+        env!("CARGO_BIN_EXE_kdiag")
+    );
+    assert!(!in_ci(), "{why}, and CI=true forbids skipping");
+    eprintln!("SKIPPED {why}");
+    None
+}
+
+/// `sudo -u LEARNER sudo -n kdiag ARGS`: kdiag as root through sudo, invoked
+/// by the learner, as on a course server.
+pub fn kdiag_as_learner() -> Command {
+    let mut c = Command::new("sudo");
+    c.args(["-n", "-u", LEARNER, "sudo", "-n"])
+        .arg(env!("CARGO_BIN_EXE_kdiag"));
+    c
+}
+
+/// Run a shell command as the learner (to make their files).
+pub fn as_learner(script: &str) {
+    let out = Command::new("sudo")
+        .args(["-n", "-u", LEARNER, "sh", "-c", script])
+        .output()
+        .expect("sudo runs");
+    assert!(
+        out.status.success(),
+        "as {LEARNER}: {script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Run `cmd` with a deadline: its output, and whether it finished in time
+/// (it is killed otherwise).
+pub fn output_within(cmd: &mut Command, limit: Duration) -> (Output, bool) {
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let t = Instant::now();
+    let mut in_time = true;
+    while child.try_wait().expect("wait").is_none() {
+        if t.elapsed() > limit {
+            in_time = false;
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    (child.wait_with_output().expect("output"), in_time)
 }

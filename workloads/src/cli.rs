@@ -7,10 +7,12 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use crate::Workload;
+use crate::seed::Seed;
 
 const COMMON: &str = "\
 Common options:
-  --seed S           vary the observable parameters deterministically (default 0)
+  --seed TOKEN       vary the observable parameters deterministically: 1 to 64
+                     letters, digits, '_' or '-' (default 0, the classic layout)
   --duration D       stop after D (e.g. 30, 30s, 500ms, 2m; 0 = until Ctrl-C)
   --describe         print the ground truth for this seed as JSON and exit
   --scratch DIR      scratch directory (default: see docs/workloads.md)
@@ -74,7 +76,7 @@ impl Cli {
             }
         }
         // Validate the common values now, so mistakes are usage errors.
-        cli.try_value::<u64>("--seed")?;
+        cli.try_seed()?;
         cli.try_duration()?;
         cli.try_size("--scratch-cap")?;
         Ok(cli)
@@ -101,13 +103,18 @@ impl Cli {
         self.flag("--describe")
     }
 
-    pub fn seed(&self) -> u64 {
-        self.try_value("--seed").ok().flatten().unwrap_or(0)
+    /// The seed token (the default layout's without `--seed`).
+    pub fn seed(&self) -> Seed {
+        self.try_seed().ok().flatten().unwrap_or_default()
     }
 
-    /// True when `--seed` was given (seed 0 is the documented default layout).
+    /// True unless this is the documented default layout (no `--seed`, or 0).
     pub fn seeded(&self) -> bool {
-        self.seed() != 0
+        !self.seed().is_default()
+    }
+
+    fn try_seed(&self) -> Result<Option<Seed>, String> {
+        self.raw("--seed").map(Seed::parse).transpose()
     }
 
     pub fn duration(&self) -> Option<Duration> {
@@ -230,7 +237,7 @@ mod parse_tests {
         fn from_cli(_: &Cli) -> Result<Self, String> {
             Ok(Dummy)
         }
-        fn expect(&self, _: &std::path::Path) -> Json {
+        fn expect(&self) -> Json {
             Json::Null
         }
         fn run(&self, _: &Ctx) -> Result<(), String> {
@@ -255,7 +262,7 @@ mod parse_tests {
             "x",
         ])
         .unwrap();
-        assert_eq!((cli.seed(), cli.seeded()), (7, true));
+        assert_eq!((cli.seed().token(), cli.seeded()), ("7", true));
         assert_eq!(cli.try_size("--size"), Ok(Some(4096)));
         assert!(cli.flag("--verify") && !cli.describe());
         assert_eq!(cli.duration(), Some(Duration::from_secs(2)));
@@ -269,7 +276,14 @@ mod parse_tests {
     fn mistakes_are_usage_errors() {
         assert!(parse(&["--bogus"]).unwrap_err().contains("unknown option"));
         assert!(parse(&["--size"]).unwrap_err().contains("needs a value"));
-        assert!(parse(&["--seed", "x"]).unwrap_err().contains("--seed"));
+        assert!(parse(&["--seed", "x y"]).unwrap_err().contains("--seed"));
+        assert!(!parse(&["--seed", "0"]).unwrap().seeded());
+        assert!(
+            parse(&["--seed", "abcd-efgh-jkmn"])
+                .unwrap()
+                .seed()
+                .is_course()
+        );
         assert!(
             parse(&["--duration", "soon"])
                 .unwrap_err()

@@ -138,7 +138,8 @@ impl Drop for Scratch {
     }
 }
 
-fn base(storage: Storage) -> PathBuf {
+/// The per-user base directory of the default scratch directories.
+pub fn base(storage: Storage) -> PathBuf {
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
     match storage {

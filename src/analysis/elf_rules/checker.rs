@@ -1,5 +1,6 @@
 //! The checks, in the order load_elf_binary makes them.
 
+use super::bytes::{FileBytes, byte, prefix};
 use super::parse::*;
 use super::rules::*;
 use super::*;
@@ -7,7 +8,7 @@ use crate::model::elf::{Number, PathState, ProgramHeader};
 
 pub(super) struct Checker<'a> {
     pub(super) env: &'a ElfEnv,
-    pub(super) bytes: &'a [u8],
+    pub(super) bytes: &'a dyn FileBytes,
     pub(super) problems: Vec<Problem>,
 }
 
@@ -97,13 +98,11 @@ impl Checker<'_> {
     }
 
     pub(super) fn not_elf(&mut self) {
-        let magic: Vec<String> = self
-            .bytes
+        let magic: Vec<String> = prefix(self.bytes, 4)
             .iter()
-            .take(4)
             .map(|b| format!("{b:02x}"))
             .collect();
-        let message = if self.bytes.is_empty() {
+        let message = if self.bytes.size() == 0 {
             "the file is empty".to_string()
         } else {
             format!(
@@ -151,6 +150,7 @@ impl Checker<'_> {
             Some(PathState::Missing) => ("ENOENT", "does not exist"),
             Some(PathState::NotRegular) => ("EACCES", "is not a regular file"),
             Some(PathState::NotExecutable) => ("EACCES", "has no execute permission"),
+            Some(PathState::Denied) => ("EACCES", "cannot be opened: permission denied"),
             Some(PathState::File { head }) => {
                 if elf {
                     self.interp_head(h, path, head);
@@ -201,8 +201,8 @@ impl Checker<'_> {
         let why = if head.get(..4) != Some(b"\x7fELF") {
             Some("is not an ELF file".to_string())
         } else {
-            let layout = Layout::of(head, self.env.host_machine);
-            let machine = layout.map(|l| l.u16(head, 18)).unwrap_or(0);
+            let layout = Layout::of(&head, self.env.host_machine);
+            let machine = layout.map(|l| l.u16(&head, 18)).unwrap_or(0);
             (!self.machine_ok(machine, layout.map(|l| l.class).unwrap_or(0))).then(|| {
                 format!(
                     "is an ELF for {} (e_machine {machine})",
@@ -244,18 +244,18 @@ impl Checker<'_> {
         };
         report.header = Some(h.clone());
         let ehdr_size = if layout.class == 2 { 64 } else { 52 };
-        if bytes.len() < ehdr_size {
+        if bytes.size() < ehdr_size as u64 {
             self.add(
                 &R_TRUNCATED,
                 ENOEXEC,
                 None,
                 &[
-                    ("file size", bytes.len() as u64),
+                    ("file size", bytes.size()),
                     ("header size", ehdr_size as u64),
                 ],
                 format!(
                     "the file is {} bytes, shorter than the {ehdr_size}-byte ELF header",
-                    bytes.len()
+                    bytes.size()
                 ),
                 "execve fails with ENOEXEC before the point of no return (the missing fields \
                  read as zero)"
@@ -278,8 +278,8 @@ impl Checker<'_> {
                 "execve fails with ENOEXEC before the point of no return".into(),
             );
         }
-        let ei_class = bytes.get(4).copied().unwrap_or(0);
-        let ei_data = bytes.get(5).copied().unwrap_or(0);
+        let ei_class = byte(bytes, 4).unwrap_or(0);
+        let ei_data = byte(bytes, 5).unwrap_or(0);
         if !self.machine_ok(h.machine, layout.class) {
             // A big-endian file reads as a byte-swapped e_machine here.
             let swapped = h.machine.swap_bytes();
@@ -375,7 +375,7 @@ impl Checker<'_> {
         }
         if h.phoff
             .checked_add(total)
-            .is_none_or(|end| end > bytes.len() as u64)
+            .is_none_or(|end| end > bytes.size())
         {
             self.add(
                 &R_PHDRS_EOF,
@@ -384,13 +384,13 @@ impl Checker<'_> {
                 &[
                     ("e_phoff", h.phoff),
                     ("size", total),
-                    ("file size", bytes.len() as u64),
+                    ("file size", bytes.size()),
                 ],
                 format!(
                     "the program header table at e_phoff {:#x}, {total:#x} bytes, ends past the \
                      end of the file ({:#x} bytes)",
                     h.phoff,
-                    bytes.len()
+                    bytes.size()
                 ),
                 "execve fails with ENOEXEC before the point of no return (load_elf_phdrs fails)"
                     .into(),
@@ -428,17 +428,17 @@ impl Checker<'_> {
             return false;
         }
         let end = p.offset.checked_add(p.filesz);
-        if end.is_none_or(|e| e > self.bytes.len() as u64) {
+        if end.is_none_or(|e| e > self.bytes.size()) {
             self.add(
                 &R_INTERP_EOF,
                 before("EIO"),
                 Some(p),
-                &[("p_offset", p.offset), ("p_filesz", p.filesz), ("file size", self.bytes.len() as u64)],
+                &[("p_offset", p.offset), ("p_filesz", p.filesz), ("file size", self.bytes.size())],
                 format!(
                     "PT_INTERP at p_offset {:#x}, {:#x} bytes, ends past the end of the file ({:#x} bytes)",
                     p.offset,
                     p.filesz,
-                    self.bytes.len()
+                    self.bytes.size()
                 ),
                 "execve fails with EIO (short read) before the point of no return".into(),
             );
@@ -446,9 +446,7 @@ impl Checker<'_> {
         }
         let last = end
             .and_then(|e| e.checked_sub(1))
-            .and_then(|i| usize::try_from(i).ok())
-            .and_then(|i| self.bytes.get(i))
-            .copied();
+            .and_then(|i| byte(self.bytes, i));
         let path = interp_string(self.bytes, p).unwrap_or_default();
         report.interpreter = Some(path.clone());
         if last != Some(0) {

@@ -8,7 +8,9 @@
 //! Problems are listed in the order the kernel meets them, so the first
 //! error is the one execve reports (`Problem::decisive`).
 
+mod bytes;
 mod checker;
+mod image;
 mod parse;
 mod rules;
 mod segments;
@@ -17,7 +19,10 @@ mod tests;
 
 use crate::model::elf::{ElfEnv, ElfReport, FileKind, Problem, Severity, Stage};
 
+pub use bytes::FileBytes;
+use bytes::prefix;
 use checker::Checker;
+pub use image::Image;
 use parse::{Layout, interp_string, shebang};
 
 pub const EM_386: u16 = 3;
@@ -40,7 +45,8 @@ const BINPRM_BUF_SIZE: usize = 256;
 
 /// Everything elf-check knows about one file: header, program headers and
 /// problems in the kernel's order. The exec-trace analysis calls this.
-pub fn check(bytes: &[u8], env: &ElfEnv) -> ElfReport {
+/// `bytes` is the whole file, or an `Image` of the parts the rules read.
+pub fn check(bytes: &dyn FileBytes, env: &ElfEnv) -> ElfReport {
     let mut c = Checker {
         env,
         bytes,
@@ -55,11 +61,11 @@ pub fn check(bytes: &[u8], env: &ElfEnv) -> ElfReport {
         verdict: String::new(),
     };
     c.permission();
-    if bytes.get(..4) == Some(b"\x7fELF") {
+    if bytes.at(0, 4) == Some(b"\x7fELF") {
         report.kind = FileKind::Elf;
         c.elf(&mut report);
-    } else if bytes.starts_with(b"#!") {
-        let interpreter = shebang(bytes);
+    } else if bytes.at(0, 2) == Some(b"#!") {
+        let interpreter = shebang(prefix(bytes, BINPRM_BUF_SIZE as u64));
         c.script(&interpreter);
         report.kind = FileKind::Script { interpreter };
     } else {
@@ -79,15 +85,15 @@ pub fn check(bytes: &[u8], env: &ElfEnv) -> ElfReport {
 
 /// Just the problems (convenience for callers that only explain failures).
 #[allow(dead_code)] // API for exec-trace
-pub fn problems(bytes: &[u8], env: &ElfEnv) -> Vec<Problem> {
+pub fn problems(bytes: &dyn FileBytes, env: &ElfEnv) -> Vec<Problem> {
     check(bytes, env).problems
 }
 
 /// Paths the file asks the kernel to open (PT_INTERP, `#!` interpreter):
 /// `sys::elf` looks them up and puts the answers in `ElfEnv::paths`.
-pub fn paths_to_check(bytes: &[u8], host_machine: u16) -> Vec<String> {
-    if bytes.starts_with(b"#!") {
-        let interp = shebang(bytes);
+pub fn paths_to_check(bytes: &dyn FileBytes, host_machine: u16) -> Vec<String> {
+    if bytes.at(0, 2) == Some(b"#!") {
+        let interp = shebang(prefix(bytes, BINPRM_BUF_SIZE as u64));
         return if interp.is_empty() {
             vec![]
         } else {

@@ -1,5 +1,6 @@
 //! Reading ELF headers as the kernel does, and naming their values.
 
+use super::bytes::{FileBytes, byte};
 use super::*;
 use crate::model::elf::{ElfHeader, ProgramHeader};
 
@@ -76,10 +77,8 @@ pub(super) fn shebang(bytes: &[u8]) -> String {
 }
 
 /// The PT_INTERP string without its NUL, if it lies in the file.
-pub(super) fn interp_string(bytes: &[u8], p: &ProgramHeader) -> Option<String> {
-    let start = usize::try_from(p.offset).ok()?;
-    let len = usize::try_from(p.filesz.min(PATH_MAX)).ok()?;
-    let raw = bytes.get(start..start.checked_add(len)?)?;
+pub(super) fn interp_string(bytes: &dyn FileBytes, p: &ProgramHeader) -> Option<String> {
+    let raw = bytes.at(p.offset, p.filesz.min(PATH_MAX))?;
     let raw = raw.split(|&b| b == 0).next().unwrap_or_default();
     Some(String::from_utf8_lossy(raw).into_owned())
 }
@@ -98,8 +97,8 @@ impl Layout {
     /// machine (EM_386 on x86-64, EM_ARM on arm64) as 32-bit. EI_CLASS and
     /// EI_DATA are ignored (verified on 6.18: a file claiming ELFCLASS32 or
     /// big-endian with EM_X86_64 runs).
-    pub(super) fn of(bytes: &[u8], host: u16) -> Option<Layout> {
-        if bytes.get(..4) != Some(b"\x7fELF") {
+    pub(super) fn of(bytes: &dyn FileBytes, host: u16) -> Option<Layout> {
+        if bytes.at(0, 4) != Some(b"\x7fELF") {
             return None;
         }
         let machine = u16::from_le_bytes(Self::raw::<2>(bytes, 18));
@@ -116,21 +115,17 @@ impl Layout {
 
     /// Read `N` bytes at `off`, zero past the end of the file (the kernel
     /// reads the header into a zeroed buffer).
-    pub(super) fn raw<const N: usize>(bytes: &[u8], off: u64) -> [u8; N] {
+    pub(super) fn raw<const N: usize>(bytes: &dyn FileBytes, off: u64) -> [u8; N] {
         let mut out = [0u8; N];
         for (i, b) in out.iter_mut().enumerate() {
-            if let Some(v) = off
-                .checked_add(i as u64)
-                .and_then(|o| usize::try_from(o).ok())
-                .and_then(|o| bytes.get(o))
-            {
-                *b = *v;
+            if let Some(v) = off.checked_add(i as u64).and_then(|o| byte(bytes, o)) {
+                *b = v;
             }
         }
         out
     }
 
-    pub(super) fn u16(self, bytes: &[u8], off: u64) -> u16 {
+    pub(super) fn u16(self, bytes: &dyn FileBytes, off: u64) -> u16 {
         let r = Self::raw::<2>(bytes, off);
         if self.big {
             u16::from_be_bytes(r)
@@ -139,7 +134,7 @@ impl Layout {
         }
     }
 
-    pub(super) fn u32(self, bytes: &[u8], off: u64) -> u32 {
+    pub(super) fn u32(self, bytes: &dyn FileBytes, off: u64) -> u32 {
         let r = Self::raw::<4>(bytes, off);
         if self.big {
             u32::from_be_bytes(r)
@@ -148,7 +143,7 @@ impl Layout {
         }
     }
 
-    pub(super) fn u64(self, bytes: &[u8], off: u64) -> u64 {
+    pub(super) fn u64(self, bytes: &dyn FileBytes, off: u64) -> u64 {
         let r = Self::raw::<8>(bytes, off);
         if self.big {
             u64::from_be_bytes(r)
@@ -158,7 +153,7 @@ impl Layout {
     }
 
     /// A word: 4 bytes in ELF32, 8 in ELF64.
-    pub(super) fn word(self, bytes: &[u8], off: u64) -> u64 {
+    pub(super) fn word(self, bytes: &dyn FileBytes, off: u64) -> u64 {
         if self.class == 2 {
             self.u64(bytes, off)
         } else {
@@ -166,7 +161,7 @@ impl Layout {
         }
     }
 
-    pub(super) fn header(self, bytes: &[u8]) -> Option<ElfHeader> {
+    pub(super) fn header(self, bytes: &dyn FileBytes) -> Option<ElfHeader> {
         let w = if self.class == 2 { 8 } else { 4 };
         let e_type = self.u16(bytes, 16);
         let machine = self.u16(bytes, 18);
@@ -176,11 +171,11 @@ impl Layout {
         let phentsize = self.u16(bytes, 24 + 3 * w + 6);
         let phnum = self.u16(bytes, 24 + 3 * w + 8);
         Some(ElfHeader {
-            class: match bytes.get(4) {
-                Some(&c @ (1 | 2)) => c * 32,
+            class: match byte(bytes, 4) {
+                Some(c @ (1 | 2)) => c * 32,
                 _ => 0,
             },
-            data: match bytes.get(5) {
+            data: match byte(bytes, 5) {
                 Some(1) => "little",
                 Some(2) => "big",
                 _ => "invalid",
@@ -198,7 +193,7 @@ impl Layout {
 
     /// The program headers that lie within the file, read with this
     /// layout's entry size (at most 65536 bytes of them, like the kernel).
-    pub(super) fn phdrs(self, bytes: &[u8], h: &ElfHeader) -> Vec<ProgramHeader> {
+    pub(super) fn phdrs(self, bytes: &dyn FileBytes, h: &ElfHeader) -> Vec<ProgramHeader> {
         let size = u64::from(self.phentsize());
         let max = (65536 / size).min(u64::from(h.phnum));
         let mut out = Vec::new();
@@ -206,10 +201,7 @@ impl Layout {
             let Some(base) = i.checked_mul(size).and_then(|o| o.checked_add(h.phoff)) else {
                 break;
             };
-            if base
-                .checked_add(size)
-                .is_none_or(|end| end > bytes.len() as u64)
-            {
+            if base.checked_add(size).is_none_or(|end| end > bytes.size()) {
                 break;
             }
             let (p_type, p_flags, offset, vaddr, filesz, memsz, align) = if self.class == 2 {

@@ -40,7 +40,7 @@ impl Checker<'_> {
         let task = self.task_size(class);
         let exec = h.e_type == ET_EXEC;
         let min = self.env.mmap_min_addr;
-        let file_len = self.bytes.len() as u64;
+        let file_len = self.bytes.size();
         let loads: Vec<&ProgramHeader> = phdrs.iter().filter(|p| p.p_type == PT_LOAD).collect();
 
         // ET_DYN: the first PT_LOAD reserves the whole image (total_mapping_size).

@@ -211,7 +211,7 @@ fn failures_before_the_point_of_no_return() {
         "interp-not-terminated"
     );
 
-    let decisive = |b: &[u8]| check(b, &env()).decisive().map(|p| (p.rule, p.errno));
+    let decisive = |b: &[u8]| check(&b, &env()).decisive().map(|p| (p.rule, p.errno));
     let mut bad = good();
     bad[3] = b'G';
     assert_eq!(decisive(&bad), Some(("not-elf", Some("ENOEXEC"))));
@@ -311,9 +311,9 @@ fn dyn_with_zero_extent_is_einval() {
 
 #[test]
 fn scripts_name_their_interpreter() {
-    let s = b"#! /nonexistent/interp -x\necho hi\n";
+    let s: &[u8] = b"#! /nonexistent/interp -x\necho hi\n";
     assert_eq!(
-        paths_to_check(s, EM_X86_64),
+        paths_to_check(&s, EM_X86_64),
         vec!["/nonexistent/interp".to_string()]
     );
     let mut e = env();
@@ -321,7 +321,7 @@ fn scripts_name_their_interpreter() {
         path: "/nonexistent/interp".into(),
         state: PathState::Missing,
     });
-    let r = check(s, &e);
+    let r = check(&s, &e);
     assert_eq!(
         r.kind,
         FileKind::Script {
@@ -341,7 +341,7 @@ fn never_panics_on_truncated_or_corrupted_files() {
     let lab = lab_bad_elf();
     let head = &lab[..64 + 3 * 56 + 8];
     for len in 0..head.len() {
-        check(&head[..len], &env());
+        check(&&head[..len], &env());
     }
     let mut state = 0x1234_5678_u64;
     for _ in 0..20_000 {
@@ -355,7 +355,69 @@ fn never_panics_on_truncated_or_corrupted_files() {
         b[at2] ^= 0xff;
         let r = check(&b, &env());
         assert!(r.problems.iter().filter(|p| p.decisive).count() <= 1);
+        assert_same_through_an_image(&b);
     }
+}
+
+/// Reading only the parts the rules need (what elf-check does) gives the
+/// same report as reading the whole file.
+fn assert_same_through_an_image(file: &[u8]) {
+    let image = Image::read(file.len() as u64, EM_X86_64, |off, n| {
+        let start = off as usize;
+        Ok(file[start..(start + n).min(file.len())].to_vec())
+    })
+    .unwrap();
+    let whole = serde_json::to_string(&check(&file, &env())).unwrap();
+    let parts = serde_json::to_string(&check(&image, &env())).unwrap();
+    assert_eq!(whole, parts, "{file:02x?}");
+    assert_eq!(
+        paths_to_check(&file, EM_X86_64),
+        paths_to_check(&image, EM_X86_64)
+    );
+}
+
+#[test]
+fn images_read_only_what_the_rules_look_at() {
+    // The lab's file, a PT_INTERP far into the file, scripts, a huge table.
+    let mut far = elf(
+        ET_DYN,
+        0x1000,
+        &[
+            (PT_INTERP, PF_R, 0x10_0000, 0, 28, 28, 1),
+            (PT_LOAD, RX, 0, 0, 0x1000, 0x1000, 0x1000),
+        ],
+        0x10_0000,
+    );
+    far.extend_from_slice(b"/lib64/ld-linux-x86-64.so.2\0");
+    let table: Vec<Ph> = (0..1170)
+        .map(|_| (PT_LOAD, RX, 0, 0x400000, 0x100, 0x100, 0x1000))
+        .collect();
+    for file in [
+        lab_bad_elf(),
+        good(),
+        far.clone(),
+        b"#!/bin/sh -e\necho hi\n".to_vec(),
+        elf(ET_EXEC, 0x400000, &table, 0),
+        Vec::new(),
+    ] {
+        assert_same_through_an_image(&file);
+    }
+    // A 2 GiB file costs a few reads of at most 64 KiB.
+    let mut reads = Vec::new();
+    let image = Image::read(2 << 30, EM_X86_64, |off, n| {
+        reads.push((off, n));
+        let start = off as usize;
+        let mut v: Vec<u8> = far.get(start..).unwrap_or_default().to_vec();
+        v.resize(n, 0);
+        Ok(v)
+    })
+    .unwrap();
+    assert_eq!(reads.len(), 3, "{reads:?}");
+    assert!(image.bytes_read() < 70_000);
+    assert_eq!(
+        check(&image, &env()).interpreter.as_deref(),
+        Some("/lib64/ld-linux-x86-64.so.2")
+    );
 }
 
 /// A 32-bit i386 program (exit via int 0x80) runs on x86-64 through the

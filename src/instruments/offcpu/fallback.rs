@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use crate::analysis::offcpu::WaitTally;
 use crate::model::offcpu::{StateFilter, WaitSamples};
 use crate::model::profile::OffState;
-use crate::sys::proc::{parse, tids};
+use crate::sys::procfs::{parse, tids};
 
 /// The sampling interval.
 pub const INTERVAL: Duration = Duration::from_millis(10);
@@ -82,7 +82,7 @@ impl Sampler {
 
     fn processes(&self) -> Vec<i32> {
         match &self.targets {
-            Targets::All => crate::sys::proc::pids().unwrap_or_default(),
+            Targets::All => crate::sys::procfs::pids().unwrap_or_default(),
             Targets::Pids { pids, follow } => {
                 let mut all = pids.clone();
                 if *follow {

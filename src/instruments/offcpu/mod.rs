@@ -15,10 +15,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 
+use crate::instruments::profile::symbolize::{CountedStack, Half, RecordOptions, Recorder};
 use crate::model::offcpu::BlockCounts;
 use crate::model::profile::{Frame, Profile, WeightUnit};
 use crate::sys::perf::{EventSpec, Record, Session, Target};
-use crate::sys::symbolize::{CountedStack, Half, RecordOptions, Recorder};
 
 pub use bpf::{Attach, Options};
 
@@ -48,7 +48,7 @@ impl Tracer {
         let mut recorder = Recorder::new(RecordOptions::default());
         for &tgid in &options.tgids {
             recorder.capture(tgid);
-            for tid in crate::sys::proc::tids(tgid as i32) {
+            for tid in crate::sys::procfs::tids(tgid as i32) {
                 if let Ok(c) = std::fs::read_to_string(format!("/proc/{tgid}/task/{tid}/comm")) {
                     recorder.name(tid as u32, c.trim_end());
                 }

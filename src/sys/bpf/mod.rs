@@ -1,11 +1,19 @@
 //! Loading kdiag's compiled BPF objects (tier B) with aya, with errors a user
-//! can act on. Each tool's loader lives in its own file here and embeds its
-//! object with `aya::include_bytes_aligned!("name.bpf.o")`.
+//! can act on. The C sources and their compiled objects live here (built by
+//! `build.sh`); each instrument's loader lives with the instrument
+//! (`instruments/<name>/bpf.rs`) and loads its object from the list below.
 
 use anyhow::Context;
 
-pub mod block;
-pub mod exec;
+/// The compiled objects, embedded so that a build needs no clang.
+pub mod objects {
+    /// iosnoop: block requests followed by their kernel pointer.
+    pub static BIOSNOOP: &[u8] = aya::include_bytes_aligned!("biosnoop.bpf.o");
+    /// exec-trace and execsnoop: execs with their file names and arguments.
+    pub static EXEC: &[u8] = aya::include_bytes_aligned!("exec.bpf.o");
+    /// doctor: trivial programs that show which program types load.
+    pub static PROBE: &[u8] = aya::include_bytes_aligned!("probe.bpf.o");
+}
 
 /// Load a compiled BPF object; `what` names the feature for error messages.
 /// Permission errors become "run with sudo"; verifier failures keep the log.
@@ -19,8 +27,8 @@ pub fn load_with<'a>(
     what: &str,
     configure: impl FnOnce(&mut aya::EbpfLoader<'a>),
 ) -> anyhow::Result<aya::Ebpf> {
-    if !crate::sys::privilege::is_root() && !has_bpf_caps() {
-        return Err(crate::sys::privilege::needs_privilege(what));
+    if !crate::sys::process::privilege::is_root() && !has_bpf_caps() {
+        return Err(crate::error::needs_privilege(what));
     }
     let mut loader = aya::EbpfLoader::new();
     configure(&mut loader);

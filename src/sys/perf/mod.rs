@@ -17,9 +17,11 @@
 
 mod record;
 mod ring;
+mod spec;
 
-pub use record::{Callchain, Record, Sample, Space, decode};
+pub use record::{Callchain, Record, Sample, Space, UserRegs, decode};
 pub use ring::page_size;
+pub use spec::{EventKind, EventSpec, MAX_USER_STACK, max_stack};
 
 use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
@@ -29,175 +31,6 @@ use anyhow::{Context, bail};
 use perf_event_open_sys::{self as pe, bindings as sys};
 
 use ring::Ring;
-
-/// What to count or sample.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventKind {
-    /// The software CPU clock, sampled at `freq` Hz: works without a hardware PMU.
-    CpuClock { freq: u64 },
-    /// Hardware CPU cycles at `freq` Hz, where the machine has a PMU.
-    Cycles { freq: u64 },
-    /// A tracepoint by id (`EventFormat::id`); every hit is a sample.
-    Tracepoint { id: u64 },
-    /// The software dummy event: never samples, carries only the task
-    /// records (COMM, MMAP2, FORK, EXIT) for symbolizing stacks recorded
-    /// some other way (BPF). Costs nothing per context switch system-wide.
-    Sideband,
-}
-
-/// One event to open on every CPU of the target.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EventSpec {
-    pub kind: EventKind,
-    /// Record kernel and user call stacks with each sample.
-    pub callchain: bool,
-    pub exclude_user: bool,
-    pub exclude_kernel: bool,
-    /// Also emit COMM, MMAP2, FORK and EXIT records (for symbolization).
-    pub task_events: bool,
-    /// Stay disabled until the target execs (for `-- CMD` spawned stopped).
-    pub enable_on_exec: bool,
-    /// A tracepoint filter expression, e.g. `dev == 265289728`.
-    pub filter: Option<String>,
-}
-
-impl EventSpec {
-    fn new(kind: EventKind) -> Self {
-        EventSpec {
-            kind,
-            callchain: false,
-            exclude_user: false,
-            exclude_kernel: false,
-            task_events: false,
-            enable_on_exec: false,
-            filter: None,
-        }
-    }
-
-    pub fn cpu_clock(freq: u64) -> Self {
-        Self::new(EventKind::CpuClock { freq })
-    }
-
-    pub fn cycles(freq: u64) -> Self {
-        Self::new(EventKind::Cycles { freq })
-    }
-
-    pub fn tracepoint(id: u64) -> Self {
-        Self::new(EventKind::Tracepoint { id })
-    }
-
-    /// Task records only (see `EventKind::Sideband`).
-    pub fn sideband() -> Self {
-        Self::new(EventKind::Sideband).with_task_events()
-    }
-
-    pub fn with_callchain(mut self) -> Self {
-        self.callchain = true;
-        self
-    }
-
-    pub fn with_task_events(mut self) -> Self {
-        self.task_events = true;
-        self
-    }
-
-    /// Stay disabled until the target execs (do not call `Session::enable`).
-    pub fn with_enable_on_exec(mut self) -> Self {
-        self.enable_on_exec = true;
-        self
-    }
-
-    /// Sample only while the CPU runs kernel code.
-    pub fn kernel_only(mut self) -> Self {
-        self.exclude_user = true;
-        self
-    }
-
-    /// Sample only while the CPU runs user code.
-    pub fn user_only(mut self) -> Self {
-        self.exclude_kernel = true;
-        self
-    }
-
-    /// A short name for reports: `cpu-clock`, `cycles`, `tracepoint`.
-    pub fn name(&self) -> &'static str {
-        match self.kind {
-            EventKind::CpuClock { .. } => "cpu-clock",
-            EventKind::Cycles { .. } => "cycles",
-            EventKind::Tracepoint { .. } => "tracepoint",
-            EventKind::Sideband => "sideband",
-        }
-    }
-
-    pub fn with_filter(mut self, filter: impl Into<String>) -> Self {
-        self.filter = Some(filter.into());
-        self
-    }
-
-    fn sample_type(&self) -> u64 {
-        let mut t = record::BASE_SAMPLE_TYPE;
-        if self.callchain {
-            t |= sys::PERF_SAMPLE_CALLCHAIN as u64;
-        }
-        if matches!(self.kind, EventKind::Tracepoint { .. }) {
-            t |= sys::PERF_SAMPLE_RAW as u64;
-        }
-        t
-    }
-
-    fn attr(&self, inherit: bool) -> sys::perf_event_attr {
-        let mut a = sys::perf_event_attr {
-            size: std::mem::size_of::<sys::perf_event_attr>() as u32,
-            ..Default::default()
-        };
-        match self.kind {
-            EventKind::CpuClock { freq } | EventKind::Cycles { freq } => {
-                (a.type_, a.config) = if matches!(self.kind, EventKind::CpuClock { .. }) {
-                    (sys::PERF_TYPE_SOFTWARE, sys::PERF_COUNT_SW_CPU_CLOCK as u64)
-                } else {
-                    (
-                        sys::PERF_TYPE_HARDWARE,
-                        sys::PERF_COUNT_HW_CPU_CYCLES as u64,
-                    )
-                };
-                a.__bindgen_anon_1.sample_freq = freq;
-                a.set_freq(1);
-            }
-            EventKind::Tracepoint { id } => {
-                (a.type_, a.config) = (sys::PERF_TYPE_TRACEPOINT, id);
-                a.__bindgen_anon_1.sample_period = 1;
-            }
-            EventKind::Sideband => {
-                (a.type_, a.config) = (sys::PERF_TYPE_SOFTWARE, sys::PERF_COUNT_SW_DUMMY as u64);
-            }
-        }
-        a.sample_type = self.sample_type();
-        a.set_disabled(1);
-        a.set_inherit(inherit as u64);
-        a.set_exclude_user(self.exclude_user as u64);
-        a.set_exclude_kernel(self.exclude_kernel as u64);
-        a.set_exclude_hv(1);
-        a.set_enable_on_exec(self.enable_on_exec as u64);
-        // Timestamps on CLOCK_MONOTONIC, comparable with clock_gettime.
-        a.set_use_clockid(1);
-        a.clockid = libc::CLOCK_MONOTONIC;
-        if self.task_events {
-            a.set_comm(1);
-            a.set_comm_exec(1);
-            // mmap asks for executable-mapping records; mmap2 only picks their format.
-            a.set_mmap(1);
-            a.set_mmap2(1);
-            a.set_task(1);
-        }
-        if self.callchain {
-            a.sample_max_stack = max_stack();
-        }
-        // Wake the poller when half the ring is full (the kernel default for a
-        // zero wakeup_watermark), not on every record.
-        a.set_watermark(1);
-        a
-    }
-}
 
 /// Whose activity to record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -467,13 +300,14 @@ fn open_error(err: std::io::Error, spec: &EventSpec, pid: i32) -> anyhow::Error 
         Some(libc::EACCES) | Some(libc::EPERM) => {
             let paranoid =
                 std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap_or_default();
-            anyhow::anyhow!(
+            crate::error::Unavailable::Privilege(format!(
                 "{what} was refused ({err}; kernel.perf_event_paranoid = {}): run with sudo, \
                  or grant CAP_PERFMON, or lower it with `sudo sysctl kernel.perf_event_paranoid=1`",
                 paranoid.trim()
-            )
+            ))
+            .into()
         }
-        Some(libc::ESRCH) => anyhow::anyhow!("no process with PID {pid}"),
+        Some(libc::ESRCH) => crate::error::NoSuchProcess::one(pid),
         Some(libc::ENOENT) | Some(libc::EOPNOTSUPP)
             if matches!(spec.kind, EventKind::Cycles { .. }) =>
         {
@@ -494,10 +328,11 @@ pub struct NoHardwareCounter(pub std::io::Error);
 
 fn map_error(err: std::io::Error, pages: usize) -> anyhow::Error {
     if err.raw_os_error() == Some(libc::EPERM) {
-        anyhow::anyhow!(
+        crate::error::Unavailable::Privilege(format!(
             "mapping a {pages}-page perf ring was refused ({err}): over kernel.perf_event_mlock_kb; \
              run with sudo or raise that sysctl"
-        )
+        ))
+        .into()
     } else {
         anyhow::Error::new(err).context("mapping a perf ring buffer")
     }
@@ -528,14 +363,6 @@ fn threads_of(pid: i32) -> Vec<i32> {
 
 fn alive(tid: i32) -> bool {
     std::path::Path::new(&format!("/proc/{tid}")).exists()
-}
-
-/// The deepest callchain the kernel allows (kernel.perf_event_max_stack).
-fn max_stack() -> u16 {
-    std::fs::read_to_string("/proc/sys/kernel/perf_event_max_stack")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(127)
 }
 
 /// The online CPUs, from /sys/devices/system/cpu/online ("0-3,6").

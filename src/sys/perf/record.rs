@@ -1,8 +1,9 @@
 //! Decoding the records of a perf ring (perf_event_open(2), "MMAP layout").
 //!
 //! Sample fields come in the documented order of `sample_type` bits; kdiag
-//! always asks for IP, TID, TIME, CPU and PERIOD and optionally CALLCHAIN and
-//! RAW, so this is the only layout to decode.
+//! always asks for IP, TID, TIME, CPU and PERIOD and optionally CALLCHAIN,
+//! RAW, and REGS_USER + STACK_USER (for DWARF unwinding), so this is the only
+//! layout to decode.
 
 use perf_event_open_sys::bindings as sys;
 
@@ -12,6 +13,24 @@ pub const BASE_SAMPLE_TYPE: u64 = (sys::PERF_SAMPLE_IP
     | sys::PERF_SAMPLE_TIME
     | sys::PERF_SAMPLE_CPU
     | sys::PERF_SAMPLE_PERIOD) as u64;
+
+/// The user registers sampled for unwinding (`sample_regs_user`): BP, SP
+/// and IP, the three an x86-64 unwinder starts from. The kernel writes them
+/// in register-number order.
+#[cfg(target_arch = "x86_64")]
+pub const USER_REGS_MASK: u64 =
+    (1 << sys::PERF_REG_X86_BP) | (1 << sys::PERF_REG_X86_SP) | (1 << sys::PERF_REG_X86_IP);
+#[cfg(not(target_arch = "x86_64"))]
+pub const USER_REGS_MASK: u64 = 0;
+
+/// The user-space registers at the sample (the task's registers at kernel
+/// entry when the sample hit kernel code).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UserRegs {
+    pub ip: u64,
+    pub sp: u64,
+    pub bp: u64,
+}
 
 /// A callchain: instruction pointers, innermost first, with context markers
 /// (`PERF_CONTEXT_KERNEL`, `PERF_CONTEXT_USER`) saying which half follows.
@@ -73,6 +92,12 @@ pub struct Sample<'a> {
     /// The tracepoint record (empty for non-tracepoint events); decode its
     /// fields with `sys::tracefs::Field`.
     pub raw: &'a [u8],
+    /// User registers, when asked for (REGS_USER) and the task had a user
+    /// context (not a kernel thread).
+    pub user_regs: Option<UserRegs>,
+    /// The valid part of the copy of the user stack from `user_regs.sp` up
+    /// (STACK_USER; empty when not asked for).
+    pub user_stack: &'a [u8],
 }
 
 /// A record from the ring.
@@ -197,6 +222,25 @@ fn decode_sample<'a>(r: &mut Reader<'a>, sample_type: u64) -> Option<Sample<'a>>
         let size = r.u32()? as usize;
         raw = r.bytes(size)?;
     }
+    let mut user_regs = None;
+    if sample_type & sys::PERF_SAMPLE_REGS_USER as u64 != 0 {
+        // abi 0 (PERF_SAMPLE_REGS_ABI_NONE): no user context, no registers.
+        if r.u64()? != 0 {
+            let (bp, sp, ip) = (r.u64()?, r.u64()?, r.u64()?);
+            user_regs = Some(UserRegs { ip, sp, bp });
+        }
+    }
+    let mut user_stack: &[u8] = &[];
+    if sample_type & sys::PERF_SAMPLE_STACK_USER as u64 != 0 {
+        let size = r.u64()? as usize;
+        if size != 0 {
+            let data = r.bytes(size)?;
+            // The copy always has the requested size; dyn_size says how much
+            // of it the kernel could actually read.
+            let dyn_size = (r.u64()? as usize).min(size);
+            user_stack = &data[..dyn_size];
+        }
+    }
     Some(Sample {
         ip,
         pid,
@@ -206,6 +250,8 @@ fn decode_sample<'a>(r: &mut Reader<'a>, sample_type: u64) -> Option<Sample<'a>>
         period,
         callchain,
         raw,
+        user_regs,
+        user_stack,
     })
 }
 
@@ -292,6 +338,47 @@ mod tests {
             ]
         );
         assert_eq!(s.raw, b"rawdata");
+    }
+
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn decodes_user_registers_and_stack() {
+        let t = BASE_SAMPLE_TYPE
+            | (sys::PERF_SAMPLE_CALLCHAIN
+                | sys::PERF_SAMPLE_REGS_USER
+                | sys::PERF_SAMPLE_STACK_USER) as u64;
+        let mut b = sample_body(&[sys::PERF_CONTEXT_KERNEL, 0xffff_ffff_8100_0000], b"");
+        b.truncate(b.len() - 4); // no RAW field in this layout
+        b.extend(2u64.to_ne_bytes()); // PERF_SAMPLE_REGS_ABI_64
+        for reg in [0x7ff0u64, 0x7fe0, 0x401234] {
+            b.extend(reg.to_ne_bytes()); // bp, sp, ip
+        }
+        b.extend(16u64.to_ne_bytes());
+        b.extend([7u8; 16]);
+        b.extend(8u64.to_ne_bytes()); // dyn_size: half of the copy is valid
+        let Some(Record::Sample(s)) = decode(sys::PERF_RECORD_SAMPLE, 0, &b, t) else {
+            panic!("not a sample")
+        };
+        assert_eq!(
+            s.user_regs,
+            Some(UserRegs {
+                ip: 0x401234,
+                sp: 0x7fe0,
+                bp: 0x7ff0
+            })
+        );
+        assert_eq!(s.user_stack, [7u8; 8]);
+        // A kernel thread: abi 0, no registers; a zero-size stack has no dyn_size.
+        let mut k = sample_body(&[], b"");
+        k.truncate(k.len() - 4);
+        k.extend(0u64.to_ne_bytes());
+        k.extend(0u64.to_ne_bytes());
+        let Some(Record::Sample(s)) = decode(sys::PERF_RECORD_SAMPLE, 0, &k, t) else {
+            panic!("not a sample")
+        };
+        assert!(s.user_regs.is_none() && s.user_stack.is_empty());
+        // A stack copy cut short is rejected, not read past.
+        assert!(decode(sys::PERF_RECORD_SAMPLE, 0, &b[..b.len() - 12], t).is_none());
     }
 
     #[test]

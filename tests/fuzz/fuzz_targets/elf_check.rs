@@ -40,7 +40,7 @@ fuzz_target!(|data: &[u8]| {
         paths: Vec::new(),
     };
     // Every path the file names gets a state taken from its own bytes.
-    for (i, path) in elf_rules::paths_to_check(bytes, host_machine).into_iter().enumerate() {
+    for (i, path) in elf_rules::paths_to_check(&bytes, host_machine).into_iter().enumerate() {
         let head: Vec<u8> = bytes.iter().skip(i).take(64).copied().collect();
         let state = match (knob as usize + i) % 4 {
             0 => PathState::Missing,
@@ -48,9 +48,24 @@ fuzz_target!(|data: &[u8]| {
             2 => PathState::NotExecutable,
             _ => PathState::File { head },
         };
+        let state = match (knob as usize + i) % 5 {
+            4 => PathState::Denied,
+            _ => state,
+        };
         env.paths.push(PathFact { path, state });
     }
-    let report = elf_rules::check(bytes, &env);
+    let report = elf_rules::check(&bytes, &env);
+    // elf-check reads only parts of a file (pread): the same report.
+    let image = elf_rules::Image::read(bytes.len() as u64, host_machine, |off, n| {
+        let start = off as usize;
+        Ok(bytes[start..(start + n).min(bytes.len())].to_vec())
+    })
+    .unwrap();
+    assert_eq!(
+        serde_json::to_string(&report).unwrap(),
+        serde_json::to_string(&elf_rules::check(&image, &env)).unwrap(),
+        "reading parts changed the report"
+    );
     let decisive: Vec<_> = report.problems.iter().filter(|p| p.decisive).collect();
     assert!(decisive.len() <= 1, "more than one decisive problem");
     if let Some(d) = decisive.first() {

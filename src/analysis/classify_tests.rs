@@ -1,0 +1,263 @@
+//! The classifier on synthetic observations: one per verdict, and the
+//! cases the old rules got wrong (a starved process called idle, a
+//! one-off allocation called a leak, a lock held while computing called
+//! CPU, an idle event loop counted as waits).
+
+use super::*;
+use crate::model::diagnosis::{LockWaits, Member, MemoryPoint, Stopped, Totals, Zombie};
+
+/// One thread watched for `window` seconds.
+fn obs(window: f64, threads: usize) -> Observation {
+    Observation {
+        pid: 42,
+        comm: "x".into(),
+        window_s: window,
+        bucket_s: 0.1,
+        syscalls_readable: true,
+        totals: Totals {
+            thread_s: window * threads as f64,
+            threads,
+            processes: 1,
+            run_delay_s: Some(0.0),
+            read_bytes: Some(0),
+            write_bytes: Some(0),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+fn has(d: &Diagnosis, what: &str) -> bool {
+    d.summary.contains(what) || d.evidence.iter().any(|e| e.contains(what))
+}
+
+#[test]
+fn cpu_bound() {
+    let mut o = obs(2.0, 1);
+    o.totals.user_s = 1.9;
+    o.totals.run_delay_s = Some(0.05);
+    o.sample('R', "", "", "", 200);
+    let d = classify(&o);
+    assert_eq!(d.verdict, Class::Cpu, "{d:#?}");
+    assert_eq!(d.confidence, Confidence::High);
+    assert!(d.summary.contains("user space"), "{}", d.summary);
+    assert!(d.next[0].contains("profile -p 42"));
+}
+
+#[test]
+fn starved_for_cpu_is_waiting_for_a_cpu_whatever_it_got() {
+    // 0.36 of a CPU, runnable the whole time: the old rule said idle.
+    let mut o = obs(5.0, 1);
+    o.totals.user_s = 1.8;
+    o.totals.run_delay_s = Some(3.1);
+    o.sample('R', "", "", "", 500);
+    let d = classify(&o);
+    assert_eq!(d.verdict, Class::Sched, "{d:#?}");
+    assert!(
+        d.summary.contains("63% of its runnable time"),
+        "{}",
+        d.summary
+    );
+}
+
+#[test]
+fn some_queueing_is_a_runner_up_of_cpu() {
+    let mut o = obs(5.0, 1);
+    o.totals.user_s = 3.1;
+    o.totals.run_delay_s = Some(1.75);
+    o.sample('R', "", "", "", 480);
+    o.sample('S', "hrtimer_nanosleep", "nanosleep", "", 20);
+    let d = classify(&o);
+    assert_eq!(d.verdict, Class::Cpu, "{d:#?}");
+    assert!(
+        d.summary.contains("also waiting for a CPU 3"),
+        "{}",
+        d.summary
+    );
+}
+
+#[test]
+fn no_schedstats_no_claim_about_the_queue() {
+    let mut o = obs(2.0, 1);
+    o.totals.user_s = 1.9;
+    o.totals.run_delay_s = None;
+    o.sample('R', "", "", "", 200);
+    let d = classify(&o);
+    assert_eq!(d.verdict, Class::Cpu);
+    assert_ne!(d.confidence, Confidence::High);
+    assert!(has(&d, "unknown (this kernel keeps no schedstats)"));
+}
+
+#[test]
+fn faults_on_file_pages_are_storage() {
+    let mut o = obs(3.0, 1);
+    o.totals.system_s = 0.6;
+    o.totals.run_delay_s = Some(0.2);
+    o.totals.read_bytes = Some(300 << 20);
+    o.totals.major_faults = 20_000;
+    o.sample('D', "folio_wait_bit_common", "fault", "", 160);
+    o.sample('R', "", "", "", 70);
+    // File pages grow; anonymous memory does not.
+    o.memory.series = (0..12)
+        .map(|i| MemoryPoint {
+            t: i as f64 * 0.25,
+            anon_kib: 100,
+            file_kib: 1000 + i * 25_000,
+            ..Default::default()
+        })
+        .collect();
+    let d = classify(&o);
+    assert_eq!(d.verdict, Class::Io, "{d:#?}");
+    assert!(d.summary.contains("page fault"), "{}", d.summary);
+    assert!(has(&d, "major 6667/s"), "{:?}", d.evidence);
+    assert!(d.next[0].contains("iosnoop -p 42"));
+}
+
+#[test]
+fn a_lock_held_while_computing_is_a_lock() {
+    // Four threads: one computes under the lock, three wait for it.
+    let mut o = obs(2.0, 4);
+    o.totals.user_s = 1.9;
+    o.totals.run_delay_s = Some(0.1);
+    o.sample('R', "", "", "", 200);
+    o.sample('S', "futex_do_wait", "futex", "mutex", 600);
+    o.locks = vec![LockWaits {
+        pid: 42,
+        address: "0x55d0c0".into(),
+        samples: 600,
+        waiters: 4,
+        most_at_once: 3,
+        running_share: 0.9,
+    }];
+    let d = classify(&o);
+    assert_eq!(d.verdict, Class::Lock, "{d:#?}");
+    assert!(
+        d.summary
+            .contains("4 threads waited on the mutex at 0x55d0c0"),
+        "{}",
+        d.summary
+    );
+    assert!(
+        d.summary.contains("the holder works while holding it"),
+        "{}",
+        d.summary
+    );
+}
+
+#[test]
+fn a_lock_held_while_sleeping_is_a_lock() {
+    // lock-contend: the holder sleeps in nanosleep, the others wait.
+    let mut o = obs(2.0, 5);
+    o.sample('S', "futex_do_wait", "futex", "mutex", 600);
+    o.sample('S', "hrtimer_nanosleep", "clock_nanosleep", "", 200);
+    o.sample('S', "futex_do_wait", "futex", "futex", 200); // main joins
+    let d = classify(&o);
+    assert_eq!(d.verdict, Class::Lock, "{d:#?}");
+}
+
+#[test]
+fn an_idle_event_loop_is_idle() {
+    let mut o = obs(2.0, 3);
+    o.totals.user_s = 0.02;
+    o.sample('S', "do_epoll_wait", "epoll_wait", "", 200);
+    o.sample('S', "anon_pipe_read", "read", "pipe", 200);
+    o.sample('S', "poll_schedule_timeout.constprop.0", "poll", "", 200);
+    let d = classify(&o);
+    assert_eq!(d.verdict, Class::Idle, "{d:#?}");
+    assert!(d.summary.contains("events (poll)"), "{}", d.summary);
+}
+
+#[test]
+fn stopped_by_a_signal_and_by_a_tracer() {
+    let mut o = obs(2.0, 1);
+    o.sample('T', "do_signal_stop", "", "", 200);
+    o.stopped = Some(Stopped {
+        pid: 42,
+        tracer_pid: None,
+        tracer_comm: None,
+    });
+    let d = classify(&o);
+    assert_eq!(d.verdict, Class::Stopped, "{d:#?}");
+    assert!(d.summary.contains("kill -CONT 42"), "{}", d.summary);
+    o.stopped = Some(Stopped {
+        pid: 42,
+        tracer_pid: Some(7),
+        tracer_comm: Some("gdb".into()),
+    });
+    assert!(classify(&o).summary.contains("tracer gdb (PID 7"));
+}
+
+#[test]
+fn a_zombie_names_its_parent() {
+    let mut o = obs(0.0, 0);
+    o.zombie = Some(Zombie {
+        parent_pid: 77,
+        parent_comm: "lazy".into(),
+    });
+    let d = classify(&o);
+    assert_eq!(d.verdict, Class::Zombie);
+    assert!(d.summary.contains("parent PID 77 (lazy)"), "{}", d.summary);
+    assert_eq!(d.next, vec!["kdiag diagnose -p 77"]);
+}
+
+#[test]
+fn bursts_are_reported_as_such_not_as_their_phase() {
+    // 1 s on CPU, 1 s asleep: on average half a thread; caught mostly
+    // asleep, the old rule said idle.
+    let mut o = obs(5.0, 1);
+    o.totals.user_s = 2.0;
+    o.sample('R', "", "", "", 200);
+    o.sample('S', "hrtimer_nanosleep", "clock_nanosleep", "", 300);
+    o.busy = (0..50)
+        .map(|i| if (i / 10) % 2 == 1 { 1.0 } else { 0.0 })
+        .collect();
+    let d = classify(&o);
+    assert_eq!(d.verdict, Class::Cpu, "{d:#?}");
+    assert!(
+        d.summary.contains("in bursts of about 1.0 s, every 2.0 s"),
+        "{}",
+        d.summary
+    );
+}
+
+#[test]
+fn allocating_once_is_not_a_leak_growing_steadily_is() {
+    let mut o = obs(5.0, 1);
+    o.sample('S', "hrtimer_nanosleep", "nanosleep", "", 500);
+    o.memory.series = (0..21)
+        .map(|i| MemoryPoint {
+            t: i as f64 * 0.25,
+            anon_kib: if i == 0 { 500 } else { 200_000 },
+            ..Default::default()
+        })
+        .collect();
+    assert_eq!(classify(&o).verdict, Class::Idle);
+    for (i, p) in o.memory.series.iter_mut().enumerate() {
+        p.anon_kib = 500 + i as u64 * 1024;
+    }
+    let d = classify(&o);
+    assert_eq!(d.verdict, Class::MemoryTrend, "{d:#?}");
+    assert!(d.summary.contains("4.0 MiB/s"), "{}", d.summary);
+}
+
+#[test]
+fn the_tree_names_its_busiest_member() {
+    let mut o = obs(2.0, 3);
+    o.scope = Scope::Command;
+    o.totals.user_s = 2.0;
+    o.totals.processes = 3;
+    o.sample('R', "", "", "", 400);
+    o.sample('S', "do_wait", "wait4", "", 200);
+    let m = |pid, comm: &str, user_s| Member {
+        pid,
+        comm: comm.into(),
+        user_s,
+        ..Default::default()
+    };
+    o.members = vec![m(42, "sh", 0.0), m(811, "yes", 0.12), m(812, "gzip", 1.88)];
+    let d = classify(&o);
+    assert_eq!(d.verdict, Class::Cpu, "{d:#?}");
+    assert_eq!(d.busiest[0].comm, "gzip");
+    assert!(has(&d, "gzip (PID 812) 94%"), "{:?}", d.evidence);
+    assert!(d.next[0].contains("profile -p 812"), "{:?}", d.next);
+}

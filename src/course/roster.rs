@@ -1,0 +1,207 @@
+//! A class list: a CSV file with a header row, one learner per row. The
+//! learner id is the first column named one of [`ID_COLUMNS`] (so an LMS
+//! export with an `email` or `sid` column works as it is); an optional
+//! `folder` (or `submission`) column names the learner's submission folder
+//! when it is not the id itself.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use anyhow::Context;
+
+use crate::sys::process::user_files::{self, Limits};
+
+/// Header names a learner id column may have, in order of preference.
+pub const ID_COLUMNS: &[&str] = &[
+    "id",
+    "learner",
+    "learner_id",
+    "student_id",
+    "sid",
+    "email",
+    "username",
+    "login",
+];
+/// Header names of the column mapping a submission folder to the learner.
+pub const FOLDER_COLUMNS: &[&str] = &["folder", "submission"];
+
+/// Rosters of whole universities fit; a file far larger is not a roster.
+const MAX_BYTES: u64 = 16 << 20;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Learner {
+    /// As written in the roster (normalised only when deriving tokens).
+    pub id: String,
+    /// The submission folder's name, if the roster maps one.
+    pub folder: Option<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Roster {
+    pub learners: Vec<Learner>,
+}
+
+impl Roster {
+    pub fn load(path: &Path) -> anyhow::Result<Roster> {
+        let text = user_files::read_to_string(path, &Limits::input().max(MAX_BYTES))
+            .map_err(anyhow::Error::from)
+            .context("cannot read the roster")?;
+        Roster::parse(&path.display().to_string(), &text)
+    }
+
+    pub fn parse(name: &str, text: &str) -> anyhow::Result<Roster> {
+        let mut rows = csv_rows(text).into_iter().enumerate();
+        let Some((_, header)) = rows.next() else {
+            anyhow::bail!("{name} is empty: it needs a header row and one learner per row");
+        };
+        let lower: Vec<String> = header.iter().map(|h| h.trim().to_lowercase()).collect();
+        let find = |names: &[&str]| names.iter().find_map(|n| lower.iter().position(|h| h == n));
+        let id_col = find(ID_COLUMNS).with_context(|| {
+            format!(
+                "{name}:1: no learner id column; name one of: {}",
+                ID_COLUMNS.join(", ")
+            )
+        })?;
+        let folder_col = find(FOLDER_COLUMNS);
+        let mut learners = Vec::new();
+        let mut seen = HashSet::new();
+        for (n, row) in rows {
+            if row.iter().all(|f| f.trim().is_empty()) {
+                continue;
+            }
+            let id = row.get(id_col).map(|s| s.trim()).unwrap_or_default();
+            if id.is_empty() {
+                anyhow::bail!(
+                    "{name}:{}: no learner id in column {:?}",
+                    n + 1,
+                    header[id_col]
+                );
+            }
+            if !seen.insert(super::token::normalise_id(id)) {
+                anyhow::bail!("{name}:{}: learner {id:?} is listed twice", n + 1);
+            }
+            let folder = folder_col
+                .and_then(|c| row.get(c))
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty());
+            learners.push(Learner {
+                id: id.to_string(),
+                folder,
+            });
+        }
+        Ok(Roster { learners })
+    }
+
+    /// The learner whose submission folder is `folder`: the folder column
+    /// when the roster has one, else the id itself (case-insensitive).
+    pub fn by_folder(&self, folder: &str) -> Option<&Learner> {
+        let norm = super::token::normalise_id(folder);
+        self.learners.iter().find(|l| match &l.folder {
+            Some(f) => f == folder,
+            None => super::token::normalise_id(&l.id) == norm,
+        })
+    }
+
+    /// The learner with id `id`, compared as the course compares ids.
+    pub fn by_id(&self, id: &str) -> Option<&Learner> {
+        let norm = super::token::normalise_id(id);
+        self.learners
+            .iter()
+            .find(|l| super::token::normalise_id(&l.id) == norm)
+    }
+}
+
+/// RFC 4180 fields: commas, double quotes with "" inside, CRLF or LF.
+pub fn csv_rows(text: &str) -> Vec<Vec<String>> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text); // Excel's BOM
+    let mut rows = Vec::new();
+    let mut row = Vec::new();
+    let mut field = String::new();
+    let mut quoted = false;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (quoted, c) {
+            (true, '"') if chars.peek() == Some(&'"') => {
+                chars.next();
+                field.push('"');
+            }
+            (true, '"') => quoted = false,
+            (true, c) => field.push(c),
+            (false, '"') if field.is_empty() => quoted = true,
+            (false, ',') => row.push(std::mem::take(&mut field)),
+            (false, '\r') => {}
+            (false, '\n') => {
+                row.push(std::mem::take(&mut field));
+                rows.push(std::mem::take(&mut row));
+            }
+            (false, c) => field.push(c),
+        }
+    }
+    if !field.is_empty() || !row.is_empty() {
+        row.push(field);
+        rows.push(row);
+    }
+    rows
+}
+
+/// A CSV field, quoted when it needs to be.
+pub fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_lms_exports_with_quotes_and_a_folder_column() {
+        let text = "\u{feff}Name,Email,Folder\r\n\"Lovelace, Ada\",ADA@example.org,sub-1\r\n\
+                    \"Bob \"\"B\"\"\",bob@example.org,\r\n\r\n";
+        let r = Roster::parse("r.csv", text).unwrap();
+        assert_eq!(r.learners.len(), 2);
+        assert_eq!(r.learners[0].id, "ADA@example.org");
+        assert_eq!(r.learners[0].folder.as_deref(), Some("sub-1"));
+        assert_eq!(r.learners[1].folder, None);
+        assert_eq!(r.by_folder("sub-1").unwrap().id, "ADA@example.org");
+        assert_eq!(
+            r.by_folder("BOB@example.org").unwrap().id,
+            "bob@example.org"
+        );
+        assert!(
+            r.by_folder("ada@example.org").is_none(),
+            "Ada's folder is sub-1"
+        );
+        assert_eq!(r.by_id("ada@example.org").unwrap().id, "ADA@example.org");
+    }
+
+    #[test]
+    fn says_what_is_wrong() {
+        let e = Roster::parse("r.csv", "name,age\nx,1\n").unwrap_err();
+        assert!(
+            e.to_string().contains("r.csv:1: no learner id column"),
+            "{e}"
+        );
+        let e = Roster::parse("r.csv", "id\na\nA\n").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("r.csv:3: learner \"A\" is listed twice"),
+            "{e}"
+        );
+        let e = Roster::parse("r.csv", "").unwrap_err();
+        assert!(e.to_string().contains("empty"), "{e}");
+    }
+
+    #[test]
+    fn fields_round_trip() {
+        let row = ["a,b", "c\"d", "plain"];
+        let line: Vec<String> = row.iter().map(|f| csv_field(f)).collect();
+        assert_eq!(
+            csv_rows(&line.join(",")),
+            vec![row.map(String::from).to_vec()]
+        );
+    }
+}

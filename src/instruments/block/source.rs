@@ -1,0 +1,27 @@
+//! What both block tiers share: what to trace, and the source trait they
+//! both implement.
+
+use crate::instruments::Source;
+use crate::model::block::{BlockIo, DevId, LatencyCount};
+
+/// What to trace.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Only this device (filtered in the kernel).
+    pub dev: Option<DevId>,
+    /// -Q: latency counted from queue insertion.
+    pub queued: bool,
+    /// --hist: aggregate latencies in the kernel, emit no events.
+    pub hist_only: bool,
+}
+
+/// A running block trace, on either tier.
+pub trait BlockSource: Source<Event = BlockIo> {
+    /// Whether the kernel has block_io_start (>= 6.5), so the process that
+    /// caused each request is known, not only the one that issued it.
+    fn has_io_start(&self) -> bool;
+    /// The latency histogram the kernel kept, on tiers that keep one.
+    fn hist(&self) -> anyhow::Result<Option<Vec<LatencyCount>>> {
+        Ok(None)
+    }
+}

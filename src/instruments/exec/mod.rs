@@ -1,0 +1,57 @@
+//! Exec tracing for exec-trace and execsnoop: the BPF tier (`bpf.rs`, user
+//! strings read at syscall entry) and the perf tier (`perf.rs`, tracepoints
+//! through perf_event_open), both yielding `model::exec::TraceEvent`s.
+
+pub mod bpf;
+pub mod perf;
+pub mod source;
+
+pub use source::{ExecSource, Filter, Spawned};
+
+use std::path::Path;
+
+use crate::analysis::exec_failure::FileFacts;
+use crate::instruments::{self, Tier};
+use crate::model::exec::TraceEvent;
+use crate::sys::process::user_files::Peek;
+
+/// Open the requested tier; the notes say why `auto` fell back, if it did.
+pub fn open(
+    tier: Tier,
+    filter: Filter,
+    spawned: Option<Spawned>,
+) -> anyhow::Result<(Box<ExecSource>, Vec<String>)> {
+    let (source, fallback) = instruments::open(
+        tier,
+        || Ok(Box::new(bpf::ExecBpf::open(filter)?) as Box<ExecSource>),
+        || Ok(Box::new(perf::ExecPerf::open(filter, spawned)?) as Box<ExecSource>),
+    )?;
+    Ok((source, fallback.into_iter().collect()))
+}
+
+/// What the file system says about each file an exec named: does it exist,
+/// and what elf-check finds in it. Relative paths are taken from our working
+/// directory, which a spawned command shares (best effort for -p).
+pub fn file_facts(events: &[TraceEvent]) -> Vec<FileFacts> {
+    let mut facts: Vec<FileFacts> = Vec::new();
+    for e in events {
+        let TraceEvent::Exec(x) = e else { continue };
+        let Some(path) = &x.filename else { continue };
+        if facts.iter().any(|f| &f.path == path) {
+            continue;
+        }
+        // Looked at as the user, as everything a user names.
+        let p = Path::new(path);
+        let peek = crate::sys::process::user_files::peek(p, 0);
+        let elf = matches!(peek, Peek::File { .. })
+            .then(|| crate::sys::elf::read_target(p).ok())
+            .flatten()
+            .map(|(image, env)| crate::analysis::elf_rules::check(&image, &env));
+        facts.push(FileFacts {
+            path: path.clone(),
+            exists: !matches!(peek, Peek::Missing),
+            elf,
+        });
+    }
+    facts
+}

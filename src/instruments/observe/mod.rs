@@ -1,0 +1,118 @@
+//! Watch a process, or a process tree, for a window, for `kdiag diagnose`.
+//! Amounts come from counters (`tree`: CPU, run-queue delay, faults,
+//! storage bytes, read at both ends and every 100 ms per process); sampling
+//! (`sampling`: a bounded number of threads every 20 ms) only says where
+//! threads wait, and memory (RSS by kind) is read every 250 ms. What it
+//! cost kdiag is measured over the same window.
+
+mod kthread;
+mod sampling;
+mod tree;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::model::diagnosis::{Cost, Ended, Observation, Scope, Zombie};
+use crate::sys::process::rusage::own_usage;
+use crate::sys::procfs::task::TaskReader;
+
+/// Sampling tick, and the most threads sampled in one.
+const TICK: Duration = Duration::from_millis(20);
+const THREADS_PER_TICK: usize = 8;
+/// Counters and the tree every SCAN, memory every MEMORY, and the busy
+/// series in buckets of BUCKET.
+const SCAN: Duration = Duration::from_millis(100);
+const MEMORY: Duration = Duration::from_millis(250);
+const BUCKET: Duration = Duration::from_millis(100);
+
+pub struct Options {
+    pub window: Duration,
+    pub scope: Scope,
+}
+
+/// Watch `pid` (and with a tree or command scope, its descendants) for
+/// the window, less if everything ends or `stop` is set. An error when the
+/// process does not exist at the start.
+pub fn observe(pid: i32, opts: &Options, stop: &AtomicBool) -> anyhow::Result<Observation> {
+    let (cpu0, _) = own_usage();
+    let mut r = TaskReader::default();
+    let root = r
+        .stat(pid, None)
+        .ok_or_else(|| crate::error::NoSuchProcess::one(pid))?;
+    // A command kdiag started runs under kdiag's supervisor, the child
+    // subreaper of its tree: orphans become the supervisor's children, and
+    // stay in the tree.
+    let adopter = (opts.scope == Scope::Command).then_some(root.ppid);
+    let follow = opts.scope != Scope::Process;
+    let delayacct =
+        std::fs::read_to_string("/proc/sys/kernel/task_delayacct").is_ok_and(|s| s.trim() == "1");
+    let mut tree = tree::Tree::start(&mut r, pid, follow, adopter, delayacct)
+        .ok_or_else(|| crate::error::NoSuchProcess::one(pid))?;
+    let mut o = Observation {
+        pid,
+        comm: tree.comm(),
+        scope: opts.scope,
+        delay_accounting: delayacct,
+        ..Default::default()
+    };
+    if matches!(root.state, 'Z' | 'X') && tree.ended() && opts.scope != Scope::Command {
+        o.zombie = Some(Zombie {
+            parent_pid: root.ppid,
+            parent_comm: r.comm(root.ppid).unwrap_or_default(),
+        });
+        return Ok(o);
+    }
+    let drivers = tree.kernel_thread.then(|| kthread::Drivers::start(&mut r));
+    let mut sampler = sampling::Sampler::new(THREADS_PER_TICK);
+    let t0 = Instant::now();
+    let (mut next_scan, mut next_memory) = (t0 + SCAN, t0);
+    let mut threads = tree.threads();
+    let mut live = tree.live_threads();
+    while t0.elapsed() < opts.window && !stop.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        let t = now - t0;
+        if now >= next_memory {
+            let point = tree.memory(&mut r, t.as_secs_f64());
+            o.memory.series.push(point);
+            next_memory += MEMORY;
+        }
+        if now >= next_scan {
+            tree.scan(&mut r);
+            next_scan += SCAN;
+            if tree.ended() {
+                break;
+            }
+            threads = tree.threads();
+            live = tree.live_threads();
+            r.forget_except(&threads.iter().copied().collect());
+        }
+        let bucket = (t.as_nanos() / BUCKET.as_nanos()) as usize;
+        sampler.tick(&mut r, &threads, live, bucket);
+        std::thread::sleep(TICK.saturating_sub(now.elapsed()));
+    }
+    o.window_s = t0.elapsed().as_secs_f64();
+    tree.finish(&mut r);
+    if tree.ended() {
+        o.ended = Some(Ended {
+            after_s: o.window_s,
+            how: None,
+        });
+    }
+    o.kernel_thread = drivers.map(|d| d.finish(&mut r, &tree.names));
+    sampler.into_observation(&mut o, BUCKET.as_secs_f64());
+    o.sampling.interval_ms = TICK.as_millis() as u64;
+    let (members, mut totals) = tree.report(crate::sys::procfs::hz() as f64);
+    if !o.delay_accounting {
+        totals.blkio_delay_s = None;
+    }
+    o.members = members;
+    o.totals = totals;
+    o.stopped = tree.stopped.take();
+    (o.memory.start, o.memory.end) = tree.smaps();
+    let (cpu1, max_rss_kib) = own_usage();
+    o.cost = Cost {
+        cpu_s: cpu1 - cpu0,
+        max_rss_kib,
+    };
+    Ok(o)
+}

@@ -1,0 +1,363 @@
+//! Self-contained submissions: `answers.toml`, every file its answers
+//! point to (copied under `artifacts/`, the answers rewritten to name them
+//! relative to the answers file) and `manifest.toml` (lab, kdiag version,
+//! learner, seed). As a tar archive or a folder; `kdiag check` and `kdiag
+//! grade` read either, so a submission scores the same on the learner's
+//! laptop, in `kdiag grade` and in an autograder's container.
+//!
+//! The manifest says what the learner claims; the grader takes the seed
+//! from the learner's id, and only reports a manifest that disagrees.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+use super::tar;
+use crate::grade::answers::Answers;
+use crate::grade::evidence::{Evidence, MAX_ARTIFACT_BYTES};
+use crate::grade::{Check, CheckFile};
+use crate::sys::process::user_files::{self, Limits, UserFileError};
+
+pub const ANSWERS: &str = "answers.toml";
+pub const MANIFEST: &str = "manifest.toml";
+/// The largest archive kdiag opens.
+pub const MAX_ARCHIVE_BYTES: u64 = 64 << 20;
+const TAR_LIMITS: tar::Limits = tar::Limits {
+    max_files: 256,
+    max_file_bytes: MAX_ARTIFACT_BYTES,
+};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub format_version: u32,
+    pub lab: String,
+    pub kdiag_version: String,
+    pub learner: String,
+    pub seed: String,
+    /// Every file of the submission but the manifest.
+    pub files: Vec<String>,
+}
+
+/// A submission ready to check: the answers, how to read the files they
+/// name, and the manifest if there is one.
+#[derive(Debug, Clone)]
+pub struct Submission {
+    pub answers: Answers,
+    pub evidence: Evidence,
+    pub manifest: Option<Manifest>,
+}
+
+/// Why a submission cannot be graded (missing, unreadable, oversized,
+/// malformed): every output format reports it, with exit 2.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Invalid(pub String);
+
+impl std::fmt::Display for Invalid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Open a submission: a tar archive; a folder holding answers.toml; or a
+/// folder holding exactly one `.tar` (what an autograder's upload folder
+/// looks like).
+pub fn open(path: &Path) -> Result<Submission, Invalid> {
+    let meta = std::fs::symlink_metadata(path)
+        .map_err(|e| Invalid(format!("{}: {}", path.display(), io_reason(&e))))?;
+    if meta.is_dir() {
+        if is_file(&path.join(ANSWERS)) {
+            return open_folder(path);
+        }
+        let tars: Vec<PathBuf> = user_files::read_dir(path)
+            .map_err(|e| Invalid(e.to_string()))?
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "tar"))
+            .collect();
+        return match tars.as_slice() {
+            [one] => open_archive(one),
+            [] => Err(Invalid(format!(
+                "{}: no {ANSWERS} and no .tar archive: not a submission (kdiag lab submit makes one)",
+                path.display()
+            ))),
+            _ => Err(Invalid(format!(
+                "{}: holds {} .tar archives; a submission is one",
+                path.display(),
+                tars.len()
+            ))),
+        };
+    }
+    open_archive(path)
+}
+
+fn is_file(p: &Path) -> bool {
+    std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file())
+}
+
+fn io_reason(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file or directory: nothing was submitted".into(),
+        _ => e.to_string(),
+    }
+}
+
+/// A plain answers file and the folder it is in. `confined` when it is a
+/// submission's (its files must be inside the folder); a learner's own
+/// answers may name any file they can read.
+pub fn open_answers(path: &Path, confined: bool) -> Result<Submission, Invalid> {
+    let limits = if confined {
+        Limits::submission()
+    } else {
+        Limits::input()
+    };
+    let text = user_files::read_to_string(path, &limits).map_err(|e| Invalid(reason(e)))?;
+    let answers = Answers::parse(&path.display().to_string(), &text)
+        .map_err(|e| Invalid(format!("{e:#}")))?;
+    let base = path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    Ok(Submission {
+        answers,
+        evidence: Evidence::Dir { base, confined },
+        manifest: None,
+    })
+}
+
+fn reason(e: UserFileError) -> String {
+    match e {
+        UserFileError::NotFound(p) => {
+            format!("{}: no such file: nothing was submitted", p.display())
+        }
+        other => other.to_string(),
+    }
+}
+
+fn open_folder(dir: &Path) -> Result<Submission, Invalid> {
+    let mut sub = open_answers(&dir.join(ANSWERS), true)?;
+    let manifest = dir.join(MANIFEST);
+    if is_file(&manifest) {
+        let text = user_files::read_to_string(&manifest, &Limits::submission())
+            .map_err(|e| Invalid(reason(e)))?;
+        sub.manifest = Some(parse_manifest(&manifest.display().to_string(), &text)?);
+    }
+    Ok(sub)
+}
+
+fn open_archive(path: &Path) -> Result<Submission, Invalid> {
+    let data = user_files::read(path, &Limits::submission().max(MAX_ARCHIVE_BYTES))
+        .map_err(|e| Invalid(reason(e)))?;
+    let mut files =
+        tar::read(&data, &TAR_LIMITS).map_err(|e| Invalid(format!("{}: {e}", path.display())))?;
+    // An archive of a folder (sub/answers.toml): its files are the submission.
+    if !files.contains_key(ANSWERS) {
+        let roots: Vec<String> = files
+            .keys()
+            .filter_map(|k| k.strip_suffix(&format!("/{ANSWERS}")))
+            .filter(|r| !r.contains('/'))
+            .map(str::to_string)
+            .collect();
+        if let [root] = roots.as_slice() {
+            let prefix = format!("{root}/");
+            files = files
+                .into_iter()
+                .filter_map(|(k, v)| Some((k.strip_prefix(&prefix)?.to_string(), v)))
+                .collect();
+        }
+    }
+    let name = |f: &str| format!("{}:{f}", path.display());
+    let text = files
+        .get(ANSWERS)
+        .ok_or_else(|| Invalid(format!("{}: the archive has no {ANSWERS}", path.display())))?;
+    let text = std::str::from_utf8(text)
+        .map_err(|_| Invalid(format!("{} is not UTF-8 text", name(ANSWERS))))?;
+    let answers = Answers::parse(&name(ANSWERS), text).map_err(|e| Invalid(format!("{e:#}")))?;
+    let manifest = match files.get(MANIFEST) {
+        Some(m) => Some(parse_manifest(
+            &name(MANIFEST),
+            &String::from_utf8_lossy(m),
+        )?),
+        None => None,
+    };
+    Ok(Submission {
+        answers,
+        evidence: Evidence::Files(files),
+        manifest,
+    })
+}
+
+fn parse_manifest(name: &str, text: &str) -> Result<Manifest, Invalid> {
+    crate::error::parse_toml(name, text).map_err(|e| Invalid(format!("{e:#}")))
+}
+
+/// What `kdiag lab submit` packs: the answers (artifact answers rewritten
+/// to `artifacts/NAME`), the artifacts and the manifest, in that order.
+/// `base` is the answers file's folder (relative artifact paths are
+/// against it).
+pub fn pack(
+    checks: &CheckFile,
+    answers: &Answers,
+    base: &Path,
+    learner: &str,
+    seed: &str,
+) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+    let mut answers = answers.clone();
+    let mut artifacts: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    for c in checks.checks.iter().filter(|c| c.is_artifact()) {
+        let Some(value) = answers.get(&c.id) else {
+            continue;
+        };
+        let path = base.join(value.trim());
+        let data = user_files::read(&path, &Limits::input().max(MAX_ARTIFACT_BYTES))
+            .map_err(anyhow::Error::from)
+            .with_context(|| format!("{} names a file kdiag cannot pack", c.id))?;
+        let name = artifact_name(c, &path, &artifacts);
+        answers.set_text(&c.id, &name)?;
+        artifacts.insert(name, data);
+    }
+    let mut files = vec![(ANSWERS.to_string(), answers.to_toml().into_bytes())];
+    files.extend(artifacts);
+    let manifest = Manifest {
+        format_version: 1,
+        lab: checks.lab.clone(),
+        kdiag_version: env!("CARGO_PKG_VERSION").to_string(),
+        learner: learner.to_string(),
+        seed: seed.to_string(),
+        files: files.iter().map(|(n, _)| n.clone()).collect(),
+    };
+    files.push((
+        MANIFEST.to_string(),
+        toml::to_string(&manifest)?.into_bytes(),
+    ));
+    Ok(files)
+}
+
+/// `artifacts/<file name>`, made unique and short enough for tar.
+fn artifact_name(c: &Check, path: &Path, taken: &BTreeMap<String, Vec<u8>>) -> String {
+    let file: String = path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| c.id.clone())
+        .chars()
+        .map(|ch| {
+            if ch.is_ascii_alphanumeric() || matches!(ch, '.' | '_' | '-') {
+                ch
+            } else {
+                '_'
+            }
+        })
+        .take(60)
+        .collect();
+    let mut name = format!("artifacts/{file}");
+    let mut n = 2;
+    while taken.contains_key(&name) {
+        name = format!("artifacts/{n}-{file}");
+        n += 1;
+    }
+    name
+}
+
+/// Write packed files as a tar archive at `path` (as the user).
+pub fn write_archive(path: &Path, files: &[(String, Vec<u8>)]) -> anyhow::Result<()> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let data = tar::write(files, now).map_err(|e| anyhow::anyhow!(e))?;
+    user_files::write(path, data)?;
+    Ok(())
+}
+
+/// Write packed files into folder `dir`, which must be missing or empty.
+pub fn write_folder(dir: &Path, files: &[(String, Vec<u8>)]) -> anyhow::Result<()> {
+    ensure_empty_dir(dir)?;
+    for (name, data) in files {
+        let path = dir.join(name);
+        if let Some(parent) = path.parent() {
+            user_files::create_dir_all(parent)?;
+        }
+        user_files::write(&path, data)?;
+    }
+    Ok(())
+}
+
+/// Create `dir` (as the user), refusing one that holds anything.
+pub fn ensure_empty_dir(dir: &Path) -> anyhow::Result<()> {
+    user_files::create_dir_all(dir)?;
+    let entries = user_files::read_dir(dir)?;
+    if !entries.is_empty() {
+        return Err(crate::error::usage(format!(
+            "{} is not empty; name a new folder (kdiag does not mix a submission with other files)",
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::Source;
+
+    fn checks() -> CheckFile {
+        crate::lab::load(&Source::default(), "0-demo").unwrap().1
+    }
+
+    #[test]
+    fn packs_artifacts_and_reads_back_as_archive_or_folder() {
+        let d = tempfile::tempdir().unwrap();
+        let key = checks()
+            .checks
+            .iter()
+            .find(|c| c.is_artifact())
+            .unwrap()
+            .id
+            .clone();
+        std::fs::write(d.path().join("my trace.folded"), "a;b 1\n").unwrap();
+        let mut a = Answers::default();
+        a.set("who.comm", "io-app").unwrap();
+        a.set(&key, "my trace.folded").unwrap();
+        let files = pack(&checks(), &a, d.path(), "ada", "abcd-efgh-jkmn").unwrap();
+        let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, [ANSWERS, "artifacts/my_trace.folded", MANIFEST]);
+
+        let tar = d.path().join("s.tar");
+        write_archive(&tar, &files).unwrap();
+        let folder = d.path().join("s");
+        write_folder(&folder, &files).unwrap();
+        for sub in [open(&tar).unwrap(), open(&folder).unwrap()] {
+            let path = sub.answers.get(&key).unwrap();
+            assert_eq!(path, "artifacts/my_trace.folded");
+            assert_eq!(sub.evidence.read(&path).unwrap(), b"a;b 1\n");
+            let m = sub.manifest.unwrap();
+            assert_eq!((m.learner.as_str(), m.lab.as_str()), ("ada", "0-demo"));
+        }
+        // A folder holding one archive is that submission.
+        let upload = d.path().join("upload");
+        std::fs::create_dir(&upload).unwrap();
+        std::fs::copy(&tar, upload.join("kdiag-0-demo.tar")).unwrap();
+        assert!(open(&upload).is_ok());
+        assert!(
+            write_folder(&folder, &files)
+                .unwrap_err()
+                .to_string()
+                .contains("not empty")
+        );
+    }
+
+    #[test]
+    fn missing_and_malformed_submissions_say_why() {
+        let d = tempfile::tempdir().unwrap();
+        let e = open(&d.path().join("nope")).unwrap_err();
+        assert!(e.0.contains("nothing was submitted"), "{e}");
+        let e = open(d.path()).unwrap_err();
+        assert!(e.0.contains("not a submission"), "{e}");
+        std::fs::write(d.path().join("x.tar"), vec![7u8; 1024]).unwrap();
+        let e = open(d.path()).unwrap_err();
+        assert!(e.0.contains("not a tar archive"), "{e}");
+        std::fs::write(d.path().join(ANSWERS), "[who\n").unwrap();
+        let e = open(d.path()).unwrap_err();
+        assert!(e.0.contains("answers.toml:1:"), "{e}");
+    }
+}

@@ -1,0 +1,70 @@
+//! Weighted call stacks as the profile file writers take them (pprof,
+//! speedscope): any instrument that produces `Stack`s (CPU samples with
+//! nanosecond weights, off-CPU time in microseconds, ...) describes what its
+//! numbers mean here and gets every format.
+
+use crate::model::profile::{Module, Profile, Stack};
+
+/// What a number measures, in pprof's terms: `samples`/`count`,
+/// `cpu`/`nanoseconds`, `off-cpu`/`microseconds`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValueType {
+    pub kind: String,
+    pub unit: String,
+}
+
+impl ValueType {
+    pub fn new(kind: &str, unit: &str) -> Self {
+        ValueType {
+            kind: kind.into(),
+            unit: unit.into(),
+        }
+    }
+}
+
+/// Stacks and what their numbers mean.
+#[derive(Debug, Clone)]
+pub struct StackSet<'a> {
+    /// What was profiled, for titles: `CPU profile of cpu-burn`.
+    pub title: String,
+    /// What `Stack::samples` counts.
+    pub count: ValueType,
+    /// What `Stack::weight` measures (the main value of the profile).
+    pub weight: ValueType,
+    /// The weight one sample nominally stands for (pprof's period; 0: none).
+    pub period: u64,
+    /// When recording started, ns since the Unix epoch (0: unknown).
+    pub start_unix_ns: u64,
+    /// How long recording lasted, ns.
+    pub duration_ns: u64,
+    /// Outermost frame first; `comm` is the root (thread or command).
+    pub stacks: &'a [Stack],
+    /// The binaries `Frame::module` refers to.
+    pub modules: &'a [Module],
+}
+
+impl<'a> StackSet<'a> {
+    /// A CPU profile: samples, weighted by the event's period (CPU ns for
+    /// cpu-clock, cycles for the cycles event).
+    pub fn cpu(p: &'a Profile) -> Self {
+        let weight = if p.event == "cycles" {
+            ValueType::new("cycles", "count")
+        } else {
+            ValueType::new("cpu", "nanoseconds")
+        };
+        StackSet {
+            title: format!("CPU profile of {}", p.target),
+            count: ValueType::new("samples", "count"),
+            weight,
+            period: if p.event == "cycles" || p.freq_hz == 0 {
+                0
+            } else {
+                1_000_000_000 / p.freq_hz
+            },
+            start_unix_ns: p.started_unix_ns,
+            duration_ns: (p.cost.wall_secs * 1e9) as u64,
+            stacks: &p.stacks,
+            modules: &p.modules,
+        }
+    }
+}

@@ -1,0 +1,401 @@
+//! Drawing the lab app: the title bar with the score, the steps on the
+//! side, the step's text (and write-up once done), its questions, the live
+//! panel, the message and key lines, and the overlays (welcome, keys,
+//! final screen). Pure: state in, frame out.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Flex, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+
+use super::event::Verdict;
+use super::markdown;
+use super::state::{Overlay, State, Tone};
+use crate::model::lab::Input;
+
+const GOOD: Color = Color::Green;
+const BAD: Color = Color::Red;
+const HINT: Color = Color::Yellow;
+
+pub fn render(f: &mut Frame, s: &State) {
+    let [title, body, message, keys] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(6),
+        Constraint::Length(1),
+        Constraint::Length(1),
+    ])
+    .areas(f.area());
+    title_bar(f, title, s);
+    let side_w = if body.width >= 110 { 28 } else { 20 };
+    let [side, main] =
+        Layout::horizontal([Constraint::Length(side_w), Constraint::Min(20)]).areas(body);
+    steps(f, side, s);
+    step(f, main, s);
+    message_line(f, message, s);
+    f.render_widget(
+        Paragraph::new(key_line(s)).style(Style::new().add_modifier(Modifier::DIM)),
+        keys,
+    );
+    match s.overlay {
+        Overlay::None => {}
+        Overlay::Welcome => overlay(
+            f,
+            &format!(" Lab {}: {} ", s.lab.id, s.lab.title),
+            &format!(
+                "{}\n\nThe steps are on the left. Each step's live panel shows kdiag's instruments \
+                 watching the machine; answer the questions under the text. **?** lists the keys.\n\n\
+                 Press any key to start.",
+                s.lab.welcome.trim()
+            ),
+        ),
+        Overlay::Help => overlay(f, " Keys ", &help_text(s)),
+        Overlay::Final => {
+            let (got, max) = s.score(None);
+            overlay(
+                f,
+                " Lab complete ",
+                &format!(
+                    "{}\n\n**Score: {} of {} points, {} of {} steps done.**\n\n\
+                     Your answers are saved in `{}`. q leaves the lab (the workload stops); \
+                     Esc goes back to the steps.",
+                    s.lab.fin.trim(),
+                    pts(got),
+                    pts(max),
+                    s.steps_done(),
+                    s.lab.steps.len(),
+                    s.lab.answers_file
+                ),
+            )
+        }
+    }
+}
+
+/// Points without a needless ".0".
+fn pts(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+fn title_bar(f: &mut Frame, area: Rect, s: &State) {
+    let (got, max) = s.score(None);
+    let right = format!(
+        "score {}/{} · {}/{} steps done ",
+        pts(got),
+        pts(max),
+        s.steps_done(),
+        s.lab.steps.len()
+    );
+    let left = format!(" kdiag lab {} · {}", s.lab.id, s.lab.title);
+    let room = (area.width as usize).saturating_sub(right.chars().count());
+    let left: String = left.chars().take(room.saturating_sub(1)).collect();
+    let pad = room.saturating_sub(left.chars().count());
+    let line = Line::from(vec![
+        Span::styled(left, Style::new().add_modifier(Modifier::BOLD)),
+        Span::raw(" ".repeat(pad)),
+        Span::raw(right),
+    ]);
+    f.render_widget(
+        Paragraph::new(line).style(Style::new().add_modifier(Modifier::REVERSED)),
+        area,
+    );
+}
+
+fn steps(f: &mut Frame, area: Rect, s: &State) {
+    let block = Block::new().borders(Borders::RIGHT).title(" Steps ");
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let w = inner.width as usize;
+    let mut lines = Vec::new();
+    for (i, step) in s.lab.steps.iter().enumerate() {
+        let answered = s.answers[i].iter().any(|a| !a.value.is_empty());
+        let (mark, color) = if s.step_done(i) {
+            ("✓", GOOD)
+        } else if answered {
+            ("◐", HINT)
+        } else {
+            ("○", Color::Reset)
+        };
+        let mut style = Style::new();
+        if i == s.step {
+            style = style.add_modifier(Modifier::REVERSED);
+        }
+        let name: String = format!(" {}. {}", i + 1, step.title)
+            .chars()
+            .take(w.saturating_sub(1))
+            .collect();
+        let pad = w.saturating_sub(1 + name.chars().count());
+        lines.push(Line::from(vec![
+            Span::styled(mark, style.fg(color)),
+            Span::styled(name + &" ".repeat(pad), style),
+        ]));
+        let (got, max) = s.score(Some(i));
+        let status = if s.step_done(i) {
+            "done"
+        } else if answered {
+            "in progress"
+        } else {
+            "not started"
+        };
+        lines.push(Line::from(format!(
+            "   {}/{} pts, {status}",
+            pts(got),
+            pts(max)
+        )));
+    }
+    f.render_widget(Paragraph::new(lines), inner);
+}
+
+/// The step's text, questions and panel, stacked.
+fn step(f: &mut Frame, area: Rect, s: &State) {
+    let Some(step) = s.lab.steps.get(s.step) else {
+        return;
+    };
+    let q_lines = question_lines(s, area.width.saturating_sub(1) as usize);
+    let q_height = (q_lines.len() as u16 + 1).min(area.height / 2);
+    // The write-up first once the step is done, then the text.
+    let width = area.width.saturating_sub(2).max(8);
+    let mut lines = Vec::new();
+    if s.step_done(s.step) {
+        lines.push(Line::styled(
+            "── Done: what you found ──",
+            Style::new().fg(GOOD).add_modifier(Modifier::BOLD),
+        ));
+        lines.extend(markdown::render(&step.explain, width));
+        lines.push(Line::styled(
+            "── The step ──",
+            Style::new().add_modifier(Modifier::BOLD),
+        ));
+    }
+    lines.extend(markdown::render(&s.step_text(s.step), width));
+    // The text as tall as it needs, leaving the panel at least half of
+    // what remains; the panel gets the rest.
+    let rest = area.height.saturating_sub(q_height + 1);
+    let text_height = if step.panels.is_empty() {
+        rest
+    } else {
+        (lines.len() as u16).min(rest / 2).max(3.min(rest))
+    };
+    let [title, text, questions, panel] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(text_height),
+        Constraint::Length(q_height),
+        Constraint::Fill(1),
+    ])
+    .areas(area);
+    let heading = format!(
+        " Step {}/{}: {}{}",
+        s.step + 1,
+        s.lab.steps.len(),
+        step.title,
+        if (lines.len() as u16) > text_height {
+            "  (PgUp PgDn scroll)"
+        } else {
+            ""
+        }
+    );
+    f.render_widget(
+        Paragraph::new(Span::styled(
+            heading,
+            Style::new().add_modifier(Modifier::BOLD),
+        )),
+        title,
+    );
+    let inner = text;
+    let text_para = Paragraph::new(lines).scroll((s.scroll, 0));
+    f.render_widget(text_para, inner.inner(ratatui::layout::Margin::new(1, 0)));
+
+    let block = Block::new().borders(Borders::TOP).title(" Questions ");
+    let inner = block.inner(questions);
+    f.render_widget(block, questions);
+    f.render_widget(Paragraph::new(q_lines), inner);
+
+    if let Some(p) = s.panel() {
+        let more = if step.panels.len() > 1 {
+            format!(" (v: panel {} of {})", s.panel + 1, step.panels.len())
+        } else {
+            String::new()
+        };
+        let who = match (&s.chosen, p.needs_process()) {
+            (Some(c), true) => format!(" · PID {} {}", c.pid, c.comm),
+            _ => String::new(),
+        };
+        let block = Block::new()
+            .borders(Borders::TOP)
+            .title(format!(" {}{who}{more} ", p.title()))
+            .border_style(Style::new().fg(Color::Blue));
+        let inner = block.inner(panel);
+        f.render_widget(block, panel);
+        s.panels.draw(f, inner, p, s.chosen.as_ref());
+    }
+}
+
+/// One line per question, then what is known about the one in focus.
+fn question_lines(s: &State, width: usize) -> Vec<Line<'static>> {
+    let step = &s.lab.steps[s.step];
+    let mut lines = Vec::new();
+    for (i, (q, a)) in step.questions.iter().zip(&s.answers[s.step]).enumerate() {
+        let focus = i == s.question;
+        let (mark, color) = match a.verdict {
+            Verdict::Right => ("✓", GOOD),
+            Verdict::NotYet(_) => ("✗", BAD),
+            Verdict::Unanswered => ("·", Color::Reset),
+        };
+        let value = match (&s.editing, focus) {
+            (Some(text), true) => format!("> {text}▏"),
+            _ => value_text(&q.input, a.value.as_str(), a.choice),
+        };
+        let points = if q.points > 0.0 {
+            format!(
+                "{} pt{}",
+                pts(q.points),
+                if q.points == 1.0 { "" } else { "s" }
+            )
+        } else {
+            "live".to_string()
+        };
+        let lead = if focus { "▸ " } else { "  " };
+        let label_room = width.saturating_sub(value.chars().count() + points.len() + 8);
+        let label: String = q.label.chars().take(label_room.max(10)).collect();
+        let mut style = Style::new();
+        if focus {
+            style = style.add_modifier(Modifier::BOLD);
+        }
+        lines.push(Line::from(vec![
+            Span::styled(lead, style),
+            Span::styled(mark, Style::new().fg(color)),
+            Span::styled(format!(" {label}: "), style),
+            Span::styled(value, Style::new().fg(Color::Cyan)),
+            Span::styled(
+                format!("  {points}"),
+                Style::new().add_modifier(Modifier::DIM),
+            ),
+        ]));
+    }
+    if let (Some(q), Some(a)) = (
+        step.questions.get(s.question),
+        s.answers[s.step].get(s.question),
+    ) {
+        if let Verdict::NotYet(m) = &a.verdict {
+            lines.push(Line::styled(
+                clip(&format!("    not yet: {m}"), width),
+                Style::new().fg(BAD),
+            ));
+        }
+        if a.hint_shown {
+            lines.push(Line::styled(
+                clip(&format!("    hint: {}", q.hint), width),
+                Style::new().fg(HINT),
+            ));
+        }
+    }
+    lines
+}
+
+fn clip(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        return s.to_string();
+    }
+    s.chars().take(width.saturating_sub(1)).collect::<String>() + "…"
+}
+
+/// What a question shows in place of its value.
+fn value_text(input: &Input, value: &str, choice: usize) -> String {
+    match input {
+        Input::Choice { choices } => {
+            let c = choices.get(choice).map_or("", String::as_str);
+            format!("◂ {c} ▸")
+        }
+        _ if !value.is_empty() => value.to_string(),
+        Input::Pick { .. } => "[Enter: the highlighted process]".into(),
+        Input::Evidence => "[Enter: save the panel's data as evidence]".into(),
+        Input::Number { unit: Some(u) } => format!("[Enter to type a number of {u}]"),
+        Input::Text | Input::Number { .. } => "[Enter to type]".into(),
+    }
+}
+
+fn message_line(f: &mut Frame, area: Rect, s: &State) {
+    let Some((text, tone)) = &s.message else {
+        return;
+    };
+    let style = match tone {
+        Tone::Good => Style::new().fg(GOOD).add_modifier(Modifier::BOLD),
+        Tone::Bad => Style::new().fg(BAD).add_modifier(Modifier::BOLD),
+        Tone::Info => Style::new().fg(HINT),
+    };
+    f.render_widget(
+        Paragraph::new(clip(&format!(" {text}"), area.width as usize)).style(style),
+        area,
+    );
+}
+
+/// The keys that matter now.
+pub fn key_line(s: &State) -> String {
+    if s.editing.is_some() {
+        return " type the answer · Enter checks it · Esc cancels".into();
+    }
+    let mut keys = vec!["Tab question", "Enter answer"];
+    if s.lab.steps[s.step]
+        .questions
+        .get(s.question)
+        .is_some_and(|q| matches!(q.input, Input::Choice { .. }))
+    {
+        keys.push("←→ choose");
+    }
+    if s.panel() == Some(crate::model::lab::Panel::Processes) {
+        keys.push("↑↓ select");
+        keys.push("s sort");
+    }
+    keys.extend(["h hint", "n/p step", "? keys", "q quit"]);
+    if s.lab.steps[s.step].panels.len() > 1 {
+        keys.insert(2, "v panel");
+    }
+    format!(" {}", keys.join(" · "))
+}
+
+fn help_text(s: &State) -> String {
+    format!(
+        "- **Tab**, **Shift-Tab**: the next or previous question\n\
+         - **Enter**: answer the question in focus: type it (Enter checks, Esc cancels), \
+         take the process highlighted in the table, the choice shown (**← →** to change it), \
+         or save the panel's data as evidence\n\
+         - **↑ ↓ PgUp PgDn Home End**: move in the panel (select a process, scroll)\n\
+         - **s**, **r**: sort the process table by another column, reverse it\n\
+         - **v**: the step's next panel, when it has several\n\
+         - **PageUp**, **PageDown**: scroll the step's text\n\
+         - **h**: one more hint\n\
+         - **n**, **p**: the next or previous step\n\
+         - **q**, **Ctrl-C**: leave (your answers stay; the workload stops)\n\n\
+         Each answer is checked when you give it and saved in `{}`, the file `kdiag answer` \
+         writes and `kdiag check` reads. Press any key to close.",
+        s.lab.answers_file
+    )
+}
+
+/// A centred box with markdown in it.
+fn overlay(f: &mut Frame, title: &str, md: &str) {
+    let area = f.area();
+    let w = (area.width * 4 / 5).clamp(20.min(area.width), 100);
+    let inner_w = w.saturating_sub(4);
+    let lines = markdown::render(md, inner_w);
+    let h = (lines.len() as u16 + 2).min(area.height.saturating_sub(2));
+    let [row] = Layout::vertical([Constraint::Length(h)])
+        .flex(Flex::Center)
+        .areas(area);
+    let [rect] = Layout::horizontal([Constraint::Length(w)])
+        .flex(Flex::Center)
+        .areas(row);
+    f.render_widget(Clear, rect);
+    let block = Block::bordered()
+        .title(Span::styled(
+            title.to_string(),
+            Style::new().add_modifier(Modifier::BOLD),
+        ))
+        .style(Style::new());
+    let inner = block.inner(rect).inner(ratatui::layout::Margin::new(1, 0));
+    f.render_widget(block, rect);
+    f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
+}

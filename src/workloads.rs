@@ -1,0 +1,137 @@
+//! The bundled workloads as kdiag finds and runs them: separate binaries
+//! (crate workloads/) installed next to kdiag's own executable. Their
+//! ground truth comes from the same crate as a library, in-process.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+
+use crate::error;
+use crate::model::block::DevId;
+use crate::sys::cgroup::{self, Cgroup, CgroupError};
+
+/// The bundled workloads: name and what is wrong with it.
+pub use kdiag_workloads::WORKLOADS;
+
+/// The directory holding kdiag's own executable, where the workloads live.
+pub fn bin_dir() -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe().context("cannot find kdiag's own executable")?;
+    Ok(exe.parent().map(PathBuf::from).unwrap_or_default())
+}
+
+fn check_name(name: &str) -> anyhow::Result<()> {
+    if kdiag_workloads::names().any(|n| n == name) {
+        return Ok(());
+    }
+    let names: Vec<&str> = kdiag_workloads::names().collect();
+    Err(error::usage(format!(
+        "no workload named {name:?}; the workloads are: {}",
+        names.join(", ")
+    )))
+}
+
+pub fn binary(name: &str) -> anyhow::Result<PathBuf> {
+    check_name(name)?;
+    let dir = bin_dir()?;
+    let path = dir.join(name);
+    if !path.is_file() {
+        anyhow::bail!(
+            "workload {name} is not built (looked for {}): {}",
+            path.display(),
+            build_hint(&dir)
+        );
+    }
+    Ok(path)
+}
+
+pub fn build_hint(dir: &std::path::Path) -> String {
+    format!(
+        "build the workloads with `cargo build --release --workspace` \
+         (they must sit next to kdiag, in {}; for a debug kdiag use `cargo build --workspace`)",
+        dir.display()
+    )
+}
+
+/// A workload's ground truth (`--describe`, JSON text) for the seed token
+/// `seed` (course tokens included: callers that show it to a learner must
+/// refuse those); `args` are workload arguments that change it (e.g.
+/// scheduling's MODE). Computed in-process; no binary is needed.
+pub fn ground_truth(name: &str, seed: &str, args: &[String]) -> anyhow::Result<String> {
+    check_name(name)?;
+    kdiag_workloads::describe(name, seed, args).map_err(error::usage)
+}
+
+/// The ground truth of workload `name` for seed `token`, parsed: the one
+/// place labs, checks and grading get a learner's truth.
+pub fn truth(name: &str, token: &str, args: &[String]) -> anyhow::Result<serde_json::Value> {
+    let text = ground_truth(name, token, args)?;
+    serde_json::from_str(&text).with_context(|| format!("the ground truth of {name} is not JSON"))
+}
+
+/// The read-IOPS limit a workload's truth asks kdiag to apply to its disk
+/// before it starts (`expect.throttle_read_iops`), if any.
+pub fn read_iops_limit(truth: &serde_json::Value) -> Option<u64> {
+    truth["expect"]["throttle_read_iops"].as_u64()
+}
+
+/// A cgroup limiting the disk a workload's files live on; the workload's
+/// process joins it before it runs (`cgroup.join_on_exec`). Dropping it
+/// kills whatever is left in it and removes it.
+#[derive(Debug)]
+pub struct Throttle {
+    pub cgroup: Cgroup,
+    pub disk: DevId,
+    pub iops: u64,
+}
+
+/// Prepare the throttle `iops` for workload `name` started with `args`: a
+/// fresh cgroup with that read-IOPS limit on the disk of its scratch
+/// directory.
+pub fn throttle(name: &str, args: &[String], iops: u64) -> Result<Throttle, CgroupError> {
+    let dir = kdiag_workloads::scratch_dir(name, args).unwrap_or_else(|| PathBuf::from("/var/tmp"));
+    // Before the cgroup exists, so a bad path leaves nothing to clean up.
+    let disk = cgroup::disk_of(&dir)?;
+    let cgroup = Cgroup::create()?;
+    cgroup.limit_read_iops(disk, iops)?;
+    Ok(Throttle { cgroup, disk, iops })
+}
+
+/// What to tell a user when a throttle cannot be set up: what is missing
+/// and what to do.
+pub fn throttle_advice(name: &str, err: &CgroupError) -> String {
+    let unfaithful = format!(
+        "`{name}` needs its disk slowed down for its process to show what it teaches \
+         (threads waiting in D state, idle CPU); without it, pass --no-throttle \
+         to run it anyway (its threads then mostly run instead of waiting)"
+    );
+    match err {
+        CgroupError::NotRoot => format!("{err}\n{unfaithful}"),
+        CgroupError::NoController(_) => format!(
+            "{err}\n{unfaithful}. With cgroup v2 the io controller must be enabled \
+             (on systemd it is; check /sys/fs/cgroup/cgroup.controllers lists io)"
+        ),
+        _ => format!("cannot throttle the disk: {err}\n{unfaithful}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truth_is_computed_in_process() {
+        let truth: serde_json::Value =
+            serde_json::from_str(&ground_truth("bio", "0", &[]).unwrap()).unwrap();
+        assert_eq!(truth["workload"]["name"], "bio");
+        assert_eq!(read_iops_limit(&truth), Some(200));
+        let quiet: serde_json::Value = serde_json::from_str(
+            &ground_truth("bio", "0", &["--no-throttle".to_string()]).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(read_iops_limit(&quiet), None);
+        let err = ground_truth("nope", "0", &[]).unwrap_err();
+        assert_eq!(error::exit_code(&err), error::USAGE);
+        let err = ground_truth("memory", "0", &[]).unwrap_err();
+        assert_eq!(error::exit_code(&err), error::USAGE, "{err}");
+    }
+}

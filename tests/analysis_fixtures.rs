@@ -1,0 +1,57 @@
+//! The analyses on captured tracing output (tests/data/<stage>/), with
+//! the expected result beside each input (`<input>.expected.json`), as
+//! inferno keeps its collapsed stacks beside real `perf script` output.
+//! KDIAG_BLESS=1 rewrites the expected files after a deliberate change.
+
+use std::path::{Path, PathBuf};
+
+use kdiag::analysis::io_pattern;
+use kdiag::model::block::BlockIo;
+
+fn inputs(stage: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(stage);
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.extension().is_some_and(|e| e == "json")
+                && !p.to_string_lossy().ends_with(".expected.json")
+        })
+        .collect();
+    v.sort();
+    assert!(!v.is_empty(), "no inputs under {}", dir.display());
+    v
+}
+
+fn compare(input: &Path, got: serde_json::Value) {
+    let expected_file = input.with_extension("expected.json");
+    let got = serde_json::to_string_pretty(&got).unwrap() + "\n";
+    if std::env::var_os("KDIAG_BLESS").is_some() {
+        std::fs::write(&expected_file, &got).unwrap();
+    }
+    let expected = std::fs::read_to_string(&expected_file)
+        .unwrap_or_else(|e| panic!("{}: {e} (KDIAG_BLESS=1 writes it)", expected_file.display()));
+    assert_eq!(got, expected, "{} changed", expected_file.display());
+}
+
+#[derive(serde::Deserialize)]
+struct Trace {
+    requests: Vec<BlockIo>,
+}
+
+/// `kdiag iosnoop --json` captures → the pattern and per-process totals.
+#[test]
+fn io_pattern_of_captured_traces() {
+    for input in inputs("iosnoop") {
+        let trace: Trace = serde_json::from_str(&std::fs::read_to_string(&input).unwrap()).unwrap();
+        compare(
+            &input,
+            serde_json::json!({
+                "pattern": io_pattern::pattern(&trace.requests),
+                "processes": io_pattern::per_process(&trace.requests),
+            }),
+        );
+    }
+}

@@ -1,0 +1,326 @@
+//! `kdiag lab 0-demo` as a learner meets it: the interactive app in a
+//! 120x40 terminal (tmux), answered by keys alone, and every way out
+//! (q, a closed terminal, SIGTERM) leaving no workload, no scratch files,
+//! no BPF program and no perf event behind.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::{Tmux, kdiag, require_root};
+
+/// One lab at a time: io-app's scratch directory is shared.
+static ONE_WORKLOAD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// kdiag lab in a 120x40 pane; after it, the shell says how it ended.
+fn start(root: &Path, seed: &str) -> Tmux {
+    let bin = env!("CARGO_BIN_EXE_kdiag");
+    Tmux::start_sized(
+        &format!(
+            "{bin} lab 0-demo --seed {seed} --dir {}; echo EXITED rc=$?; sleep 600",
+            root.display()
+        ),
+        120,
+        40,
+    )
+}
+
+/// The workload's PID from the lab's notes, once written.
+fn workload_pid(root: &Path) -> u32 {
+    let file = root.join("0-demo/progress.toml");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(pid) = std::fs::read_to_string(&file)
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("pid = ")?.trim().parse().ok())
+        {
+            return pid;
+        }
+        assert!(Instant::now() < deadline, "no pid in {}", file.display());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The folder of the workload's open data file.
+fn scratch(pid: u32) -> PathBuf {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let files: Vec<PathBuf> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .map(|d| {
+                d.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let Some(f) = files.iter().find(|f| f.starts_with("/var/tmp")) {
+            return f.parent().unwrap().to_path_buf();
+        }
+        assert!(Instant::now() < deadline, "the workload opened no file");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+/// Loaded BPF programs, by id.
+fn bpf_programs() -> BTreeSet<u64> {
+    let out = std::process::Command::new("bpftool")
+        .args(["prog", "show", "--json"])
+        .output()
+        .expect("bpftool is installed");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    v.as_array()
+        .map(|a| a.iter().filter_map(|p| p["id"].as_u64()).collect())
+        .unwrap_or_default()
+}
+
+/// Perf events and BPF objects held by process `pid` (from its fd links).
+fn tracing_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| {
+            d.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+                .filter(|l| {
+                    let l = l.to_string_lossy();
+                    l.contains("perf_event") || l.contains("bpf")
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// kdiag: the pane's shell's child.
+fn kdiag_pid(t: &Tmux) -> u32 {
+    let sh = t.pane_pid();
+    let children = std::fs::read_to_string(format!("/proc/{sh}/task/{sh}/children")).unwrap();
+    children
+        .split_whitespace()
+        .next()
+        .expect("kdiag runs")
+        .parse()
+        .unwrap()
+}
+
+/// Wait until nothing of the lab is left: kdiag ended, the workload gone,
+/// its scratch folder removed, no BPF program beyond `before`.
+fn nothing_left(kdiag: u32, workload: u32, scratch: &Path, before: &BTreeSet<u64>) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while (alive(kdiag) || alive(workload) || scratch.exists()) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!alive(kdiag), "kdiag still runs");
+    assert!(!alive(workload), "the workload outlived the lab");
+    assert!(!scratch.exists(), "{} is left behind", scratch.display());
+    let after = bpf_programs();
+    assert!(
+        after.is_subset(before),
+        "BPF programs left: {after:?} (before {before:?})"
+    );
+    // No process holds a perf event or BPF object it got from kdiag: the
+    // only holder was kdiag, and it is gone.
+    assert_eq!(tracing_fds(kdiag), 0);
+}
+
+/// The row of `pid` in the process table, counted from the first row.
+fn row_of(screen: &str, pid: u32) -> Option<usize> {
+    let mut lines = screen
+        .lines()
+        .skip_while(|l| !(l.contains("PID") && l.contains("WRITE/s")));
+    lines.next()?;
+    lines.position(|l| {
+        l.split('│')
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            == Some(&pid.to_string())
+    })
+}
+
+/// The truth of `seed`'s variant.
+fn expect(seed: &str) -> serde_json::Value {
+    let out = kdiag()
+        .args(["workload", "describe", "io-app", "--seed", seed])
+        .output()
+        .unwrap();
+    serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["expect"].clone()
+}
+
+fn type_answer(t: &Tmux, text: &str) {
+    t.keys(&["Enter"]);
+    t.keys(&["-l", text]);
+    t.keys(&["Enter"]);
+}
+
+#[test]
+fn a_learner_answers_every_step_by_keys_and_leaves_nothing() {
+    if !require_root("a_learner_answers_every_step_by_keys_and_leaves_nothing") {
+        return;
+    }
+    let _one = ONE_WORKLOAD.lock().unwrap_or_else(|e| e.into_inner());
+    let before = bpf_programs();
+    let root = tempfile::tempdir().unwrap();
+    let seed = "app-run-5";
+    let truth = expect(seed);
+    let t = start(root.path(), seed);
+    let pid = workload_pid(root.path());
+    let scratch = scratch(pid);
+    let kd = kdiag_pid(&t);
+
+    // The welcome, then the process table with the workload in it (sorted
+    // by WRITE/s with s) within five seconds.
+    t.wait_for("the welcome", |s| s.contains("Press any key to start"));
+    t.keys(&["Space"]);
+    t.keys(&["s"]);
+    let s = t.wait_up_to(Duration::from_secs(5), "the workload in the table", |s| {
+        row_of(s, pid).is_some() && s.contains("WRITE/s▼")
+    });
+    assert!(s.contains("○ 1. Who is causing"), "{s}");
+    // The process table reads /proc only: no tracing for it.
+    assert_eq!(
+        bpf_programs(),
+        before,
+        "no BPF program for the process table"
+    );
+    assert_eq!(tracing_fds(kd), 0, "no perf event for the process table");
+    let row = row_of(&s, pid).unwrap();
+    t.keys(&["Home"]);
+    for _ in 0..row {
+        t.keys(&["Down"]);
+    }
+    t.keys(&["Enter"]);
+    let s = t.wait_for("step 1 done", |s| s.contains("score 1/15"));
+    assert!(
+        s.contains(&format!(
+            "✓ PID of the process causing the disk load: {pid}"
+        )),
+        "{s}"
+    );
+    assert!(s.contains("── Done: what you found ──"), "{s}");
+
+    // Step 2: the iosnoop panel traces (BPF), the answers are typed.
+    t.keys(&["n"]);
+    t.wait_for("the process's requests", |s| {
+        s.contains(&format!("{pid} WS"))
+    });
+    assert!(
+        bpf_programs().len() > before.len(),
+        "iosnoop runs for its panel"
+    );
+    type_answer(&t, "W");
+    let s = t.wait_for("a wrong answer", |s| s.contains("not yet: what.io_type"));
+    assert!(!s.contains("WS  2 pts"), "{s}");
+    t.keys(&["h"]);
+    t.wait_for("the hint", |s| s.contains("hint: "));
+    t.keys(&["Enter", "BSpace"]);
+    t.keys(&["-l", "WS"]);
+    t.keys(&["Enter"]);
+    t.wait_for("io_type right", |s| {
+        s.contains("✓ Type of its block requests")
+    });
+    t.keys(&["Enter"]); // sync: the choice shown, yes
+    t.wait_for("step 2 done", |s| s.contains("score 4/15"));
+
+    // Step 3: the profile panel; typed answers and the saved stacks.
+    t.keys(&["n"]);
+    t.wait_for("the profile", |s| s.contains("Top functions by self time"));
+    assert!(
+        bpf_programs().len() <= before.len(),
+        "iosnoop stopped with its panel"
+    );
+    assert!(tracing_fds(kd) > 0, "the profile's perf events");
+    let file = truth["file"].as_str().unwrap();
+    type_answer(&t, truth["syscall"].as_str().unwrap());
+    t.wait_for("syscall right", |s| s.contains("✓ System call"));
+    type_answer(&t, truth["write_function"].as_str().unwrap());
+    t.wait_for("function right", |s| {
+        s.contains("✓ Function of the program")
+    });
+    type_answer(&t, file);
+    t.wait_for("file right", |s| s.contains("✓ File it writes to"));
+    t.keys(&["Enter"]);
+    t.wait_for("step 3 done", |s| s.contains("score 12/15"));
+    let saved = root.path().join("0-demo/profile.folded");
+    let folded = std::fs::read_to_string(&saved).unwrap();
+    assert!(folded.starts_with("io-app;"), "{folded}");
+
+    // Step 4: trend, then the pattern as a choice and the size typed.
+    t.keys(&["n"]);
+    t.wait_for("the trend", |s| s.contains("storage I/O: now"));
+    assert_eq!(tracing_fds(kd), 0, "the profile stopped with its panel");
+    t.keys(&["Right", "Right", "Enter"]);
+    t.wait_for("pattern right", |s| s.contains("✓ Access pattern"));
+    type_answer(&t, &truth["region_bytes"].to_string());
+    let s = t.wait_for("the final screen", |s| s.contains("Lab complete"));
+    assert!(
+        s.contains("Score: 15 of 15 points, 4 of 4 steps done"),
+        "{s}"
+    );
+    assert!(s.contains("score 15/15 · 4/4 steps done"), "{s}");
+
+    // The answers are the grader's: kdiag check agrees.
+    let out = kdiag()
+        .args(["check", "0-demo", "--seed", seed, "--dir"])
+        .arg(root.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+
+    t.keys(&["q"]);
+    let s = t.wait_for("kdiag to end", |s| s.contains("EXITED rc="));
+    assert!(s.contains("EXITED rc=0"), "{s}");
+    assert!(s.contains("Score 15/15 points"), "{s}");
+    nothing_left(kd, pid, &scratch, &before);
+}
+
+#[test]
+fn closing_the_terminal_or_sigterm_mid_trace_leaves_nothing() {
+    if !require_root("closing_the_terminal_or_sigterm_mid_trace_leaves_nothing") {
+        return;
+    }
+    let _one = ONE_WORKLOAD.lock().unwrap_or_else(|e| e.into_inner());
+    let before = bpf_programs();
+    for how in ["hangup", "sigterm"] {
+        let root = tempfile::tempdir().unwrap();
+        let t = start(root.path(), "app-run-6");
+        let pid = workload_pid(root.path());
+        let scratch = scratch(pid);
+        let kd = kdiag_pid(&t);
+        // Pick the workload, go to step 2: iosnoop is tracing.
+        t.wait_for("the welcome", |s| s.contains("Press any key"));
+        t.keys(&["Space", "s"]);
+        let s = t.wait_up_to(Duration::from_secs(5), "the workload", |s| {
+            row_of(s, pid).is_some()
+        });
+        t.keys(&["Home"]);
+        for _ in 0..row_of(&s, pid).unwrap() {
+            t.keys(&["Down"]);
+        }
+        t.keys(&["Enter", "n"]);
+        t.wait_for("iosnoop", |s| s.contains(&format!("{pid} WS")));
+        assert!(bpf_programs().len() > before.len());
+        match how {
+            // The terminal's other side goes away: no shell is left to say
+            // anything, kdiag must notice by itself.
+            "hangup" => drop(t),
+            _ => {
+                // SAFETY: signalling the kdiag this test started.
+                unsafe { libc::kill(kd as i32, libc::SIGTERM) };
+                let s = t.wait_for("kdiag to end", |s| s.contains("EXITED rc="));
+                assert!(
+                    !s.contains("Questions"),
+                    "the alternate screen is gone: {s}"
+                );
+                assert!(s.contains("The workload has stopped"), "{s}");
+            }
+        }
+        nothing_left(kd, pid, &scratch, &before);
+    }
+}

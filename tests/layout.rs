@@ -1,0 +1,308 @@
+//! The source layout keeps its promises (docs/ARCHITECTURE.md): no module
+//! imports one that imports it back (directly or around a longer circle), no
+//! source file over 800 lines, and `src/sys/` (kernel interfaces only) under
+//! a quarter of the code. Read from the files themselves, so a change that
+//! breaks a promise fails here.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+const MAX_LINES: usize = 800;
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// "src/instruments/exec/mod.rs" → ["instruments", "exec"].
+fn module_of(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).unwrap().with_extension("");
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if matches!(
+        parts.last().map(String::as_str),
+        Some("mod" | "lib" | "main")
+    ) {
+        parts.pop();
+    }
+    parts
+}
+
+/// Code with comments and string literals blanked, so paths in prose or
+/// messages do not count as imports.
+fn code_only(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let line = line.split("//").next().unwrap_or("");
+        let mut in_str = false;
+        let mut prev = ' ';
+        for c in line.chars() {
+            if c == '"' && prev != '\\' {
+                in_str = !in_str;
+            }
+            out.push(if in_str { ' ' } else { c });
+            prev = c;
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Paths a file names, resolved to absolute module paths: `crate::a::b`,
+/// `super::x` and grouped imports `crate::a::{b, c::d}`.
+fn referenced_paths(me: &[String], text: &str) -> Vec<Vec<String>> {
+    // `use super::*;` is the unit-test idiom: inside `mod tests` it names the
+    // file's own module, not its parent.
+    let code = code_only(text).replace("use super::*;", "");
+    let mut out = Vec::new();
+    let bytes: Vec<char> = code.chars().collect();
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut i = 0;
+    while i < bytes.len() {
+        let starts = |w: &str| {
+            bytes[i..].iter().take(w.len()).copied().eq(w.chars())
+                && (i == 0 || !ident(bytes[i - 1]))
+        };
+        let base: Option<(Vec<String>, usize)> = if starts("crate::") {
+            Some((vec![], 7))
+        } else if starts("super::") {
+            // `super` of a mod.rs is its parent folder's module.
+            let mut b = me.to_vec();
+            let mut n = 7;
+            b.pop();
+            while bytes[i + n..].iter().take(7).copied().eq("super::".chars()) {
+                b.pop();
+                n += 7;
+            }
+            Some((b, n))
+        } else {
+            None
+        };
+        let Some((mut path, skip)) = base else {
+            i += 1;
+            continue;
+        };
+        i += skip;
+        // Read a::b::c (stop at `{`, `*` or anything else).
+        loop {
+            let start = i;
+            while i < bytes.len() && ident(bytes[i]) {
+                i += 1;
+            }
+            if i == start {
+                break;
+            }
+            path.push(bytes[start..i].iter().collect());
+            if bytes[i..].iter().take(2).copied().eq("::".chars()) {
+                i += 2;
+            } else {
+                break;
+            }
+        }
+        if i < bytes.len() && bytes[i] == '{' {
+            // Grouped: each member is a path under `path`.
+            let end = bytes[i..]
+                .iter()
+                .position(|&c| c == '}')
+                .map_or(bytes.len(), |p| i + p);
+            let inner: String = bytes[i + 1..end].iter().collect();
+            for member in inner.split(',') {
+                let member = member.trim().trim_start_matches("self");
+                let mut p = path.clone();
+                p.extend(
+                    member
+                        .split("::")
+                        .map(str::trim)
+                        .filter(|s| !s.is_empty() && s.chars().all(ident))
+                        .map(str::to_string),
+                );
+                out.push(p);
+            }
+            i = end;
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+struct Tree {
+    modules: BTreeSet<Vec<String>>,
+    /// Module → the modules it names (longest known prefix of each path).
+    edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
+    lines: BTreeMap<PathBuf, usize>,
+}
+
+fn read_tree() -> Tree {
+    // KDIAG_LAYOUT_SRC checks another tree (e.g. an older checkout).
+    let src = std::env::var_os("KDIAG_LAYOUT_SRC")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(&src, f)).collect();
+    let mut edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+    let mut lines = BTreeMap::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        lines.insert(f.clone(), text.lines().count());
+        let me = module_of(&src, f);
+        for path in referenced_paths(&me, &text) {
+            let target = (0..=path.len())
+                .rev()
+                .map(|n| path[..n].to_vec())
+                .find(|p| modules.contains(p))
+                .unwrap_or_default();
+            // Naming yourself, an enclosing module of yours or the crate root
+            // is not an import of another module.
+            if target.is_empty() || me.starts_with(&target) {
+                continue;
+            }
+            edges.entry(me.clone()).or_default().insert(target);
+        }
+    }
+    Tree {
+        modules,
+        edges,
+        lines,
+    }
+}
+
+/// Strongly connected components with more than one module (Tarjan).
+fn circles(tree: &Tree) -> Vec<Vec<String>> {
+    struct State<'a> {
+        tree: &'a Tree,
+        index: BTreeMap<&'a Vec<String>, usize>,
+        low: BTreeMap<&'a Vec<String>, usize>,
+        stack: Vec<&'a Vec<String>>,
+        on_stack: BTreeSet<&'a Vec<String>>,
+        found: Vec<Vec<String>>,
+    }
+    fn visit<'a>(s: &mut State<'a>, v: &'a Vec<String>) {
+        let n = s.index.len();
+        s.index.insert(v, n);
+        s.low.insert(v, n);
+        s.stack.push(v);
+        s.on_stack.insert(v);
+        if let Some(targets) = s.tree.edges.get(v) {
+            for w in targets {
+                let w = s.tree.modules.get(w).unwrap();
+                if !s.index.contains_key(w) {
+                    visit(s, w);
+                    let lw = s.low[w];
+                    let lv = s.low.get_mut(v).unwrap();
+                    *lv = (*lv).min(lw);
+                } else if s.on_stack.contains(w) {
+                    let iw = s.index[w];
+                    let lv = s.low.get_mut(v).unwrap();
+                    *lv = (*lv).min(iw);
+                }
+            }
+        }
+        if s.low[v] == s.index[v] {
+            let mut scc = Vec::new();
+            loop {
+                let w = s.stack.pop().unwrap();
+                s.on_stack.remove(w);
+                scc.push(w.join("::"));
+                if w == v {
+                    break;
+                }
+            }
+            if scc.len() > 1 {
+                scc.sort();
+                s.found.push(scc);
+            }
+        }
+    }
+    let mut s = State {
+        tree,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        found: Vec::new(),
+    };
+    for m in &tree.modules {
+        if !s.index.contains_key(m) {
+            visit(&mut s, m);
+        }
+    }
+    s.found
+}
+
+#[test]
+fn no_module_imports_one_that_imports_it_back() {
+    let tree = read_tree();
+    let found = circles(&tree);
+    assert!(
+        found.is_empty(),
+        "modules that import each other (directly or around a circle): {found:#?}"
+    );
+    // The checker must see real imports, or it would pass on anything.
+    let commands = tree
+        .edges
+        .get(&vec!["commands".to_string(), "iosnoop".to_string()]);
+    assert!(
+        commands.is_some_and(|e| e.contains(&vec!["instruments".to_string(), "block".to_string()])),
+        "the import reader missed commands::iosnoop → instruments::block: {commands:?}"
+    );
+}
+
+#[test]
+fn the_circle_finder_finds_circles() {
+    let m = |s: &str| s.split("::").map(str::to_string).collect::<Vec<_>>();
+    let tree = Tree {
+        modules: ["a", "b", "c", "d"].iter().map(|s| m(s)).collect(),
+        edges: [
+            (m("a"), [m("b")].into()),
+            (m("b"), [m("c")].into()),
+            (m("c"), [m("a")].into()),
+            (m("d"), [m("a")].into()),
+        ]
+        .into(),
+        lines: BTreeMap::new(),
+    };
+    assert_eq!(circles(&tree), vec![vec!["a", "b", "c"]]);
+    let paths = referenced_paths(
+        &m("x::y"),
+        "use crate::a::{b, c::d};\nuse super::z; // crate::not::this\nlet s = \"crate::nor::this\";",
+    );
+    assert_eq!(paths, vec![m("a::b"), m("a::c::d"), m("x::z")]);
+}
+
+#[test]
+fn no_source_file_over_800_lines() {
+    let tree = read_tree();
+    let long: Vec<String> = tree
+        .lines
+        .iter()
+        .filter(|(_, n)| **n > MAX_LINES)
+        .map(|(f, n)| format!("{} ({n} lines)", f.display()))
+        .collect();
+    assert!(long.is_empty(), "split these files: {long:?}");
+}
+
+#[test]
+fn sys_is_under_a_quarter_of_the_code() {
+    let tree = read_tree();
+    let total: usize = tree.lines.values().sum();
+    let sys: usize = tree
+        .lines
+        .iter()
+        .filter(|(f, _)| f.components().any(|c| c.as_os_str() == "sys"))
+        .map(|(_, n)| n)
+        .sum();
+    assert!(
+        sys * 4 < total,
+        "src/sys/ holds {sys} of {total} lines: keep only kernel interfaces there"
+    );
+}

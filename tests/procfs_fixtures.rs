@@ -1,0 +1,57 @@
+//! Captured /proc trees (tests/data/procfs/<case>/, made by capture.sh)
+//! read through the injectable root, with the expected `kdiag ps --json`
+//! rows beside each one (`ps.json`, `ps-threads.json`), as inferno keeps its
+//! expected outputs next to real inputs. The clock is the capture's own
+//! (boot time + uptime), so the rows do not depend on when the test runs.
+//! KDIAG_BLESS=1 rewrites the expected files after a deliberate change.
+
+use std::path::Path;
+
+use kdiag::analysis::ps::{self, Context};
+use kdiag::sys::procfs::{self, Reader};
+
+fn rows(root: &str, threads: bool) -> String {
+    let system = procfs::system_in(root).expect("system files");
+    let cx = Context {
+        uptime_secs: system.uptime_secs,
+        hz: system.hz,
+        mem_total_kib: system.memory.total_kib,
+        boot_time: system.boot_time,
+        now: (system.boot_time as f64 + system.uptime_secs) as i64,
+        utc_offset: 0,
+    };
+    let procs = Reader::with_root(root).all(threads).expect("processes");
+    let rows: Vec<ps::Row> = procs.iter().map(|p| ps::row(p, &cx)).collect();
+    serde_json::to_string_pretty(&ps::forest(rows)).unwrap() + "\n"
+}
+
+fn check(case: &Path, threads: bool) {
+    let name = if threads {
+        "ps-threads.json"
+    } else {
+        "ps.json"
+    };
+    let expected_file = case.join(name);
+    let got = rows(case.to_str().unwrap(), threads);
+    if std::env::var_os("KDIAG_BLESS").is_some() {
+        std::fs::write(&expected_file, &got).unwrap();
+    }
+    let expected = std::fs::read_to_string(&expected_file)
+        .unwrap_or_else(|e| panic!("{}: {e} (KDIAG_BLESS=1 writes it)", expected_file.display()));
+    assert_eq!(got, expected, "{} changed", expected_file.display());
+}
+
+#[test]
+fn ps_rows_from_captured_proc_trees() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/procfs");
+    let mut cases = 0;
+    for entry in std::fs::read_dir(&data).unwrap() {
+        let case = entry.unwrap().path();
+        if case.is_dir() {
+            check(&case, false);
+            check(&case, true);
+            cases += 1;
+        }
+    }
+    assert!(cases > 0, "no captured trees under {}", data.display());
+}
