@@ -250,6 +250,7 @@ fn profile() -> Profile {
             samples: n,
             weight: n * 5_025_125,
             user_depth: 10,
+            state: None,
         });
     }
     p.cost.wall_secs = 2.0;

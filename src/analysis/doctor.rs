@@ -33,6 +33,25 @@ pub fn features(p: &Probes) -> Vec<Feature> {
             },
         ),
         feature(
+            "offcpu",
+            // raw_tp needs no BTF; a loadable tracepoint program says BPF works.
+            &[(Tier::Bpf, tp_btf || bpf), (Tier::Procfs, true)],
+            |t| match t {
+                Some(Tier::Bpf) if tp_btf => {
+                    "blocked time by stacks and state, summed in the kernel (tp_btf sched_switch)"
+                        .into()
+                }
+                Some(Tier::Bpf) => {
+                    "blocked time by stacks, summed in the kernel (raw_tp sched_switch: no BTF)"
+                        .into()
+                }
+                _ => format!(
+                    "no stacks: wait channels and syscalls sampled from /proc every 10 ms \
+                     (your own processes; {need_root} for BPF)"
+                ),
+            },
+        ),
+        feature(
             "iosnoop",
             &[(Tier::Bpf, tp_btf), (Tier::Perf, perf_tp)],
             |t| match t {
@@ -211,6 +230,8 @@ mod tests {
         assert!(profile.note.contains("cpu-clock"), "{}", profile.note);
         assert_eq!(get(&fs, "iosnoop").tier, Some(Tier::Bpf));
         assert_eq!(get(&fs, "exec-trace").tier, Some(Tier::Bpf));
+        assert_eq!(get(&fs, "offcpu").tier, Some(Tier::Bpf));
+        assert_eq!(get(&fs, "offcpu").available, vec![Tier::Bpf, Tier::Procfs]);
         assert_eq!(get(&fs, "I/O delay per task").tier, None);
     }
 
@@ -222,6 +243,8 @@ mod tests {
         };
         let io = get(&features(&p), "iosnoop");
         assert_eq!(io.tier, Some(Tier::Perf));
+        // offcpu attaches raw_tp instead.
+        assert!(get(&features(&p), "offcpu").note.contains("raw_tp"));
         assert!(io.note.contains("(dev, sector)"));
         // exec tracing only needs plain tracepoint programs.
         assert_eq!(tier_for(&p, "exec-trace"), Some(Tier::Bpf));
@@ -265,5 +288,8 @@ mod tests {
         }
         assert_eq!(get(&fs, "top: I/O columns").tier, Some(Tier::Procfs));
         assert_eq!(get(&fs, "time: storage bytes").tier, Some(Tier::Procfs));
+        let offcpu = get(&fs, "offcpu");
+        assert_eq!(offcpu.tier, Some(Tier::Procfs));
+        assert!(offcpu.note.contains("no stacks"), "{}", offcpu.note);
     }
 }

@@ -4,13 +4,14 @@
 //! Counts are period-weighted samples: each stack's weight scaled so that the
 //! counts add up to the number of samples. With cpu-clock the periods are
 //! nearly equal and this is the plain sample count; with cycles it corrects
-//! for the kernel adjusting the period (FlameGraph#165).
+//! for the kernel adjusting the period (FlameGraph#165). An off-CPU profile
+//! (weights in nanoseconds blocked) counts microseconds instead.
 
 use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::model::profile::{Frame, Profile, Stack};
+use crate::model::profile::{Frame, Profile, Stack, WeightUnit};
 
 /// A function's share of the profile.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -51,8 +52,18 @@ pub struct Summary {
     pub truncated: Vec<TruncatedStacks>,
 }
 
-/// The weighted sample count of each stack, in the order of `profile.stacks`.
+/// The count of each stack, in the order of `profile.stacks`: weighted
+/// samples, or for an off-CPU profile microseconds blocked. Never rounds a
+/// stack that was seen away to 0.
 pub fn weighted_counts(profile: &Profile) -> Vec<u64> {
+    if profile.unit == WeightUnit::Nanoseconds {
+        return profile
+            .stacks
+            .iter()
+            .map(|s| s.weight.saturating_add(500) / 1000)
+            .map(|us| us.max(1))
+            .collect();
+    }
     let total = profile.total_weight();
     let samples: u64 = profile.stacks.iter().map(|s| s.samples).sum();
     profile
@@ -81,7 +92,8 @@ pub fn sanitize(name: &str) -> String {
         .collect()
 }
 
-fn folded_frame(f: &Frame) -> String {
+/// A frame as folded output names it: kernel frames end in `_[k]`.
+pub fn folded_frame(f: &Frame) -> String {
     let name = sanitize(&f.name);
     if f.kernel { name + "_[k]" } else { name }
 }
@@ -220,6 +232,7 @@ mod tests {
             samples,
             weight,
             user_depth: depth,
+            state: None,
         }
     }
 
@@ -271,6 +284,17 @@ mod tests {
         let s = summarize(&p, 10);
         assert_eq!(s.top_self[0].name, "b");
         assert!((s.top_self[0].percent - 75.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn off_cpu_counts_are_microseconds() {
+        let mut p = profile(vec![
+            stack("c", &["main", "lock"], 3, 3_000_400, 4),
+            stack("c", &["main", "read_[k]"], 1, 200, 2),
+        ]);
+        p.unit = WeightUnit::Nanoseconds;
+        assert_eq!(weighted_counts(&p), [3000, 1]);
+        assert_eq!(fold(&p), ["c;main;lock 3000", "c;main;read_[k] 1"]);
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod io_filter;
 pub mod io_pattern;
 pub mod kthread;
 pub mod memory_trend;
+pub mod offcpu;
 pub mod ps;
 pub mod top;
 pub mod tsa;

@@ -15,6 +15,7 @@ pub mod grade;
 pub mod iosnoop;
 pub mod lab;
 pub mod man;
+pub mod offcpu;
 pub mod profile;
 pub mod ps;
 pub mod time;
@@ -35,6 +36,8 @@ pub enum Command {
     Time(time::Args),
     /// Sample CPU stacks and render a report, folded stacks or a flame graph
     Profile(profile::Args),
+    /// Where threads block and for how long: off-CPU stacks and flame graphs
+    Offcpu(offcpu::Args),
     /// Trace block I/O requests with their latency, like iosnoop
     Iosnoop(iosnoop::Args),
     /// Trace a command's exec attempts and explain why they failed
@@ -70,6 +73,7 @@ pub enum Command {
 pub fn validate(command: &Command) -> anyhow::Result<()> {
     match command {
         Command::Profile(args) => profile::validate(args),
+        Command::Offcpu(args) => offcpu::validate(args),
         Command::Iosnoop(args) => iosnoop::validate(args),
         Command::ExecTrace(args) => exec_trace::validate(args),
         Command::Diagnose(args) => diagnose::validate(args),
@@ -86,6 +90,7 @@ pub fn run(command: Command, app: fn() -> clap::Command) -> anyhow::Result<u8> {
         Command::Top(args) => top::run(args),
         Command::Time(args) => time::run(args),
         Command::Profile(args) => profile::run(args),
+        Command::Offcpu(args) => offcpu::run(args),
         Command::Iosnoop(args) => iosnoop::run(args),
         Command::ExecTrace(args) => exec_trace::run(args),
         Command::Execsnoop(args) => execsnoop::run(args),

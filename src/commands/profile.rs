@@ -399,7 +399,7 @@ fn tv(t: libc::timeval) -> f64 {
     t.tv_sec as f64 + t.tv_usec as f64 / 1e6
 }
 
-fn self_cpu_secs() -> f64 {
+pub(crate) fn self_cpu_secs() -> f64 {
     // SAFETY: rusage is plain data filled in by the kernel.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: valid pointer to a local.
@@ -413,7 +413,7 @@ fn clock_ticks() -> f64 {
 }
 
 /// The kernel's name for a process running `program` (basename, 15 bytes).
-fn comm_name(program: &OsString) -> String {
+pub(crate) fn comm_name(program: &OsString) -> String {
     let base = Path::new(program)
         .file_name()
         .map(|b| b.to_string_lossy().into_owned())
@@ -421,14 +421,14 @@ fn comm_name(program: &OsString) -> String {
     base.chars().take(15).collect()
 }
 
-fn comm_of(pid: i32) -> String {
+pub(crate) fn comm_of(pid: i32) -> String {
     std::fs::read_to_string(format!("/proc/{pid}/comm"))
         .map(|c| c.trim_end().to_string())
         .unwrap_or_else(|_| "?".into())
 }
 
 /// `cpu-burn --duration 5` for `/path/to/cpu-burn --duration 5`.
-fn command_line(argv: &[OsString]) -> String {
+pub(crate) fn command_line(argv: &[OsString]) -> String {
     let mut line: Vec<String> = argv
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
@@ -443,12 +443,12 @@ fn command_line(argv: &[OsString]) -> String {
 }
 
 /// Write a result file as the user who named it.
-fn write_file(path: &Path, data: &[u8]) -> anyhow::Result<()> {
+pub(crate) fn write_file(path: &Path, data: &[u8]) -> anyhow::Result<()> {
     Ok(user_files::write(path, data)?)
 }
 
 /// Now, as `2026-11-22T07:02:28Z` and in ns since the epoch.
-fn utc_now() -> (String, u64) {
+pub(crate) fn utc_now() -> (String, u64) {
     let since = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .unwrap_or_default();

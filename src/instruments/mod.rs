@@ -8,6 +8,7 @@ pub mod block;
 pub mod doctor;
 pub mod exec;
 pub mod observe;
+pub mod offcpu;
 pub mod profile;
 
 use std::time::Duration;

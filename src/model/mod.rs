@@ -7,6 +7,7 @@ pub mod elf;
 pub mod errno;
 pub mod exec;
 pub mod lab;
+pub mod offcpu;
 pub mod process;
 pub mod profile;
 pub mod rusage;

@@ -1,5 +1,7 @@
-//! A CPU profile: symbolized call stacks with how often, and how heavily,
-//! each was sampled, plus what it cost to collect.
+//! A profile: symbolized call stacks with how often, and how heavily, each
+//! was seen, plus what it cost to collect. A CPU profile weighs stacks by
+//! samples; an off-CPU profile (`kdiag offcpu`) by the time threads spent
+//! blocked in them.
 
 use serde::Serialize;
 
@@ -33,6 +35,61 @@ impl Frame {
     }
 }
 
+/// What a stack's weight counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WeightUnit {
+    /// CPU samples: weights are sample periods, shown as samples.
+    #[default]
+    Samples,
+    /// Off-CPU time: weights are nanoseconds blocked, shown as microseconds.
+    Nanoseconds,
+}
+
+/// The state a thread left the CPU in (off-CPU profiles), from the
+/// scheduler's own `prev_state`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub enum OffState {
+    /// Preempted (or yielded): runnable, waiting for a CPU.
+    R,
+    /// Interruptible sleep: futex, poll, nanosleep, pipe and socket waits.
+    S,
+    /// Uninterruptible sleep: mostly storage I/O, some kernel locks.
+    D,
+    /// TASK_IDLE: idle kernel workers.
+    I,
+    /// Stopped or traced.
+    T,
+    /// Anything else.
+    Other,
+}
+
+impl OffState {
+    /// The letter ps shows (`?` for other states).
+    pub fn letter(self) -> char {
+        match self {
+            OffState::R => 'R',
+            OffState::S => 'S',
+            OffState::D => 'D',
+            OffState::I => 'I',
+            OffState::T => 'T',
+            OffState::Other => '?',
+        }
+    }
+
+    /// What the state means, for reports.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            OffState::R => "preempted: runnable, waiting for a CPU",
+            OffState::S => "sleeping (interruptible): locks, timers, pipes, sockets, polls",
+            OffState::D => "uninterruptible: mostly storage I/O, some kernel locks",
+            OffState::I => "idle kernel worker",
+            OffState::T => "stopped or traced",
+            OffState::Other => "another state",
+        }
+    }
+}
+
 /// A distinct call stack of one command, and its samples.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Stack {
@@ -40,14 +97,18 @@ pub struct Stack {
     pub comm: String,
     /// Outermost first (the root's child), innermost (where the CPU was) last.
     pub frames: Vec<Frame>,
-    /// Samples that landed on this stack.
+    /// Samples that landed on this stack (off-CPU: times a thread blocked here).
     pub samples: u64,
     /// Sum of the samples' periods (ns of CPU for cpu-clock, cycles for
     /// cycles): frequency mode varies the period, so this is the true weight.
+    /// Off-CPU: nanoseconds blocked.
     pub weight: u64,
     /// User frames the kernel walked for these samples (the deepest seen):
     /// 1–2 means a binary without frame pointers.
     pub user_depth: u16,
+    /// Off-CPU profiles: the state the thread blocked in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<OffState>,
 }
 
 /// What the DWARF unwind stage did (`--call-graph dwarf|auto`).
@@ -104,6 +165,8 @@ pub struct Profile {
     /// Why this event and not a better one (e.g. no hardware PMU for cycles).
     pub event_note: Option<String>,
     pub freq_hz: u64,
+    /// What stack weights count: samples (CPU) or blocked nanoseconds (off-CPU).
+    pub unit: WeightUnit,
     /// How user stacks were walked: `fp`, `dwarf` or `auto`.
     pub call_graph: String,
     /// The user stack copied into each sample (dwarf and auto), bytes.

@@ -1,8 +1,11 @@
-//! SVG flame graphs, rendered in-process with inferno from folded stacks.
+//! SVG flame graphs, rendered in-process with inferno from folded stacks:
+//! CPU flame graphs (samples, warm colours) and off-CPU flame graphs
+//! (microseconds blocked, blue, as in Brendan Gregg's off-CPU graphs).
 
+use inferno::flamegraph::color::{BasicPalette, Palette};
 use inferno::flamegraph::{self, Options};
 
-use crate::model::profile::Profile;
+use crate::model::profile::{Profile, WeightUnit};
 
 /// Render `folded` (from `analysis::fold::fold(profile)`) as an SVG. Fails,
 /// saying why, when there is nothing to draw: an empty flame graph helps no
@@ -11,22 +14,42 @@ pub fn svg(profile: &Profile, folded: &[String]) -> anyhow::Result<Vec<u8>> {
     if folded.is_empty() {
         anyhow::bail!("{}", no_samples_reason(profile));
     }
-    let mut opts = Options::default();
-    opts.title = format!("CPU profile of {}", profile.target);
-    opts.subtitle = Some(format!(
-        "{} · {:.1} s at {} Hz ({}) · {} samples{}",
-        profile.started,
-        profile.cost.wall_secs,
-        profile.freq_hz,
-        profile.event,
-        profile.samples,
+    let lost = |what: &str| {
         if profile.lost > 0 {
-            format!(", {} records lost", profile.lost)
+            format!(", {} {what} lost", profile.lost)
         } else {
             String::new()
         }
-    ));
-    opts.count_name = "samples".into();
+    };
+    let mut opts = Options::default();
+    match profile.unit {
+        WeightUnit::Samples => {
+            opts.title = format!("CPU profile of {}", profile.target);
+            opts.subtitle = Some(format!(
+                "{} · {:.1} s at {} Hz ({}) · {} samples{}",
+                profile.started,
+                profile.cost.wall_secs,
+                profile.freq_hz,
+                profile.event,
+                profile.samples,
+                lost("records")
+            ));
+            opts.count_name = "samples".into();
+        }
+        WeightUnit::Nanoseconds => {
+            opts.title = format!("Off-CPU time of {}", profile.target);
+            opts.subtitle = Some(format!(
+                "{} · {:.1} s · {:.3} s blocked in {} blocks{} · width = time off the CPU",
+                profile.started,
+                profile.cost.wall_secs,
+                profile.total_weight() as f64 / 1e9,
+                profile.samples,
+                lost("stacks")
+            ));
+            opts.count_name = "us".into();
+            opts.colors = Palette::Basic(BasicPalette::Blue);
+        }
+    }
     // Same input, same picture: tests and diffs stay stable.
     opts.deterministic = true;
     let mut out = Vec::new();
@@ -68,6 +91,7 @@ mod tests {
                 samples: 4,
                 weight: 4,
                 user_depth: 2,
+                state: None,
             }],
             ..Default::default()
         };
@@ -77,6 +101,37 @@ mod tests {
         assert!(
             svg.contains("<title>hot_a (4 samples, 100.00%)</title>"),
             "{svg}"
+        );
+    }
+
+    #[test]
+    fn off_cpu_graphs_count_microseconds_in_blue() {
+        let p = Profile {
+            target: "PID 7 (locker)".into(),
+            unit: WeightUnit::Nanoseconds,
+            samples: 2,
+            stacks: vec![Stack {
+                comm: "locker".into(),
+                frames: vec![Frame::user("take_lock"), Frame::kernel("schedule")],
+                samples: 2,
+                weight: 1_500_000,
+                user_depth: 1,
+                state: Some(crate::model::profile::OffState::S),
+            }],
+            ..Default::default()
+        };
+        let lines = crate::analysis::fold::fold(&p);
+        assert_eq!(lines, ["locker;take_lock;schedule_[k] 1500"]);
+        let svg = String::from_utf8(svg(&p, &lines).unwrap()).unwrap();
+        assert!(svg.contains("Off-CPU time of PID 7 (locker)"), "{svg}");
+        assert!(
+            svg.contains("<title>take_lock (1,500 us, 100.00%)</title>"),
+            "{svg}"
+        );
+        // The blue palette: inferno's Blue gives rgb(r,g,255-ish) fills.
+        assert!(
+            !svg.contains("fill=\"rgb(2"),
+            "warm colours in an off-CPU graph"
         );
     }
 

@@ -7,6 +7,7 @@ pub mod elf;
 pub mod exec;
 pub mod flamegraph;
 pub mod iosnoop;
+pub mod offcpu;
 pub mod pprof;
 pub mod profile;
 pub mod ps;

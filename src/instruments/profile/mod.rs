@@ -4,6 +4,7 @@
 //! (file, offset) through blazesym; JIT code through `perf_map`).
 
 pub mod modules;
+mod names;
 pub mod perf_map;
 pub mod symbolize;
 pub mod unwind;

@@ -1,6 +1,7 @@
-//! From perf records to symbolized stacks.
+//! From perf records (or stacks captured by BPF) to symbolized stacks.
 //!
-//! `Recorder` takes the records of a sampling session as they are drained:
+//! `Recorder` takes the records of a sampling session as they are drained,
+//! and stacks counted elsewhere (`add_stack`: kdiag offcpu's BPF stack map):
 //! it merges identical raw stacks and keeps, per process, the executable
 //! mappings it saw (MMAP2 records, inherited on FORK) or read from
 //! /proc/PID/maps the first time the process showed up. `finish` then names
@@ -18,42 +19,15 @@
 //! A frame that cannot be named shows its module and file offset
 //! (`libc.so.6+0x2a1b0`) or `[unknown]`, and the reason is counted.
 
-use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::collections::HashMap;
 
 use std::os::unix::fs::MetadataExt;
 
-use blazesym::MaybeDefault;
-use blazesym::symbolize::source::{Elf, Kernel, Source};
-use blazesym::symbolize::{Input, Symbolized, Symbolizer};
-
-use crate::instruments::profile::perf_map::PerfMap;
+use crate::instruments::profile::names::{Maps, Names, Place};
 use crate::instruments::profile::unwind::{CallGraph, Unwinder};
-use crate::model::profile::{Frame, Module, Profile, Stack};
+use crate::model::profile::{Frame, OffState, Profile, Stack};
 use crate::sys::perf::{Record, Space};
 use crate::sys::procfs::maps::{Mapping, parse_maps};
-
-/// What a process's memory looked like, as far as we know.
-#[derive(Debug, Clone, Default)]
-struct Maps {
-    /// In the order learnt: a later mapping over the same address wins
-    /// (after an exec, or a remap).
-    list: Vec<Mapping>,
-    /// /proc/PID/maps could not be read (the process had exited) and no
-    /// MMAP2 record told us more.
-    unreadable: bool,
-    /// The process's user (owner of /proc/PID), to check its perf map's owner.
-    uid: Option<u32>,
-}
-
-impl Maps {
-    fn find(&self, addr: u64) -> Option<&Mapping> {
-        self.list
-            .iter()
-            .rev()
-            .find(|m| m.start <= addr && addr < m.end)
-    }
-}
 
 /// Which frames to keep and which samples count.
 #[derive(Debug, Clone, Copy, Default)]
@@ -73,6 +47,35 @@ struct RawKey {
     /// Innermost first: the kernel frames, then the user frames.
     ips: Box<[u64]>,
     kernel: u16,
+    /// Off-CPU stacks: the state the thread blocked in.
+    state: Option<OffState>,
+    /// Placeholder frames for halves the collector could not capture.
+    kernel_lost: Option<&'static str>,
+    user_lost: Option<&'static str>,
+}
+
+/// One half (kernel or user) of a stack captured outside perf.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Half<'a> {
+    /// Addresses, innermost first.
+    Ips(&'a [u64]),
+    /// Not captured: shown as this one placeholder frame (`[stack lost]`),
+    /// never as a made-up stack.
+    Lost(&'static str),
+}
+
+/// A stack counted outside perf (a BPF stack map), with its weight.
+#[derive(Debug, Clone, Copy)]
+pub struct CountedStack<'a> {
+    pub pid: u32,
+    pub tid: u32,
+    pub state: Option<OffState>,
+    pub kernel: Half<'a>,
+    pub user: Half<'a>,
+    /// Events (samples, blocks) on this stack.
+    pub count: u64,
+    /// Their total weight (sample periods, nanoseconds blocked).
+    pub weight: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -197,16 +200,16 @@ impl Recorder {
                 if ips.is_empty() {
                     return;
                 }
-                self.samples += 1;
                 let key = RawKey {
                     pid: s.pid,
                     tid: s.tid,
                     ips: ips.into_boxed_slice(),
                     kernel,
+                    state: None,
+                    kernel_lost: None,
+                    user_lost: None,
                 };
-                let c = self.stacks.entry(key).or_default();
-                c.samples += 1;
-                c.weight += s.period;
+                self.add(key, 1, s.period);
             }
             Record::Comm { tid, comm, .. } => {
                 self.comms.insert(tid, comm.to_string());
@@ -245,6 +248,43 @@ impl Recorder {
         }
     }
 
+    /// Take a stack counted elsewhere (a BPF stack map), `count` events
+    /// weighing `weight` in all.
+    pub fn add_stack(&mut self, stack: CountedStack<'_>) {
+        let ips = |h: Half<'_>| match h {
+            Half::Ips(ips) => ips.to_vec(),
+            Half::Lost(_) => Vec::new(),
+        };
+        let lost = |h: Half<'_>| match h {
+            Half::Ips(_) => None,
+            Half::Lost(name) => Some(name),
+        };
+        let mut all = ips(stack.kernel);
+        let kernel = all.len() as u16;
+        all.extend(ips(stack.user));
+        let key = RawKey {
+            pid: stack.pid,
+            tid: stack.tid,
+            ips: all.into_boxed_slice(),
+            kernel,
+            state: stack.state,
+            kernel_lost: lost(stack.kernel),
+            user_lost: lost(stack.user),
+        };
+        self.add(key, stack.count, stack.weight);
+    }
+
+    fn add(&mut self, key: RawKey, count: u64, weight: u64) {
+        self.samples += count;
+        if key.pid != 0 {
+            self.ensure(key.pid);
+            self.ensure_comm(key.pid, key.tid);
+        }
+        let c = self.stacks.entry(key).or_default();
+        c.samples += count;
+        c.weight += weight;
+    }
+
     /// Name every frame and build the profile's stacks. `profile` gets the
     /// stacks, sample counts and unknown-frame reasons.
     pub fn finish(self, profile: &mut Profile) {
@@ -267,14 +307,17 @@ impl Recorder {
             names.resolve_file(&path, offsets);
         }
 
-        let mut merged: HashMap<(String, Vec<Frame>), Stack> = HashMap::new();
+        type MergeKey = (String, Option<OffState>, Vec<Frame>);
+        let mut merged: HashMap<MergeKey, Stack> = HashMap::new();
         for (key, count) in &self.stacks {
             let (kernel, user) = key.ips.split_at(key.kernel as usize);
-            let mut frames = Vec::with_capacity(key.ips.len());
+            let mut frames = Vec::with_capacity(key.ips.len() + 2);
             // Outermost first: user frames reversed, then kernel frames reversed.
+            frames.extend(key.user_lost.map(Frame::user));
             for (i, &ip) in user.iter().enumerate().rev() {
                 frames.push(names.user(key.pid, adjust(ip, i)));
             }
+            frames.extend(key.kernel_lost.map(Frame::kernel));
             for (i, &ip) in kernel.iter().enumerate().rev() {
                 frames.push(Frame::kernel(names.kernel(adjust(ip, i))));
             }
@@ -284,13 +327,14 @@ impl Recorder {
                 None => format!("[pid {}]", key.pid),
             };
             let s = merged
-                .entry((comm.clone(), frames.clone()))
+                .entry((comm.clone(), key.state, frames.clone()))
                 .or_insert_with(|| Stack {
                     comm,
                     frames,
                     samples: 0,
                     weight: 0,
                     user_depth: 0,
+                    state: key.state,
                 });
             s.samples += count.samples;
             s.weight += count.weight;
@@ -315,263 +359,6 @@ impl Recorder {
 /// innermost frame (index 0 of its half) is where the CPU was: keep it.
 fn adjust(ip: u64, index: usize) -> u64 {
     if index == 0 { ip } else { ip.saturating_sub(1) }
-}
-
-/// Where a user address lives.
-enum Place<'m> {
-    /// At this offset of this file.
-    File(&'m str, u64),
-    /// A pseudo mapping with a name of its own (`[vdso]`, `[anon]`).
-    Pseudo(&'m str),
-    Unknown(&'static str),
-}
-
-/// Frame names, resolved in batches and then looked up. Each `[unknown]` or
-/// `module+offset` frame counts one against its reason, once per stack.
-struct Names<'a> {
-    maps: &'a HashMap<u32, Maps>,
-    symbolizer: Symbolizer,
-    kernel: HashMap<u64, Result<String, String>>,
-    /// file → offset → symbol (Err: why not, the module+offset name is made later).
-    files: HashMap<String, HashMap<u64, Result<String, String>>>,
-    /// Each process's perf map (JIT names), read when first needed.
-    perf_maps: HashMap<u32, Option<PerfMap>>,
-    /// Binaries named in frames, in first-use order (`Frame::module`).
-    module_index: HashMap<String, u32>,
-    module_paths: Vec<String>,
-    reasons: BTreeMap<String, u64>,
-}
-
-impl<'a> Names<'a> {
-    fn new(maps: &'a HashMap<u32, Maps>) -> Self {
-        Names {
-            maps,
-            symbolizer: Symbolizer::builder()
-                .enable_code_info(false)
-                .enable_inlined_fns(false)
-                .build(),
-            kernel: HashMap::new(),
-            files: HashMap::new(),
-            perf_maps: HashMap::new(),
-            module_index: HashMap::new(),
-            module_paths: Vec::new(),
-            reasons: BTreeMap::new(),
-        }
-    }
-
-    fn place(&self, pid: u32, ip: u64) -> Place<'a> {
-        let Some(maps) = self.maps.get(&pid) else {
-            return Place::Unknown("process not seen alive (no memory map)");
-        };
-        match maps.find(ip) {
-            None if maps.unreadable => {
-                Place::Unknown("process exited before its memory map was read")
-            }
-            None => Place::Unknown("address outside every mapping (a broken frame-pointer chain?)"),
-            Some(m) if m.path.is_empty() || m.path == "//anon" => Place::Pseudo("[anon]"),
-            Some(m) if m.path.starts_with('[') => Place::Pseudo(&m.path),
-            Some(m) => Place::File(&m.path, ip - m.start + m.pgoff),
-        }
-    }
-
-    fn note(&mut self, reason: &str) -> String {
-        *self.reasons.entry(reason.to_string()).or_default() += 1;
-        "[unknown]".into()
-    }
-
-    fn resolve_kernel(&mut self, mut ips: Vec<u64>) {
-        ips.sort_unstable();
-        ips.dedup();
-        if ips.is_empty() {
-            return;
-        }
-        let src = Source::Kernel(Kernel {
-            // kallsyms matches the running kernel; a vmlinux found on disk may not.
-            vmlinux: MaybeDefault::None,
-            ..Default::default()
-        });
-        let results = self.symbolizer.symbolize(&src, Input::AbsAddr(&ips));
-        let unnamed = |r: &Vec<Symbolized>| r.iter().any(|s| s.as_sym().is_none());
-        // Only look into why when something is unnamed: reading kallsyms is slow.
-        let why = match &results {
-            Ok(r) if unnamed(r) => kernel_reason().to_string(),
-            Ok(_) => String::new(),
-            Err(e) => format!("kernel symbols unreadable: {e}"),
-        };
-        let syms = results.unwrap_or_default();
-        for (i, ip) in ips.iter().enumerate() {
-            let name = match syms.get(i) {
-                Some(Symbolized::Sym(sym)) => Ok(sym.name.to_string()),
-                _ => Err(why.clone()),
-            };
-            self.kernel.insert(*ip, name);
-        }
-    }
-
-    fn resolve_file(&mut self, path: &str, mut offsets: Vec<u64>) {
-        offsets.sort_unstable();
-        offsets.dedup();
-        let base = module_name(path);
-        let lookup = |offsets: &[u64], debug_syms: bool| {
-            let src = Source::Elf(Elf {
-                debug_syms,
-                ..Elf::new(path)
-            });
-            self.symbolizer
-                .symbolize(&src, Input::FileOffset(offsets))
-                .map_err(|e| format!("{base}: unreadable ({e})"))
-        };
-        let mut results = if path.ends_with(" (deleted)") {
-            Err(format!("{base}: file deleted since it was mapped"))
-        } else {
-            // The ELF symbol table names functions as well as DWARF does
-            // (no lines or inlines are shown) and is far quicker to load;
-            // DWARF only for what it cannot name (a stripped binary with
-            // separate debug info).
-            lookup(&offsets, false)
-        };
-        if let Ok(syms) = &mut results {
-            let missing: Vec<usize> = (0..syms.len())
-                .filter(|&i| syms[i].as_sym().is_none())
-                .collect();
-            if !missing.is_empty() {
-                let retry: Vec<u64> = missing.iter().map(|&i| offsets[i]).collect();
-                if let Ok(found) = lookup(&retry, true) {
-                    for (i, sym) in missing.into_iter().zip(found) {
-                        syms[i] = sym;
-                    }
-                }
-            }
-        }
-        let named = offsets
-            .iter()
-            .enumerate()
-            .map(|(i, off)| {
-                let name = match &results {
-                    Ok(syms) => match &syms[i] {
-                        Symbolized::Sym(s) => Ok(s.name.to_string()),
-                        Symbolized::Unknown(reason) => Err(format!("{base}: {reason}")),
-                    },
-                    Err(why) => Err(why.clone()),
-                };
-                (*off, name)
-            })
-            .collect();
-        self.files.insert(path.to_string(), named);
-    }
-
-    fn kernel(&mut self, ip: u64) -> String {
-        match self.kernel.get(&ip).cloned() {
-            Some(Ok(name)) => name,
-            Some(Err(why)) => self.note(&why),
-            None => self.note("kernel address not resolved"),
-        }
-    }
-
-    fn user(&mut self, pid: u32, ip: u64) -> Frame {
-        let place = self.place(pid, ip);
-        if matches!(place, Place::Pseudo("[anon]") | Place::Unknown(_))
-            && let Some(name) = self.jit_name(pid, ip)
-        {
-            return Frame::user(name);
-        }
-        let name = match place {
-            Place::Pseudo(name) => name.to_string(),
-            Place::Unknown(why) => self.note(why),
-            Place::File(path, off) => {
-                let name = match self.files.get(path).and_then(|f| f.get(&off)).cloned() {
-                    Some(Ok(name)) => name,
-                    Some(Err(why)) => {
-                        self.note(&why);
-                        format!("{}+{off:#x}", module_name(path))
-                    }
-                    None => {
-                        self.note("not resolved");
-                        format!("{}+{off:#x}", module_name(path))
-                    }
-                };
-                return Frame {
-                    module: Some(self.module(path)),
-                    ..Frame::user(name)
-                };
-            }
-        };
-        Frame::user(name)
-    }
-
-    /// The name a perf map gives the code at `ip`, reading the map once.
-    fn jit_name(&mut self, pid: u32, ip: u64) -> Option<String> {
-        if !self.perf_maps.contains_key(&pid) {
-            let uid = self.maps.get(&pid).and_then(|m| m.uid);
-            let map = match PerfMap::load(pid, uid) {
-                Ok(map) => map,
-                Err(why) => {
-                    self.note(&why);
-                    None
-                }
-            };
-            self.perf_maps.insert(pid, map);
-        }
-        self.perf_maps[&pid]
-            .as_ref()?
-            .lookup(ip)
-            .map(str::to_string)
-    }
-
-    fn module(&mut self, path: &str) -> u32 {
-        if let Some(&i) = self.module_index.get(path) {
-            return i;
-        }
-        let i = self.module_paths.len() as u32;
-        self.module_paths.push(path.to_string());
-        self.module_index.insert(path.to_string(), i);
-        i
-    }
-
-    /// The binaries named in frames, with their build ids.
-    fn modules(&self) -> Vec<Module> {
-        self.module_paths
-            .iter()
-            .map(|path| Module {
-                path: path.clone(),
-                build_id: build_id(path),
-            })
-            .collect()
-    }
-}
-
-/// The GNU build id of an ELF file, in hex.
-fn build_id(path: &str) -> Option<String> {
-    use object::{Object, ReadCache};
-    let file = std::fs::File::open(path).ok()?;
-    let cache = ReadCache::new(file);
-    let obj = object::File::parse(&cache).ok()?;
-    let id = obj.build_id().ok()??;
-    Some(id.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// `libc.so.6` for `/usr/lib/x86_64-linux-gnu/libc.so.6 (deleted)`.
-fn module_name(path: &str) -> String {
-    let path = path.trim_end_matches(" (deleted)");
-    Path::new(path)
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| path.to_string())
-}
-
-/// Why a kernel address has no name: usually kptr_restrict hiding kallsyms.
-fn kernel_reason() -> &'static str {
-    use std::io::BufRead;
-    // kptr_restrict shows every address as zeros; the first line tells.
-    let hidden = std::fs::File::open("/proc/kallsyms")
-        .ok()
-        .and_then(|f| std::io::BufReader::new(f).lines().next()?.ok())
-        .is_none_or(|l| l.starts_with("0000000000000000"));
-    if hidden {
-        "kernel addresses hidden (kernel.kptr_restrict; run as root)"
-    } else {
-        "kernel address not in kallsyms (a module or BPF code?)"
-    }
 }
 
 #[cfg(test)]

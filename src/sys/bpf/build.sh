@@ -14,7 +14,10 @@ clang=${CLANG:-$(command -v clang-14 || command -v clang)}
 # and rebuilding unchanged sources gives identical objects.
 bpftool btf dump file /sys/kernel/btf/vmlinux format c > vmlinux.h
 arch=$(uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
-for src in *.bpf.c; do
+# With arguments, only those sources (objects built elsewhere may differ
+# byte-wise when rebuilt against another kernel's vmlinux.h).
+if [ $# -gt 0 ]; then srcs=("$@"); else srcs=(*.bpf.c); fi
+for src in "${srcs[@]}"; do
   obj=${src%.c}.o
   # A source may ask for more flags on a "// build: FLAGS (why)" line.
   extra=$(sed -n 's|^// build: \([^(]*\).*|\1|p' "$src")

@@ -294,6 +294,7 @@ fn open_error(err: std::io::Error, spec: &EventSpec, pid: i32) -> anyhow::Error 
         EventKind::CpuClock { .. } => "CPU-clock sampling",
         EventKind::Cycles { .. } => "hardware cycle sampling",
         EventKind::Tracepoint { .. } => "tracepoint recording",
+        EventKind::Sideband => "recording process mappings",
     };
     match err.raw_os_error() {
         Some(libc::EACCES) | Some(libc::EPERM) => {

@@ -14,6 +14,10 @@ pub enum EventKind {
     Cycles { freq: u64 },
     /// A tracepoint by id (`EventFormat::id`); every hit is a sample.
     Tracepoint { id: u64 },
+    /// The software dummy event: never samples, carries only the task
+    /// records (COMM, MMAP2, FORK, EXIT) for symbolizing stacks recorded
+    /// some other way (BPF). Costs nothing per context switch system-wide.
+    Sideband,
 }
 
 /// One event to open on every CPU of the target.
@@ -70,6 +74,11 @@ impl EventSpec {
         Self::new(EventKind::Tracepoint { id })
     }
 
+    /// Task records only (see `EventKind::Sideband`).
+    pub fn sideband() -> Self {
+        Self::new(EventKind::Sideband).with_task_events()
+    }
+
     pub fn with_callchain(mut self) -> Self {
         self.callchain = true;
         self
@@ -104,6 +113,7 @@ impl EventSpec {
             EventKind::CpuClock { .. } => "cpu-clock",
             EventKind::Cycles { .. } => "cycles",
             EventKind::Tracepoint { .. } => "tracepoint",
+            EventKind::Sideband => "sideband",
         }
     }
 
@@ -160,6 +170,9 @@ impl EventSpec {
             EventKind::Tracepoint { id } => {
                 (a.type_, a.config) = (sys::PERF_TYPE_TRACEPOINT, id);
                 a.__bindgen_anon_1.sample_period = 1;
+            }
+            EventKind::Sideband => {
+                (a.type_, a.config) = (sys::PERF_TYPE_SOFTWARE, sys::PERF_COUNT_SW_DUMMY as u64);
             }
         }
         a.sample_type = self.sample_type();

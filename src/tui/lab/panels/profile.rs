@@ -246,6 +246,7 @@ mod tests {
             samples,
             weight: samples * 1000,
             user_depth: 3,
+            state: None,
         }
     }
 

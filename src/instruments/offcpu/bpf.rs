@@ -1,0 +1,381 @@
+//! The BPF tier of `kdiag offcpu`: offcpu.bpf.c on the scheduler's switch
+//! tracepoint (tp_btf, else raw_tp), filtered in the kernel by a bitmap of
+//! watched tgids and aggregated there by (tgid, tid, kernel stack, user
+//! stack, state). User space reads the aggregation once, at the end.
+//!
+//! Every kernel resource is owned by the `aya::Ebpf` handle (program fds,
+//! link fds, map fds): dropping `OffcpuBpf`, or the process dying by any
+//! signal, closes them and the kernel detaches and frees everything.
+
+use std::collections::HashMap;
+
+use anyhow::Context;
+use aya::Btf;
+use aya::maps::{Array, HashMap as BpfHashMap, MapData, PerCpuArray, StackTraceMap};
+use aya::programs::{BtfTracePoint, RawTracePoint};
+
+use crate::model::offcpu::{BlockCounts, StateFilter};
+use crate::model::profile::OffState;
+
+static OBJECT: &[u8] = aya::include_bytes_aligned!("../../sys/bpf/offcpu.bpf.o");
+
+/// What to record.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Watch only these processes (tgids) and, with `follow`, their
+    /// children; empty: every task except the idle task.
+    pub tgids: Vec<u32>,
+    /// Watch the children the watched processes start.
+    pub follow: bool,
+    /// Blocks shorter than this are counted, not kept.
+    pub min_block_ns: u64,
+    pub states: StateFilter,
+}
+
+/// `struct block_start` of offcpu.bpf.c.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct Start {
+    ts: u64,
+    tgid: u32,
+    kstack: i32,
+    ustack: i32,
+    state: u32,
+}
+
+/// `struct block_key` of offcpu.bpf.c.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Key {
+    tgid: u32,
+    pid: u32,
+    kstack: i32,
+    ustack: i32,
+    state: u32,
+}
+
+/// `struct block_value` of offcpu.bpf.c.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct Value {
+    total_ns: u64,
+    count: u64,
+}
+
+// SAFETY: plain C structs of integers without padding (checked below).
+unsafe impl aya::Pod for Start {}
+unsafe impl aya::Pod for Key {}
+unsafe impl aya::Pod for Value {}
+const _: () = assert!(size_of::<Start>() == 24 && size_of::<Key>() == 20);
+
+/// `enum state_class` of offcpu.bpf.c, in order.
+const STATE_CLASSES: [OffState; 6] = [
+    OffState::R,
+    OffState::S,
+    OffState::D,
+    OffState::I,
+    OffState::T,
+    OffState::Other,
+];
+
+/// `NO_USER_STACK` of offcpu.bpf.c: a kernel thread's user stack id.
+const NO_USER_STACK: i32 = -1;
+const EFAULT: i32 = 14;
+
+/// Indexes of the `counters` map (`enum counter`).
+const C_KSTACK_LOST: u32 = 0;
+const C_USTACK_LOST: u32 = 1;
+const C_USTACK_FAULT: u32 = 2;
+const C_START_FULL: u32 = 3;
+const C_BLOCKED_FULL: u32 = 4;
+const C_SHORT: u32 = 5;
+const C_BLOCKS: u32 = 6;
+
+/// One half of a recorded stack.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Captured {
+    /// Addresses, innermost first.
+    Ips(Vec<u64>),
+    /// A kernel thread's user half: there is none.
+    Absent,
+    /// Not stored: the stack map was full, or its bucket taken (hash collision).
+    Lost,
+    /// The user stack could not be read.
+    Unreadable,
+}
+
+/// Time blocked on one (thread, stacks, state).
+#[derive(Debug, Clone)]
+pub struct Block {
+    pub tgid: u32,
+    pub tid: u32,
+    pub state: OffState,
+    pub kernel: Captured,
+    pub user: Captured,
+    pub total_ns: u64,
+    pub count: u64,
+}
+
+/// Which form of the switch tracepoint the programs attached to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attach {
+    TpBtf,
+    RawTp,
+}
+
+impl Attach {
+    pub fn name(self) -> &'static str {
+        match self {
+            Attach::TpBtf => "tp_btf",
+            Attach::RawTp => "raw_tp",
+        }
+    }
+}
+
+/// The loaded, attached programs and their maps.
+pub struct OffcpuBpf {
+    ebpf: aya::Ebpf,
+    pub attach: Attach,
+    /// Programs attached, by name, until `stop`.
+    attached: Vec<&'static str>,
+    filter_on: bool,
+}
+
+impl OffcpuBpf {
+    /// Load the programs, fill the watch bitmap and attach: tp_btf where
+    /// the kernel has BTF, else raw_tp. The error says what each refused.
+    pub fn start(options: &Options) -> anyhow::Result<OffcpuBpf> {
+        let filter_on = !options.tgids.is_empty() as u8;
+        let state_mask: u32 = STATE_CLASSES
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| options.states.keeps(**s))
+            .map(|(i, _)| 1u32 << i)
+            .sum();
+        let words = watch_words()?;
+        let mut ebpf = crate::sys::bpf::load_with(OBJECT, "off-CPU tracing with BPF", |l| {
+            l.override_global("filter_on", &filter_on, true)
+                .override_global("min_block_ns", &options.min_block_ns, true)
+                .override_global("state_mask", &state_mask, true)
+                .map_max_entries("watched", words);
+        })?;
+        let mut watched: Array<_, u64> =
+            Array::try_from(ebpf.map_mut("watched").context("no watched map")?)?;
+        let mut bits = vec![0u64; words as usize];
+        for &tgid in &options.tgids {
+            let word = (tgid / 64) as usize;
+            anyhow::ensure!(
+                word < bits.len(),
+                "PID {tgid} is above kernel.pid_max: cannot watch it"
+            );
+            bits[word] |= 1 << (tgid % 64);
+        }
+        for (i, w) in bits.iter().enumerate().filter(|(_, w)| **w != 0) {
+            watched
+                .set(i as u32, w, 0)
+                .context("filling the watch bitmap")?;
+        }
+
+        let mut this = OffcpuBpf {
+            ebpf,
+            attach: Attach::TpBtf,
+            attached: Vec::new(),
+            filter_on: filter_on != 0,
+        };
+        let btf = Btf::from_sys_fs();
+        let tp_btf = match &btf {
+            Ok(btf) => this.attach_btf("offcpu_switch", "sched_switch", btf),
+            Err(e) => Err(anyhow::anyhow!(
+                "no kernel BTF (/sys/kernel/btf/vmlinux: {e})"
+            )),
+        };
+        if let Err(btf_err) = tp_btf {
+            this.attach_raw("offcpu_sw_raw", "sched_switch")
+                .map_err(|raw_err| {
+                    anyhow::anyhow!(
+                        "the scheduler's switch tracepoint refused both BPF attach types: \
+                         tp_btf/sched_switch: {btf_err:#}; raw_tp/sched_switch: {raw_err:#}"
+                    )
+                })?;
+            this.attach = Attach::RawTp;
+        }
+        if options.follow && this.filter_on {
+            match (this.attach, &btf) {
+                (Attach::TpBtf, Ok(btf)) => {
+                    this.attach_btf("offcpu_fork", "sched_process_fork", btf)?
+                }
+                _ => this.attach_raw("offcpu_fork_raw", "sched_process_fork")?,
+            }
+        }
+        Ok(this)
+    }
+
+    fn attach_btf(&mut self, prog: &'static str, tp: &str, btf: &Btf) -> anyhow::Result<()> {
+        let p: &mut BtfTracePoint = self
+            .ebpf
+            .program_mut(prog)
+            .with_context(|| format!("no program {prog} in offcpu.bpf.o"))?
+            .try_into()?;
+        p.load(tp, btf)
+            .with_context(|| format!("loading tp_btf/{tp}"))?;
+        p.attach()
+            .with_context(|| format!("attaching tp_btf/{tp}"))?;
+        self.attached.push(prog);
+        Ok(())
+    }
+
+    fn attach_raw(&mut self, prog: &'static str, tp: &str) -> anyhow::Result<()> {
+        let p: &mut RawTracePoint = self
+            .ebpf
+            .program_mut(prog)
+            .with_context(|| format!("no program {prog} in offcpu.bpf.o"))?
+            .try_into()?;
+        p.load().with_context(|| format!("loading raw_tp/{tp}"))?;
+        p.attach(tp)
+            .with_context(|| format!("attaching raw_tp/{tp}"))?;
+        self.attached.push(prog);
+        Ok(())
+    }
+
+    /// Watch one more process (a `-- CMD` child before it is released).
+    pub fn watch(&mut self, tgid: u32) -> anyhow::Result<()> {
+        let mut watched: Array<_, u64> =
+            Array::try_from(self.ebpf.map_mut("watched").context("no watched map")?)?;
+        let word = tgid / 64;
+        let old = watched.get(&word, 0).context("PID above kernel.pid_max")?;
+        watched
+            .set(word, old | 1 << (tgid % 64), 0)
+            .context("updating the watch bitmap")?;
+        Ok(())
+    }
+
+    /// Detach every program (the maps stay readable) and return the
+    /// CLOCK_MONOTONIC time, in the programs' clock, when recording ended.
+    pub fn stop(&mut self) -> anyhow::Result<u64> {
+        for name in std::mem::take(&mut self.attached) {
+            let prog = self.ebpf.program_mut(name).context("program vanished")?;
+            match prog {
+                aya::programs::Program::BtfTracePoint(p) => p.unload()?,
+                aya::programs::Program::RawTracePoint(p) => p.unload()?,
+                _ => {}
+            }
+        }
+        Ok(monotonic_ns())
+    }
+
+    /// The counters, with `in_progress` from `collect`.
+    pub fn counts(&self) -> anyhow::Result<BlockCounts> {
+        let arr: PerCpuArray<_, u64> =
+            PerCpuArray::try_from(self.ebpf.map("counters").context("no counters map")?)?;
+        let get = |i: u32| -> anyhow::Result<u64> {
+            Ok(arr.get(&i, 0).context("reading the counters")?.iter().sum())
+        };
+        Ok(BlockCounts {
+            blocks: get(C_BLOCKS)?,
+            short: get(C_SHORT)?,
+            in_progress: 0,
+            kernel_stacks_lost: get(C_KSTACK_LOST)?,
+            user_stacks_lost: get(C_USTACK_LOST)?,
+            user_stacks_unreadable: get(C_USTACK_FAULT)?,
+            starts_dropped: get(C_START_FULL)?,
+            table_full: get(C_BLOCKED_FULL)?,
+        })
+    }
+
+    /// Every aggregated block, plus the blocks still going on at `end_ns`
+    /// (counted up to then, if at least `min_block_ns`), with their stacks
+    /// resolved to addresses. Call after `stop`. Returns the blocks and how
+    /// many were still going on.
+    pub fn collect(&self, end_ns: u64, min_block_ns: u64) -> anyhow::Result<(Vec<Block>, u64)> {
+        let stacks = StackTraceMap::try_from(self.ebpf.map("stacks").context("no stacks map")?)?;
+        let blocked: BpfHashMap<_, Key, Value> =
+            BpfHashMap::try_from(self.ebpf.map("blocked").context("no blocked map")?)?;
+        let starts: BpfHashMap<_, u32, Start> =
+            BpfHashMap::try_from(self.ebpf.map("starts").context("no starts map")?)?;
+
+        let mut totals: HashMap<Key, Value> = HashMap::new();
+        for entry in blocked.iter() {
+            let (k, v) = entry.context("reading the off-CPU table")?;
+            let t = totals.entry(k).or_default();
+            t.total_ns += v.total_ns;
+            t.count += v.count;
+        }
+        let mut in_progress = 0;
+        for entry in starts.iter() {
+            let (tid, s) = entry.context("reading the blocks in progress")?;
+            let ns = end_ns.saturating_sub(s.ts);
+            if ns < min_block_ns.max(1) {
+                continue;
+            }
+            in_progress += 1;
+            let k = Key {
+                tgid: s.tgid,
+                pid: tid,
+                kstack: s.kstack,
+                ustack: s.ustack,
+                state: s.state,
+            };
+            let t = totals.entry(k).or_default();
+            t.total_ns += ns;
+            t.count += 1;
+        }
+
+        let mut cache: HashMap<i32, Captured> = HashMap::new();
+        let mut resolve = |id: i32, user: bool| -> Captured {
+            cache
+                .entry(id)
+                .or_insert_with(|| read_stack(&stacks, id, user))
+                .clone()
+        };
+        let blocks = totals
+            .into_iter()
+            .map(|(k, v)| Block {
+                tgid: k.tgid,
+                tid: k.pid,
+                state: STATE_CLASSES
+                    .get(k.state as usize)
+                    .copied()
+                    .unwrap_or(OffState::Other),
+                kernel: resolve(k.kstack, false),
+                user: resolve(k.ustack, true),
+                total_ns: v.total_ns,
+                count: v.count,
+            })
+            .collect();
+        Ok((blocks, in_progress))
+    }
+}
+
+fn read_stack(map: &StackTraceMap<&MapData>, id: i32, user: bool) -> Captured {
+    match id {
+        NO_USER_STACK if user => Captured::Absent,
+        id if id == -EFAULT && user => Captured::Unreadable,
+        id if id < 0 => Captured::Lost,
+        id => match map.get(&(id as u32), 0) {
+            Ok(trace) => Captured::Ips(trace.frames().iter().map(|f| f.ip).collect()),
+            Err(_) => Captured::Lost,
+        },
+    }
+}
+
+/// Words of the watch bitmap: one bit per possible PID.
+fn watch_words() -> anyhow::Result<u32> {
+    let text = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .context("reading /proc/sys/kernel/pid_max")?;
+    let pid_max: u32 = text
+        .trim()
+        .parse()
+        .context("parsing /proc/sys/kernel/pid_max")?;
+    Ok(pid_max.div_ceil(64).max(1))
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: bpf_ktime_get_ns's clock.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec for clock_gettime to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}

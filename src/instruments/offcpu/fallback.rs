@@ -1,0 +1,268 @@
+//! The coarse tier of `kdiag offcpu`, for machines without BPF: every
+//! 10 ms, each target thread's state, and for a thread off the CPU its wait
+//! channel (/proc/TID/wchan: the kernel function it sleeps in) and system
+//! call (/proc/TID/syscall). Each sample stands for the time since the
+//! previous sweep. No stacks: a sampled wait channel is all /proc tells.
+//!
+//! /proc shows a preempted thread as R, like a running one, so this view
+//! sees only S, D, I and T.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::analysis::offcpu::WaitTally;
+use crate::model::offcpu::{StateFilter, WaitSamples};
+use crate::model::profile::OffState;
+use crate::sys::procfs::{parse, tids};
+
+/// The sampling interval.
+pub const INTERVAL: Duration = Duration::from_millis(10);
+
+/// Whose threads to sample.
+#[derive(Debug, Clone)]
+pub enum Targets {
+    /// These processes, and with `follow` their descendants.
+    Pids { pids: Vec<i32>, follow: bool },
+    /// Every process.
+    All,
+}
+
+/// Sweeps /proc until told to stop.
+pub struct Sampler {
+    targets: Targets,
+    states: StateFilter,
+    tally: WaitTally,
+    sweeps: u64,
+    last: Option<Instant>,
+}
+
+impl Sampler {
+    pub fn new(targets: Targets, states: StateFilter) -> Sampler {
+        Sampler {
+            targets,
+            states,
+            tally: WaitTally::default(),
+            sweeps: 0,
+            last: None,
+        }
+    }
+
+    /// Sample until `stop` is set, `until` passes or `ended` says the
+    /// target is gone (checked every sweep).
+    pub fn run(
+        &mut self,
+        stop: &AtomicBool,
+        until: Option<Instant>,
+        mut ended: impl FnMut() -> bool,
+    ) {
+        loop {
+            let t = Instant::now();
+            self.sweep();
+            if stop.load(Ordering::Relaxed) || until.is_some_and(|u| t >= u) || ended() {
+                return;
+            }
+            std::thread::sleep(INTERVAL.saturating_sub(t.elapsed()));
+        }
+    }
+
+    /// One pass over the target's threads.
+    pub fn sweep(&mut self) {
+        let now = Instant::now();
+        // A sample stands for the time since the previous sweep (the first
+        // for one interval): sweeps slower than 10 ms still add up right.
+        let weight = self.last.map_or(INTERVAL, |l| now - l);
+        self.last = Some(now);
+        self.sweeps += 1;
+        for pid in self.processes() {
+            for tid in tids(pid) {
+                self.sample(pid, tid, weight);
+            }
+        }
+    }
+
+    fn processes(&self) -> Vec<i32> {
+        match &self.targets {
+            Targets::All => crate::sys::procfs::pids().unwrap_or_default(),
+            Targets::Pids { pids, follow } => {
+                let mut all = pids.clone();
+                if *follow {
+                    let mut i = 0;
+                    while i < all.len() {
+                        all.extend(children(all[i]));
+                        i += 1;
+                    }
+                }
+                all
+            }
+        }
+    }
+
+    fn sample(&mut self, pid: i32, tid: i32, weight: Duration) {
+        let dir = format!("/proc/{pid}/task/{tid}");
+        let Some(st) = std::fs::read(format!("{dir}/stat"))
+            .ok()
+            .and_then(|b| parse::stat(&b))
+        else {
+            return;
+        };
+        let state = match st.state {
+            'S' => OffState::S,
+            'D' => OffState::D,
+            'I' => OffState::I,
+            'T' | 't' => OffState::T,
+            // R is running or runnable, which /proc does not tell apart;
+            // Z and X are gone.
+            _ => return,
+        };
+        if !self.states.keeps(state) {
+            return;
+        }
+        let wchan = std::fs::read_to_string(format!("{dir}/wchan")).unwrap_or_default();
+        let wchan = if wchan == "0" { String::new() } else { wchan };
+        let syscall = std::fs::read_to_string(format!("{dir}/syscall"))
+            .map(|s| syscall_name(&s))
+            .unwrap_or_default();
+        self.tally.add(&st.comm, state, &wchan, &syscall, weight);
+    }
+
+    pub fn finish(self) -> WaitSamples {
+        self.tally.finish(self.sweeps)
+    }
+}
+
+/// The children of every thread of `pid` (needs CONFIG_PROC_CHILDREN).
+fn children(pid: i32) -> Vec<i32> {
+    tids(pid)
+        .into_iter()
+        .filter_map(|tid| std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/children")).ok())
+        .flat_map(|s| {
+            s.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<i32>>()
+        })
+        .collect()
+}
+
+/// The system call named in a /proc/TID/syscall line: its name, `-` when
+/// the thread is blocked outside any (a page fault), empty if unknown.
+pub fn syscall_name(line: &str) -> String {
+    let first = line.split_whitespace().next().unwrap_or("");
+    match first.parse::<libc::c_long>() {
+        Ok(-1) => "-".into(),
+        Ok(n) => SYSCALLS
+            .iter()
+            .find(|(nr, _)| *nr == n)
+            .map_or_else(|| format!("syscall {n}"), |(_, name)| name.to_string()),
+        // "running": not blocked when read.
+        Err(_) => String::new(),
+    }
+}
+
+/// Names of the system calls threads block in, numbered for the
+/// architecture kdiag is built for.
+const SYSCALLS: &[(libc::c_long, &str)] = &[
+    (libc::SYS_read, "read"),
+    (libc::SYS_write, "write"),
+    (libc::SYS_pread64, "pread64"),
+    (libc::SYS_pwrite64, "pwrite64"),
+    (libc::SYS_readv, "readv"),
+    (libc::SYS_writev, "writev"),
+    (libc::SYS_preadv, "preadv"),
+    (libc::SYS_pwritev, "pwritev"),
+    (libc::SYS_openat, "openat"),
+    (libc::SYS_close, "close"),
+    (libc::SYS_fsync, "fsync"),
+    (libc::SYS_fdatasync, "fdatasync"),
+    (libc::SYS_sync, "sync"),
+    (libc::SYS_syncfs, "syncfs"),
+    (libc::SYS_sync_file_range, "sync_file_range"),
+    (libc::SYS_msync, "msync"),
+    (libc::SYS_fallocate, "fallocate"),
+    (libc::SYS_ftruncate, "ftruncate"),
+    (libc::SYS_flock, "flock"),
+    (libc::SYS_fcntl, "fcntl"),
+    (libc::SYS_ioctl, "ioctl"),
+    (libc::SYS_futex, "futex"),
+    (libc::SYS_nanosleep, "nanosleep"),
+    (libc::SYS_clock_nanosleep, "clock_nanosleep"),
+    (libc::SYS_ppoll, "ppoll"),
+    (libc::SYS_pselect6, "pselect6"),
+    (libc::SYS_epoll_pwait, "epoll_pwait"),
+    (libc::SYS_accept4, "accept4"),
+    (libc::SYS_connect, "connect"),
+    (libc::SYS_recvfrom, "recvfrom"),
+    (libc::SYS_recvmsg, "recvmsg"),
+    (libc::SYS_sendto, "sendto"),
+    (libc::SYS_sendmsg, "sendmsg"),
+    (libc::SYS_wait4, "wait4"),
+    (libc::SYS_waitid, "waitid"),
+    (libc::SYS_rt_sigsuspend, "rt_sigsuspend"),
+    (libc::SYS_rt_sigtimedwait, "rt_sigtimedwait"),
+    (libc::SYS_io_getevents, "io_getevents"),
+    (libc::SYS_io_uring_enter, "io_uring_enter"),
+    (libc::SYS_mmap, "mmap"),
+    (libc::SYS_munmap, "munmap"),
+    (libc::SYS_madvise, "madvise"),
+    (libc::SYS_getdents64, "getdents64"),
+    (libc::SYS_sched_yield, "sched_yield"),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_poll, "poll"),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_select, "select"),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_epoll_wait, "epoll_wait"),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_accept, "accept"),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_pause, "pause"),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_open, "open"),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_syscalls_from_proc_lines() {
+        let futex = format!(
+            "{} 0x7f 0x80 0x2 0x0 0x0 0x0 0x7ffc 0x7f12",
+            libc::SYS_futex
+        );
+        assert_eq!(syscall_name(&futex), "futex");
+        assert_eq!(syscall_name("-1 0x7ffc 0x55d0"), "-");
+        assert_eq!(syscall_name("running"), "");
+        assert_eq!(syscall_name("99999 0x0"), "syscall 99999");
+    }
+
+    #[test]
+    fn samples_a_sleeping_thread_of_our_own() {
+        // A thread of this test process asleep in nanosleep for the sweep.
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let sleeper = std::thread::spawn(move || {
+            let _ = rx.recv_timeout(Duration::from_secs(10));
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        let mut s = Sampler::new(
+            Targets::Pids {
+                pids: vec![std::process::id() as i32],
+                follow: false,
+            },
+            StateFilter::S,
+        );
+        s.sweep();
+        s.sweep();
+        tx.send(()).unwrap();
+        sleeper.join().unwrap();
+        let w = s.finish();
+        assert_eq!(w.sweeps, 2);
+        // Waiting on a channel is a futex wait.
+        assert!(
+            w.rows
+                .iter()
+                .any(|r| r.state == OffState::S && r.syscall == "futex"),
+            "{w:?}"
+        );
+        assert!(w.rows.iter().all(|r| r.state == OffState::S));
+    }
+}

@@ -1,0 +1,294 @@
+//! Naming the frames of recorded stacks: kernel addresses from kallsyms,
+//! user addresses by (file, offset) from ELF symbols or DWARF (blazesym),
+//! JIT code from perf maps; what could not be named, and why. Also what
+//! the recorder knows of each process's mappings (`Maps`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use blazesym::MaybeDefault;
+use blazesym::symbolize::source::{Elf, Kernel, Source};
+use blazesym::symbolize::{Input, Symbolized, Symbolizer};
+
+use crate::instruments::profile::perf_map::PerfMap;
+use crate::model::profile::{Frame, Module};
+use crate::sys::procfs::maps::Mapping;
+
+/// What a process's memory looked like, as far as we know.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Maps {
+    /// In the order learnt: a later mapping over the same address wins
+    /// (after an exec, or a remap).
+    pub list: Vec<Mapping>,
+    /// /proc/PID/maps could not be read (the process had exited) and no
+    /// MMAP2 record told us more.
+    pub unreadable: bool,
+    /// The process's user (owner of /proc/PID), to check its perf map's owner.
+    pub uid: Option<u32>,
+}
+
+impl Maps {
+    pub fn find(&self, addr: u64) -> Option<&Mapping> {
+        self.list
+            .iter()
+            .rev()
+            .find(|m| m.start <= addr && addr < m.end)
+    }
+}
+
+/// Where a user address lives.
+pub(super) enum Place<'m> {
+    /// At this offset of this file.
+    File(&'m str, u64),
+    /// A pseudo mapping with a name of its own (`[vdso]`, `[anon]`).
+    Pseudo(&'m str),
+    Unknown(&'static str),
+}
+
+/// Frame names, resolved in batches and then looked up. Each `[unknown]` or
+/// `module+offset` frame counts one against its reason, once per stack.
+pub(super) struct Names<'a> {
+    maps: &'a HashMap<u32, Maps>,
+    symbolizer: Symbolizer,
+    kernel: HashMap<u64, Result<String, String>>,
+    /// file → offset → symbol (Err: why not, the module+offset name is made later).
+    files: HashMap<String, HashMap<u64, Result<String, String>>>,
+    /// Each process's perf map (JIT names), read when first needed.
+    perf_maps: HashMap<u32, Option<PerfMap>>,
+    /// Binaries named in frames, in first-use order (`Frame::module`).
+    module_index: HashMap<String, u32>,
+    module_paths: Vec<String>,
+    pub reasons: BTreeMap<String, u64>,
+}
+
+impl<'a> Names<'a> {
+    pub(super) fn new(maps: &'a HashMap<u32, Maps>) -> Self {
+        Names {
+            maps,
+            symbolizer: Symbolizer::builder()
+                .enable_code_info(false)
+                .enable_inlined_fns(false)
+                .build(),
+            kernel: HashMap::new(),
+            files: HashMap::new(),
+            perf_maps: HashMap::new(),
+            module_index: HashMap::new(),
+            module_paths: Vec::new(),
+            reasons: BTreeMap::new(),
+        }
+    }
+
+    pub(super) fn place(&self, pid: u32, ip: u64) -> Place<'a> {
+        let Some(maps) = self.maps.get(&pid) else {
+            return Place::Unknown("process not seen alive (no memory map)");
+        };
+        match maps.find(ip) {
+            None if maps.unreadable => {
+                Place::Unknown("process exited before its memory map was read")
+            }
+            None => Place::Unknown("address outside every mapping (a broken frame-pointer chain?)"),
+            Some(m) if m.path.is_empty() || m.path == "//anon" => Place::Pseudo("[anon]"),
+            Some(m) if m.path.starts_with('[') => Place::Pseudo(&m.path),
+            Some(m) => Place::File(&m.path, ip - m.start + m.pgoff),
+        }
+    }
+
+    pub(super) fn note(&mut self, reason: &str) -> String {
+        *self.reasons.entry(reason.to_string()).or_default() += 1;
+        "[unknown]".into()
+    }
+
+    pub(super) fn resolve_kernel(&mut self, mut ips: Vec<u64>) {
+        ips.sort_unstable();
+        ips.dedup();
+        if ips.is_empty() {
+            return;
+        }
+        let src = Source::Kernel(Kernel {
+            // kallsyms matches the running kernel; a vmlinux found on disk may not.
+            vmlinux: MaybeDefault::None,
+            ..Default::default()
+        });
+        let results = self.symbolizer.symbolize(&src, Input::AbsAddr(&ips));
+        let unnamed = |r: &Vec<Symbolized>| r.iter().any(|s| s.as_sym().is_none());
+        // Only look into why when something is unnamed: reading kallsyms is slow.
+        let why = match &results {
+            Ok(r) if unnamed(r) => kernel_reason().to_string(),
+            Ok(_) => String::new(),
+            Err(e) => format!("kernel symbols unreadable: {e}"),
+        };
+        let syms = results.unwrap_or_default();
+        for (i, ip) in ips.iter().enumerate() {
+            let name = match syms.get(i) {
+                Some(Symbolized::Sym(sym)) => Ok(sym.name.to_string()),
+                _ => Err(why.clone()),
+            };
+            self.kernel.insert(*ip, name);
+        }
+    }
+
+    pub(super) fn resolve_file(&mut self, path: &str, mut offsets: Vec<u64>) {
+        offsets.sort_unstable();
+        offsets.dedup();
+        let base = module_name(path);
+        let lookup = |offsets: &[u64], debug_syms: bool| {
+            let src = Source::Elf(Elf {
+                debug_syms,
+                ..Elf::new(path)
+            });
+            self.symbolizer
+                .symbolize(&src, Input::FileOffset(offsets))
+                .map_err(|e| format!("{base}: unreadable ({e})"))
+        };
+        let mut results = if path.ends_with(" (deleted)") {
+            Err(format!("{base}: file deleted since it was mapped"))
+        } else {
+            // The ELF symbol table names functions as well as DWARF does
+            // (no lines or inlines are shown) and is far quicker to load;
+            // DWARF only for what it cannot name (a stripped binary with
+            // separate debug info).
+            lookup(&offsets, false)
+        };
+        if let Ok(syms) = &mut results {
+            let missing: Vec<usize> = (0..syms.len())
+                .filter(|&i| syms[i].as_sym().is_none())
+                .collect();
+            if !missing.is_empty() {
+                let retry: Vec<u64> = missing.iter().map(|&i| offsets[i]).collect();
+                if let Ok(found) = lookup(&retry, true) {
+                    for (i, sym) in missing.into_iter().zip(found) {
+                        syms[i] = sym;
+                    }
+                }
+            }
+        }
+        let named = offsets
+            .iter()
+            .enumerate()
+            .map(|(i, off)| {
+                let name = match &results {
+                    Ok(syms) => match &syms[i] {
+                        Symbolized::Sym(s) => Ok(s.name.to_string()),
+                        Symbolized::Unknown(reason) => Err(format!("{base}: {reason}")),
+                    },
+                    Err(why) => Err(why.clone()),
+                };
+                (*off, name)
+            })
+            .collect();
+        self.files.insert(path.to_string(), named);
+    }
+
+    pub(super) fn kernel(&mut self, ip: u64) -> String {
+        match self.kernel.get(&ip).cloned() {
+            Some(Ok(name)) => name,
+            Some(Err(why)) => self.note(&why),
+            None => self.note("kernel address not resolved"),
+        }
+    }
+
+    pub(super) fn user(&mut self, pid: u32, ip: u64) -> Frame {
+        let place = self.place(pid, ip);
+        if matches!(place, Place::Pseudo("[anon]") | Place::Unknown(_))
+            && let Some(name) = self.jit_name(pid, ip)
+        {
+            return Frame::user(name);
+        }
+        let name = match place {
+            Place::Pseudo(name) => name.to_string(),
+            Place::Unknown(why) => self.note(why),
+            Place::File(path, off) => {
+                let name = match self.files.get(path).and_then(|f| f.get(&off)).cloned() {
+                    Some(Ok(name)) => name,
+                    Some(Err(why)) => {
+                        self.note(&why);
+                        format!("{}+{off:#x}", module_name(path))
+                    }
+                    None => {
+                        self.note("not resolved");
+                        format!("{}+{off:#x}", module_name(path))
+                    }
+                };
+                return Frame {
+                    module: Some(self.module(path)),
+                    ..Frame::user(name)
+                };
+            }
+        };
+        Frame::user(name)
+    }
+
+    /// The name a perf map gives the code at `ip`, reading the map once.
+    pub(super) fn jit_name(&mut self, pid: u32, ip: u64) -> Option<String> {
+        if !self.perf_maps.contains_key(&pid) {
+            let uid = self.maps.get(&pid).and_then(|m| m.uid);
+            let map = match PerfMap::load(pid, uid) {
+                Ok(map) => map,
+                Err(why) => {
+                    self.note(&why);
+                    None
+                }
+            };
+            self.perf_maps.insert(pid, map);
+        }
+        self.perf_maps[&pid]
+            .as_ref()?
+            .lookup(ip)
+            .map(str::to_string)
+    }
+
+    pub(super) fn module(&mut self, path: &str) -> u32 {
+        if let Some(&i) = self.module_index.get(path) {
+            return i;
+        }
+        let i = self.module_paths.len() as u32;
+        self.module_paths.push(path.to_string());
+        self.module_index.insert(path.to_string(), i);
+        i
+    }
+
+    /// The binaries named in frames, with their build ids.
+    pub(super) fn modules(&self) -> Vec<Module> {
+        self.module_paths
+            .iter()
+            .map(|path| Module {
+                path: path.clone(),
+                build_id: build_id(path),
+            })
+            .collect()
+    }
+}
+
+/// The GNU build id of an ELF file, in hex.
+fn build_id(path: &str) -> Option<String> {
+    use object::{Object, ReadCache};
+    let file = std::fs::File::open(path).ok()?;
+    let cache = ReadCache::new(file);
+    let obj = object::File::parse(&cache).ok()?;
+    let id = obj.build_id().ok()??;
+    Some(id.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// `libc.so.6` for `/usr/lib/x86_64-linux-gnu/libc.so.6 (deleted)`.
+fn module_name(path: &str) -> String {
+    let path = path.trim_end_matches(" (deleted)");
+    Path::new(path)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.to_string())
+}
+
+/// Why a kernel address has no name: usually kptr_restrict hiding kallsyms.
+fn kernel_reason() -> &'static str {
+    use std::io::BufRead;
+    // kptr_restrict shows every address as zeros; the first line tells.
+    let hidden = std::fs::File::open("/proc/kallsyms")
+        .ok()
+        .and_then(|f| std::io::BufReader::new(f).lines().next()?.ok())
+        .is_none_or(|l| l.starts_with("0000000000000000"));
+    if hidden {
+        "kernel addresses hidden (kernel.kptr_restrict; run as root)"
+    } else {
+        "kernel address not in kallsyms (a module or BPF code?)"
+    }
+}

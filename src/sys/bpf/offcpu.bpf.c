@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: GPL-2.0
+// kdiag offcpu, BPF tier: where threads block, and for how long, aggregated
+// in the kernel (like libbpf-tools offcputime and DTrace's
+// @[stack()] = sum(...)).
+//
+// sched_switch, prev leaving the CPU: if prev is watched, keep its kernel
+//   and user stack ids, its state and the time, keyed by thread id.
+// sched_switch, next coming back: if next has such a record, add the time
+//   it was off the CPU to `blocked`, keyed by (tgid, tid, stacks, state).
+// sched_process_fork (when following children): a child of a watched
+//   process is watched too.
+//
+// Processes outside the filter cost two loads and two bitmap tests per
+// switch: the bitmap is an array map, whose lookups the verifier inlines
+// (no hashing, no call). User space reads `blocked` once, at the end.
+//
+// Two copies of each program: tp_btf (task fields are plain loads through
+// BTF pointers) and raw_tp (the same, through bpf_probe_read_kernel), for
+// kernels without BTF; user space attaches whichever loads.
+// build: -mcpu=v3 (atomic OR into the watch bitmap: Linux >= 5.12)
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#define EFAULT 14
+// ustack of a kernel thread, which has no user stack (not an errno).
+#define NO_USER_STACK (-1)
+
+// Set by the loader (EbpfLoader::override_global).
+const volatile __u8 filter_on = 0;        // 1: only tgids set in `watched`
+const volatile __u64 min_block_ns = 0;    // shorter blocks are counted, not kept
+const volatile __u32 state_mask = 0xff;   // which state classes to record (1 << class)
+
+// State classes, from the state a thread left the CPU in (prev_state: what
+// the scheduler decided, not a re-read of p->__state). Mirrored in offcpu/bpf.rs.
+enum state_class {
+	ST_RUNNING = 0,  // preempted (or yielded): runnable, waiting for a CPU
+	ST_SLEEP = 1,    // S: TASK_INTERRUPTIBLE
+	ST_DISK = 2,     // D: TASK_UNINTERRUPTIBLE, not TASK_IDLE
+	ST_IDLE = 3,     // I: TASK_IDLE (idle kernel workers)
+	ST_STOPPED = 4,  // T or t: stopped, traced
+	ST_OTHER = 5,
+};
+
+// Linux task state bits (include/linux/sched.h; stable ABI of the
+// sched_switch tracepoint's prev_state).
+#define TASK_INTERRUPTIBLE 0x1
+#define TASK_UNINTERRUPTIBLE 0x2
+#define TASK_STOPPED_BITS 0x0c  // __TASK_STOPPED | __TASK_TRACED
+#define TASK_DEAD 0x80
+#define TASK_NOLOAD 0x400
+
+// Where a watched thread left the CPU (mirrored by `Start` in offcpu/bpf.rs).
+struct block_start {
+	__u64 ts;
+	__u32 tgid;
+	__s32 kstack;  // stack id, or a negative errno
+	__s32 ustack;  // stack id, NO_USER_STACK (kernel thread), or a negative errno
+	__u32 state;   // enum state_class
+};
+
+// Aggregation key and value (mirrored by `Key` and `Value` in offcpu/bpf.rs).
+struct block_key {
+	__u32 tgid;
+	__u32 pid;
+	__s32 kstack;
+	__s32 ustack;
+	__u32 state;
+};
+
+struct block_value {
+	__u64 total_ns;
+	__u64 count;
+};
+
+// Counters (per CPU; user space sums them), by index.
+enum counter {
+	C_KSTACK_LOST = 0,   // kernel stack not stored: map full or hash collision
+	C_USTACK_LOST = 1,   // user stack not stored: map full or hash collision
+	C_USTACK_FAULT = 2,  // a user thread's user stack could not be read
+	C_START_FULL = 3,    // too many watched threads off the CPU at once
+	C_BLOCKED_FULL = 4,  // the aggregation table was full: a block was dropped
+	C_SHORT = 5,         // blocks under min_block_ns, counted only
+	C_BLOCKS = 6,        // blocks added to `blocked`
+	C_COUNTERS = 7,
+};
+
+// One bit per tgid; max_entries is set by the loader to cover pid_max.
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 512);
+	__type(key, __u32);
+	__type(value, __u64);
+} watched SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 16384);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, 127 * sizeof(__u64));  // perf_event_max_stack's default
+} stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768);
+	__type(key, __u32);
+	__type(value, struct block_start);
+} starts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768);
+	__type(key, struct block_key);
+	__type(value, struct block_value);
+} blocked SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, C_COUNTERS);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+static __always_inline void count(__u32 which)
+{
+	__u64 *n = bpf_map_lookup_elem(&counters, &which);
+	if (n)
+		*n += 1;
+}
+
+static __always_inline bool is_watched(__u32 tgid)
+{
+	if (!filter_on)
+		return true;
+	__u32 word = tgid >> 6;
+	__u64 *bits = bpf_map_lookup_elem(&watched, &word);
+	return bits && (*bits & (1ull << (tgid & 63)));
+}
+
+static __always_inline void watch(__u32 tgid)
+{
+	__u32 word = tgid >> 6;
+	__u64 *bits = bpf_map_lookup_elem(&watched, &word);
+	if (bits)
+		__sync_fetch_and_or(bits, 1ull << (tgid & 63));
+}
+
+static __always_inline __u32 classify(__u32 s)
+{
+	if (s == 0)
+		return ST_RUNNING;
+	if ((s & TASK_UNINTERRUPTIBLE) && (s & TASK_NOLOAD))
+		return ST_IDLE;
+	if (s & TASK_UNINTERRUPTIBLE)
+		return ST_DISK;
+	if (s & TASK_INTERRUPTIBLE)
+		return ST_SLEEP;
+	if (s & TASK_STOPPED_BITS)
+		return ST_STOPPED;
+	return ST_OTHER;
+}
+
+// The kernel stack from here starts with frames of BPF machinery: the
+// program itself and bpf_trace_run4, then on some kernels (and with BPF
+// subprograms) more, such as __traceiter_sched_switch; on this 6.18 just
+// the two. Skip the two that are always there; user space drops any
+// others (everything inside __schedule), so stacks start at __schedule.
+#define SKIP_FRAMES 2
+
+// prev (watched, not the idle task) leaves the CPU in `prev_state`.
+static __always_inline void switch_out(void *ctx, __u32 pid, __u32 tgid, bool user,
+				       __u32 prev_state)
+{
+	if (prev_state & TASK_DEAD)
+		return;
+	__u32 state = classify(prev_state);
+	if (!(state_mask & (1u << state)))
+		return;
+	struct block_start s = {
+		.tgid = tgid,
+		.state = state,
+	};
+	s.kstack = bpf_get_stackid(ctx, &stacks, SKIP_FRAMES);
+	if (s.kstack < 0)
+		count(C_KSTACK_LOST);
+	if (user) {
+		s.ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+		if (s.ustack == -EFAULT)
+			count(C_USTACK_FAULT);
+		else if (s.ustack < 0)
+			count(C_USTACK_LOST);
+	} else {
+		s.ustack = NO_USER_STACK;
+	}
+	// After the stack walks: they are on-CPU time.
+	s.ts = bpf_ktime_get_ns();
+	if (bpf_map_update_elem(&starts, &pid, &s, BPF_ANY))
+		count(C_START_FULL);
+}
+
+// next (watched, not the idle task) comes back to a CPU.
+static __always_inline void switch_in(__u32 pid)
+{
+	struct block_start *s = bpf_map_lookup_elem(&starts, &pid);
+	if (!s)
+		return;
+	__u64 delta = bpf_ktime_get_ns() - s->ts;
+	struct block_key k = {
+		.tgid = s->tgid,
+		.pid = pid,
+		.kstack = s->kstack,
+		.ustack = s->ustack,
+		.state = s->state,
+	};
+	bpf_map_delete_elem(&starts, &pid);
+	if (delta < min_block_ns) {
+		count(C_SHORT);
+		return;
+	}
+	struct block_value *v = bpf_map_lookup_elem(&blocked, &k);
+	if (!v) {
+		struct block_value first = { .total_ns = delta, .count = 1 };
+		if (!bpf_map_update_elem(&blocked, &k, &first, BPF_NOEXIST)) {
+			count(C_BLOCKS);
+			return;
+		}
+		// Another CPU added the key meanwhile, or the table is full.
+		v = bpf_map_lookup_elem(&blocked, &k);
+		if (!v) {
+			count(C_BLOCKED_FULL);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&v->total_ns, delta);
+	__sync_fetch_and_add(&v->count, 1);
+	count(C_BLOCKS);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u32 pid = prev->pid, tgid = prev->tgid;
+	if (pid && is_watched(tgid))
+		switch_out(ctx, pid, tgid, prev->mm != NULL, prev_state);
+	pid = next->pid;
+	tgid = next->tgid;
+	if (pid && is_watched(tgid))
+		switch_in(pid);
+	return 0;
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(offcpu_sw_raw, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u32 pid = BPF_CORE_READ(prev, pid), tgid = BPF_CORE_READ(prev, tgid);
+	if (pid && is_watched(tgid))
+		switch_out(ctx, pid, tgid, BPF_CORE_READ(prev, mm) != NULL, prev_state);
+	pid = BPF_CORE_READ(next, pid);
+	tgid = BPF_CORE_READ(next, tgid);
+	if (pid && is_watched(tgid))
+		switch_in(pid);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(offcpu_fork, struct task_struct *parent, struct task_struct *child)
+{
+	if (is_watched(parent->tgid))
+		watch(child->tgid);
+	return 0;
+}
+
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(offcpu_fork_raw, struct task_struct *parent, struct task_struct *child)
+{
+	if (is_watched(BPF_CORE_READ(parent, tgid)))
+		watch(BPF_CORE_READ(child, tgid));
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";
