@@ -314,12 +314,14 @@ fn a_tree_given_by_pid_is_followed_and_never_signalled() {
 #[test]
 fn allocating_once_is_not_a_leak() {
     let _g = one_at_a_time();
-    // 64 MiB at the start, 64 MiB more after 1 s, then asleep.
+    // 32 MiB at the start, 32 MiB more after 1 s, then asleep. (Small
+    // steps: faulting in more on a busy machine can wait on page locks long
+    // enough to look like storage time.)
     let v = diagnose_cmd("3", &[fixture("alloc_once").to_str().unwrap()]);
     assert_eq!(verdict(&v), "idle", "{}", pretty(&v));
     let series = v["observation"]["memory"]["series"].as_array().unwrap();
     let anon = series.last().unwrap()["anon_kib"].as_u64().unwrap();
-    assert!(anon >= 120 << 10, "it did allocate: {anon} KiB");
+    assert!(anon >= 60 << 10, "it did allocate: {anon} KiB");
 }
 
 #[test]

@@ -147,7 +147,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         queued: args.queued,
     };
     let live = !args.json && !args.hist && !args.summary;
-    let t0 = monotonic_ns();
+    let t0 = crate::sys::monotonic_ns();
     let began = Instant::now();
     let deadline = duration.map(|d| began + Duration::from_secs_f64(d));
     let mut kept: Vec<BlockIo> = Vec::new();
@@ -267,14 +267,4 @@ fn until(duration: Option<f64>) -> String {
         Some(d) => format!("Tracing for {d} s."),
         None => "Ctrl-C to end.".to_string(),
     }
-}
-
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid timespec to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }

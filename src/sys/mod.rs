@@ -13,3 +13,16 @@ pub mod perf;
 pub mod process;
 pub mod procfs;
 pub mod tracefs;
+
+/// CLOCK_MONOTONIC in nanoseconds: the clock of perf records (kdiag sets
+/// use_clockid), of bpf_ktime_get_ns, and of the supervisor's reports.
+/// Async-signal-safe (the supervisor calls it between fork and exit).
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec for clock_gettime to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}

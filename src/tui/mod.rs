@@ -1,5 +1,6 @@
 //! The ratatui front ends, drawing the same model data as `render`.
 
+pub mod keys;
 pub mod lab;
 pub mod top;
 

@@ -3,7 +3,6 @@
 //! terminal.
 
 use ratatui::Frame;
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::layout::{Constraint, Layout};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
@@ -12,6 +11,7 @@ use ratatui::widgets::{Block, Borders, Paragraph, Row, Table, TableState};
 use crate::analysis::top::{self as analysis, Column, CpuSplit, TaskCounts, TopRow, human_bytes};
 use crate::model::process::Details;
 use crate::model::system::System;
+pub use crate::tui::keys::Key;
 
 /// One collected frame: what the header and table show.
 #[derive(Debug, Clone, Default)]
@@ -73,44 +73,6 @@ impl State {
     }
 }
 
-/// The keys top reacts to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Key {
-    Char(char),
-    Up,
-    Down,
-    PageUp,
-    PageDown,
-    Home,
-    End,
-    Enter,
-    Esc,
-    Backspace,
-    CtrlC,
-}
-
-impl Key {
-    pub fn from_event(e: KeyEvent) -> Option<Key> {
-        if e.kind == KeyEventKind::Release {
-            return None;
-        }
-        Some(match e.code {
-            KeyCode::Char('c') if e.modifiers.contains(KeyModifiers::CONTROL) => Key::CtrlC,
-            KeyCode::Char(c) => Key::Char(c),
-            KeyCode::Up => Key::Up,
-            KeyCode::Down => Key::Down,
-            KeyCode::PageUp => Key::PageUp,
-            KeyCode::PageDown => Key::PageDown,
-            KeyCode::Home => Key::Home,
-            KeyCode::End => Key::End,
-            KeyCode::Enter => Key::Enter,
-            KeyCode::Esc => Key::Esc,
-            KeyCode::Backspace => Key::Backspace,
-            _ => return None,
-        })
-    }
-}
-
 const PAGE: usize = 10;
 
 /// Apply one key press.
@@ -164,7 +126,7 @@ pub fn update(state: &mut State, key: Key) {
             state.show_detail = !state.show_detail && state.selected.is_some();
         }
         Key::Esc => state.show_detail = false,
-        Key::Backspace | Key::CtrlC => {}
+        _ => {}
     }
 }
 

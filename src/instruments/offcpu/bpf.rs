@@ -260,7 +260,7 @@ impl OffcpuBpf {
                 _ => {}
             }
         }
-        Ok(monotonic_ns())
+        Ok(crate::sys::monotonic_ns())
     }
 
     /// The counters, with `in_progress` from `collect`.
@@ -367,15 +367,4 @@ fn watch_words() -> anyhow::Result<u32> {
         .parse()
         .context("parsing /proc/sys/kernel/pid_max")?;
     Ok(pid_max.div_ceil(64).max(1))
-}
-
-/// CLOCK_MONOTONIC in nanoseconds: bpf_ktime_get_ns's clock.
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid timespec for clock_gettime to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }

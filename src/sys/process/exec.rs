@@ -101,10 +101,21 @@ impl Exec {
     /// report a failure.
     ///
     /// # Safety
-    /// Only in a forked child, with `gate`/`report` its ends of the pipes.
-    pub(super) unsafe fn run(&self, gate: i32, report: i32, supervisor: i32) -> ! {
+    /// Only in a forked child, with `gate`/`report` its ends of the pipes
+    /// and `output` a descriptor for stdout and stderr, or -1.
+    pub(super) unsafe fn run(&self, gate: i32, report: i32, output: i32, supervisor: i32) -> ! {
         // SAFETY: async-signal-safe calls on data prepared before the fork.
         unsafe {
+            if output >= 0 {
+                let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY);
+                if null >= 0 {
+                    libc::dup2(null, 0);
+                    libc::close(null);
+                }
+                libc::dup2(output, 1);
+                libc::dup2(output, 2);
+                libc::close(output);
+            }
             // The supervisor ignores the terminal's signals; the command
             // starts with the defaults and no blocked signals, as std gives.
             for sig in [

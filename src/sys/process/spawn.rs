@@ -16,7 +16,7 @@
 use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 use super::exec::{Exec, resolve};
@@ -58,11 +58,18 @@ pub struct Options {
     /// the foreground), so it can read it and Ctrl-C reaches it. Off for a
     /// workload running beside an interactive kdiag (the lab).
     pub foreground: bool,
+    /// The command's stdout and stderr (its stdin then /dev/null): a
+    /// descriptor the caller keeps open until `spawn_with` returns. None:
+    /// kdiag's own.
+    pub output: Option<RawFd>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { foreground: true }
+        Options {
+            foreground: true,
+            output: None,
+        }
     }
 }
 
@@ -205,12 +212,20 @@ impl HeldChild {
         let fds = Fds {
             events: events_w.as_raw_fd(),
             control: control_r.as_raw_fd(),
-            for_child: [gate_r.as_raw_fd(), report_w.as_raw_fd()],
+            for_child: [
+                gate_r.as_raw_fd(),
+                report_w.as_raw_fd(),
+                options.output.unwrap_or(-1),
+            ],
             cgroup: cgroup
                 .as_ref()
                 .map(|c| (c.procs.as_raw_fd(), c.kill.as_raw_fd(), c.dir_c.as_ptr())),
         };
-        let (gate, report) = (gate_r.as_raw_fd(), report_w.as_raw_fd());
+        let (gate, report, output) = (
+            gate_r.as_raw_fd(),
+            report_w.as_raw_fd(),
+            options.output.unwrap_or(-1),
+        );
         // SAFETY: getpid has no preconditions.
         let kdiag = unsafe { libc::getpid() };
         // SAFETY: the supervisor only makes async-signal-safe calls on data
@@ -221,7 +236,7 @@ impl HeldChild {
         }
         if pid == 0 {
             // SAFETY: in the fresh fork, with its descriptors.
-            unsafe { supervisor::supervise(kdiag, fds, |s| exec.run(gate, report, s)) }
+            unsafe { supervisor::supervise(kdiag, fds, |s| exec.run(gate, report, output, s)) }
         }
         // The other processes' ends: closed here so EOFs reach each side.
         drop((gate_r, report_w, events_w, control_r));
@@ -406,7 +421,9 @@ impl HeldChild {
         match read_report(&mut self.events)? {
             Some(r) if r.kind == supervisor::ENDED => {
                 let at = Instant::now()
-                    .checked_sub(Duration::from_nanos(now_ns().saturating_sub(r.ended_ns)))
+                    .checked_sub(Duration::from_nanos(
+                        crate::sys::monotonic_ns().saturating_sub(r.ended_ns),
+                    ))
                     .unwrap_or_else(Instant::now);
                 self.ended = Some(Ended {
                     status: r.status,
@@ -529,16 +546,6 @@ impl Forwarder {
         let _ = forwarder.join();
         ended?.ok_or_else(|| io::Error::other("the command's end was not reported"))
     }
-}
-
-fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid timespec to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 impl Drop for HeldChild {

@@ -152,9 +152,10 @@ fn decimal(mut n: u32, buf: &mut [u8; 10]) -> &[u8] {
 pub struct Fds {
     pub events: RawFd,
     pub control: RawFd,
-    /// Descriptors CMD needs until it execs (the gate, the exec report):
-    /// kept across the first clean-up, closed in S once CMD is forked.
-    pub for_child: [RawFd; 2],
+    /// Descriptors CMD needs until it execs (the gate, the exec report, its
+    /// output or -1): kept across the first clean-up, closed in S once CMD
+    /// is forked.
+    pub for_child: [RawFd; 3],
     pub cgroup: Option<(RawFd, RawFd, *const libc::c_char)>,
 }
 
@@ -218,16 +219,6 @@ fn send(fd: RawFd, r: &Report) {
     write_all(fd, r.as_bytes());
 }
 
-fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid timespec to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// S's state while it runs.
 struct Watch {
     fds: Fds,
@@ -244,7 +235,7 @@ impl Watch {
     /// kdiag. `status`/`ru` are given when CMD was already reaped.
     fn cmd_ended(&mut self, reaped: Option<(i32, libc::rusage)>) {
         let mut r = Report::empty(ENDED);
-        r.ended_ns = now_ns();
+        r.ended_ns = crate::sys::monotonic_ns();
         if self.io >= 0 {
             // SAFETY: reading into our buffer from a descriptor we own.
             let n = unsafe { libc::pread(self.io, r.io.as_mut_ptr().cast(), IO_MAX, 0) };
@@ -330,8 +321,8 @@ impl Watch {
     /// SIGTERM to everything below S; wait up to `grace_ns` for CMD to end.
     fn terminate_within(&mut self, grace_ns: u64) {
         self.signal_all(libc::SIGTERM);
-        let end = now_ns() + grace_ns;
-        while !self.cmd_done && now_ns() < end {
+        let end = crate::sys::monotonic_ns() + grace_ns;
+        while !self.cmd_done && crate::sys::monotonic_ns() < end {
             let mut p = libc::pollfd {
                 fd: self.pidfd,
                 events: libc::POLLIN,
@@ -430,6 +421,7 @@ pub unsafe fn supervise(kdiag: i32, fds: Fds, child: impl FnOnce(i32)) -> ! {
             fds.control,
             fds.for_child[0],
             fds.for_child[1],
+            fds.for_child[2],
             fds.cgroup.map_or(-1, |c| c.0),
             fds.cgroup.map_or(-1, |c| c.1),
         ];

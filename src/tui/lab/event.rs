@@ -10,9 +10,9 @@ use crate::model::exec::TraceEvent;
 use crate::model::lab::Panel;
 use crate::model::profile::Profile;
 
-pub use super::keys::Key;
 use super::panels::process::FocusSample;
 use super::panels::processes::ProcSample;
+pub use crate::tui::keys::Key;
 
 /// One message to the loop.
 #[derive(Debug, Clone)]

@@ -10,7 +10,6 @@
 pub mod app;
 pub mod collect;
 pub mod event;
-pub mod keys;
 pub mod markdown;
 pub mod panels;
 pub mod plain;

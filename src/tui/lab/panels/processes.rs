@@ -8,7 +8,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Row, Table as TableWidget, TableState};
 
 use crate::analysis::top::{self as analysis, Column, TopRow};
-use crate::tui::lab::keys::Key;
+use crate::tui::keys::Key;
 use crate::tui::top::{Data, cells};
 
 /// One sample of every process.

@@ -1,4 +1,5 @@
-//! The keys the lab app reacts to, from the terminal's key events.
+//! The keys kdiag's terminal apps (top, the lab) react to, from the
+//! terminal's key events.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
