@@ -286,13 +286,13 @@ fn a_learner_answers_every_step_by_keys_and_leaves_nothing() {
 }
 
 #[test]
-fn closing_the_terminal_or_sigterm_mid_trace_leaves_nothing() {
-    if !require_root("closing_the_terminal_or_sigterm_mid_trace_leaves_nothing") {
+fn closing_the_terminal_sigterm_or_sigkill_mid_trace_leaves_nothing() {
+    if !require_root("closing_the_terminal_sigterm_or_sigkill_mid_trace_leaves_nothing") {
         return;
     }
     let _one = ONE_WORKLOAD.lock().unwrap_or_else(|e| e.into_inner());
     let before = bpf_programs();
-    for how in ["hangup", "sigterm"] {
+    for how in ["hangup", "sigterm", "sigkill"] {
         let root = tempfile::tempdir().unwrap();
         let t = start(root.path(), "app-run-6");
         let pid = workload_pid(root.path());
@@ -315,6 +315,12 @@ fn closing_the_terminal_or_sigterm_mid_trace_leaves_nothing() {
             // The terminal's other side goes away: no shell is left to say
             // anything, kdiag must notice by itself.
             "hangup" => drop(t),
+            // Nothing of kdiag runs after this: its supervisor sees it go
+            // and ends the workload (SIGTERM, so its scratch folder goes).
+            "sigkill" => {
+                // SAFETY: signalling the kdiag this test started.
+                unsafe { libc::kill(kd as i32, libc::SIGKILL) };
+            }
             _ => {
                 // SAFETY: signalling the kdiag this test started.
                 unsafe { libc::kill(kd as i32, libc::SIGTERM) };

@@ -55,6 +55,11 @@ fn cases() -> BTreeMap<&'static str, Case> {
             Writer("profile -F 999 --svg {P} -- {BUSY}"),
         ),
         (
+            "offcpu --folded",
+            Writer("offcpu --folded {P} -- sleep 0.3"),
+        ),
+        ("offcpu --svg", Writer("offcpu --svg {P} -- sleep 0.3")),
+        (
             "profile --pprof",
             Writer("profile -F 999 --pprof {P} -- {BUSY}"),
         ),
@@ -133,6 +138,8 @@ fn cases() -> BTreeMap<&'static str, Case> {
         ("lab --labs", Same("lab list --labs")),
         ("lab list --dir", Same("answer --dir")),
         ("lab submit --dir", Same("answer --dir")),
+        ("lab reset --dir", Same("answer --dir")),
+        ("lab reset --labs", Same("lab list --labs")),
         ("lab submit --labs", Same("lab list --labs")),
         ("lab solution --dir", Same("answer --dir")),
         ("lab solution --labs", Same("lab list --labs")),

@@ -1,20 +1,22 @@
-//! A lab's workload process: run as the invoking user, and sent SIGTERM if
-//! kdiag dies, so it never outlives the lab (it removes its scratch files
-//! itself on SIGTERM).
+//! A lab's workload process: run as the invoking user under kdiag's
+//! supervisor, like any command kdiag starts, so that it and everything it
+//! forks die with kdiag (SIGKILL included; a workload removes its scratch
+//! files on the SIGTERM that comes first).
 
-use std::os::unix::process::CommandExt;
+use std::ffi::OsString;
+use std::os::fd::AsRawFd;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::sys::process::spawn::terminate;
-use crate::sys::process::{privilege, user_files};
+use crate::model::exec::Exit;
+use crate::sys::process::spawn::{HeldChild, Options};
+use crate::sys::process::user_files;
 use crate::workloads;
 
 pub struct Workload {
-    child: Child,
+    child: HeldChild,
     /// The cgroup slowing its disk, for workloads whose truth asks for one
     /// (bio); removed after the child is stopped.
     _throttle: Option<workloads::Throttle>,
@@ -33,44 +35,35 @@ impl Workload {
         read_iops: Option<u64>,
     ) -> anyhow::Result<Workload> {
         let path = workloads::binary(name)?;
-        let (stdout, stderr) = match log {
-            Some(log) => {
-                let out = user_files::create(log)?;
-                (Stdio::from(out.try_clone()?), Stdio::from(out))
-            }
-            None => (Stdio::null(), Stdio::null()),
+        let output = match log {
+            Some(log) => user_files::create(log)?,
+            None => std::fs::OpenOptions::new().write(true).open("/dev/null")?,
         };
-        let mut cmd = Command::new(&path);
-        cmd.args(args)
-            .args(["--seed", token, "--duration", "0"])
-            .stdin(Stdio::null())
-            .stdout(stdout)
-            .stderr(stderr);
+        let mut argv: Vec<OsString> = vec![path.clone().into()];
+        argv.extend(args.iter().map(OsString::from));
+        argv.extend(["--seed", token, "--duration", "0"].map(OsString::from));
+        let options = Options {
+            // Beside the lab's own screen: never handed the terminal.
+            foreground: false,
+            output: Some(output.as_raw_fd()),
+        };
+        let mut child = HeldChild::spawn_with(&argv, options)
+            .with_context(|| format!("cannot start {}", path.display()))?;
+        drop(output);
         let throttle = match read_iops {
             Some(iops) => {
                 let t = workloads::throttle(name, args, iops)
                     .map_err(|e| anyhow::anyhow!(workloads::throttle_advice(name, &e)))?;
-                // As root, before becoming the invoker.
-                t.cgroup.join_on_exec(&mut cmd)?;
+                // As root, before it runs (and becomes the invoker).
+                t.cgroup.add(child.pid)?;
                 Some(t)
             }
             None => None,
         };
-        privilege::run_as_invoker(&mut cmd);
-        // After the switch to the invoker: changing credentials clears the
-        // parent-death signal.
-        // SAFETY: prctl is async-signal-safe.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            })
-        };
-        let child = cmd
-            .spawn()
-            .with_context(|| format!("cannot start {}", path.display()))?;
+        child.release().context("starting the workload")?;
+        if let Some(e) = child.exec_error()? {
+            anyhow::bail!("cannot run {}: {e}", path.display());
+        }
         Ok(Workload {
             child,
             _throttle: throttle,
@@ -78,20 +71,18 @@ impl Workload {
     }
 
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.child.pid
     }
 
-    /// Exit status, if the workload has ended.
-    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
-        self.child.try_wait().ok().flatten()
+    /// How it ended, if it has ended.
+    pub fn exited(&mut self) -> Option<String> {
+        let status = self.child.try_wait()?;
+        Some(crate::render::exec::exit_text(&Exit::from_status(status)))
     }
 
-    /// SIGTERM, then SIGKILL after 5 s; reaped either way.
+    /// SIGTERM, then SIGKILL after 5 s, to it and all it started; reaped.
     pub fn stop(&mut self) {
-        let child = &mut self.child;
-        terminate(child.id(), Duration::from_secs(5), || {
-            child.try_wait().ok().flatten().is_some()
-        });
+        self.child.stop(Duration::from_secs(5));
     }
 }
 
