@@ -29,8 +29,9 @@ use std::ffi::CStr;
 use std::os::fd::RawFd;
 
 /// How long the command has to end after SIGTERM when kdiag has gone
-/// before everything is killed.
-const GONE_GRACE_NS: u64 = 1_000_000_000;
+/// before everything is killed: a workload removing its scratch files may
+/// wait behind its own throttled reads (bio) for a second or more.
+const GONE_GRACE_NS: u64 = 3_000_000_000;
 
 /// Bytes of /proc/PID/io kept (the file is about 100 bytes).
 pub const IO_MAX: usize = 512;
