@@ -5,149 +5,39 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Stdio};
-use std::sync::mpsc::{Receiver, channel};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use common::lab_run::{LabRun, pid_alive};
 use common::{kdiag, require_root, stdout};
 
-/// `kdiag lab 0-demo --plain` running with piped input; its output lines
-/// arrive on a channel. Dropping it closes stdin (the lab quits) and reaps
-/// kdiag.
-struct LabRun {
-    _one: std::sync::MutexGuard<'static, ()>,
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
-    dir: PathBuf,
+/// 0-demo's lab run.
+fn start(root: &Path, seed: &str) -> LabRun {
+    LabRun::start("0-demo", root, seed)
 }
 
-/// One lab at a time: every run of io-app uses the same scratch directory,
-/// and a second one refuses to start while the first runs.
-static ONE_WORKLOAD: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-impl LabRun {
-    fn start(root: &Path, seed: &str) -> LabRun {
-        let guard = ONE_WORKLOAD.lock().unwrap_or_else(|e| e.into_inner());
-        let mut child = kdiag()
-            .args(["lab", "0-demo", "--plain", "--seed", seed, "--dir"])
-            .arg(root)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let out = BufReader::new(child.stdout.take().unwrap());
-        let (tx, lines) = channel();
-        std::thread::spawn(move || {
-            for line in out.lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let run = LabRun {
-            _one: guard,
-            stdin: child.stdin.take(),
-            child,
-            lines,
-            dir: root.join("0-demo"),
-        };
-        run.expect("Step 1/4");
-        run
-    }
-
-    fn send(&mut self, line: &str) {
-        writeln!(self.stdin.as_mut().unwrap(), "{line}").unwrap();
-    }
-
-    /// Wait for a line containing `what`; the lines seen on the way.
-    fn expect(&self, what: &str) -> String {
-        let mut seen = String::new();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
-            match self.lines.recv_timeout(Duration::from_millis(200)) {
-                Ok(l) => {
-                    seen.push_str(&l);
-                    seen.push('\n');
-                    if l.contains(what) {
-                        return seen;
-                    }
-                }
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-                Err(_) => break,
-            }
+/// The workload's PID and its scratch directory (where its open data file
+/// is).
+fn workload(lab: &LabRun) -> (u64, PathBuf) {
+    let pid = lab.pid();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let files: Vec<PathBuf> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .map(|d| {
+                d.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let Some(f) = files.iter().find(|f| f.starts_with("/var/tmp")) {
+            return (pid, f.parent().unwrap().to_path_buf());
         }
-        panic!("no {what:?} from kdiag lab; it printed:\n{seen}");
+        assert!(
+            Instant::now() < deadline,
+            "the workload opened no file: {files:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
     }
-
-    /// The workload's PID (from the lab's notes) and its scratch
-    /// directory (where its open data file is).
-    fn workload(&self) -> (u64, PathBuf) {
-        let text = std::fs::read_to_string(self.dir.join("progress.toml")).unwrap();
-        let pid: u64 = text
-            .lines()
-            .find_map(|l| l.strip_prefix("pid = "))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let files: Vec<PathBuf> = std::fs::read_dir(format!("/proc/{pid}/fd"))
-                .map(|d| {
-                    d.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
-                        .collect()
-                })
-                .unwrap_or_default();
-            if let Some(f) = files.iter().find(|f| f.starts_with("/var/tmp")) {
-                return (pid, f.parent().unwrap().to_path_buf());
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the workload opened no file: {files:?}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn answer(&self, key: &str, value: &str) {
-        let out = kdiag()
-            .args(["answer", "0-demo", key, value, "--dir"])
-            .arg(self.dir.parent().unwrap())
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-    }
-
-    /// Close stdin (the lab quits) and return kdiag's exit code.
-    fn finish(mut self) -> i32 {
-        drop(self.stdin.take());
-        self.child.wait().unwrap().code().unwrap_or(-1)
-    }
-}
-
-impl Drop for LabRun {
-    /// A failed test still stops its lab before the next one starts: the
-    /// next io-app would find the scratch directory in use.
-    fn drop(&mut self) {
-        drop(self.stdin.take());
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn pid_alive(pid: u64) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        !s.rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z')
-    })
 }
 
 #[test]
@@ -156,8 +46,8 @@ fn lab_checks_a_step_and_leaves_nothing_behind() {
         return;
     }
     let root = tempfile::tempdir().unwrap();
-    let mut lab = LabRun::start(root.path(), "step-11");
-    let (pid, scratch) = lab.workload();
+    let mut lab = start(root.path(), "step-11");
+    let (pid, scratch) = workload(&lab);
     assert!(pid_alive(pid), "the workload runs");
     let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap();
     assert_eq!(comm.trim(), "io-app");
@@ -302,8 +192,8 @@ fn resuming_keeps_every_answer_and_redoes_only_live_checks() {
     let root = tempfile::tempdir().unwrap();
     let elsewhere = tempfile::tempdir().unwrap();
     let (course, seed) = course(root.path());
-    let mut lab = LabRun::start(root.path(), &seed);
-    let (pid, _) = lab.workload();
+    let mut lab = start(root.path(), &seed);
+    let (pid, _) = workload(&lab);
     answer_all_but_the_pid(&lab, &course, pid, elsewhere.path());
     lab.answer("who.pid", &pid.to_string());
     lab.send("check");
@@ -314,8 +204,8 @@ fn resuming_keeps_every_answer_and_redoes_only_live_checks() {
     assert_eq!(lab.finish(), 0, "every step done");
 
     // Again: the workload has a new PID; only who.pid is asked again.
-    let mut lab = LabRun::start(root.path(), &seed);
-    let (new_pid, _) = lab.workload();
+    let mut lab = start(root.path(), &seed);
+    let (new_pid, _) = workload(&lab);
     assert_ne!(new_pid, pid);
     let after = graded(root.path(), &seed);
     assert_eq!(after["score"], before["score"], "resuming keeps the score");
@@ -393,18 +283,6 @@ fn truth(seed: &str) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-impl LabRun {
-    /// Send `answer KEY VALUE` and return kdiag's reply to it.
-    fn reply(&mut self, key: &str, value: &str) -> String {
-        self.send(&format!("answer {key} {value}"));
-        let seen = self.expect(&format!(": {key}"));
-        seen.lines()
-            .find(|l| l.starts_with("right: ") || l.starts_with("not yet: "))
-            .unwrap_or_else(|| panic!("no verdict for {key}: {seen}"))
-            .to_string()
-    }
-}
-
 #[test]
 fn plain_mode_runs_the_whole_lab_with_the_reference_answers() {
     if !require_root("plain_mode_runs_the_whole_lab_with_the_reference_answers") {
@@ -413,8 +291,8 @@ fn plain_mode_runs_the_whole_lab_with_the_reference_answers() {
     let root = tempfile::tempdir().unwrap();
     let seed = "plain-run-3";
     let expect = truth(seed)["expect"].clone();
-    let mut lab = LabRun::start(root.path(), seed);
-    let (pid, scratch) = lab.workload();
+    let mut lab = start(root.path(), seed);
+    let (pid, scratch) = workload(&lab);
     // The evidence, as the step says to make it.
     let folded = root.path().join("profile.folded");
     let ok = kdiag()
@@ -474,8 +352,8 @@ fn plain_mode_wrong_answers_are_not_yet_without_the_answer() {
     let root = tempfile::tempdir().unwrap();
     let seed = "plain-run-4";
     let expect = truth(seed)["expect"].clone();
-    let mut lab = LabRun::start(root.path(), seed);
-    let (pid, _) = lab.workload();
+    let mut lab = start(root.path(), seed);
+    let (pid, _) = workload(&lab);
     let wrong = [
         ("who.pid", "1"),
         ("who.comm", "systemd"),
@@ -553,8 +431,8 @@ fn killing_the_lab_stops_its_workload() {
         return;
     }
     let root = tempfile::tempdir().unwrap();
-    let mut lab = LabRun::start(root.path(), "kill-12");
-    let (pid, scratch) = lab.workload();
+    let mut lab = start(root.path(), "kill-12");
+    let (pid, scratch) = workload(&lab);
     // SAFETY: signalling the kdiag this test started.
     unsafe { libc::kill(lab.child.id() as i32, libc::SIGTERM) };
     lab.child.wait().unwrap();

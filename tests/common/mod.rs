@@ -3,6 +3,8 @@
 //! (loudly) elsewhere.
 #![allow(dead_code)]
 
+pub mod lab_run;
+
 use std::path::PathBuf;
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};

@@ -208,7 +208,9 @@ impl HeldChild {
         let (gate_r, gate_w) = socket_pair()?;
         let (report_r, report_w) = pipe()?;
         let (events_r, events_w) = pipe()?;
-        let (control_r, control_w) = pipe()?;
+        // A socket, like the gate: a supervisor already gone gives EPIPE,
+        // not a SIGPIPE that kills kdiag.
+        let (control_r, control_w) = socket_pair()?;
         let fds = Fds {
             events: events_w.as_raw_fd(),
             control: control_r.as_raw_fd(),
@@ -406,9 +408,16 @@ impl HeldChild {
 
     fn control_byte(&mut self, byte: u8) {
         if let Some(c) = &self.control {
-            // SAFETY: one byte to our end of the pipe. A failure means the
+            // SAFETY: one byte to our end of the socket. A failure means the
             // supervisor has gone: nothing to tell.
-            unsafe { libc::write(c.as_raw_fd(), (&raw const byte).cast(), 1) };
+            unsafe {
+                libc::send(
+                    c.as_raw_fd(),
+                    (&raw const byte).cast(),
+                    1,
+                    libc::MSG_NOSIGNAL,
+                )
+            };
         }
     }
 

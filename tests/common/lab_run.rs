@@ -1,0 +1,143 @@
+//! `kdiag lab LAB --plain` driven through its stdin and stdout, as a
+//! script or a screen reader would: one command a line, one reply a line.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+use super::kdiag;
+
+/// `kdiag lab LAB --plain` running with piped input; its output lines
+/// arrive on a channel. Dropping it closes stdin (the lab quits) and reaps
+/// kdiag.
+pub struct LabRun {
+    _one: std::sync::MutexGuard<'static, ()>,
+    pub child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    /// The lab's folder (answers, progress) under the test's root.
+    pub dir: PathBuf,
+    pub lab: String,
+}
+
+/// One lab at a time: a workload's scratch directory is per workload, and
+/// a second one refuses to start while the first runs.
+static ONE_WORKLOAD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+impl LabRun {
+    pub fn start(lab: &str, root: &Path, seed: &str) -> LabRun {
+        let guard = ONE_WORKLOAD.lock().unwrap_or_else(|e| e.into_inner());
+        let mut child = kdiag()
+            .args(["lab", lab, "--plain", "--seed", seed, "--dir"])
+            .arg(root)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = BufReader::new(child.stdout.take().unwrap());
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in out.lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let run = LabRun {
+            _one: guard,
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            dir: root.join(lab),
+            lab: lab.to_string(),
+        };
+        run.expect("Step 1/");
+        run
+    }
+
+    pub fn send(&mut self, line: &str) {
+        writeln!(self.stdin.as_mut().unwrap(), "{line}").unwrap();
+    }
+
+    /// Wait for a line containing `what`; the lines seen on the way.
+    pub fn expect(&self, what: &str) -> String {
+        let mut seen = String::new();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            match self.lines.recv_timeout(Duration::from_millis(200)) {
+                Ok(l) => {
+                    seen.push_str(&l);
+                    seen.push('\n');
+                    if l.contains(what) {
+                        return seen;
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(_) => break,
+            }
+        }
+        panic!("no {what:?} from kdiag lab; it printed:\n{seen}");
+    }
+
+    /// Send `answer KEY VALUE` and return kdiag's reply to it.
+    pub fn reply(&mut self, key: &str, value: &str) -> String {
+        self.send(&format!("answer {key} {value}"));
+        let seen = self.expect(&format!(": {key}"));
+        seen.lines()
+            .find(|l| l.starts_with("right: ") || l.starts_with("not yet: "))
+            .unwrap_or_else(|| panic!("no verdict for {key}: {seen}"))
+            .to_string()
+    }
+
+    /// The workload's PID, from the lab's progress file.
+    pub fn pid(&self) -> u64 {
+        let text = std::fs::read_to_string(self.dir.join("progress.toml")).unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix("pid = "))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
+    /// `kdiag answer LAB KEY VALUE`, from outside the lab.
+    pub fn answer(&self, key: &str, value: &str) {
+        let out = kdiag()
+            .args(["answer", &self.lab, key, value, "--dir"])
+            .arg(self.dir.parent().unwrap())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    }
+
+    /// Close stdin (the lab quits) and return kdiag's exit code.
+    pub fn finish(mut self) -> i32 {
+        drop(self.stdin.take());
+        self.child.wait().unwrap().code().unwrap_or(-1)
+    }
+}
+
+impl Drop for LabRun {
+    /// A failed test still stops its lab before the next one starts: the
+    /// next workload would find its scratch directory in use.
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Whether `pid` runs (a zombie does not count).
+pub fn pid_alive(pid: u64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}

@@ -1,0 +1,58 @@
+//! What every lab's test does: the truth of a seed, answering a whole lab,
+//! the self-test.
+
+use serde_json::Value;
+
+use crate::common::lab_run::LabRun;
+use crate::common::{kdiag, stderr, stdout};
+
+/// `kdiag workload describe WORKLOAD --seed SEED`'s `expect` part.
+pub fn expect(workload: &str, seed: &str) -> Value {
+    let out = kdiag()
+        .args(["workload", "describe", workload, "--seed", seed])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["expect"].clone()
+}
+
+/// A fact as an answer: strings as they are, numbers as written.
+pub fn text(v: &Value) -> String {
+    v.as_str().map_or(v.to_string(), str::to_string)
+}
+
+/// Give every answer; the keys kdiag said "not yet" to.
+pub fn answer_all(lab: &mut LabRun, answers: &[(&str, String)]) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for (key, value) in answers {
+        let reply = lab.reply(key, value);
+        if !reply.starts_with(&format!("right: {key}")) {
+            assert!(reply.starts_with("not yet: "), "{key} = {value}: {reply}");
+            // A "not yet" never gives the answer away.
+            assert!(
+                !reply.contains(value.as_str()) || value.len() < 3,
+                "{reply}"
+            );
+            wrong.push(key.to_string());
+        }
+    }
+    wrong
+}
+
+/// `kdiag check LAB --self-test` passes: every graded check fails on empty
+/// answers and passes on the reference, for sample seeds.
+pub fn self_test(lab: &str) {
+    let out = kdiag()
+        .args(["check", lab, "--self-test"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(stdout(&out).contains("Passed"), "{}", stdout(&out));
+}
