@@ -528,32 +528,62 @@ impl HeldChild {
 /// reports the command's own status (`time`, `workload run`). Caught before
 /// the spawn so none is missed.
 pub struct Forwarder {
-    signals: signal_hook::iterator::Signals,
+    /// The last signal caught and not yet passed on (0: none).
+    pending: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    ids: Vec<signal_hook::SigId>,
 }
 
 impl Forwarder {
     /// Catch SIGINT, SIGQUIT, SIGTERM and SIGHUP from now on.
     pub fn catch() -> io::Result<Forwarder> {
         use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
-        let signals = signal_hook::iterator::Signals::new([SIGINT, SIGQUIT, SIGTERM, SIGHUP])?;
-        Ok(Forwarder { signals })
+        let pending = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let ids = [SIGINT, SIGQUIT, SIGTERM, SIGHUP]
+            .into_iter()
+            .map(|sig| {
+                signal_hook::flag::register_usize(
+                    sig,
+                    std::sync::Arc::clone(&pending),
+                    sig as usize,
+                )
+            })
+            .collect::<io::Result<Vec<_>>>()?;
+        Ok(Forwarder { pending, ids })
     }
 
-    /// Wait for `child` to end, forwarding signals to its group meanwhile.
-    pub fn wait(mut self, child: &mut HeldChild) -> io::Result<Ended> {
-        let handle = self.signals.handle();
+    /// Wait for `child` to end, passing signals on to its group meanwhile
+    /// (within 50 ms). A flag, not signal-hook's iterator: its wake-up
+    /// write to a socket whose reader had gone raised SIGPIPE in kdiag.
+    pub fn wait(self, child: &mut HeldChild) -> io::Result<Ended> {
         let group = child.pid as i32;
-        let forwarder = std::thread::spawn(move || {
-            for sig in self.signals.forever() {
-                // SAFETY: the group the command leads; forwarding stops
-                // (the handle is closed) once the command has ended.
-                unsafe { libc::kill(-group, sig) };
+        while child.ended.is_none() {
+            let pass_on = |f: &Self| match f.pending.swap(0, std::sync::atomic::Ordering::SeqCst) {
+                0 => {}
+                // SAFETY: the group the command leads, which has not
+                // been reported ended.
+                sig => unsafe {
+                    libc::kill(-group, sig as i32);
+                },
+            };
+            pass_on(&self);
+            // A report, or EOF: the supervisor has gone without one.
+            if readable(&child.events, Some(Duration::from_millis(50)))?
+                && !child.wait_report(Some(Duration::ZERO))?
+            {
+                break;
             }
-        });
-        let ended = child.wait_ended();
-        handle.close();
-        let _ = forwarder.join();
-        ended?.ok_or_else(|| io::Error::other("the command's end was not reported"))
+        }
+        child
+            .ended
+            .ok_or_else(|| io::Error::other("the command's end was not reported"))
+    }
+}
+
+impl Drop for Forwarder {
+    fn drop(&mut self) {
+        for id in self.ids.drain(..) {
+            signal_hook::low_level::unregister(id);
+        }
     }
 }
 
