@@ -118,16 +118,7 @@ impl Exec {
             }
             // The supervisor ignores the terminal's signals; the command
             // starts with the defaults and no blocked signals, as std gives.
-            for sig in [
-                libc::SIGINT,
-                libc::SIGQUIT,
-                libc::SIGTERM,
-                libc::SIGHUP,
-                libc::SIGTSTP,
-                libc::SIGTTIN,
-                libc::SIGTTOU,
-                libc::SIGPIPE,
-            ] {
+            for sig in super::supervisor::TERMINAL_SIGNALS {
                 libc::signal(sig, libc::SIG_DFL);
             }
             libc::pthread_sigmask(libc::SIG_SETMASK, &self.no_signals, std::ptr::null_mut());

@@ -557,15 +557,12 @@ impl Forwarder {
     pub fn wait(self, child: &mut HeldChild) -> io::Result<Ended> {
         let group = child.pid as i32;
         while child.ended.is_none() {
-            let pass_on = |f: &Self| match f.pending.swap(0, std::sync::atomic::Ordering::SeqCst) {
-                0 => {}
-                // SAFETY: the group the command leads, which has not
-                // been reported ended.
-                sig => unsafe {
-                    libc::kill(-group, sig as i32);
-                },
-            };
-            pass_on(&self);
+            let sig = self.pending.swap(0, std::sync::atomic::Ordering::SeqCst);
+            if sig != 0 {
+                // SAFETY: the group the command leads, which has not been
+                // reported ended.
+                unsafe { libc::kill(-group, sig as i32) };
+            }
             // A report, or EOF: the supervisor has gone without one.
             if readable(&child.events, Some(Duration::from_millis(50)))?
                 && !child.wait_report(Some(Duration::ZERO))?

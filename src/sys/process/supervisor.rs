@@ -33,6 +33,20 @@ use std::os::fd::RawFd;
 /// wait behind its own throttled reads (bio) for a second or more.
 const GONE_GRACE_NS: u64 = 3_000_000_000;
 
+/// The signals a terminal sends to its foreground group (and SIGPIPE):
+/// the supervisor ignores them, the command gets them back at their
+/// defaults before it execs.
+pub(super) const TERMINAL_SIGNALS: [i32; 8] = [
+    libc::SIGINT,
+    libc::SIGQUIT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGTSTP,
+    libc::SIGTTIN,
+    libc::SIGTTOU,
+    libc::SIGPIPE,
+];
+
 /// Bytes of /proc/PID/io kept (the file is about 100 bytes).
 pub const IO_MAX: usize = 512;
 
@@ -429,16 +443,7 @@ pub unsafe fn supervise(kdiag: i32, fds: Fds, child: impl FnOnce(i32)) -> ! {
         close_own_but(&keep);
         // The terminal's signals reach kdiag's process group, S's too: S
         // must survive them to clean up. CMD restores the defaults.
-        for sig in [
-            libc::SIGINT,
-            libc::SIGQUIT,
-            libc::SIGTERM,
-            libc::SIGHUP,
-            libc::SIGTSTP,
-            libc::SIGTTIN,
-            libc::SIGTTOU,
-            libc::SIGPIPE,
-        ] {
+        for sig in TERMINAL_SIGNALS {
             libc::signal(sig, libc::SIG_IGN);
         }
         libc::signal(libc::SIGCHLD, libc::SIG_DFL);
