@@ -63,7 +63,12 @@ impl Engine {
         root: &Path,
         dir_flag: Option<PathBuf>,
     ) -> anyhow::Result<(Engine, Option<Resumed>)> {
-        let (lab, checks) = super::load(source, id)?;
+        let (mut lab, checks) = super::load(source, id)?;
+        // Steps that have the learner run a workload themselves show the
+        // command with their seed.
+        for step in &mut lab.steps {
+            step.text = step.text.replace("{seed}", seed.as_str());
+        }
         let truth = super::facts(&lab, &seed)?;
         let dir = LabDir::new(root, &lab.id);
         dir.create()?;

@@ -39,7 +39,8 @@ pub struct Recipe {
     /// Its name in the submission's artifacts/ folder.
     pub file: String,
     /// kdiag's arguments; `{file}` is the output path (without it, the
-    /// command's standard output is the file), `{live.pid}` the workload.
+    /// command's standard output is the file), `{live.pid}` the workload,
+    /// `{kdiag}` kdiag itself (a command kdiag runs, as in `time`).
     pub command: Vec<String>,
     /// Seconds to let the workload run before the command (default 1).
     #[serde(default)]
@@ -52,7 +53,11 @@ impl Recipe {
         let args: Vec<String> = self
             .command
             .iter()
-            .map(|a| a.replace("{live.pid}", "PID").replace("{file}", "FILE"))
+            .map(|a| {
+                a.replace("{live.pid}", "PID")
+                    .replace("{file}", "FILE")
+                    .replace("{kdiag}", "kdiag")
+            })
             .collect();
         let out = if self.command.iter().any(|a| a.contains("{file}")) {
             ""
@@ -191,7 +196,9 @@ fn make_artifacts(
         let path = dir.join(&r.file);
         let mut args = Vec::new();
         for a in &r.command {
-            let with_file = a.replace("{file}", &path.display().to_string());
+            let with_file = a
+                .replace("{file}", &path.display().to_string())
+                .replace("{kdiag}", &exe.display().to_string());
             let filled = live.fill(&with_file).map_err(|f| {
                 anyhow::anyhow!("the recipe for {} names an unknown fact {f}", r.key)
             })?;
@@ -234,7 +241,7 @@ pub fn facts_named(sol: &SolutionFile) -> Vec<String> {
             names.extend(placeholders(a).into_iter().map(str::to_string));
         }
     }
-    names.retain(|n| n != "file");
+    names.retain(|n| n != "file" && n != "kdiag");
     names
 }
 

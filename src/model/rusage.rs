@@ -28,6 +28,12 @@ pub struct IoBytes {
     pub rchar: u64,
     /// Bytes passed to write-like syscalls (wchar).
     pub wchar: u64,
+    /// Read-like system calls made (syscr): read, pread, readv, sendfile...
+    #[serde(default)]
+    pub syscr: u64,
+    /// Write-like system calls made (syscw).
+    #[serde(default)]
+    pub syscw: u64,
     /// Bytes really fetched from storage (read_bytes).
     pub read_bytes: u64,
     /// Bytes sent towards storage (write_bytes), including dirtied page cache.

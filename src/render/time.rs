@@ -150,6 +150,8 @@ pub fn write_verbose(
             )?;
             line("Bytes read by syscalls (rchar)", both(io.rchar))?;
             line("Bytes written by syscalls (wchar)", both(io.wchar))?;
+            line("Read system calls (syscr)", io.syscr.to_string())?;
+            line("Write system calls (syscw)", io.syscw.to_string())?;
         }
         None => line(
             "Storage bytes",

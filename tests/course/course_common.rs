@@ -1,6 +1,8 @@
 //! What every lab's test does: the truth of a seed, answering a whole lab,
 //! the self-test.
 
+use std::path::{Path, PathBuf};
+
 use serde_json::Value;
 
 use crate::common::lab_run::LabRun;
@@ -8,8 +10,14 @@ use crate::common::{kdiag, stderr, stdout};
 
 /// `kdiag workload describe WORKLOAD --seed SEED`'s `expect` part.
 pub fn expect(workload: &str, seed: &str) -> Value {
+    expect_args(workload, &[], seed)
+}
+
+/// The same for a workload that takes arguments (the lab's `workload_args`).
+pub fn expect_args(workload: &str, args: &[&str], seed: &str) -> Value {
     let out = kdiag()
-        .args(["workload", "describe", workload, "--seed", seed])
+        .args(["workload", "describe", "--seed", seed, workload])
+        .args(args)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
@@ -38,6 +46,22 @@ pub fn answer_all(lab: &mut LabRun, answers: &[(&str, String)]) -> Vec<String> {
         }
     }
     wrong
+}
+
+/// `kdiag time -v -o FILE kdiag workload run ARGS...` as a step tells the
+/// learner to run it; FILE.
+pub fn time_workload(root: &Path, file: &str, args: &[&str]) -> PathBuf {
+    let path = root.join(file);
+    let exe = env!("CARGO_BIN_EXE_kdiag");
+    let out = kdiag()
+        .args(["time", "-v", "-o"])
+        .arg(&path)
+        .args([exe, "workload", "run"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    path
 }
 
 /// `kdiag check LAB --self-test` passes: every graded check fails on empty

@@ -8,3 +8,4 @@ mod common;
 
 mod course_common;
 mod lock;
+mod scheduling;

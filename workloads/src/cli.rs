@@ -13,7 +13,8 @@ const COMMON: &str = "\
 Common options:
   --seed TOKEN       vary the observable parameters deterministically: 1 to 64
                      letters, digits, '_' or '-' (default 0, the classic layout)
-  --duration D       stop after D (e.g. 30, 30s, 500ms, 2m; 0 = until Ctrl-C)
+  --duration D       stop after D (e.g. 30, 30s, 500ms, 2m; 0 = until Ctrl-C);
+                     a workload that finishes runs again and again until then
   --describe         print the ground truth for this seed as JSON and exit
   --scratch DIR      scratch directory (default: see docs/workloads.md)
   --scratch-cap SIZE most bytes it may write there (e.g. 64M)

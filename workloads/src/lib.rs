@@ -239,6 +239,9 @@ pub struct Ctx {
     name: &'static str,
     scratch: Option<Scratch>,
     pub deadline: Option<Instant>,
+    /// A workload that finishes was given `--duration`: it runs again and
+    /// again until then, as a service would (a lab runs it that way).
+    pub repeat: bool,
     /// Started with a course token: say nothing of the parameters.
     pub course: bool,
 }
@@ -254,6 +257,11 @@ impl Ctx {
     /// True until `--duration` has passed (signals end the process directly).
     pub fn running(&self) -> bool {
         self.deadline.is_none_or(|d| Instant::now() < d)
+    }
+
+    /// Whether a finishing workload should run its work once more.
+    pub fn again(&self) -> bool {
+        self.repeat && self.running()
     }
 
     /// Sleep `d`, cut short at the deadline.
@@ -329,6 +337,7 @@ fn run<W: Workload>(cli: &Cli, params: W) -> Result<(), String> {
         deadline: duration
             .filter(|d| !d.is_zero())
             .map(|d| Instant::now() + d),
+        repeat: W::DURATION.is_none() && cli.duration().is_some(),
         course: cli.seed().is_course(),
     };
     // ctx (and with it the scratch directory) is dropped on return.

@@ -110,6 +110,20 @@ impl Workload for Scheduling {
 
     fn run(&self, ctx: &Ctx) -> Result<(), String> {
         touch_shared(0);
+        loop {
+            self.batch(ctx)?;
+            if !ctx.again() {
+                return Ok(());
+            }
+            // A job runner between batches: the learner sees bursts.
+            ctx.sleep(std::time::Duration::from_millis(100));
+        }
+    }
+}
+
+impl Scheduling {
+    /// Run the N tasks once and wait for all of them.
+    fn batch(&self, ctx: &Ctx) -> Result<(), String> {
         let dataset = std::hint::black_box(vec![1u8; DATASET_BYTES]);
         let worker = task::FNS[self.function];
         let start = Instant::now();

@@ -162,6 +162,8 @@ fn parse_proc_io(text: &str) -> IoBytes {
         match key {
             "rchar" => io.rchar = value,
             "wchar" => io.wchar = value,
+            "syscr" => io.syscr = value,
+            "syscw" => io.syscw = value,
             "read_bytes" => io.read_bytes = value,
             "write_bytes" => io.write_bytes = value,
             "cancelled_write_bytes" => io.cancelled_write_bytes = value,
@@ -187,6 +189,7 @@ mod tests {
             (10, 20, 4096, 8192)
         );
         assert_eq!(io.cancelled_write_bytes, 512);
+        assert_eq!((io.syscr, io.syscw), (1, 2));
     }
 
     #[test]

@@ -49,8 +49,9 @@ pub fn render(md: &str, width: u16) -> Vec<Line<'static>> {
             }
             Block::Code(lines) => {
                 for l in lines {
-                    let l: String = format!("  {l}").chars().take(width).collect();
-                    out.push(Line::from(Span::styled(l, code_style())));
+                    for piece in code_lines(&l, width) {
+                        out.push(Line::from(Span::styled(piece, code_style())));
+                    }
                 }
             }
         }
@@ -127,6 +128,34 @@ fn list_item(text: &str) -> Option<(String, &str)> {
     let digits = text.chars().take_while(char::is_ascii_digit).count();
     let rest = text.get(digits..)?.strip_prefix(". ")?;
     (digits > 0).then(|| (text[..digits + 1].to_string(), rest.trim_start()))
+}
+
+/// A code line as screen lines of at most `width` cells, indented by two:
+/// a command too long for one is continued shell-style (a backslash at
+/// the end of the line, the rest indented), never cut short.
+fn code_lines(line: &str, width: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest: Vec<char> = line.chars().collect();
+    let mut indent = "  ";
+    while indent.len() + rest.len() > width {
+        // Room for the text, a space and the backslash.
+        let room = width.saturating_sub(indent.len() + 2).max(1);
+        let cut = rest[..room.min(rest.len())]
+            .iter()
+            .rposition(|c| *c == ' ')
+            .filter(|&i| i > 0)
+            .unwrap_or(room.min(rest.len()));
+        let head: String = rest[..cut].iter().collect();
+        out.push(format!("{indent}{} \\", head.trim_end()));
+        rest = rest[cut..]
+            .iter()
+            .copied()
+            .skip_while(|c| *c == ' ')
+            .collect();
+        indent = "      ";
+    }
+    out.push(format!("{indent}{}", rest.iter().collect::<String>()));
+    out
 }
 
 /// Inline markup as styled pieces: `code`, **strong**, *em* and _em_.
@@ -293,7 +322,9 @@ mod tests {
                 "  CPU; press Enter on one.",
                 "• second item",
                 "",
-                "  kdiag answer 0-demo who.pid ",
+                // Continued, not cut.
+                "  kdiag answer 0-demo \\",
+                "      who.pid <PID>",
                 "",
                 "1. one",
             ]
@@ -312,6 +343,20 @@ mod tests {
             .unwrap();
         assert_eq!(code.style.fg, Some(Color::Cyan));
         assert_eq!(lines[9].spans[0].style.fg, Some(Color::Cyan));
+    }
+
+    #[test]
+    fn long_commands_wrap_shell_style() {
+        let cmd = "kdiag time -v -o fork.txt kdiag workload run scheduling 1 --seed sched-a-1";
+        let lines = code_lines(cmd, 40);
+        assert!(lines.iter().all(|l| l.chars().count() <= 40), "{lines:?}");
+        assert!(lines[..lines.len() - 1].iter().all(|l| l.ends_with(" \\")));
+        let joined: Vec<&str> = lines
+            .iter()
+            .map(|l| l.trim().trim_end_matches('\\').trim())
+            .collect();
+        assert_eq!(joined.join(" "), cmd);
+        assert_eq!(code_lines("ls", 40), ["  ls"]);
     }
 
     #[test]
