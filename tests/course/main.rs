@@ -8,4 +8,5 @@ mod common;
 
 mod course_common;
 mod lock;
+mod memory;
 mod scheduling;
