@@ -14,12 +14,16 @@ use common::{Tmux, kdiag, require_root};
 /// One lab at a time: io-app's scratch directory is shared.
 static ONE_WORKLOAD: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// kdiag lab in a 120x40 pane; after it, the shell says how it ended.
+/// kdiag lab 0-demo in a 120x40 pane; after it, the shell says how it ended.
 fn start(root: &Path, seed: &str) -> Tmux {
+    start_lab("0-demo", root, seed)
+}
+
+fn start_lab(lab: &str, root: &Path, seed: &str) -> Tmux {
     let bin = env!("CARGO_BIN_EXE_kdiag");
     Tmux::start_sized(
         &format!(
-            "{bin} lab 0-demo --seed {seed} --dir {}; echo EXITED rc=$?; sleep 600",
+            "{bin} lab {lab} --seed {seed} --dir {}; echo EXITED rc=$?; sleep 600",
             root.display()
         ),
         120,
@@ -283,6 +287,99 @@ fn a_learner_answers_every_step_by_keys_and_leaves_nothing() {
     assert!(s.contains("EXITED rc=0"), "{s}");
     assert!(s.contains("Score 15/15 points"), "{s}");
     nothing_left(kd, pid, &scratch, &before);
+}
+
+/// Lab 6-lock's why step: the off-CPU panel shows where the workers wait
+/// (the seed's lock function, futex), Enter saves its stacks as the
+/// evidence the check wants, and the panel's BPF programs go with it.
+#[test]
+fn the_offcpu_panel_shows_where_threads_wait_and_saves_them() {
+    if !require_root("the_offcpu_panel_shows_where_threads_wait_and_saves_them") {
+        return;
+    }
+    let _one = ONE_WORKLOAD.lock().unwrap_or_else(|e| e.into_inner());
+    let root = tempfile::tempdir().unwrap();
+    let seed = "app-lock-2";
+    let truth = kdiag()
+        .args(["workload", "describe", "lock-contend", "--seed", seed])
+        .output()
+        .unwrap();
+    let truth: serde_json::Value = serde_json::from_slice(&truth.stdout).unwrap();
+    let function = truth["expect"]["lock_function"].as_str().unwrap();
+    let t = start_lab("6-lock", root.path(), seed);
+    let file = root.path().join("6-lock/progress.toml");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let pid: u32 = loop {
+        if let Some(pid) = std::fs::read_to_string(&file)
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("pid = ")?.trim().parse().ok())
+        {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "no pid");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let kd = kdiag_pid(&t);
+    t.wait_for("the welcome", |s| s.contains("Press any key to start"));
+    t.keys(&["Space"]);
+    // Sorted by voluntary switches, as the step says: the waiting workers
+    // put it on top whatever else runs.
+    for _ in 0..12 {
+        if t.screen().contains("sorted by V") {
+            break;
+        }
+        t.keys(&["s"]);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let s = t.wait_up_to(Duration::from_secs(5), "the workload in the table", |s| {
+        s.contains("sorted by V") && row_of(s, pid).is_some()
+    });
+    let row = row_of(&s, pid).unwrap();
+    t.keys(&["Home"]);
+    for _ in 0..row {
+        t.keys(&["Down"]);
+    }
+    t.keys(&["Enter"]);
+    t.wait_for("the process picked", |s| s.contains("score 1/14"));
+    // Step 3, its first panel: off-CPU stacks within a window or two.
+    t.keys(&["n", "n"]);
+    let s = t.wait_up_to(Duration::from_secs(15), "the blocking paths", |s| {
+        s.contains("Top blocking paths") && s.contains(function)
+    });
+    assert!(s.contains("futex"), "{s}");
+    // Attached for each window (between two, for an instant, not).
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while tracing_fds(kd) == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(tracing_fds(kd) > 0, "the off-CPU programs attached");
+    // The step's answers, read off the panel; then the evidence question
+    // saves the window.
+    type_answer(&t, function);
+    t.wait_for("function right", |s| s.contains("✓ Program function"));
+    type_answer(&t, "clock_nanosleep");
+    t.wait_for("holder right", |s| s.contains("✓ System call the lock"));
+    t.keys(&["Enter"]);
+    t.wait_for("the stacks saved", |s| {
+        s.contains("✓ Saved off-CPU profile")
+    });
+    let folded = std::fs::read_to_string(root.path().join("6-lock/offcpu.folded")).unwrap();
+    assert!(
+        folded.contains(function) && folded.contains("futex"),
+        "{folded}"
+    );
+    // Leaving the step stops the instrument.
+    t.keys(&["n"]);
+    t.wait_for("the trend", |s| s.contains("Trend: would more threads"));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while tracing_fds(kd) > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(tracing_fds(kd), 0, "detached with its panel");
+    t.keys(&["q"]);
+    t.wait_for("kdiag to end", |s| s.contains("EXITED rc="));
+    assert!(!alive(kd) && !alive(pid));
 }
 
 #[test]

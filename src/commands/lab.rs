@@ -389,49 +389,52 @@ pub fn lab_view(
     exe: Option<&str>,
 ) -> LabView {
     let run = |t: &str| runnable(t, exe);
-    let steps =
-        lab.steps
-            .iter()
-            .enumerate()
-            .map(|(n, step)| {
-                let shell: Vec<String> = shell(n).iter().map(|c| run(c)).collect();
-                let questions = checks
-                    .checks
-                    .iter()
-                    .filter(|c| c.step == step.id)
-                    .enumerate()
-                    .map(|(i, c)| {
-                        let evidence_panel = step.panels.iter().any(|p| {
-                            matches!(p, Panel::Profile | Panel::Iosnoop | Panel::IoPattern)
-                        });
-                        let input = match step.inputs.get(&c.id) {
-                            Some(i) => i.clone(),
-                            None if c.is_artifact() && evidence_panel => Input::Evidence,
-                            None if c.form == grade::forms::Form::Bytes => Input::Number {
-                                unit: Some("bytes".into()),
-                            },
-                            None => Input::Text,
-                        };
-                        Question {
-                            key: c.id.clone(),
-                            label: c.name.clone(),
-                            input,
-                            points: if c.live() { 0.0 } else { c.points },
-                            hint: c.hint.clone(),
-                            shell: shell.get(i).cloned().unwrap_or_default(),
-                        }
-                    })
-                    .collect();
-                StepView {
-                    id: step.id.clone(),
-                    title: step.title.clone(),
-                    text: run(&step.text),
-                    explain: run(&step.explain),
-                    panels: step.panels.clone(),
-                    questions,
-                }
-            })
-            .collect();
+    let steps = lab
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(n, step)| {
+            let shell: Vec<String> = shell(n).iter().map(|c| run(c)).collect();
+            let questions = checks
+                .checks
+                .iter()
+                .filter(|c| c.step == step.id)
+                .enumerate()
+                .map(|(i, c)| {
+                    let evidence_panel = step.panels.iter().any(|p| {
+                        matches!(
+                            p,
+                            Panel::Profile | Panel::Offcpu | Panel::Iosnoop | Panel::IoPattern
+                        )
+                    });
+                    let input = match step.inputs.get(&c.id) {
+                        Some(i) => i.clone(),
+                        None if c.is_artifact() && evidence_panel => Input::Evidence,
+                        None if c.form == grade::forms::Form::Bytes => Input::Number {
+                            unit: Some("bytes".into()),
+                        },
+                        None => Input::Text,
+                    };
+                    Question {
+                        key: c.id.clone(),
+                        label: c.name.clone(),
+                        input,
+                        points: if c.live() { 0.0 } else { c.points },
+                        hint: c.hint.clone(),
+                        shell: shell.get(i).cloned().unwrap_or_default(),
+                    }
+                })
+                .collect();
+            StepView {
+                id: step.id.clone(),
+                title: step.title.clone(),
+                text: run(&step.text),
+                explain: run(&step.explain),
+                panels: step.panels.clone(),
+                questions,
+            }
+        })
+        .collect();
     LabView {
         id: lab.id.clone(),
         title: lab.title.clone(),

@@ -221,6 +221,7 @@ impl Tracing {
             (Instrument::Iosnoop, _) => collect::iosnoop(tx, flag),
             (Instrument::Profile, Some(pid)) => collect::profile(tx, pid, flag),
             (Instrument::ExecTrace, Some(pid)) => collect::exec_trace(tx, pid, flag),
+            (Instrument::Offcpu, Some(pid)) => collect::offcpu(tx, pid, flag),
             _ => {}
         });
         self.running = Some(Running {

@@ -17,8 +17,10 @@ use crate::analysis::top as analysis;
 use crate::instruments::Tier;
 use crate::instruments::block::{self, Options};
 use crate::instruments::exec::{self, Filter};
+use crate::instruments::offcpu::{Options as OffcpuOptions, Tracer};
 use crate::instruments::profile::symbolize::{RecordOptions, Recorder};
 use crate::model::lab::Panel;
+use crate::model::offcpu::StateFilter;
 use crate::model::process::Process;
 use crate::model::profile::Profile;
 use crate::sys::perf::{EventSpec, Session, Target};
@@ -275,6 +277,58 @@ pub fn profile(tx: Sender<Msg>, pid: i32, stop: Arc<AtomicBool>) {
         );
         if !send(&tx, Data::Profile(Box::new(p)))
             || !send(&tx, Data::Status(Panel::Profile, status))
+        {
+            return;
+        }
+    }
+}
+
+/// How long one off-CPU window lasts: a lock or a sleep of a second shows.
+const OFFCPU_WINDOW: Duration = Duration::from_secs(3);
+
+/// Where `pid` and its children wait off the CPU, as `kdiag offcpu -p PID`
+/// records it, one window every three seconds (the programs are attached
+/// for each window and detached at its end).
+pub fn offcpu(tx: Sender<Msg>, pid: i32, stop: Arc<AtomicBool>) {
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    let options = OffcpuOptions {
+        tgids: vec![pid as u32],
+        follow: true,
+        // Blocks of a microsecond and more, as `kdiag offcpu` by default.
+        min_block_ns: 1_000,
+        states: StateFilter::All,
+    };
+    while !stop.load(Ordering::Relaxed) {
+        let failed = |e: anyhow::Error| send(&tx, Data::Failed(Panel::Offcpu, format!("{e:#}")));
+        let mut tracer = match Tracer::start(&options) {
+            Ok(t) => t,
+            Err(e) => {
+                failed(e);
+                return;
+            }
+        };
+        let attach = tracer.attach().name();
+        let start = Instant::now();
+        while start.elapsed() < OFFCPU_WINDOW && !stop.load(Ordering::Relaxed) {
+            if let Err(e) = tracer.poll(Duration::from_millis(100)) {
+                failed(e);
+                return;
+            }
+        }
+        let mut p = Profile {
+            target: format!("PID {pid} ({})", comm.trim()),
+            ..Default::default()
+        };
+        p.cost.wall_secs = start.elapsed().as_secs_f64();
+        if let Err(e) = tracer.finish(&mut p) {
+            failed(e);
+            return;
+        }
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let status = format!("BPF on sched_switch ({attach}), {} stacks lost", p.lost);
+        if !send(&tx, Data::Offcpu(Box::new(p))) || !send(&tx, Data::Status(Panel::Offcpu, status))
         {
             return;
         }

@@ -55,6 +55,8 @@ pub enum Data {
     Io(Vec<BlockIo>),
     /// One window of the chosen process's CPU profile.
     Profile(Box<Profile>),
+    /// One window of the chosen process's off-CPU profile (weights in ns).
+    Offcpu(Box<Profile>),
     /// Exec events of the chosen process's tree, with what they explain.
     Exec(Vec<TraceEvent>, Vec<Finding>),
     /// How a panel's instrument runs: its tier, events lost, notes.

@@ -519,6 +519,9 @@ impl State {
             {
                 ("profile.folded", self.panels.profile.folded(pid))
             }
+            (Some(Panel::Offcpu), Some(pid)) if self.panels.offcpu.of(pid).is_some() => {
+                ("offcpu.folded", self.panels.offcpu.folded(pid))
+            }
             (Some(Panel::Iosnoop | Panel::IoPattern), Some(pid))
                 if !self.panels.io.of(pid).is_empty() =>
             {
@@ -530,7 +533,7 @@ impl State {
             }
             _ => {
                 self.say(
-                    "Nothing to save yet: this answer is the data of a profile or iosnoop panel; \
+                    "Nothing to save yet: this answer is the data of a profile, off-CPU or iosnoop panel; \
                      show it (v) and wait until it has data.",
                     Tone::Info,
                 );

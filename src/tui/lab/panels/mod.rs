@@ -27,6 +27,7 @@ pub enum Instrument {
     Iosnoop,
     Profile,
     ExecTrace,
+    Offcpu,
 }
 
 /// The instrument behind `panel`, beyond /proc (always read).
@@ -35,7 +36,8 @@ pub fn instrument(panel: Panel) -> Option<Instrument> {
         Panel::Iosnoop | Panel::IoPattern => Some(Instrument::Iosnoop),
         Panel::Profile => Some(Instrument::Profile),
         Panel::ExecTrace => Some(Instrument::ExecTrace),
-        Panel::Processes | Panel::Process | Panel::Trend | Panel::Offcpu => None,
+        Panel::Offcpu => Some(Instrument::Offcpu),
+        Panel::Processes | Panel::Process | Panel::Trend => None,
     }
 }
 
@@ -52,6 +54,7 @@ pub struct Panels {
     pub process: process::Rates,
     pub io: iosnoop::Requests,
     pub profile: profile::Windows,
+    pub offcpu: offcpu::Window,
     pub exec: exec_trace::Trace,
     pub trend: trend::History,
     /// How each panel's instrument runs ("BPF tier, 0 lost"), or why not.
@@ -72,6 +75,11 @@ impl Panels {
             Data::Profile(p) => {
                 if let Some(c) = chosen {
                     self.profile.absorb(c.pid, *p);
+                }
+            }
+            Data::Offcpu(p) => {
+                if let Some(c) = chosen {
+                    self.offcpu.absorb(c.pid, *p);
                 }
             }
             Data::Exec(events, findings) => self.exec.absorb(events, findings),
@@ -140,7 +148,7 @@ impl Panels {
             Panel::IoPattern => io_pattern::draw(f, area, &self.io, pid, status),
             Panel::Profile => self.profile.draw(f, area, pid, status),
             Panel::ExecTrace => self.exec.draw(f, area, status),
-            Panel::Offcpu => offcpu::draw(f, area),
+            Panel::Offcpu => self.offcpu.draw(f, area, pid, status),
             Panel::Trend => self.trend.draw(f, area, pid),
         }
     }

@@ -1,18 +1,99 @@
-//! why: where the chosen process waits off the CPU. kdiag's off-CPU
-//! instrument is not part of this build yet: the panel says so, and a lab
-//! that names it still runs.
+//! why: where the chosen process's threads waited off the CPU in the last
+//! window (three seconds), as `kdiag offcpu` reports it: blocked time by
+//! wait point, then the top blocking paths, the program's frames and the
+//! kernel's.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
-pub const NOT_AVAILABLE: &str = "Off-CPU analysis is not available yet in this kdiag: \
-     the instrument that shows where a process waits is still being written. \
-     Meanwhile the process panel's thread states and wait channels say where it sleeps.";
+use crate::analysis::{fold, offcpu};
+use crate::model::profile::Profile;
+use crate::render::offcpu::duration;
+use crate::tui::lab::markdown::code_style;
 
-pub fn draw(f: &mut Frame, area: Rect) {
-    f.render_widget(
-        Paragraph::new(NOT_AVAILABLE).wrap(Wrap { trim: false }),
-        area,
-    );
+/// Wait points and paths shown.
+const TOP: usize = 4;
+
+#[derive(Debug, Clone, Default)]
+pub struct Window {
+    /// (PID recorded, its last window).
+    last: Option<(i32, Profile)>,
+}
+
+impl Window {
+    pub fn absorb(&mut self, pid: i32, p: Profile) {
+        self.last = Some((pid, p));
+    }
+
+    /// The last window of `pid`, if it has stacks.
+    pub fn of(&self, pid: i32) -> Option<&Profile> {
+        self.last
+            .as_ref()
+            .filter(|(p, prof)| *p == pid && !prof.stacks.is_empty())
+            .map(|(_, prof)| prof)
+    }
+
+    /// The last window as folded stacks, as `kdiag offcpu --folded` writes.
+    pub fn folded(&self, pid: i32) -> String {
+        let mut text = self.of(pid).map(fold::fold).unwrap_or_default().join("\n");
+        text.push('\n');
+        text
+    }
+
+    pub fn draw(&self, f: &mut Frame, area: Rect, pid: i32, status: &str) {
+        let Some(p) = self.of(pid) else {
+            let text = format!(
+                "Recording where PID {pid} waits: the first window comes after three seconds. {status}"
+            );
+            f.render_widget(Paragraph::new(text).wrap(Wrap { trim: false }), area);
+            return;
+        };
+        let s = offcpu::summarize(p, TOP);
+        let bold = Style::new().add_modifier(Modifier::BOLD);
+        let mut lines = vec![
+            Line::from(format!(
+                "{} blocked in {} blocks over {:.0} s, summed over threads ({status})",
+                duration(s.total_ns),
+                s.blocks,
+                p.cost.wall_secs
+            )),
+            Line::from(Span::styled("Where threads waited", bold)),
+        ];
+        for w in &s.wait_points {
+            lines.push(Line::from(format!(
+                "  {:>5.1}% {:>9} {} {}",
+                w.percent,
+                duration(w.ns),
+                w.state.letter(),
+                w.function
+            )));
+        }
+        lines.push(Line::from(Span::styled(
+            "Top blocking paths (outermost first; [k] = kernel)",
+            bold,
+        )));
+        for path in &s.paths {
+            lines.push(Line::from(format!(
+                "  {:.1}% {} in {} blocks, state {}, {}",
+                path.percent,
+                duration(path.ns),
+                path.blocks,
+                path.state.letter(),
+                path.comms.first().map_or("", String::as_str)
+            )));
+            let frames: Vec<String> = path
+                .frames
+                .iter()
+                .map(|f| f.replace("_[k]", " [k]"))
+                .collect();
+            lines.push(Line::from(Span::styled(
+                format!("    {}", frames.join(" → ")),
+                code_style(),
+            )));
+        }
+        f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
+    }
 }
