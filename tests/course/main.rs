@@ -6,5 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod bad_elf;
 mod course_common;
 mod lock;
+mod trend;

@@ -376,6 +376,15 @@ fn broken_fields(defect: &str) -> &'static [&'static str] {
     }
 }
 
+/// The fields whose change alone fixes it (p_align hides a congruence
+/// defect from readelf, but the kernel never reads it).
+fn fix_fields(defect: &str) -> &'static [&'static str] {
+    match defect {
+        "congruence" => &["p_offset", "p_vaddr"],
+        other => broken_fields(other),
+    }
+}
+
 /// The command line of bad-elf (also what `describe` parses).
 #[derive(Debug, Default)]
 struct Args {
@@ -478,6 +487,7 @@ pub(crate) fn document(args: &[String]) -> Result<Json, String> {
         ),
         ("phnum", Json::Int(built.phdrs.len() as i64)),
         ("broken_fields", Json::strs(broken_fields(d.name))),
+        ("fix_fields", Json::strs(fix_fields(d.name))),
         ("phdr_values", phdr_values),
         ("errno", opt(d.errno)),
         ("stage", Json::str(d.stage)),
@@ -624,7 +634,11 @@ fn start(path: &Path) -> String {
             "{} was killed by signal {sig} ({}){}",
             path.display(),
             signal_name(sig),
-            if status.core_dumped() { ", core dumped" } else { "" }
+            if status.core_dumped() {
+                ", core dumped"
+            } else {
+                ""
+            }
         ),
         _ => format!("{} ended: {status}", path.display()),
     }
