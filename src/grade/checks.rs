@@ -148,7 +148,7 @@ fn validate(path: &str, file: &CheckFile, lab: &str, steps: &[String]) -> anyhow
         if let Some(t) = c.tolerance {
             if !c.form.numeric() || c.is_artifact() {
                 return Err(bad(
-                    "a tolerance needs a numeric form (bytes, number, seconds)".into()
+                    "a tolerance needs a numeric form (bytes, number, seconds)".into(),
                 ));
             }
             if !(t > 0.0 && t < 1.0) {

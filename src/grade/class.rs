@@ -428,10 +428,10 @@ mod tests {
             }
         };
         let class = vec![
-            learner("ada", 2 << 20, "2.1 MiB/s"), // measured, near her own
+            learner("ada", 2 << 20, "2.1 MiB/s"),  // measured, near her own
             learner("bob", 6 << 20, "2.05 MiB/s"), // near Ada's, not his
-            learner("cy", 4 << 20, "3.9 MiB/s"),  // measured
-            learner("dee", 8 << 20, "1 MiB/s"),   // wrong, nobody's
+            learner("cy", 4 << 20, "3.9 MiB/s"),   // measured
+            learner("dee", 8 << 20, "1 MiB/s"),    // wrong, nobody's
         ];
         let found = suspicious(&[rate], &class);
         assert_eq!(found.len(), 1, "{found:#?}");

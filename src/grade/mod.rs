@@ -298,7 +298,8 @@ mod tests {
         let mut c = check(Kind::Fact);
         c.fact = Some("expect.rate".into());
         c.form = forms::Form::Bytes;
-        let run = |c: &Check, a: &str| evaluate(&[c.clone()], &answers(a), &f, &none(), None);
+        let run =
+            |c: &Check, a: &str| evaluate(std::slice::from_ref(c), &answers(a), &f, &none(), None);
         assert_eq!(run(&c, "[a]\nb = '2.2 MiB/s'")[0].status, Status::Failed);
         c.tolerance = Some(0.1);
         assert_eq!(run(&c, "[a]\nb = '2.2 MiB/s'")[0].status, Status::Passed);
