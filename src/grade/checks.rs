@@ -40,9 +40,14 @@ pub struct Check {
     /// Other accepted answers (synonyms).
     #[serde(default)]
     pub accept: Vec<String>,
-    /// How answers compare (text, bytes, file, syscall, function, errno, signal).
+    /// How answers compare (text, bytes, file, syscall, function, errno,
+    /// signal, number, seconds).
     #[serde(default)]
     pub form: Form,
+    /// Numeric forms only: how far a measured answer may be from the fact,
+    /// relative to it (0.2: within ±20%).
+    #[serde(default)]
+    pub tolerance: Option<f64>,
     /// `artifact_contains`: strings the file must contain, with {fact}s.
     #[serde(default)]
     pub contains: Vec<String>,
@@ -140,6 +145,18 @@ fn validate(path: &str, file: &CheckFile, lab: &str, steps: &[String]) -> anyhow
             }
             _ => {}
         }
+        if let Some(t) = c.tolerance {
+            if !c.form.numeric() || c.is_artifact() {
+                return Err(bad(
+                    "a tolerance needs a numeric form (bytes, number, seconds)".into(),
+                ));
+            }
+            if !(t > 0.0 && t < 1.0) {
+                return Err(bad(format!(
+                    "tolerance {t} is not a fraction between 0 and 1 (0.2 is ±20%)"
+                )));
+            }
+        }
         for f in c.facts() {
             let known = f == "seed"
                 || ["workload.", "expect.", "live."]
@@ -205,6 +222,19 @@ mod tests {
         assert!(e.unwrap_err().to_string().contains("unknown fact"));
         let e = parse(&format!("{BASE}kind = \"equals\"\npoints = 1\n"));
         assert!(e.unwrap_err().to_string().contains("needs `expected`"));
+        let e = parse(&format!(
+            "{BASE}kind = \"fact\"\nfact = \"expect.n\"\npoints = 1\ntolerance = 0.2\n"
+        ));
+        assert!(e.unwrap_err().to_string().contains("numeric form"));
+        let e = parse(&format!(
+            "{BASE}kind = \"fact\"\nfact = \"expect.n\"\npoints = 1\nform = \"number\"\ntolerance = 20\n"
+        ));
+        assert!(e.unwrap_err().to_string().contains("between 0 and 1"));
+        let ok = parse(&format!(
+            "{BASE}kind = \"fact\"\nfact = \"expect.n\"\npoints = 1\nform = \"bytes\"\ntolerance = 0.2\n"
+        ))
+        .unwrap();
+        assert_eq!(ok.checks[0].tolerance, Some(0.2));
         let other = BASE.replace("\"s\"", "\"t\"");
         let e = parse(&format!(
             "{other}kind = \"equals\"\nexpected = 1\npoints = 1\n"

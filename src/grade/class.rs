@@ -10,7 +10,9 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 use std::hash::{Hash, Hasher};
 
-use super::{Check, CheckResult, Evidence, Facts, Status, artifact_passes, forms, variant_key};
+use super::{
+    Check, CheckResult, Evidence, Facts, Status, answer_key, artifact_passes, variant_key,
+};
 use crate::grade::answers::Answers;
 
 /// One submission as graded, with what the comparison needs.
@@ -172,7 +174,10 @@ fn values(
     let mut by_answer: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, g) in ok.iter().enumerate() {
         let answer = g.answers.as_ref().and_then(|a| a.get(&c.id));
-        let Some(key) = answer.and_then(|a| forms::canonical(c.form, &a)) else {
+        let facts = g.facts.as_ref().expect("filtered");
+        let variants = by_variant.keys().copied();
+        let Some(key) = answer.and_then(|a| answer_key(c, &a, facts, own[i].as_deref(), variants))
+        else {
             continue;
         };
         // Only answers that are some learner's variant tell anything: a
@@ -325,6 +330,7 @@ mod tests {
             fact: Some(fact.into()),
             accept: vec![],
             form,
+            tolerance: None,
             contains: vec![],
             points: 1.0,
             placeholder: None,
@@ -396,6 +402,41 @@ mod tests {
             2,
             "why.io is the same for all, cy/dee share a variant: {found:#?}"
         );
+    }
+
+    #[test]
+    fn measured_answers_are_matched_within_the_tolerance() {
+        let mut rate = check("what.rate", "expect.rate", Form::Bytes);
+        rate.tolerance = Some(0.1);
+        let learner = |name: &str, rate: u64, answer: &str| {
+            let facts = Facts::from_truth(
+                &Token::parse(name).unwrap(),
+                &serde_json::json!({"expect": {"rate": rate}}),
+            );
+            let answers = Answers::parse("a", &format!("[what]\nrate = {answer:?}\n")).unwrap();
+            let evidence = Evidence::Files(Default::default());
+            Graded {
+                submission: name.into(),
+                learner: Some(name.into()),
+                seed: Some(name.into()),
+                results: Vec::new(),
+                error: None,
+                manifest_seed: None,
+                answers: Some(answers),
+                evidence: Some(evidence),
+                facts: Some(facts),
+            }
+        };
+        let class = vec![
+            learner("ada", 2 << 20, "2.1 MiB/s"),  // measured, near her own
+            learner("bob", 6 << 20, "2.05 MiB/s"), // near Ada's, not his
+            learner("cy", 4 << 20, "3.9 MiB/s"),   // measured
+            learner("dee", 8 << 20, "1 MiB/s"),    // wrong, nobody's
+        ];
+        let found = suspicious(&[rate], &class);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert_eq!(found[0].kind, "other_variant");
+        assert_eq!(found[0].submissions, ["bob", "ada"]);
     }
 
     #[test]

@@ -33,18 +33,32 @@ impl Facts {
         self.0.get("live").is_some()
     }
 
-    /// A fact by dotted name ("expect.file"), as text.
+    /// A fact by dotted name ("expect.file", "expect.list.0"), as text.
     pub fn get(&self, name: &str) -> Option<String> {
+        scalar(self.value(name)?)
+    }
+
+    /// A fact's values: its items when it is a list (a check on it accepts
+    /// any of them), else the fact itself.
+    pub fn get_all(&self, name: &str) -> Option<Vec<String>> {
+        match self.value(name)? {
+            serde_json::Value::Array(items) => {
+                let all: Vec<String> = items.iter().filter_map(scalar).collect();
+                (!all.is_empty()).then_some(all)
+            }
+            v => scalar(v).map(|s| vec![s]),
+        }
+    }
+
+    fn value(&self, name: &str) -> Option<&serde_json::Value> {
         let mut v = &self.0;
         for part in name.split('.') {
-            v = v.get(part)?;
+            v = match v {
+                serde_json::Value::Array(items) => items.get(part.parse::<usize>().ok()?)?,
+                _ => v.get(part)?,
+            };
         }
-        match v {
-            serde_json::Value::String(s) => Some(s.clone()),
-            serde_json::Value::Number(n) => Some(n.to_string()),
-            serde_json::Value::Bool(b) => Some(b.to_string()),
-            _ => None,
-        }
+        Some(v)
     }
 
     /// `text` with every `{fact.name}` replaced by its value; the error
@@ -63,6 +77,15 @@ impl Facts {
         }
         out.push_str(rest);
         Ok(out)
+    }
+}
+
+fn scalar(v: &serde_json::Value) -> Option<String> {
+    match v {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        serde_json::Value::Bool(b) => Some(b.to_string()),
+        _ => None,
     }
 }
 

@@ -29,6 +29,19 @@ pub enum Form {
     Errno,
     /// A signal: name with or without SIG, or number.
     Signal,
+    /// A plain number: `1,234.5` = `1234.50`.
+    Number,
+    /// A duration in seconds: a number, with an optional unit (`s`, `min`,
+    /// `h`): `1.5 min` = `90 s` = `90`.
+    Seconds,
+}
+
+impl Form {
+    /// Whether answers in this form are numbers, which a check may compare
+    /// with a tolerance.
+    pub fn numeric(self) -> bool {
+        matches!(self, Form::Bytes | Form::Number | Form::Seconds)
+    }
 }
 
 /// The canonical text of `answer` in `form`; None when it is not one
@@ -49,7 +62,63 @@ pub fn canonical(form: Form, answer: &str) -> Option<String> {
         Form::Function => function(s),
         Form::Errno => errno(s).map(str::to_string),
         Form::Signal => signal(s).map(|n| n.to_string()),
+        Form::Number => number(s).map(|n| n.to_string()),
+        Form::Seconds => seconds(s).map(|n| n.to_string()),
     }
+}
+
+/// The value of a numeric form's answer (bytes, a number, seconds).
+pub fn value(form: Form, answer: &str) -> Option<f64> {
+    let s = answer.trim().trim_matches(['"', '\'', '`']).trim();
+    match form {
+        Form::Bytes => bytes(s).map(|b| b as f64),
+        Form::Number => number(s),
+        Form::Seconds => seconds(s),
+        _ => None,
+    }
+}
+
+/// Whether `answer` is within `tolerance` (relative: 0.2 is ±20%) of
+/// `expected`, both read in `form`.
+pub fn near(form: Form, tolerance: f64, answer: &str, expected: &str) -> bool {
+    match (value(form, answer), value(form, expected)) {
+        (Some(a), Some(e)) => (a - e).abs() <= tolerance * e.abs(),
+        _ => false,
+    }
+}
+
+/// A number: optional sign, digits (`,` `_` between groups allowed), an
+/// optional fraction.
+fn number(s: &str) -> Option<f64> {
+    let s = s.trim();
+    let ok = !s.is_empty()
+        && s.trim_start_matches(['-', '+'])
+            .starts_with(|c: char| c.is_ascii_digit())
+        && s[1..]
+            .chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, '.' | ',' | '_'));
+    if !ok {
+        return None;
+    }
+    let n: f64 = s.replace([',', '_'], "").parse().ok()?;
+    n.is_finite().then_some(n)
+}
+
+/// Seconds: a number with an optional unit (s, sec, seconds, min,
+/// minutes, h, hours; `m` is minutes).
+fn seconds(s: &str) -> Option<f64> {
+    let s = s.trim();
+    let end = s
+        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | ',' | '_' | '-' | '+')))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(end);
+    let scale = match unit.trim().trim_end_matches('.').to_lowercase().as_str() {
+        "" | "s" | "sec" | "secs" | "second" | "seconds" => 1.0,
+        "m" | "min" | "mins" | "minute" | "minutes" => 60.0,
+        "h" | "hr" | "hour" | "hours" => 3600.0,
+        _ => return None,
+    };
+    number(num).map(|n| n * scale)
 }
 
 /// Whether two answers are the same in `form`.
@@ -75,8 +144,14 @@ fn text(s: &str) -> String {
 /// TiB); a bare K, M, G, T is binary, as `ls -h`, `dd` and kdiag's own
 /// sizes use it. `B`, `bytes` or nothing mean bytes. The result is rounded
 /// to a whole byte: `6.5 MiB` = 6815744, `10 MB` = 10000000 (not 10 MiB).
+/// A rate's `/s` is allowed: `2 MiB/s` is 2097152 (bytes per second).
 pub fn bytes(s: &str) -> Option<u64> {
     let s = s.trim();
+    let s = s
+        .strip_suffix("/s")
+        .or_else(|| s.strip_suffix("/sec"))
+        .unwrap_or(s)
+        .trim_end();
     let end = s
         .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | ',' | '_' | ' ')))
         .unwrap_or(s.len());
@@ -218,9 +293,36 @@ mod tests {
         assert_eq!(bytes("4 kB"), Some(4000));
         assert_eq!(bytes("4 KiB"), Some(4096));
         assert!(!same(Form::Bytes, "10 MB", "10485760"));
-        for bad in ["ten", "", "MiB", "10 furlongs", ".5"] {
+        for bad in ["ten", "", "MiB", "10 furlongs", ".5", "/s"] {
             assert_eq!(bytes(bad), None, "{bad}");
         }
+        assert_eq!(bytes("2.25 MiB/s"), Some(2359296));
+        assert_eq!(bytes("2304K/s"), Some(2359296));
+    }
+
+    #[test]
+    fn numbers_seconds_and_tolerance() {
+        assert_eq!(number("1,234.5"), Some(1234.5));
+        assert_eq!(number("-3"), Some(-3.0));
+        for bad in ["", "x1", "1x", "1 2", "."] {
+            assert_eq!(number(bad), None, "{bad}");
+        }
+        assert!(same(Form::Number, "1,234.50", "1234.5"));
+        assert_eq!(seconds("90"), Some(90.0));
+        assert_eq!(seconds("90 s"), Some(90.0));
+        assert_eq!(seconds("1.5 min"), Some(90.0));
+        assert_eq!(seconds("2h"), Some(7200.0));
+        assert_eq!(seconds("5 furlongs"), None);
+        assert!(same(Form::Seconds, "1.5 minutes", "90"));
+        // Relative tolerance, in the form's unit.
+        assert!(near(Form::Bytes, 0.2, "2.2 MiB/s", "2359296"));
+        assert!(near(Form::Bytes, 0.2, "2.7 MiB", "2359296"));
+        assert!(!near(Form::Bytes, 0.2, "3 MiB", "2359296"));
+        assert!(near(Form::Seconds, 0.1, "30 min", "1900"));
+        assert!(!near(Form::Seconds, 0.1, "25 min", "1900"));
+        assert!(near(Form::Number, 0.0, "7", "7"));
+        assert!(!near(Form::Number, 0.5, "ten", "10"));
+        assert!(!near(Form::Text, 0.5, "10", "10"), "text is not numeric");
     }
 
     #[test]

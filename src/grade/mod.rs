@@ -126,7 +126,16 @@ pub fn outcome(
         return artifact_passes(c, &data, facts);
     }
     let wanted = expected(c, facts)?;
-    Ok(wanted.iter().any(|w| forms::same(c.form, &answer, w)))
+    Ok(wanted.iter().any(|w| matches(c, &answer, w)))
+}
+
+/// Whether `answer` is `wanted` for check `c`: the same in its form, or
+/// within its tolerance.
+pub fn matches(c: &Check, answer: &str, wanted: &str) -> bool {
+    match c.tolerance {
+        Some(t) => forms::near(c.form, t, answer, wanted),
+        None => forms::same(c.form, answer, wanted),
+    }
 }
 
 /// Whether an artifact's content holds every string `c` asks for.
@@ -142,22 +151,25 @@ pub fn artifact_passes(c: &Check, data: &[u8], facts: &Facts) -> Result<bool, Mi
 }
 
 /// The answers `c` accepts (before comparison in its form): the expected
-/// value or fact, then the synonyms.
+/// value or fact (any item of a list), then the synonyms.
 pub fn expected(c: &Check, facts: &Facts) -> Result<Vec<String>, Missing> {
     let first = match c.kind {
-        Kind::Equals => c.expected.as_ref().map(|v| match v {
-            toml::Value::String(s) => s.clone(),
-            other => other.to_string(),
-        }),
+        Kind::Equals => c
+            .expected
+            .as_ref()
+            .map(|v| match v {
+                toml::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .into_iter()
+            .collect(),
         Kind::Fact => {
             let name = c.fact.as_deref().unwrap_or_default();
-            Some(
-                facts
-                    .get(name)
-                    .ok_or_else(|| Missing::Fact(name.to_string()))?,
-            )
+            facts
+                .get_all(name)
+                .ok_or_else(|| Missing::Fact(name.to_string()))?
         }
-        Kind::ArtifactContains => None,
+        Kind::ArtifactContains => Vec::new(),
     };
     Ok(first.into_iter().chain(c.accept.iter().cloned()).collect())
 }
@@ -172,6 +184,29 @@ pub fn variant_key(c: &Check, facts: &Facts) -> Option<String> {
     }
     let first = expected(c, facts).ok()?.into_iter().next()?;
     forms::canonical(c.form, &first)
+}
+
+/// The variant an answer stands for, when looking for copied answers: the
+/// learner's `own` when it passes for them (any item of a list fact, or
+/// within the tolerance); else, for a check with a tolerance, the first of
+/// `variants` it is near; else its canonical text.
+pub fn answer_key<'a>(
+    c: &Check,
+    answer: &str,
+    facts: &Facts,
+    own: Option<&str>,
+    mut variants: impl Iterator<Item = &'a str>,
+) -> Option<String> {
+    let passes = expected(c, facts).is_ok_and(|w| w.iter().any(|w| matches(c, answer, w)));
+    if let (true, Some(own)) = (passes, own) {
+        return Some(own.to_string());
+    }
+    match c.tolerance {
+        Some(t) => variants
+            .find(|v| forms::near(c.form, t, answer, v))
+            .map(str::to_string),
+        None => forms::canonical(c.form, answer),
+    }
 }
 
 /// Total and maximum score of the graded checks.
@@ -206,6 +241,7 @@ mod tests {
             fact: None,
             accept: vec![],
             form: forms::Form::Text,
+            tolerance: None,
             contains: vec![],
             points: 2.0,
             placeholder: None,
@@ -254,6 +290,31 @@ mod tests {
         c.accept = vec!["same range".into()];
         let r = evaluate(&[c], &answers("[a]\nb = 'Same  Range'"), &f, &none(), None);
         assert_eq!(r[0].status, Status::Passed);
+    }
+
+    #[test]
+    fn tolerance_and_list_facts() {
+        let f = facts(serde_json::json!({"rate": 2359296, "fields": ["p_offset", "p_vaddr"]}));
+        let mut c = check(Kind::Fact);
+        c.fact = Some("expect.rate".into());
+        c.form = forms::Form::Bytes;
+        let run =
+            |c: &Check, a: &str| evaluate(std::slice::from_ref(c), &answers(a), &f, &none(), None);
+        assert_eq!(run(&c, "[a]\nb = '2.2 MiB/s'")[0].status, Status::Failed);
+        c.tolerance = Some(0.1);
+        assert_eq!(run(&c, "[a]\nb = '2.2 MiB/s'")[0].status, Status::Passed);
+        assert_eq!(run(&c, "[a]\nb = '2.25 MiB'")[0].status, Status::Passed);
+        assert_eq!(run(&c, "[a]\nb = '2.6 MiB/s'")[0].status, Status::Failed);
+        assert_eq!(run(&c, "[a]\nb = 'fast'")[0].status, Status::Failed);
+        // A list fact accepts any of its items; its first is its key.
+        c.fact = Some("expect.fields".into());
+        c.form = forms::Form::Text;
+        c.tolerance = None;
+        assert_eq!(run(&c, "[a]\nb = 'p_vaddr'")[0].status, Status::Passed);
+        assert_eq!(run(&c, "[a]\nb = 'P_OFFSET'")[0].status, Status::Passed);
+        assert_eq!(run(&c, "[a]\nb = 'p_align'")[0].status, Status::Failed);
+        assert_eq!(variant_key(&c, &f).as_deref(), Some("p_offset"));
+        assert_eq!(f.get("expect.fields.1").as_deref(), Some("p_vaddr"));
     }
 
     #[test]

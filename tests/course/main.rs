@@ -6,7 +6,9 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod bad_elf;
 mod course_common;
 mod lock;
 mod memory;
 mod scheduling;
+mod trend;

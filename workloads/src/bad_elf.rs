@@ -2,6 +2,7 @@
 //! loader defect, for lab 5-bad-elf and the elf-check / exec-trace tests.
 //!
 //!   bad-elf [DEFECT] [--seed TOKEN] [-o PATH] [--describe] [--list]
+//!   bad-elf [DEFECT] [--seed TOKEN] --duration D [--scratch DIR]
 //!
 //! The file is deterministic for a defect and seed. The seed moves the load
 //! address, the code's offset and the defective segment, adds up to three
@@ -10,13 +11,21 @@
 //! (after the point of no return: congruence, filesz-gt-memsz, huge-memsz).
 //! `--describe` prints the ground truth (expected errno, signal, program
 //! header, rule id, the broken fields) as JSON instead of writing the file.
+//!
+//! With `--duration` (0: until SIGTERM) it is a service instead, for the
+//! lab: it writes the file into its scratch directory and, like a
+//! supervisor whose service crash-loops, starts it every two seconds and
+//! logs how it ended, until the duration ends; the directory goes with it.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
-use std::process::ExitCode;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::{Duration, Instant};
 
 use crate::seed::{COURSE_REFUSAL, Rng, Seed};
-use crate::{Json, Storage};
+use crate::{Json, Scratch, Storage};
 
 /// One defect: name, what it breaks, and what the kernel does about it.
 pub struct Defect {
@@ -367,6 +376,15 @@ fn broken_fields(defect: &str) -> &'static [&'static str] {
     }
 }
 
+/// The fields whose change alone fixes it (p_align hides a congruence
+/// defect from readelf, but the kernel never reads it).
+fn fix_fields(defect: &str) -> &'static [&'static str] {
+    match defect {
+        "congruence" => &["p_offset", "p_vaddr"],
+        other => broken_fields(other),
+    }
+}
+
 /// The command line of bad-elf (also what `describe` parses).
 #[derive(Debug, Default)]
 struct Args {
@@ -376,6 +394,9 @@ struct Args {
     describe: bool,
     list: bool,
     help: bool,
+    /// Service mode: run for this long (zero: until a signal).
+    duration: Option<Duration>,
+    scratch: Option<PathBuf>,
 }
 
 fn parse(args: &[String]) -> Result<Args, String> {
@@ -389,11 +410,23 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "--seed" => a.seed = Seed::parse(it.next().ok_or("--seed needs a token")?)?,
             s if s.starts_with("--seed=") => a.seed = Seed::parse(&s["--seed=".len()..])?,
             "-o" | "--output" => a.out = Some(it.next().ok_or("-o needs a path")?.clone()),
+            "--duration" => a.duration = Some(duration(it.next().ok_or("--duration needs D")?)?),
+            s if s.starts_with("--duration=") => {
+                a.duration = Some(duration(&s["--duration=".len()..])?)
+            }
+            "--scratch" => a.scratch = Some(it.next().ok_or("--scratch needs a DIR")?.into()),
+            s if s.starts_with("--scratch=") => a.scratch = Some(s["--scratch=".len()..].into()),
             s if s.starts_with('-') => return Err(format!("unknown option {s}")),
             s => a.defect = Some(s.to_string()),
         }
     }
     Ok(a)
+}
+
+fn duration(v: &str) -> Result<Duration, String> {
+    crate::cli::parse_duration(v).ok_or(format!(
+        "--duration: bad value {v:?} (e.g. 30, 30s, 500ms, 2m)"
+    ))
 }
 
 impl Args {
@@ -454,6 +487,7 @@ pub(crate) fn document(args: &[String]) -> Result<Json, String> {
         ),
         ("phnum", Json::Int(built.phdrs.len() as i64)),
         ("broken_fields", Json::strs(broken_fields(d.name))),
+        ("fix_fields", Json::strs(fix_fields(d.name))),
         ("phdr_values", phdr_values),
         ("errno", opt(d.errno)),
         ("stage", Json::str(d.stage)),
@@ -470,11 +504,15 @@ pub(crate) fn document(args: &[String]) -> Result<Json, String> {
 }
 
 const USAGE: &str = "usage: bad-elf [DEFECT] [--seed TOKEN] [-o PATH] [--describe] [--list]\n\
+    \x20      bad-elf [DEFECT] [--seed TOKEN] --duration D [--scratch DIR]\n\
     Writes a small static x86-64 ELF executable with one loader defect\n\
     (default: congruence; a --seed picks among congruence, filesz-gt-memsz\n\
     and huge-memsz) to PATH (default ./bad-elf-DEFECT, or ./bad_elf for a\n\
     seed-picked defect), marked executable.\n\
-    --describe prints the ground truth as JSON instead; --list lists the defects.";
+    --describe prints the ground truth as JSON instead; --list lists the defects.\n\
+    With --duration D (0 = until SIGTERM) it runs as a crash-looping service\n\
+    instead: it writes the file into its scratch directory (--scratch DIR,\n\
+    removed on exit), starts it every 2 s and logs how it ended.";
 
 /// The bad-elf binary.
 pub fn main() -> ExitCode {
@@ -510,6 +548,15 @@ pub fn main() -> ExitCode {
         };
     }
     let bytes = build(d.name, &a.seed).bytes;
+    if let Some(duration) = a.duration {
+        return match serve(&a, &bytes, duration) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(msg) => {
+                eprintln!("bad-elf: error: {msg}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     // A seed-picked defect stays unnamed: the file name would give it away.
     let path = a.out.unwrap_or_else(|| match a.defect {
         None if !a.seed.is_default() => "./bad_elf".to_string(),
@@ -528,4 +575,82 @@ pub fn main() -> ExitCode {
 fn usage(msg: &str) -> ExitCode {
     eprintln!("bad-elf: error: {msg}\n{USAGE}");
     ExitCode::from(2)
+}
+
+/// Seconds between two starts of the service.
+const RESTART: Duration = Duration::from_secs(2);
+/// The service's file in the scratch directory.
+const SERVICE: &str = "bad_elf";
+
+/// Service mode: write `bytes` into a scratch directory and start it every
+/// [`RESTART`], logging how each attempt ended, for `duration` (zero: until
+/// a signal, on which the scratch directory is removed).
+fn serve(a: &Args, bytes: &[u8], duration: Duration) -> Result<(), String> {
+    // One directory per run (the default): labs may run side by side.
+    let dir = a.scratch.clone().unwrap_or_else(|| {
+        crate::scratch::base(Storage::Any).join(format!("bad-elf-{}", std::process::id()))
+    });
+    let scratch = Scratch::create(dir, Storage::Any, 1 << 20, a.scratch.is_none())?;
+    let path = scratch.file(SERVICE);
+    scratch.reserve(bytes.len() as u64)?;
+    fs::write(&path, bytes)
+        .and_then(|()| fs::set_permissions(&path, fs::Permissions::from_mode(0o755)))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    let deadline = (!duration.is_zero()).then(|| Instant::now() + duration);
+    let running = || deadline.is_none_or(|d| Instant::now() < d);
+    eprintln!(
+        "bad-elf: pid {}: starting {} every {} s",
+        std::process::id(),
+        path.display(),
+        RESTART.as_secs()
+    );
+    let mut attempt = 0u64;
+    while running() {
+        attempt += 1;
+        eprintln!("bad-elf: attempt {attempt}: {}", start(&path));
+        let rest = deadline.map_or(RESTART, |d| {
+            RESTART.min(d.saturating_duration_since(Instant::now()))
+        });
+        std::thread::sleep(rest);
+    }
+    // scratch (the directory and the file) is removed on drop.
+    Ok(())
+}
+
+/// Start the service once and say how it ended.
+fn start(path: &Path) -> String {
+    let status = match Command::new(path).status() {
+        Ok(status) => status,
+        Err(e) => {
+            return format!(
+                "cannot start {}: {e} (a file system mounted noexec? pass --scratch DIR)",
+                path.display()
+            );
+        }
+    };
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("{} exited with status {code}", path.display()),
+        (None, Some(sig)) => format!(
+            "{} was killed by signal {sig} ({}){}",
+            path.display(),
+            signal_name(sig),
+            if status.core_dumped() {
+                ", core dumped"
+            } else {
+                ""
+            }
+        ),
+        _ => format!("{} ended: {status}", path.display()),
+    }
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        _ => "another signal",
+    }
 }

@@ -80,6 +80,11 @@ impl Workload for MemLeak {
             ("trend", Json::str("increasing")),
             ("rate_bytes_per_s", Json::Int(self.rate as i64)),
             ("cap_bytes", Json::Int(self.cap as i64)),
+            // When RSS reaches the cap, in seconds after the start.
+            (
+                "cap_after_s",
+                Json::Num((self.cap * 10 / self.rate) as f64 / 10.0),
+            ),
             ("chunk_bytes", Json::Int(self.chunk as i64)),
             ("leak_function", Json::str(leak::NAMES[self.function])),
         ])
