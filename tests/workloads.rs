@@ -174,6 +174,37 @@ fn scratch_is_removed_on_sigint_and_sigterm() {
     );
 }
 
+/// A finishing workload run as a service (memory copying again and again)
+/// creates its output while SIGTERM's clean-up may be emptying the
+/// directory: the directory still goes, whenever the signal comes (without
+/// retrying, about one run in ten left the copy behind).
+#[test]
+fn a_repeating_copy_leaves_nothing_on_sigterm() {
+    let tmp = disk_tempdir();
+    for i in 0..40u64 {
+        let dir = tmp.path().join(format!("copy{i}"));
+        let child = spawn(
+            "memory",
+            &[
+                "1",
+                "1K",
+                "--seed",
+                "mem-a-1",
+                "--duration",
+                "0",
+                "--scratch",
+                dir.to_str().unwrap(),
+            ],
+        );
+        // Somewhere in creating the source or in a copy, spread over 0.9 s.
+        std::thread::sleep(Duration::from_millis((i * 29 % 90) * 10));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        wait4(child);
+        assert!(!dir.exists(), "run {i}: scratch directory left");
+    }
+}
+
 #[test]
 fn scratch_left_by_sigkill_is_removed_at_the_next_start() {
     let tmp = disk_tempdir();

@@ -168,7 +168,15 @@ fn check_owned(dir: &Path) -> Result<(), String> {
 
 /// Remove our directory and, if asked and now empty, its parent.
 fn remove(dir: &Path, tidy_parent: bool) {
-    let _ = fs::remove_dir_all(dir);
+    // On a signal the workload's own threads still run, and one may create
+    // a file in the directory while it is being emptied (a copy loop
+    // opening its output again): try until it is gone, or a while.
+    for _ in 0..100 {
+        match fs::remove_dir_all(dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => continue,
+            _ => break,
+        }
+    }
     if tidy_parent && let Some(parent) = dir.parent() {
         let _ = fs::remove_dir(parent);
     }
