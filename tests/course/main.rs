@@ -6,5 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod bio;
 mod course_common;
+mod io;
 mod lock;
