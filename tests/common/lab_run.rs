@@ -26,9 +26,14 @@ pub struct LabRun {
 /// a second one refuses to start while the first runs.
 static ONE_WORKLOAD: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// Hold while anything else starts a workload (a self-test's artifacts).
+pub fn one_workload() -> std::sync::MutexGuard<'static, ()> {
+    ONE_WORKLOAD.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl LabRun {
     pub fn start(lab: &str, root: &Path, seed: &str) -> LabRun {
-        let guard = ONE_WORKLOAD.lock().unwrap_or_else(|e| e.into_inner());
+        let guard = one_workload();
         let mut child = kdiag()
             .args(["lab", lab, "--plain", "--seed", seed, "--dir"])
             .arg(root)

@@ -7,7 +7,9 @@
 mod common;
 
 mod bad_elf;
+mod bio;
 mod course_common;
+mod io;
 mod lock;
 mod memory;
 mod scheduling;
