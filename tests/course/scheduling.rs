@@ -65,7 +65,7 @@ fn steps_show_the_learners_own_command() {
     let root = tempfile::tempdir().unwrap();
     let mut lab = LabRun::start("2-scheduling", root.path(), "sched-c-3");
     lab.send("next");
-    let seen = lab.expect("fork.txt (or type");
+    let seen = lab.expect("what.mechanism ");
     // The command as a shell reads it: continuation lines joined.
     let shell: Vec<&str> = seen.split_whitespace().filter(|w| *w != "\\").collect();
     let exe = env!("CARGO_BIN_EXE_kdiag");
