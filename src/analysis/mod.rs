@@ -16,3 +16,4 @@ pub mod ps;
 pub mod top;
 pub mod tsa;
 pub mod waits;
+pub mod why;

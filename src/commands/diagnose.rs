@@ -5,14 +5,17 @@
 //! instrument to run next, and what watching cost.
 
 use std::ffi::OsString;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
 
 use crate::analysis::classify::classify;
+use crate::analysis::why::{self, Drill, Why};
 use crate::error::{self, usage};
 use crate::instruments::observe::{Options, observe};
-use crate::model::diagnosis::Scope;
+use crate::instruments::{offcpu, profile};
+use crate::model::diagnosis::{Class, Scope};
 use crate::model::exec::Exit;
 use crate::render;
 use crate::sys::process::interrupt::Interrupt;
@@ -41,11 +44,28 @@ pub struct Args {
     /// Print the observation and the diagnosis as JSON
     #[arg(long)]
     pub json: bool,
+    /// The drill-down after the verdict: the one it calls for (a CPU
+    /// profile, or an off-CPU profile of where the threads wait), all of
+    /// them, or none; needs root (else it prints the command to run)
+    #[arg(long, value_enum, default_value = "auto")]
+    pub why: WhyMode,
     /// A command to start and diagnose with everything it starts (all
     /// stopped at the end)
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<OsString>,
 }
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum WhyMode {
+    None,
+    Auto,
+    All,
+}
+
+/// Seconds a drill-down runs at most (the watch's own length if shorter).
+const DRILL_S: f64 = 3.0;
+/// The drill-down's CPU profile frequency.
+const DRILL_HZ: u64 = 499;
 
 /// The checks on the arguments as a whole (values are checked when parsed).
 pub fn validate(args: &Args) -> anyhow::Result<()> {
@@ -99,6 +119,23 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         eprintln!("Watching PID {pid}{what} for {:.1} s ...", args.duration);
     }
     let observed = observe(pid, &Options { window, scope }, &interrupt.stop_flag());
+    // The drill-down needs the target running: a command is stopped after.
+    let verdict = observed
+        .as_ref()
+        .ok()
+        .filter(|o| o.ended.is_none())
+        .map(classify);
+    let why = verdict.as_ref().and_then(|d| {
+        let window = Duration::from_secs_f64(args.duration.min(DRILL_S));
+        drill(
+            args.why,
+            pid,
+            d.verdict,
+            window,
+            &interrupt.stop_flag(),
+            args.json,
+        )
+    });
     if let Some(c) = child.as_mut() {
         c.stop(Duration::from_secs(2));
     }
@@ -124,13 +161,68 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             );
         }
     }
-    let d = classify(&o);
+    // Classified before the drill-down when it was still running.
+    let d = verdict.unwrap_or_else(|| classify(&o));
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if args.json {
-        render::diagnose::json(&mut out, &o, &d)?;
+        render::diagnose::json(&mut out, &o, &d, why.as_ref())?;
     } else {
-        render::diagnose::report(&mut out, &o, &d)?;
+        render::diagnose::report(&mut out, &o, &d, why.as_ref())?;
     }
     Ok(interrupt.exit_code(error::OK, false))
+}
+
+/// Run the drill-downs `mode` and `verdict` call for on `pid`, each for
+/// `window`; None when there are none.
+fn drill(
+    mode: WhyMode,
+    pid: i32,
+    verdict: Class,
+    window: Duration,
+    stop: &AtomicBool,
+    quiet: bool,
+) -> Option<Why> {
+    let drills = match mode {
+        WhyMode::None => return None,
+        WhyMode::Auto => why::plan(verdict, false),
+        WhyMode::All => why::plan(verdict, true),
+    };
+    if drills.is_empty() {
+        return None;
+    }
+    let mut found = Why {
+        window_s: window.as_secs_f64(),
+        ..Default::default()
+    };
+    for d in drills {
+        let (what, command) = match d {
+            Drill::Cpu => ("CPU profile", format!("sudo kdiag profile -p {pid} -d 5")),
+            Drill::Offcpu => (
+                "off-CPU profile",
+                format!("sudo kdiag offcpu -p {pid} -d 3"),
+            ),
+        };
+        if stop.load(Ordering::Relaxed) || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            found.skipped.push(format!(
+                "{what}: PID {pid} is gone or kdiag was interrupted"
+            ));
+            continue;
+        }
+        if !quiet {
+            eprintln!(
+                "Verdict {}: recording a {what} for {:.1} s ...",
+                verdict.name(),
+                window.as_secs_f64()
+            );
+        }
+        let done = match d {
+            Drill::Cpu => profile::sample(pid, DRILL_HZ, window, stop).map(|p| found.add_cpu(&p)),
+            Drill::Offcpu => offcpu::record(pid, window, stop).map(|(p, _)| found.add_offcpu(&p)),
+        };
+        if let Err(e) = done {
+            found.skipped.push(format!("{what}: {e:#}; run: {command}"));
+        }
+    }
+    Some(found)
 }

@@ -3,9 +3,16 @@
 
 use std::io::{self, Write};
 
+use crate::analysis::why::Why;
 use crate::model::diagnosis::{Diagnosis, Observation, SCHEMA_VERSION, Scope};
+use crate::render::offcpu::duration as offcpu_duration;
 
-pub fn report(out: &mut impl Write, o: &Observation, d: &Diagnosis) -> io::Result<()> {
+pub fn report(
+    out: &mut impl Write,
+    o: &Observation,
+    d: &Diagnosis,
+    why: Option<&Why>,
+) -> io::Result<()> {
     writeln!(out, "Verdict: {}: {}", d.verdict.name(), d.summary)?;
     let others = o.members.len().saturating_sub(1);
     let what = match (o.scope, others) {
@@ -32,8 +39,17 @@ pub fn report(out: &mut impl Write, o: &Observation, d: &Diagnosis) -> io::Resul
     for e in &d.evidence {
         writeln!(out, "  {e}")?;
     }
+    if let Some(w) = why {
+        why_section(out, w)?;
+    }
     if !d.next.is_empty() {
-        writeln!(out, "\nNext, for the why:")?;
+        let drilled = why.is_some_and(|w| w.cpu.is_some() || w.offcpu.is_some());
+        let heading = if drilled {
+            "To look further"
+        } else {
+            "Next, for the why"
+        };
+        writeln!(out, "\n{heading}:")?;
         for n in &d.next {
             writeln!(out, "  {n}")?;
         }
@@ -62,9 +78,88 @@ pub fn cost_line(o: &Observation) -> String {
 }
 
 /// The JSON document: `{"version", "observation", "diagnosis"}`.
-pub fn json(out: &mut impl Write, o: &Observation, d: &Diagnosis) -> anyhow::Result<()> {
+pub fn json(
+    out: &mut impl Write,
+    o: &Observation,
+    d: &Diagnosis,
+    why: Option<&Why>,
+) -> anyhow::Result<()> {
     crate::render::json(
         out,
-        &serde_json::json!({"version": SCHEMA_VERSION, "observation": o, "diagnosis": d}),
+        &serde_json::json!({
+            "version": SCHEMA_VERSION, "observation": o, "diagnosis": d, "why": why
+        }),
     )
+}
+
+/// A stack on one line, outermost first, without the thread start-up of
+/// the C and Rust runtimes above the program's own frames nor the
+/// scheduler's frames below the wait point.
+fn compact(frames: &[String]) -> String {
+    let runtime = |f: &str| {
+        [
+            "start_thread",
+            "clone",
+            "__libc_start",
+            "std::",
+            "<std::",
+            "core::",
+            "main",
+        ]
+        .iter()
+        .any(|p| f.starts_with(p))
+    };
+    let scheduler = |f: &str| f.trim_start_matches('_').starts_with("schedule");
+    let start = frames.iter().position(|f| !runtime(f)).unwrap_or(0);
+    let mut end = frames.len();
+    while end > start + 1 && scheduler(&frames[end - 1]) {
+        end -= 1;
+    }
+    let shown: Vec<String> = frames[start..end]
+        .iter()
+        .map(|f| f.replace("_[k]", " [k]"))
+        .collect();
+    shown.join(" → ")
+}
+
+/// The drill-down's findings: the CPU profile's hot function and stacks,
+/// the off-CPU profile's wait points and blocking paths.
+fn why_section(out: &mut impl Write, w: &Why) -> io::Result<()> {
+    writeln!(out, "\nWhy (drill-down, {:.1} s each):", w.window_s)?;
+    if let Some(cpu) = &w.cpu {
+        writeln!(
+            out,
+            "  On the CPU: {} samples, {:.0}% in the kernel; hottest function: {}",
+            cpu.samples,
+            cpu.kernel_percent,
+            w.hot_function().unwrap_or("none seen")
+        )?;
+        for s in cpu.hottest.iter().take(3) {
+            writeln!(out, "    {:5.1}% {}", s.percent, compact(&s.frames))?;
+        }
+    }
+    if let Some(off) = &w.offcpu {
+        writeln!(
+            out,
+            "  Off the CPU: {} blocked in {} blocks, summed over threads",
+            offcpu_duration(off.total_ns),
+            off.blocks
+        )?;
+        for p in off.wait_points.iter().filter(|p| p.percent >= 0.5).take(3) {
+            writeln!(
+                out,
+                "    waits in {} ({}): {:.1}%",
+                p.function,
+                p.state.letter(),
+                p.percent
+            )?;
+        }
+        for p in off.paths.iter().take(3) {
+            writeln!(out, "    {:5.1}% {}", p.percent, compact(&p.frames))?;
+        }
+    }
+    for s in &w.skipped {
+        writeln!(out, "  Not run: {s}")?;
+    }
+    Ok(())
 }

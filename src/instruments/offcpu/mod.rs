@@ -26,6 +26,38 @@ pub use bpf::{Attach, Options};
 /// rare (a process start is a few dozen).
 const SIDEBAND_PAGES: usize = 64;
 
+/// Where `pid` and the children it starts wait off the CPU, over `window`
+/// (cut short when `stop` is set): blocks of a microsecond and more, as
+/// `kdiag offcpu -p PID -d SECS` records them; the programs are attached
+/// for the window and detached before it returns. The profile's weights
+/// are nanoseconds blocked.
+pub fn record(
+    pid: i32,
+    window: Duration,
+    stop: &std::sync::atomic::AtomicBool,
+) -> anyhow::Result<(Profile, Attach)> {
+    let options = Options {
+        tgids: vec![pid as u32],
+        follow: true,
+        min_block_ns: 1_000,
+        states: crate::model::offcpu::StateFilter::All,
+    };
+    let mut tracer = Tracer::start(&options)?;
+    let attach = tracer.attach();
+    let start = std::time::Instant::now();
+    while start.elapsed() < window && !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        tracer.poll(Duration::from_millis(100))?;
+    }
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    let mut p = Profile {
+        target: format!("PID {pid} ({})", comm.trim()),
+        ..Default::default()
+    };
+    p.cost.wall_secs = start.elapsed().as_secs_f64();
+    tracer.finish(&mut p)?;
+    Ok((p, attach))
+}
+
 /// The BPF tier at work: the programs, the sideband and what it learnt.
 pub struct Tracer {
     bpf: bpf::OffcpuBpf,

@@ -8,3 +8,37 @@ mod names;
 pub mod perf_map;
 pub mod symbolize;
 pub mod unwind;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::model::profile::Profile;
+use crate::sys::perf::{EventSpec, Session, Target};
+
+/// The CPU profile of `pid`, its threads and the children it starts, over
+/// `window` at `hz` (cpu-clock, kernel and user stacks), cut short when
+/// `stop` is set: what `kdiag profile -p PID -d SECS` records, for callers
+/// that want it in one piece (diagnose's drill-down).
+pub fn sample(pid: i32, hz: u64, window: Duration, stop: &AtomicBool) -> anyhow::Result<Profile> {
+    let spec = EventSpec::cpu_clock(hz).with_callchain().with_task_events();
+    let mut session = Session::open(std::slice::from_ref(&spec), Target::Process(pid), 64)?;
+    session.enable()?;
+    let mut recorder = symbolize::Recorder::new(symbolize::RecordOptions::default());
+    recorder.capture(pid as u32);
+    let start = Instant::now();
+    while start.elapsed() < window && !stop.load(Ordering::Relaxed) {
+        session.poll(Duration::from_millis(100))?;
+        session.drain(|r| recorder.record(&r));
+    }
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    let mut p = Profile {
+        target: format!("PID {pid} ({})", comm.trim()),
+        event: spec.name().into(),
+        freq_hz: hz,
+        lost: session.losses().lost,
+        ..Default::default()
+    };
+    p.cost.wall_secs = start.elapsed().as_secs_f64();
+    recorder.finish(&mut p);
+    Ok(p)
+}

@@ -17,10 +17,9 @@ use crate::analysis::top as analysis;
 use crate::instruments::Tier;
 use crate::instruments::block::{self, Options};
 use crate::instruments::exec::{self, Filter};
-use crate::instruments::offcpu::{Options as OffcpuOptions, Tracer};
+use crate::instruments::offcpu;
 use crate::instruments::profile::symbolize::{RecordOptions, Recorder};
 use crate::model::lab::Panel;
-use crate::model::offcpu::StateFilter;
 use crate::model::process::Process;
 use crate::model::profile::Profile;
 use crate::sys::perf::{EventSpec, Session, Target};
@@ -290,44 +289,22 @@ const OFFCPU_WINDOW: Duration = Duration::from_secs(3);
 /// records it, one window every three seconds (the programs are attached
 /// for each window and detached at its end).
 pub fn offcpu(tx: Sender<Msg>, pid: i32, stop: Arc<AtomicBool>) {
-    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-    let options = OffcpuOptions {
-        tgids: vec![pid as u32],
-        follow: true,
-        // Blocks of a microsecond and more, as `kdiag offcpu` by default.
-        min_block_ns: 1_000,
-        states: StateFilter::All,
-    };
     while !stop.load(Ordering::Relaxed) {
-        let failed = |e: anyhow::Error| send(&tx, Data::Failed(Panel::Offcpu, format!("{e:#}")));
-        let mut tracer = match Tracer::start(&options) {
-            Ok(t) => t,
+        let (p, attach) = match offcpu::record(pid, OFFCPU_WINDOW, &stop) {
+            Ok(r) => r,
             Err(e) => {
-                failed(e);
+                send(&tx, Data::Failed(Panel::Offcpu, format!("{e:#}")));
                 return;
             }
         };
-        let attach = tracer.attach().name();
-        let start = Instant::now();
-        while start.elapsed() < OFFCPU_WINDOW && !stop.load(Ordering::Relaxed) {
-            if let Err(e) = tracer.poll(Duration::from_millis(100)) {
-                failed(e);
-                return;
-            }
-        }
-        let mut p = Profile {
-            target: format!("PID {pid} ({})", comm.trim()),
-            ..Default::default()
-        };
-        p.cost.wall_secs = start.elapsed().as_secs_f64();
-        if let Err(e) = tracer.finish(&mut p) {
-            failed(e);
-            return;
-        }
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        let status = format!("BPF on sched_switch ({attach}), {} stacks lost", p.lost);
+        let status = format!(
+            "BPF on sched_switch ({}), {} stacks lost",
+            attach.name(),
+            p.lost
+        );
         if !send(&tx, Data::Offcpu(Box::new(p))) || !send(&tx, Data::Status(Panel::Offcpu, status))
         {
             return;
