@@ -16,7 +16,7 @@ use kdiag::commands::lab::lab_view;
 use kdiag::lab::{self, Source};
 use kdiag::model::block::BlockIo;
 use kdiag::model::exec::{ExecEvent, Exit, ProcessEnd, TraceEvent};
-use kdiag::model::profile::{Frame, Profile, Stack};
+use kdiag::model::profile::{Frame, OffState, Profile, Stack};
 use kdiag::tui::lab::app::{Driver, perform};
 use kdiag::tui::lab::event::{Data, Given, Key, Msg, Verdict};
 use kdiag::tui::lab::panels::process::FocusSample;
@@ -517,8 +517,65 @@ fn exec_trace_and_offcpu_panels() {
         "{t}"
     );
     press(&mut s, &mut d, &[Key::Char('v')]);
+    // Before its first window, then with one: the writer blocked in D on
+    // the device, wait points and paths as kdiag offcpu reports them.
+    let t = screen("offcpu-waiting", &s, 120, 40);
+    assert!(
+        t.contains("the first window comes after three seconds"),
+        "{t}"
+    );
+    let mut p = Profile::default();
+    p.cost.wall_secs = 3.0;
+    let stack = |frames: &[&str], state, ms: u64, n| Stack {
+        comm: "io-app".into(),
+        frames: frames
+            .iter()
+            .map(|f| match f.strip_suffix("_[k]") {
+                Some(k) => Frame::kernel(k),
+                None => Frame::user(*f),
+            })
+            .collect(),
+        samples: n,
+        weight: ms * 1_000_000,
+        user_depth: 4,
+        state: Some(state),
+    };
+    p.stacks.push(stack(
+        &[
+            "main",
+            "rewrite_region",
+            "write",
+            "ksys_write_[k]",
+            "folio_wait_bit_common_[k]",
+            "schedule_[k]",
+        ],
+        OffState::D,
+        2400,
+        300,
+    ));
+    p.stacks.push(stack(
+        &[
+            "main",
+            "rewrite_region",
+            "write",
+            "ksys_write_[k]",
+            "schedule_[k]",
+        ],
+        OffState::R,
+        100,
+        20,
+    ));
+    s.update(Msg::Data(Data::Offcpu(Box::new(p))));
     let t = screen("offcpu", &s, 120, 40);
-    assert!(t.contains("not available yet"), "{t}");
+    assert!(t.contains("2.50 s blocked in 320 blocks over 3 s"), "{t}");
+    assert!(
+        t.contains("96.0%") && t.contains("D folio_wait_bit_common"),
+        "{t}"
+    );
+    assert!(
+        t.contains("rewrite_region → write → ksys_write [k] → folio_wait_bit_common [k]"),
+        "{t}"
+    );
 }
 
 #[test]

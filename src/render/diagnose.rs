@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use crate::analysis::why::Why;
 use crate::model::diagnosis::{Diagnosis, Observation, SCHEMA_VERSION, Scope};
-use crate::render::offcpu::duration as offcpu_duration;
+use crate::render::offcpu::{duration as offcpu_duration, one_line};
 
 pub fn report(
     out: &mut impl Write,
@@ -92,36 +92,6 @@ pub fn json(
     )
 }
 
-/// A stack on one line, outermost first, without the thread start-up of
-/// the C and Rust runtimes above the program's own frames nor the
-/// scheduler's frames below the wait point.
-fn compact(frames: &[String]) -> String {
-    let runtime = |f: &str| {
-        [
-            "start_thread",
-            "clone",
-            "__libc_start",
-            "std::",
-            "<std::",
-            "core::",
-            "main",
-        ]
-        .iter()
-        .any(|p| f.starts_with(p))
-    };
-    let scheduler = |f: &str| f.trim_start_matches('_').starts_with("schedule");
-    let start = frames.iter().position(|f| !runtime(f)).unwrap_or(0);
-    let mut end = frames.len();
-    while end > start + 1 && scheduler(&frames[end - 1]) {
-        end -= 1;
-    }
-    let shown: Vec<String> = frames[start..end]
-        .iter()
-        .map(|f| f.replace("_[k]", " [k]"))
-        .collect();
-    shown.join(" → ")
-}
-
 /// The drill-down's findings: the CPU profile's hot function and stacks,
 /// the off-CPU profile's wait points and blocking paths.
 fn why_section(out: &mut impl Write, w: &Why) -> io::Result<()> {
@@ -135,7 +105,7 @@ fn why_section(out: &mut impl Write, w: &Why) -> io::Result<()> {
             w.hot_function().unwrap_or("none seen")
         )?;
         for s in cpu.hottest.iter().take(3) {
-            writeln!(out, "    {:5.1}% {}", s.percent, compact(&s.frames))?;
+            writeln!(out, "    {:5.1}% {}", s.percent, one_line(&s.frames))?;
         }
     }
     if let Some(off) = &w.offcpu {
@@ -155,7 +125,7 @@ fn why_section(out: &mut impl Write, w: &Why) -> io::Result<()> {
             )?;
         }
         for p in off.paths.iter().take(3) {
-            writeln!(out, "    {:5.1}% {}", p.percent, compact(&p.frames))?;
+            writeln!(out, "    {:5.1}% {}", p.percent, one_line(&p.frames))?;
         }
     }
     for s in &w.skipped {

@@ -38,6 +38,36 @@ pub fn duration(ns: u64) -> String {
     }
 }
 
+/// A stack on one line, outermost first, without the thread start-up of
+/// the C and Rust runtimes above the program's own frames nor the
+/// scheduler's frames below the wait point.
+pub fn one_line(frames: &[String]) -> String {
+    let runtime = |f: &str| {
+        [
+            "start_thread",
+            "clone",
+            "__libc_start",
+            "std::",
+            "<std::",
+            "core::",
+            "main",
+        ]
+        .iter()
+        .any(|p| f.starts_with(p))
+    };
+    let scheduler = |f: &str| f.trim_start_matches('_').starts_with("schedule");
+    let start = frames.iter().position(|f| !runtime(f)).unwrap_or(0);
+    let mut end = frames.len();
+    while end > start + 1 && scheduler(&frames[end - 1]) {
+        end -= 1;
+    }
+    let shown: Vec<String> = frames[start..end]
+        .iter()
+        .map(|f| f.replace("_[k]", " [k]"))
+        .collect();
+    shown.join(" → ")
+}
+
 fn what_states(o: &Offcpu) -> String {
     match o.states {
         StateFilter::All => String::new(),

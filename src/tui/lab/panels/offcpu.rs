@@ -11,7 +11,7 @@ use ratatui::widgets::{Paragraph, Wrap};
 
 use crate::analysis::{fold, offcpu};
 use crate::model::profile::Profile;
-use crate::render::offcpu::duration;
+use crate::render::offcpu::{duration, one_line};
 use crate::tui::lab::markdown::code_style;
 
 /// Wait points and paths shown.
@@ -55,10 +55,15 @@ impl Window {
         let bold = Style::new().add_modifier(Modifier::BOLD);
         let mut lines = vec![
             Line::from(format!(
-                "{} blocked in {} blocks over {:.0} s, summed over threads ({status})",
+                "{} blocked in {} blocks over {:.0} s, summed over threads{}",
                 duration(s.total_ns),
                 s.blocks,
-                p.cost.wall_secs
+                p.cost.wall_secs,
+                if status.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({status})")
+                }
             )),
             Line::from(Span::styled("Where threads waited", bold)),
         ];
@@ -84,13 +89,8 @@ impl Window {
                 path.state.letter(),
                 path.comms.first().map_or("", String::as_str)
             )));
-            let frames: Vec<String> = path
-                .frames
-                .iter()
-                .map(|f| f.replace("_[k]", " [k]"))
-                .collect();
             lines.push(Line::from(Span::styled(
-                format!("    {}", frames.join(" → ")),
+                format!("    {}", one_line(&path.frames)),
                 code_style(),
             )));
         }
