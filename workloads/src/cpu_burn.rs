@@ -200,6 +200,10 @@ impl Workload for CpuBurn {
 }
 
 impl CpuBurn {
+    /// Never inlined: profiles show the worker loop under every hot
+    /// function (tests/profile.rs asserts the whole stack comes through),
+    /// whatever the compiler decides for its caller.
+    #[inline(never)]
     fn worker(&self, t: u64, deadline: Option<Instant>) -> Result<(), String> {
         let live = || deadline.is_none_or(|d| Instant::now() < d);
         if self.kernel {
