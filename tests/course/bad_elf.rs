@@ -4,9 +4,9 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::common::lab_run::{LabRun, pid_alive};
+use crate::common::lab_run::LabRun;
 use crate::common::{kdiag, require_root, stdout};
-use crate::course_common::{answer_all, expect, self_test, text};
+use crate::course_common::{answer_all, expect, full_score, self_test, text};
 
 /// `sudo kdiag exec-trace -p PID` for long enough to see one attempt (the
 /// launcher starts one every 2 s), stopped with Ctrl-C as a learner would.
@@ -81,23 +81,11 @@ fn reference_answers_of_two_seeds_reach_the_full_score() {
     let seeds = ["elf-a-1", "elf-b-4"];
     for seed in seeds {
         let root = tempfile::tempdir().unwrap();
-        let mut lab = LabRun::start("5-bad-elf", root.path(), seed);
+        let lab = LabRun::start("5-bad-elf", root.path(), seed);
         let pid = lab.pid();
         instruments_show_the_truth(seed, pid);
         let answers = answers(&lab, seed);
-        assert_eq!(
-            answer_all(&mut lab, &answers),
-            Vec::<String>::new(),
-            "{seed}"
-        );
-        let seen = lab.expect("score ");
-        assert!(
-            seen.contains("score 14/14 points, 4/4 steps done"),
-            "{seen}"
-        );
-        lab.send("quit");
-        assert_eq!(lab.finish(), 0, "every step done");
-        assert!(!pid_alive(pid), "the workload is stopped");
+        full_score(lab, &answers, "14/14", seed);
         // Nothing left behind: no scratch directory of that run.
         let left = Command::new("sh")
             .arg("-c")

@@ -6,9 +6,9 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::common::lab_run::{LabRun, pid_alive};
+use crate::common::lab_run::LabRun;
 use crate::common::{kdiag, require_root};
-use crate::course_common::{answer_all, expect, self_test, text};
+use crate::course_common::{answer_all, expect, full_score, self_test, text};
 
 /// The lab's answers for `seed`'s truth; with `evidence`, the off-CPU
 /// profile made as the step says (of the running workload).
@@ -61,7 +61,7 @@ fn reference_answers_of_two_seeds_reach_the_full_score() {
     }
     for seed in ["bio-a-1", "bio-b-2"] {
         let root = tempfile::tempdir().unwrap();
-        let mut lab = LabRun::start("4-bio", root.path(), seed);
+        let lab = LabRun::start("4-bio", root.path(), seed);
         let pid = lab.pid();
         // The truth matches what the running workload does, once all its
         // readers have started: that many threads share the prefix.
@@ -82,19 +82,7 @@ fn reference_answers_of_two_seeds_reach_the_full_score() {
         }
         assert_eq!(readers(), want, "{seed}: readers named {prefix}N");
         let answers = answers(&lab, seed, root.path(), true);
-        assert_eq!(
-            answer_all(&mut lab, &answers),
-            Vec::<String>::new(),
-            "{seed}"
-        );
-        let seen = lab.expect("score ");
-        assert!(
-            seen.contains("score 16/16 points, 4/4 steps done"),
-            "{seen}"
-        );
-        lab.send("quit");
-        assert_eq!(lab.finish(), 0, "every step done");
-        assert!(!pid_alive(pid), "the workload is stopped");
+        full_score(lab, &answers, "16/16", seed);
     }
 }
 

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::lab_run::{LabRun, one_workload};
+use crate::common::lab_run::{LabRun, one_workload, pid_alive};
 use crate::common::{kdiag, stderr, stdout};
 
 /// `kdiag workload describe WORKLOAD --seed SEED`'s `expect` part.
@@ -62,6 +62,25 @@ pub fn time_workload(root: &Path, file: &str, args: &[&str]) -> PathBuf {
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     path
+}
+
+/// Every answer right, then quit: no "not yet", the full `score` ("14/14"),
+/// kdiag exits 0 and the workload `pid` is stopped.
+pub fn full_score(mut lab: LabRun, answers: &[(&str, String)], score: &str, seed: &str) {
+    let pid = lab.pid();
+    assert_eq!(
+        answer_all(&mut lab, answers),
+        Vec::<String>::new(),
+        "{seed}"
+    );
+    let seen = lab.expect("score ");
+    assert!(
+        seen.contains(&format!("score {score} points, 4/4 steps done")),
+        "{seen}"
+    );
+    lab.send("quit");
+    assert_eq!(lab.finish(), 0, "every step done");
+    assert!(!pid_alive(pid), "the workload is stopped");
 }
 
 /// `kdiag check LAB --self-test` passes: every graded check fails on empty

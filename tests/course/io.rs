@@ -5,9 +5,9 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::common::lab_run::{LabRun, pid_alive};
+use crate::common::lab_run::LabRun;
 use crate::common::{kdiag, require_root, stdout};
-use crate::course_common::{answer_all, expect, self_test, text};
+use crate::course_common::{answer_all, expect, full_score, self_test, text};
 
 /// The lab's answers for `seed`'s truth; with `evidence`, the profile made
 /// as the step says (of the running workload).
@@ -107,7 +107,7 @@ fn reference_answers_of_two_seeds_reach_the_full_score() {
     }
     for seed in ["io-a-1", "io-b-2"] {
         let root = tempfile::tempdir().unwrap();
-        let mut lab = LabRun::start("1-io", root.path(), seed);
+        let lab = LabRun::start("1-io", root.path(), seed);
         let pid = lab.pid();
         let e = expect("io-stall", seed);
         // The truth is what a learner measures: write_bytes steps by the
@@ -129,19 +129,7 @@ fn reference_answers_of_two_seeds_reach_the_full_score() {
             "{seed}: kworkers wrote {kworkers}, io-stall {workload}"
         );
         let answers = answers(&lab, seed, root.path(), true);
-        assert_eq!(
-            answer_all(&mut lab, &answers),
-            Vec::<String>::new(),
-            "{seed}"
-        );
-        let seen = lab.expect("score ");
-        assert!(
-            seen.contains("score 16/16 points, 4/4 steps done"),
-            "{seen}"
-        );
-        lab.send("quit");
-        assert_eq!(lab.finish(), 0, "every step done");
-        assert!(!pid_alive(pid), "the workload is stopped");
+        full_score(lab, &answers, "16/16", seed);
     }
 }
 

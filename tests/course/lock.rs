@@ -4,9 +4,9 @@
 use std::path::Path;
 use std::process::Stdio;
 
-use crate::common::lab_run::{LabRun, pid_alive};
+use crate::common::lab_run::LabRun;
 use crate::common::{kdiag, require_root};
-use crate::course_common::{answer_all, expect, self_test, text};
+use crate::course_common::{answer_all, expect, full_score, self_test, text};
 
 /// The lab's answers for `seed`'s truth, the evidence made as the step says.
 fn answers(lab: &LabRun, seed: &str, root: &Path) -> Vec<(&'static str, String)> {
@@ -42,7 +42,7 @@ fn reference_answers_of_two_seeds_reach_the_full_score() {
     }
     for seed in ["lock-a-1", "lock-b-2"] {
         let root = tempfile::tempdir().unwrap();
-        let mut lab = LabRun::start("6-lock", root.path(), seed);
+        let lab = LabRun::start("6-lock", root.path(), seed);
         let pid = lab.pid();
         // The truth matches what the running workload does, once all its
         // workers have started.
@@ -55,19 +55,7 @@ fn reference_answers_of_two_seeds_reach_the_full_score() {
         }
         assert_eq!(tasks(), want, "workers + main");
         let answers = answers(&lab, seed, root.path());
-        assert_eq!(
-            answer_all(&mut lab, &answers),
-            Vec::<String>::new(),
-            "{seed}"
-        );
-        let seen = lab.expect("score ");
-        assert!(
-            seen.contains("score 14/14 points, 4/4 steps done"),
-            "{seen}"
-        );
-        lab.send("quit");
-        assert_eq!(lab.finish(), 0, "every step done");
-        assert!(!pid_alive(pid), "the workload is stopped");
+        full_score(lab, &answers, "14/14", seed);
     }
 }
 

@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
-use crate::common::lab_run::{LabRun, pid_alive};
+use crate::common::lab_run::LabRun;
 use crate::common::require_root;
-use crate::course_common::{answer_all, expect_args, self_test, text, time_workload};
+use crate::course_common::{answer_all, expect_args, full_score, self_test, text, time_workload};
 
 /// The lab's answers for `seed`'s truth, the timings made as the steps say
 /// (in a scratch folder of their own: the lab's job holds the default).
@@ -51,8 +51,7 @@ fn reference_answers_of_two_seeds_reach_the_full_score() {
     }
     for seed in ["mem-a-1", "mem-b-2"] {
         let root = tempfile::tempdir().unwrap();
-        let mut lab = LabRun::start("3-memory", root.path(), seed);
-        let pid = lab.pid();
+        let lab = LabRun::start("3-memory", root.path(), seed);
         let mut answers = answers(&lab, seed, root.path());
         // The count the learner reads in their report passes too: the
         // copy's calls and the few around it.
@@ -64,19 +63,7 @@ fn reference_answers_of_two_seeds_reach_the_full_score() {
             "{measured} vs {want}"
         );
         answers[5].1 = measured.to_string();
-        assert_eq!(
-            answer_all(&mut lab, &answers),
-            Vec::<String>::new(),
-            "{seed}"
-        );
-        let seen = lab.expect("score ");
-        assert!(
-            seen.contains("score 16/16 points, 4/4 steps done"),
-            "{seen}"
-        );
-        lab.send("quit");
-        assert_eq!(lab.finish(), 0, "every step done");
-        assert!(!pid_alive(pid), "the workload is stopped");
+        full_score(lab, &answers, "16/16", seed);
         assert!(!root.path().join("copy-test").exists(), "no scratch left");
     }
 }

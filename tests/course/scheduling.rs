@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
-use crate::common::lab_run::{LabRun, pid_alive};
+use crate::common::lab_run::LabRun;
 use crate::common::require_root;
-use crate::course_common::{answer_all, expect_args, self_test, text, time_workload};
+use crate::course_common::{answer_all, expect_args, full_score, self_test, text, time_workload};
 
 /// The lab's answers for `seed`'s truth, the timings made as the steps say.
 fn answers(lab: &LabRun, seed: &str, root: &Path) -> Vec<(&'static str, String)> {
@@ -40,20 +40,10 @@ fn reference_answers_of_two_seeds_reach_the_full_score() {
     }
     for seed in ["sched-a-1", "sched-b-2"] {
         let root = tempfile::tempdir().unwrap();
-        let mut lab = LabRun::start("2-scheduling", root.path(), seed);
-        let pid = lab.pid();
+        let lab = LabRun::start("2-scheduling", root.path(), seed);
         let answers = answers(&lab, seed, root.path());
         // The runner forks jobs: its children come and go.
-        let wrong = answer_all(&mut lab, &answers);
-        assert_eq!(wrong, Vec::<String>::new(), "{seed}");
-        let seen = lab.expect("score ");
-        assert!(
-            seen.contains("score 13/13 points, 4/4 steps done"),
-            "{seen}"
-        );
-        lab.send("quit");
-        assert_eq!(lab.finish(), 0, "every step done");
-        assert!(!pid_alive(pid), "the workload is stopped");
+        full_score(lab, &answers, "13/13", seed);
     }
 }
 

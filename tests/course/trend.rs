@@ -5,9 +5,9 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::common::lab_run::{LabRun, pid_alive};
+use crate::common::lab_run::LabRun;
 use crate::common::{kdiag, require_root};
-use crate::course_common::{answer_all, expect, self_test, text};
+use crate::course_common::{answer_all, expect, full_score, self_test, text};
 
 /// The tolerance of the lab's measured checks (checks/7-trend.toml).
 const TOLERANCE: f64 = 0.15;
@@ -83,7 +83,7 @@ fn reference_answers_of_two_seeds_reach_the_full_score() {
     }
     for seed in ["trend-a-1", "trend-b-2"] {
         let root = tempfile::tempdir().unwrap();
-        let mut lab = LabRun::start("7-trend", root.path(), seed);
+        let lab = LabRun::start("7-trend", root.path(), seed);
         let pid = lab.pid();
         let want = expect("mem-leak", seed)["rate_bytes_per_s"]
             .as_f64()
@@ -99,19 +99,7 @@ fn reference_answers_of_two_seeds_reach_the_full_score() {
         );
         assert!(off < TOLERANCE / 3.0, "{seed}: {rate} vs {want}");
         let answers = answers(&lab, seed, rate, root.path());
-        assert_eq!(
-            answer_all(&mut lab, &answers),
-            Vec::<String>::new(),
-            "{seed}"
-        );
-        let seen = lab.expect("score ");
-        assert!(
-            seen.contains("score 13/13 points, 4/4 steps done"),
-            "{seen}"
-        );
-        lab.send("quit");
-        assert_eq!(lab.finish(), 0, "every step done");
-        assert!(!pid_alive(pid), "the workload is stopped");
+        full_score(lab, &answers, "13/13", seed);
     }
 }
 
