@@ -10,7 +10,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::lab_run::{LabRun, pid_alive};
-use common::{kdiag, require_root, stdout};
+use common::{kdiag, require_root, scratch_of, stdout};
 
 /// 0-demo's lab run.
 fn start(root: &Path, seed: &str) -> LabRun {
@@ -21,23 +21,7 @@ fn start(root: &Path, seed: &str) -> LabRun {
 /// is).
 fn workload(lab: &LabRun) -> (u64, PathBuf) {
     let pid = lab.pid();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let files: Vec<PathBuf> = std::fs::read_dir(format!("/proc/{pid}/fd"))
-            .map(|d| {
-                d.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
-                    .collect()
-            })
-            .unwrap_or_default();
-        if let Some(f) = files.iter().find(|f| f.starts_with("/var/tmp")) {
-            return (pid, f.parent().unwrap().to_path_buf());
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the workload opened no file: {files:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    (pid, scratch_of(pid))
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::{Tmux, kdiag, require_root};
+use common::{Tmux, kdiag, require_root, scratch_of};
 
 /// One lab at a time: io-app's scratch directory is shared.
 static ONE_WORKLOAD: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -44,24 +44,6 @@ fn workload_pid(root: &Path) -> u32 {
             return pid;
         }
         assert!(Instant::now() < deadline, "no pid in {}", file.display());
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// The folder of the workload's open data file.
-fn scratch(pid: u32) -> PathBuf {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let files: Vec<PathBuf> = std::fs::read_dir(format!("/proc/{pid}/fd"))
-            .map(|d| {
-                d.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
-                    .collect()
-            })
-            .unwrap_or_default();
-        if let Some(f) = files.iter().find(|f| f.starts_with("/var/tmp")) {
-            return f.parent().unwrap().to_path_buf();
-        }
-        assert!(Instant::now() < deadline, "the workload opened no file");
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -180,7 +162,7 @@ fn a_learner_answers_every_step_by_keys_and_leaves_nothing() {
     let truth = expect(seed);
     let t = start(root.path(), seed);
     let pid = workload_pid(root.path());
-    let scratch = scratch(pid);
+    let scratch = scratch_of(pid as u64);
     let kd = kdiag_pid(&t);
 
     // The welcome, then the process table with the workload in it (sorted
@@ -393,7 +375,7 @@ fn closing_the_terminal_sigterm_or_sigkill_mid_trace_leaves_nothing() {
         let root = tempfile::tempdir().unwrap();
         let t = start(root.path(), "app-run-6");
         let pid = workload_pid(root.path());
-        let scratch = scratch(pid);
+        let scratch = scratch_of(pid as u64);
         let kd = kdiag_pid(&t);
         // Pick the workload, go to step 2: iosnoop is tracing.
         t.wait_for("the welcome", |s| s.contains("Press any key"));

@@ -285,3 +285,26 @@ pub fn output_within(cmd: &mut Command, limit: Duration) -> (Output, bool) {
     }
     (child.wait_with_output().expect("output"), in_time)
 }
+
+/// The scratch folder of workload `pid`: the folder of the first regular
+/// file it holds open under /var/tmp (at start-up it also holds directory
+/// fds there, sweeping stale scratch folders, so directories don't count).
+pub fn scratch_of(pid: u64) -> PathBuf {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let files: Vec<PathBuf> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .map(|d| {
+                d.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let Some(f) = files.iter().find(|f| f.starts_with("/var/tmp") && f.is_file()) {
+            return f.parent().unwrap().to_path_buf();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the workload opened no file: {files:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
