@@ -122,7 +122,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             let execs = watch_execs(args.why, c.pid, Some(spawned));
             c.release().context("releasing the command")?;
             if let Some(source) = c.exec_error().context("starting the command")? {
-                let exec = exec_drill(args.why, c.pid as i32, execs);
+                let exec = exec_drill(&args, c.pid as i32, execs);
                 could_not_run(&args, exec.and_then(Result::ok).as_ref());
                 return Err(error::CannotRun { program, source }.into());
             }
@@ -152,20 +152,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             .as_ref()
             .map(|o| o.members.iter().map(|m| m.pid).collect())
             .unwrap_or_default();
-        drill(
-            args.why,
-            pid,
-            d,
-            &target,
-            window,
-            &interrupt.stop_flag(),
-            args.json,
-        )
+        drill(&args, pid, d, &target, window, &interrupt.stop_flag())
     });
     if let Some(c) = child.as_mut() {
         c.stop(Duration::from_secs(2));
     }
-    match exec_drill(args.why, pid, execs) {
+    match exec_drill(&args, pid, execs) {
         Some(Ok(e)) => why.get_or_insert_with(Why::default).exec = Some(e),
         Some(Err(skipped)) => why.get_or_insert_with(Why::default).skipped.push(skipped),
         None => {}
@@ -209,15 +201,14 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 /// Run the drill-downs `mode` and the diagnosis call for on `pid` (whose
 /// tree is `target`), all at once for `window`; None when there are none.
 fn drill(
-    mode: WhyMode,
+    args: &Args,
     pid: i32,
     d: &Diagnosis,
     target: &[i32],
     window: Duration,
     stop: &AtomicBool,
-    quiet: bool,
 ) -> Option<Why> {
-    let drills = match mode {
+    let drills = match args.why {
         WhyMode::None => return None,
         WhyMode::Auto => why::plan(d.verdict, &d.states, false),
         WhyMode::All => why::plan(d.verdict, &d.states, true),
@@ -238,9 +229,11 @@ fn drill(
                 d.what()
             ));
         } else if d.needs_root() && !root {
-            found
-                .skipped
-                .push(format!("{}: needs root; run: {}", d.what(), d.command(pid)));
+            found.skipped.push(format!(
+                "{}: needs root; run: {}",
+                d.what(),
+                by_hand(args, d, pid)
+            ));
         } else {
             runs.push(d);
         }
@@ -248,7 +241,7 @@ fn drill(
     if runs.is_empty() {
         return Some(found);
     }
-    if !quiet {
+    if !args.json {
         let what: Vec<&str> = runs.iter().map(|d| d.what()).collect();
         eprintln!(
             "Verdict {}: drilling down for {2:.1} s: {1} ...",
@@ -280,9 +273,11 @@ fn drill(
             Ok(Found::Offcpu(p)) => found.add_offcpu(&p),
             Ok(Found::Storage(s)) => found.storage = Some(s),
             Ok(Found::Sched(c)) => found.competition = Some(c),
-            Err(e) => found
-                .skipped
-                .push(format!("{}: {e:#}; run: {}", d.what(), d.command(pid))),
+            Err(e) => found.skipped.push(format!(
+                "{}: {e:#}; run: {}",
+                d.what(),
+                by_hand(args, d, pid)
+            )),
         }
     }
     Some(found)
@@ -340,7 +335,7 @@ fn watch_execs(mode: WhyMode, pid: u32, spawned: Option<Spawned>) -> Option<anyh
 /// them, when one failed (or always with --why all); or why it could not
 /// run, with the command that would.
 fn exec_drill(
-    mode: WhyMode,
+    args: &Args,
     pid: i32,
     execs: Option<anyhow::Result<Watch>>,
 ) -> Option<Result<ExecDrill, String>> {
@@ -349,14 +344,37 @@ fn exec_drill(
         Ok(t) => {
             let findings = exec_failure::explain(&t.events, &t.files);
             let e = summary::execs(&t.events, &findings, t.tier.name(), t.lost);
-            (mode == WhyMode::All || !e.failures.is_empty()).then_some(Ok(e))
+            (args.why == WhyMode::All || !e.failures.is_empty()).then_some(Ok(e))
         }
         Err(e) => Some(Err(format!(
             "{}: {e:#}; run: {}",
             Drill::Exec.what(),
-            Drill::Exec.command(pid)
+            by_hand(args, Drill::Exec, pid)
         ))),
     }
+}
+
+/// The command that runs drill-down `d` by hand: on `pid`; for a command
+/// kdiag started (and stops), diagnose again under sudo.
+fn by_hand(args: &Args, d: Drill, pid: i32) -> String {
+    if args.command.is_empty() {
+        return d.command(pid);
+    }
+    let cmd: Vec<String> = args
+        .command
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    format!(
+        "sudo kdiag diagnose -d {} --why {} -- {}",
+        args.duration,
+        if args.why == WhyMode::All {
+            "all"
+        } else {
+            "auto"
+        },
+        cmd.join(" ")
+    )
 }
 
 /// The command could not run (its exec failed, or it died at once): say
