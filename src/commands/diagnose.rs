@@ -198,7 +198,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     Ok(interrupt.exit_code(error::OK, false))
 }
 
-/// Run the drill-downs `mode` and the diagnosis call for on `pid` (whose
+/// Run the drill-downs `--why` and the diagnosis call for on `pid` (whose
 /// tree is `target`), all at once for `window`; None when there are none.
 fn drill(
     args: &Args,
