@@ -3,6 +3,7 @@
 pub mod block;
 pub mod capability;
 pub mod diagnosis;
+pub mod drill;
 pub mod elf;
 pub mod errno;
 pub mod exec;

@@ -3,6 +3,7 @@
 
 pub mod diagnose;
 pub mod doctor;
+pub mod drill;
 pub mod elf;
 pub mod exec;
 pub mod flamegraph;
