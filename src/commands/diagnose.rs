@@ -7,6 +7,7 @@
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -23,7 +24,7 @@ use crate::model::diagnosis::{Class, Observation, Scope};
 use crate::model::exec::Exit;
 use crate::render;
 use crate::sys::process::interrupt::Interrupt;
-use crate::sys::process::spawn::HeldChild;
+use crate::sys::process::spawn::{self, HeldChild};
 
 /// Observed for less than this, a target that ended gives no verdict.
 const TOO_SHORT_S: f64 = 0.2;
@@ -148,8 +149,16 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             // Under kdiag's supervisor, the command leads its own process
             // group and its orphans are the supervisor's: all stopped
             // with it.
-            let mut c = HeldChild::spawn(&args.command)
+            // Beside the live view, the command neither gets the terminal
+            // nor writes over the view.
+            let null = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
+            let options = spawn::Options {
+                foreground: !args.live,
+                output: args.live.then_some(null.as_raw_fd()),
+            };
+            let mut c = HeldChild::spawn_with(&args.command, options)
                 .with_context(|| format!("cannot start `{program}`"))?;
+            drop(null);
             c.release().context("releasing the command")?;
             if let Some(source) = c.exec_error().context("starting the command")? {
                 return Err(error::CannotRun { program, source }.into());
