@@ -1,8 +1,8 @@
 //! Is anonymous memory growing? Judged on anonymous RSS plus swap (memory
 //! the process holds, wherever it is), after a warm-up, as a sustained
-//! least-squares slope (`trend::fit`): a one-off step (an interpreter loading, a buffer
-//! allocated once) is not a trend, nor are file pages read through mmap
-//! (those are the page cache, and storage waits).
+//! least-squares slope (`trend::fit`): a one-off step (an interpreter
+//! loading, a buffer allocated once) is not a trend, nor are file pages
+//! read through mmap (those are the page cache, and storage waits).
 
 use crate::model::diagnosis::MemoryPoint;
 

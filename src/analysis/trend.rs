@@ -19,8 +19,10 @@ const THIRD_MIN: f64 = 0.15;
 const STEP_MAX: f64 = 0.5;
 /// Periodic: the autocorrelation at the period is at least this.
 const PERIODIC_MIN: f64 = 0.4;
-/// The fundamental is the first peak at least this share of the highest.
-const FUNDAMENTAL: f64 = 0.8;
+/// The fundamental is the first peak at least this share of the highest
+/// (bursts that vary, or fall across two points, can make a multiple of
+/// the period repeat better than the period itself).
+const FUNDAMENTAL: f64 = 0.5;
 /// A change: two levels explain this share of the variance, ...
 const CHANGE_FIT: f64 = 0.7;
 /// ... and they are this many within-level deviations apart.
@@ -243,14 +245,18 @@ fn peak_near(r: &[f64], lag: f64) -> Option<usize> {
         .max_by(|&a, &b| r[a].total_cmp(&r[b]))
 }
 
-/// Periodic, from the autocorrelation (`dt` seconds between values): its
-/// first peak after it first falls below zero, among lags up to half the
+/// Periodic, from the autocorrelation (`dt` seconds between values, summed
+/// in pairs): its
+/// first strong peak after it first falls below zero, among lags up to half the
 /// series; the period refined by the peaks at its multiples (further lags
 /// measure it more finely); the duty the share of values above the middle
 /// of the low and high levels, which stand twice the noise floor apart.
 fn periodic(v: &[f64], dt: f64) -> Option<Shape> {
     let n = v.len();
-    let r = autocorrelation(v, n * 3 / 4);
+    // Summed in pairs: a burst that falls across two points counts whole,
+    // so bursts that drift by part of an interval still line up.
+    let pairs: Vec<f64> = v.windows(2).map(|w| w[0] + w[1]).collect();
+    let r = autocorrelation(&pairs, n * 3 / 4);
     let half = n / 2;
     let zero = (1..=half.min(r.len() - 1)).find(|&k| r[k] < 0.0)?;
     let peaks: Vec<usize> = (zero..half.min(r.len() - 1))
@@ -263,7 +269,9 @@ fn periodic(v: &[f64], dt: f64) -> Option<Shape> {
     if best < PERIODIC_MIN {
         return None;
     }
-    let k = *peaks.iter().find(|&&k| r[k] >= FUNDAMENTAL * best)?;
+    let k = *peaks
+        .iter()
+        .find(|&&k| r[k] >= (FUNDAMENTAL * best).max(PERIODIC_MIN))?;
     let mut period = refine(&r, k);
     for m in 2.. {
         let Some(km) = peak_near(&r, period * m as f64) else {
