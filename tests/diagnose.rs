@@ -48,15 +48,7 @@ fn fixture(name: &str) -> PathBuf {
 
 /// The JSON report of `kdiag diagnose --json ARGS`, which must succeed.
 fn diagnose(args: &[&str]) -> Value {
-    let out = kdiag()
-        .args(["diagnose", "--json"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["version"], 2, "the JSON document's version");
-    v
+    common::diagnose_json(args)
 }
 
 /// Diagnose a command (started by kdiag) for `secs`.

@@ -25,24 +25,13 @@ fn one_at_a_time() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The workload's truth for a seed.
-fn truth(name: &str, seed: &str) -> Value {
-    let out = run_kdiag(&["workload", "describe", name, "--seed", seed]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    serde_json::from_slice::<Value>(&out.stdout).unwrap()["expect"].clone()
-}
-
 /// `kdiag diagnose --json --why none ARGS -- CMD`: the whole document.
 fn diagnose(args: &[&str], cmd: &[&str]) -> Value {
-    let out = kdiag()
-        .args(["diagnose", "--json", "--why", "none"])
-        .args(args)
-        .arg("--")
-        .args(cmd)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    serde_json::from_slice(&out.stdout).unwrap()
+    let mut all = vec!["--why", "none"];
+    all.extend_from_slice(args);
+    all.push("--");
+    all.extend_from_slice(cmd);
+    common::diagnose_json(&all)
 }
 
 /// The shape of series `name`.
@@ -67,7 +56,7 @@ fn bin(name: &str) -> String {
 fn a_leak_grows_at_the_workloads_rate() {
     let _g = one_at_a_time();
     let seed = "7";
-    let t = truth("mem-leak", seed);
+    let t = common::truth("mem-leak", seed);
     let rate = t["rate_bytes_per_s"].as_f64().unwrap();
     // Watched well before it reaches its cap.
     let secs = 8.0f64.min(t["cap_after_s"].as_f64().unwrap() - 2.0);
@@ -96,7 +85,9 @@ fn a_leak_grows_at_the_workloads_rate() {
 fn io_stall_is_periodic_at_its_period() {
     let _g = one_at_a_time();
     let seed = "7";
-    let period = truth("io-stall", seed)["period_s"].as_f64().unwrap();
+    let period = common::truth("io-stall", seed)["period_s"]
+        .as_f64()
+        .unwrap();
     // Six periods at least, a point every tenth of a period or less.
     let secs = (6.0 * period).max(12.0);
     let interval = (period / 10.0).max(0.1);

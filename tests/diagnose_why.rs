@@ -24,23 +24,12 @@ const SEED: &str = "why-7";
 
 /// `kdiag workload describe NAME --seed SEED`'s expectations.
 fn truth(name: &str) -> Value {
-    let out = kdiag()
-        .args(["workload", "describe", name, "--seed", SEED])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    serde_json::from_slice::<Value>(&out.stdout).unwrap()["expect"].clone()
+    common::truth(name, SEED)
 }
 
 /// `kdiag diagnose --json ARGS`, which must succeed.
 fn diagnose(args: &[&str]) -> Value {
-    let out = kdiag()
-        .args(["diagnose", "--json"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    serde_json::from_slice(&out.stdout).unwrap()
+    common::diagnose_json(args)
 }
 
 fn num(v: &Value) -> f64 {

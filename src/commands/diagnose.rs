@@ -6,8 +6,8 @@
 //! it comes with --live), and what watching cost.
 
 use std::ffi::OsString;
-use std::io::Write;
 use std::io::IsTerminal;
+use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -312,3 +312,25 @@ pub fn scratch_of(pid: u64) -> PathBuf {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// `kdiag diagnose --json ARGS`, which must succeed: the whole document
+/// (of the JSON version the tests know).
+pub fn diagnose_json(args: &[&str]) -> serde_json::Value {
+    let out = kdiag()
+        .args(["diagnose", "--json"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["version"], 2, "the JSON document's version");
+    v
+}
+
+/// The truth of workload `name` for `seed`: the `expect` of
+/// `kdiag workload describe NAME --seed SEED`.
+pub fn truth(name: &str, seed: &str) -> serde_json::Value {
+    let out = run_kdiag(&["workload", "describe", name, "--seed", seed]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["expect"].clone()
+}
