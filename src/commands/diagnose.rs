@@ -5,6 +5,9 @@
 //! instrument to run next, and what watching cost.
 
 use std::ffi::OsString;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -15,11 +18,13 @@ use crate::analysis::why::{self, Drill, Why};
 use crate::error::{self, usage};
 use crate::instruments::observe::{Options, observe};
 use crate::instruments::{offcpu, profile};
+use crate::model::diagnose_run::{DiagnoseRun, RunMeta};
 use crate::model::diagnosis::{Class, Scope};
 use crate::model::exec::Exit;
 use crate::render;
 use crate::sys::process::interrupt::Interrupt;
 use crate::sys::process::spawn::HeldChild;
+use crate::sys::process::user_files::{self, Limits};
 
 /// Observed for less than this, a target that ended gives no verdict.
 const TOO_SHORT_S: f64 = 0.2;
@@ -49,10 +54,30 @@ pub struct Args {
     /// them, or none; needs root (else it prints the command to run)
     #[arg(long, value_enum, default_value = "auto")]
     pub why: WhyMode,
+    /// Save everything this run found (observation, diagnosis,
+    /// drill-downs) to FILE, for --replay (docs/diagnose.md, "Record format")
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// Show the report of a run saved with --record again (no process is
+    /// watched; any machine, no root)
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["pid", "tree", "command", "record"])]
+    pub replay: Option<PathBuf>,
+    /// Also write the report to FILE as text, json or html (one
+    /// self-contained page with charts and flame graphs); repeatable
+    #[arg(long, num_args = 2, value_names = ["FORMAT", "FILE"])]
+    pub report: Vec<OsString>,
     /// A command to start and diagnose with everything it starts (all
     /// stopped at the end)
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<OsString>,
+}
+
+/// A report's format (`--report FORMAT FILE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+    Html,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -69,15 +94,158 @@ const DRILL_HZ: u64 = 499;
 
 /// The checks on the arguments as a whole (values are checked when parsed).
 pub fn validate(args: &Args) -> anyhow::Result<()> {
-    if args.pid.is_some() != args.command.is_empty() {
-        return Err(usage("say what to diagnose: -p PID, or -- CMD ARGS"));
+    if args.replay.is_none() && args.pid.is_some() != args.command.is_empty() {
+        return Err(usage(
+            "say what to diagnose: -p PID, or -- CMD ARGS (or --replay FILE)",
+        ));
+    }
+    let mut files: Vec<&Path> = args.record.iter().map(PathBuf::as_path).collect();
+    files.extend(reports(args)?.into_iter().map(|(_, p)| p));
+    files.extend(args.replay.as_deref());
+    for (i, f) in files.iter().enumerate() {
+        if files[..i].contains(f) {
+            return Err(usage(format!(
+                "{} is named twice: give each record and report a file of its own",
+                f.display()
+            )));
+        }
     }
     Ok(())
 }
 
+/// The `--report FORMAT FILE` pairs.
+fn reports(args: &Args) -> anyhow::Result<Vec<(Format, &Path)>> {
+    args.report
+        .chunks(2)
+        .map(|pair| {
+            let format = match pair[0].to_str() {
+                Some("text") => Format::Text,
+                Some("json") => Format::Json,
+                Some("html") => Format::Html,
+                _ => {
+                    return Err(usage(format!(
+                        "--report FORMAT FILE: FORMAT is text, json or html, not `{}`",
+                        pair[0].to_string_lossy()
+                    )));
+                }
+            };
+            let file = pair
+                .get(1)
+                .ok_or_else(|| usage("--report FORMAT FILE: name the file"))?;
+            Ok((format, Path::new(file)))
+        })
+        .collect()
+}
+
 pub fn run(args: Args) -> anyhow::Result<u8> {
     validate(&args)?;
+    if let Some(path) = &args.replay {
+        let run = replay(path)?;
+        // Reports are opened as the user before anything is shown.
+        let files = open_reports(&args)?;
+        show(&args, &run, files)?;
+        return Ok(error::OK);
+    }
+    // Every file is opened (as the user) before watching: a wrong path
+    // fails now, not after the window.
+    let record = args.record.as_deref().map(open_output).transpose()?;
+    let files = open_reports(&args)?;
     let interrupt = Interrupt::catch()?;
+    let run = match collect(&args, &interrupt) {
+        Ok(run) => run,
+        Err(e) => {
+            // Nothing to record or report: leave no empty file behind.
+            drop(files);
+            let named = reports(&args)?.into_iter().map(|(_, p)| p);
+            for path in args.record.as_deref().into_iter().chain(named) {
+                let _ = user_files::remove_file(path);
+            }
+            return Err(e);
+        }
+    };
+    if let (Some(mut file), Some(path)) = (record, &args.record) {
+        file.write_all(run.to_record().as_bytes())
+            .and_then(|()| file.flush())
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    show(&args, &run, files)?;
+    Ok(interrupt.exit_code(error::OK, false))
+}
+
+/// Open a file the user named for writing, as the user (never following a
+/// symbolic link, never creating as root).
+fn open_output(path: &Path) -> anyhow::Result<File> {
+    Ok(user_files::create(path)?)
+}
+
+fn open_reports(args: &Args) -> anyhow::Result<Vec<(Format, &Path, File)>> {
+    reports(args)?
+        .into_iter()
+        .map(|(f, p)| Ok((f, p, open_output(p)?)))
+        .collect()
+}
+
+/// A recorded run, read as the user.
+fn replay(path: &Path) -> anyhow::Result<DiagnoseRun> {
+    // A record with its flame graphs' stacks is far over the default input
+    // limit; still bounded.
+    let text = user_files::read_to_string(path, &Limits::input().max(MAX_RECORD_BYTES))?;
+    Ok(DiagnoseRun::from_record(&text).map_err(|e| e.in_file(path))?)
+}
+
+/// The largest record `--replay` reads.
+const MAX_RECORD_BYTES: u64 = 256 << 20;
+
+/// The report on stdout (text, or the JSON document), and each `--report`.
+fn show(args: &Args, run: &DiagnoseRun, files: Vec<(Format, &Path, File)>) -> anyhow::Result<()> {
+    for (format, path, mut file) in files {
+        let mut buf = Vec::new();
+        write_report(&mut buf, format, run)?;
+        file.write_all(&buf)
+            .and_then(|()| file.flush())
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    let stdout = std::io::stdout();
+    let format = if args.json {
+        Format::Json
+    } else {
+        Format::Text
+    };
+    write_report(&mut stdout.lock(), format, run)
+}
+
+/// One run in one format.
+pub fn write_report(out: &mut impl Write, format: Format, run: &DiagnoseRun) -> anyhow::Result<()> {
+    let (o, d, why) = (&run.observation, &run.diagnosis, run.why.as_ref());
+    match format {
+        Format::Text => render::diagnose::report(out, o, d, why)?,
+        Format::Json => render::diagnose::json(out, o, d, why)?,
+        Format::Html => render::html::diagnose(out, run)?,
+    }
+    Ok(())
+}
+
+/// Where and when this run happens.
+fn meta() -> RunMeta {
+    let read = |f: &str| {
+        std::fs::read_to_string(f)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    RunMeta {
+        kdiag: env!("CARGO_PKG_VERSION").into(),
+        host: read("/proc/sys/kernel/hostname"),
+        kernel: read("/proc/sys/kernel/osrelease"),
+        started: crate::analysis::calendar::utc_iso8601(now.as_secs() as i64),
+    }
+}
+
+/// Watch, classify and drill down: the whole run as one value.
+fn collect(args: &Args, interrupt: &Interrupt) -> anyhow::Result<DiagnoseRun> {
+    let meta = meta();
     let window = Duration::from_secs_f64(args.duration);
     let mut child = None;
     let (pid, scope) = match args.pid {
@@ -162,15 +330,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
     }
     // Classified before the drill-down when it was still running.
-    let d = verdict.unwrap_or_else(|| classify(&o));
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    if args.json {
-        render::diagnose::json(&mut out, &o, &d, why.as_ref())?;
-    } else {
-        render::diagnose::report(&mut out, &o, &d, why.as_ref())?;
-    }
-    Ok(interrupt.exit_code(error::OK, false))
+    let diagnosis = verdict.unwrap_or_else(|| classify(&o));
+    Ok(DiagnoseRun {
+        meta,
+        observation: o,
+        diagnosis,
+        why,
+    })
 }
 
 /// Run the drill-downs `mode` and `verdict` call for on `pid`, each for
