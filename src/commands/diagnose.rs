@@ -64,7 +64,7 @@ pub struct Args {
     pub replay: Option<PathBuf>,
     /// Also write the report to FILE as text, json or html (one
     /// self-contained page with charts and flame graphs); repeatable
-    #[arg(long, num_args = 2, value_names = ["FORMAT", "FILE"])]
+    #[arg(long, num_args = 2, value_names = ["FORMAT", "FILE"], value_hint = clap::ValueHint::FilePath)]
     pub report: Vec<OsString>,
     /// A command to start and diagnose with everything it starts (all
     /// stopped at the end)
@@ -141,25 +141,22 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     validate(&args)?;
     if let Some(path) = &args.replay {
         let run = replay(path)?;
-        // Reports are opened as the user before anything is shown.
-        let files = open_reports(&args)?;
+        let (_, files) = open_outputs(&args)?;
         show(&args, &run, files)?;
         return Ok(error::OK);
     }
     // Every file is opened (as the user) before watching: a wrong path
     // fails now, not after the window.
-    let record = args.record.as_deref().map(open_output).transpose()?;
-    let files = open_reports(&args)?;
+    let (record, files) = open_outputs(&args)?;
     let interrupt = Interrupt::catch()?;
     let run = match collect(&args, &interrupt) {
         Ok(run) => run,
         Err(e) => {
             // Nothing to record or report: leave no empty file behind.
-            drop(files);
-            let named = reports(&args)?.into_iter().map(|(_, p)| p);
-            for path in args.record.as_deref().into_iter().chain(named) {
-                let _ = user_files::remove_file(path);
-            }
+            let named: Vec<&Path> = files.iter().map(|f| f.1).collect();
+            drop((record, files));
+            remove(&named);
+            remove(&args.record.iter().map(PathBuf::as_path).collect::<Vec<_>>());
             return Err(e);
         }
     };
@@ -172,17 +169,39 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     Ok(interrupt.exit_code(error::OK, false))
 }
 
-/// Open a file the user named for writing, as the user (never following a
-/// symbolic link, never creating as root).
-fn open_output(path: &Path) -> anyhow::Result<File> {
-    Ok(user_files::create(path)?)
+type Outputs<'a> = (Option<File>, Vec<(Format, &'a Path, File)>);
+
+/// The record and report files, opened for writing as the user (never
+/// following a symbolic link, never created as root); when one cannot be,
+/// those already opened (empty, the user's own) are removed again.
+fn open_outputs(args: &Args) -> anyhow::Result<Outputs<'_>> {
+    // The record first (no format), then the reports.
+    let mut wanted: Vec<(Option<Format>, &Path)> =
+        args.record.iter().map(|p| (None, p.as_path())).collect();
+    wanted.extend(reports(args)?.into_iter().map(|(f, p)| (Some(f), p)));
+    let (mut record, mut files, mut opened) = (None, Vec::new(), Vec::new());
+    for (format, path) in wanted {
+        let file = match user_files::create(path) {
+            Ok(file) => file,
+            Err(e) => {
+                remove(&opened);
+                return Err(e.into());
+            }
+        };
+        opened.push(path);
+        match format {
+            None => record = Some(file),
+            Some(f) => files.push((f, path, file)),
+        }
+    }
+    Ok((record, files))
 }
 
-fn open_reports(args: &Args) -> anyhow::Result<Vec<(Format, &Path, File)>> {
-    reports(args)?
-        .into_iter()
-        .map(|(f, p)| Ok((f, p, open_output(p)?)))
-        .collect()
+/// Remove files kdiag opened for the user, as the user: after a failure.
+fn remove(paths: &[&Path]) {
+    for path in paths {
+        let _ = user_files::remove_file(path);
+    }
 }
 
 /// A recorded run, read as the user.

@@ -1,0 +1,341 @@
+//! `kdiag diagnose --record/--replay/--report`: one real run of cpu-burn
+//! (with its CPU drill-down, so a flame graph exists) recorded, then
+//! replayed to the very same text, JSON and HTML; the HTML report opened in
+//! headless Chromium (the rendered DOM, a screenshot, no console message);
+//! damaged and foreign records refused with their line.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use common::{in_ci, kdiag, require_root, stderr, stdout, workload};
+use serde_json::Value;
+
+/// The recorded run, shared by the tests (made once).
+struct Recorded {
+    dir: tempfile::TempDir,
+    /// The live run's stdout (its text report).
+    text: String,
+}
+
+impl Recorded {
+    fn file(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+/// `kdiag diagnose -d 2 --why auto` on cpu-burn, recorded, with every
+/// report; None when not root (the drill-down needs it).
+fn recorded(test: &str) -> Option<&'static Recorded> {
+    if !require_root(test) {
+        return None;
+    }
+    static RUN: OnceLock<Recorded> = OnceLock::new();
+    Some(RUN.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |n: &str| dir.path().join(n);
+        let out = kdiag()
+            .args(["diagnose", "-d", "2", "--why", "auto", "--record"])
+            .arg(p("run.jsonl"))
+            .args(["--report", "html"])
+            .arg(p("report.html"))
+            .args(["--report", "json"])
+            .arg(p("report.json"))
+            .args(["--report", "text"])
+            .arg(p("report.txt"))
+            .arg("--")
+            .arg(workload("cpu-burn"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        Recorded {
+            text: stdout(&out),
+            dir,
+        }
+    }))
+}
+
+fn replay(args: &[&str], file: &Path) -> Output {
+    kdiag()
+        .args(["diagnose", "--replay"])
+        .arg(file)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn json(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+#[test]
+fn a_replay_shows_the_same_report() {
+    let Some(r) = recorded("a_replay_shows_the_same_report") else {
+        return;
+    };
+    let record = r.file("run.jsonl");
+    let lines: Vec<String> = std::fs::read_to_string(&record)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    let header: Value = serde_json::from_str(&lines[0]).unwrap();
+    assert_eq!(header["format"], "kdiag-diagnose", "{}", lines[0]);
+    assert_eq!(header["version"], 1, "{}", lines[0]);
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    assert_eq!(header["kernel"], kernel.trim());
+    let kinds: Vec<Value> = lines[1..]
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["kind"].clone())
+        .collect();
+    assert_eq!(kinds, ["observation", "diagnosis", "why"]);
+
+    // Text: byte for byte what the live run printed, and its --report text.
+    let out = replay(&[], &record);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(r.text.starts_with("Verdict: "), "{}", r.text);
+    assert_eq!(stdout(&out), r.text);
+    assert_eq!(
+        std::fs::read_to_string(r.file("report.txt")).unwrap(),
+        r.text
+    );
+    // JSON and HTML: the same documents again.
+    let out = replay(&["--json"], &record);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let again: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(again, json(&r.file("report.json")));
+    assert!(again["why"]["cpu"]["top_self"].is_array(), "{again}");
+    let html = r.file("replayed.html");
+    let out = replay(&["--report", "html", html.to_str().unwrap()], &record);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read(&html).unwrap(),
+        std::fs::read(r.file("report.html")).unwrap()
+    );
+}
+
+/// Chromium (Debian's `chromium`), or None where it is missing outside CI.
+fn chromium(test: &str) -> Option<&'static str> {
+    for name in ["chromium", "chromium-browser"] {
+        let found = Command::new(name)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if found {
+            return Some(name);
+        }
+    }
+    assert!(
+        !in_ci(),
+        "{test}: needs chromium (apt-get install chromium), and CI=true forbids skipping"
+    );
+    eprintln!("SKIPPED {test}: chromium is not installed");
+    None
+}
+
+/// Run headless Chromium on `page` with `args`, its own profile folder,
+/// its console on stderr, and timers run: (stdout, the console lines).
+fn headless(browser: &str, page: &Path, args: &[&str]) -> (String, Vec<String>) {
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--enable-logging=stderr",
+            "--v=1",
+            "--virtual-time-budget=5000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(args)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{browser}: {}", stderr(&out));
+    // Every console message (log, warning, error, uncaught exception) is
+    // logged as INFO:CONSOLE; the report writes none.
+    let console = stderr(&out)
+        .lines()
+        .filter(|l| l.contains(":CONSOLE"))
+        .map(String::from)
+        .collect();
+    (stdout(&out), console)
+}
+
+/// The number of `points` of the polyline in the chart of `series`.
+fn chart_points(dom: &str, series: &str) -> usize {
+    let figure = dom
+        .split(&format!(
+            "<figure class=\"chart\" data-series=\"{series}\">"
+        ))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no chart of {series}"));
+    let figure = &figure[..figure.find("</figure>").unwrap()];
+    if figure.contains("<circle") {
+        return 1;
+    }
+    figure
+        .split("points=\"")
+        .nth(1)
+        .map_or(0, |p| p[..p.find('"').unwrap()].split(' ').count())
+}
+
+#[test]
+fn the_html_report_renders_in_chromium() {
+    let test = "the_html_report_renders_in_chromium";
+    let Some(r) = recorded(test) else { return };
+    let Some(browser) = chromium(test) else {
+        return;
+    };
+    let page = r.file("report.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    // Self-contained: nothing to fetch.
+    for external in [" src=", "href=", "@import", "url(http"] {
+        assert!(!html.contains(external), "{external} in the report");
+    }
+    let doc = json(&r.file("report.json"));
+
+    let (dom, console) = headless(browser, &page, &["--dump-dom"]);
+    assert!(console.is_empty(), "console messages: {console:#?}");
+    // The verdict and evidence, as the JSON has them.
+    let verdict = doc["diagnosis"]["verdict"].as_str().unwrap();
+    assert!(
+        dom.contains(&format!("Verdict: <b>{verdict}</b>")),
+        "{verdict}: {dom}"
+    );
+    let first = doc["diagnosis"]["evidence"][0].as_str().unwrap();
+    assert!(
+        dom.contains(
+            &first
+                .replace('&', "&amp;")
+                .replace('<', "&lt;")
+                .replace('>', "&gt;")
+        )
+    );
+    // One chart per series, each with every point of its series.
+    let o = &doc["observation"];
+    let memory = o["memory"]["series"].as_array().unwrap().len();
+    let busy = o["busy"].as_array().unwrap().len();
+    assert_eq!(dom.matches("<figure class=\"chart\"").count(), 5, "{dom}");
+    assert_eq!(chart_points(&dom, "busy-threads"), busy);
+    for s in ["rss-anon", "rss-file", "rss-shmem", "swap"] {
+        assert_eq!(chart_points(&dom, s), memory, "{s}");
+    }
+    // The CPU flame graph inline, with its frames, the hottest function
+    // among them, and its script run (it drops the fixed width at init).
+    let flame = dom
+        .split("<svg id=\"flame-cpu\"")
+        .nth(1)
+        .expect("the CPU flame graph");
+    let tag = &flame[..flame.find('>').unwrap()];
+    assert!(
+        !tag.contains(" width="),
+        "inferno's init did not run: {tag}"
+    );
+    let flame = &flame[..flame.find("</svg>").unwrap()];
+    let frames = flame.matches("<g><title>").count();
+    assert!(frames >= 3, "{frames} frames: {flame}");
+    let hot = doc["why"]["cpu"]["top_self"][0]["name"].as_str().unwrap();
+    assert!(flame.contains(hot.split("::").last().unwrap()), "{hot}");
+    assert!(dom.contains("kdiag's own cost"));
+
+    // A screenshot of the page: a PNG of the window's size, not blank.
+    let png = r.file("report.png");
+    let (_, console) = headless(
+        browser,
+        &page,
+        &[
+            "--window-size=1280,1800",
+            &format!("--screenshot={}", png.display()),
+        ],
+    );
+    assert!(console.is_empty(), "console messages: {console:#?}");
+    let bytes = std::fs::read(&png).unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+    let be = |b: &[u8]| u32::from_be_bytes(b.try_into().unwrap());
+    assert_eq!((be(&bytes[16..20]), be(&bytes[20..24])), (1280, 1800));
+    // A blank page of that size compresses to a few kilobytes.
+    assert!(bytes.len() > 40_000, "{} bytes", bytes.len());
+}
+
+#[test]
+fn damaged_and_foreign_records_are_refused_with_their_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let header = r#"{"format":"kdiag-diagnose","version":1,"kdiag":"0.1.0","host":"h","kernel":"6.18","started":"2026-11-25T00:00:00Z"}"#;
+    let cases = [
+        (
+            "foreign.jsonl",
+            "{\"a\": 1}\n".to_string(),
+            ":1: not a kdiag diagnose record",
+        ),
+        ("empty.jsonl", String::new(), ":1: empty"),
+        (
+            "newer.jsonl",
+            header.replace("\"version\":1", "\"version\":7") + "\n",
+            "format version 7",
+        ),
+        (
+            "damaged.jsonl",
+            format!("{header}\n{{\"kind\":\"observation\",\"data\":{{\"pid\":\n"),
+            ":2: damaged",
+        ),
+        (
+            "short.jsonl",
+            format!("{header}\n"),
+            "no observation record by the end",
+        ),
+    ];
+    for (name, text, says) in cases {
+        let path = write(name, &text);
+        let out = replay(&[], &path);
+        assert_eq!(out.status.code(), Some(2), "{name}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains(&path.display().to_string()), "{name}: {err}");
+        assert!(err.contains(says), "{name}: {err}");
+        assert!(stdout(&out).is_empty(), "{name}");
+    }
+}
+
+#[test]
+fn record_files_are_checked_before_watching() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("target");
+    std::fs::write(&target, "keep").unwrap();
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let report = dir.path().join("r.html");
+    let out = kdiag()
+        .args(["diagnose", "--report", "html"])
+        .arg(&report)
+        .arg("--record")
+        .arg(&link)
+        .args(["-d", "30", "--", "sleep", "60"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("symbolic link"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("Watching"), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+    assert!(!report.exists(), "a report file was left behind");
+    // A format kdiag does not write, and the same file twice.
+    for args in [
+        vec!["--report", "pdf", "x.pdf"],
+        vec!["--record", "a", "--report", "html", "a"],
+    ] {
+        let out = kdiag()
+            .arg("diagnose")
+            .args(&args)
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+    }
+}
