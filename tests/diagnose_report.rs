@@ -26,8 +26,9 @@ impl Recorded {
     }
 }
 
-/// `kdiag diagnose -d 2 --why auto` on cpu-burn, recorded, with every
-/// report; None when not root (the drill-down needs it).
+/// `kdiag diagnose -d 2 --why all` on cpu-burn (a CPU and an off-CPU
+/// profile: two flame graphs in one page), recorded, with every report;
+/// None when not root (the drill-downs need it).
 fn recorded(test: &str) -> Option<&'static Recorded> {
     if !require_root(test) {
         return None;
@@ -37,7 +38,7 @@ fn recorded(test: &str) -> Option<&'static Recorded> {
         let dir = tempfile::tempdir().unwrap();
         let p = |n: &str| dir.path().join(n);
         let out = kdiag()
-            .args(["diagnose", "-d", "2", "--why", "auto", "--record"])
+            .args(["diagnose", "-d", "2", "--why", "all", "--record"])
             .arg(p("run.jsonl"))
             .args(["--report", "html"])
             .arg(p("report.html"))
@@ -114,6 +115,23 @@ fn a_replay_shows_the_same_report() {
         std::fs::read(&html).unwrap(),
         std::fs::read(r.file("report.html")).unwrap()
     );
+
+    // Without root: an unprivileged user replays a copy of their own.
+    if let Some((uid, gid)) = common::learner("a_replay_shows_the_same_report") {
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).unwrap();
+        let copy = dir.path().join("copy.jsonl");
+        std::fs::copy(&record, &copy).unwrap();
+        std::os::unix::fs::chown(&copy, Some(uid), Some(gid)).unwrap();
+        let out = Command::new("sudo")
+            .args(["-n", "-u", common::LEARNER, env!("CARGO_BIN_EXE_kdiag")])
+            .args(["diagnose", "--replay"])
+            .arg(&copy)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(stdout(&out), r.text);
+    }
 }
 
 /// Chromium (Debian's `chromium`), or None where it is missing outside CI.
@@ -183,6 +201,24 @@ fn chart_points(dom: &str, series: &str) -> usize {
         .map_or(0, |p| p[..p.find('"').unwrap()].split(' ').count())
 }
 
+/// The inline flame graph `id` of the rendered page: it has frames, and its
+/// own script ran on it (inferno's init drops the SVG's fixed width).
+fn flame_graph<'a>(dom: &'a str, id: &str) -> &'a str {
+    let flame = dom
+        .split(&format!("<svg id=\"{id}\""))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no {id}"));
+    let tag = &flame[..flame.find('>').unwrap()];
+    assert!(
+        !tag.contains(" width="),
+        "{id}: inferno's init did not run: {tag}"
+    );
+    let flame = &flame[..flame.find("</svg>").unwrap()];
+    let frames = flame.matches("<g><title>").count();
+    assert!(frames >= 3, "{id}: {frames} frames: {flame}");
+    flame
+}
+
 #[test]
 fn the_html_report_renders_in_chromium() {
     let test = "the_html_report_renders_in_chromium";
@@ -224,22 +260,16 @@ fn the_html_report_renders_in_chromium() {
     for s in ["rss-anon", "rss-file", "rss-shmem", "swap"] {
         assert_eq!(chart_points(&dom, s), memory, "{s}");
     }
-    // The CPU flame graph inline, with its frames, the hottest function
-    // among them, and its script run (it drops the fixed width at init).
-    let flame = dom
-        .split("<svg id=\"flame-cpu\"")
-        .nth(1)
-        .expect("the CPU flame graph");
-    let tag = &flame[..flame.find('>').unwrap()];
-    assert!(
-        !tag.contains(" width="),
-        "inferno's init did not run: {tag}"
-    );
-    let flame = &flame[..flame.find("</svg>").unwrap()];
-    let frames = flame.matches("<g><title>").count();
-    assert!(frames >= 3, "{frames} frames: {flame}");
+    // The CPU flame graph inline, with its frames and the hottest function
+    // among them; the off-CPU one too when that drill-down could run.
+    let flame = flame_graph(&dom, "flame-cpu");
     let hot = doc["why"]["cpu"]["top_self"][0]["name"].as_str().unwrap();
     assert!(flame.contains(hot.split("::").last().unwrap()), "{hot}");
+    if doc["why"]["offcpu"].is_object() {
+        flame_graph(&dom, "flame-offcpu");
+    } else {
+        eprintln!("no off-CPU flame graph: {}", doc["why"]["skipped"]);
+    }
     assert!(dom.contains("kdiag's own cost"));
 
     // A screenshot of the page: a PNG of the window's size, not blank.
