@@ -114,6 +114,8 @@ impl DiagnoseRun {
             kind: "diagnosis".into(),
             data: &self.diagnosis,
         });
+        // A new kind (the trend's series) is one more line here and one
+        // more arm in `from_record`.
         if let Some(why) = &self.why {
             out += &json_line(&Line {
                 kind: "why".into(),

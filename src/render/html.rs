@@ -10,7 +10,7 @@ use std::io::Write;
 
 use crate::analysis::why::Why;
 use crate::model::diagnose_run::DiagnoseRun;
-use crate::model::diagnosis::Confidence;
+use crate::model::diagnosis::{Confidence, ThreadState};
 use crate::model::flame::Flame;
 use crate::render::offcpu::{duration, one_line};
 use crate::render::svg_chart::{Series, escape as esc, line_chart};
@@ -95,17 +95,23 @@ fn verdict(page: &mut String, run: &DiagnoseRun) {
     if !d.states.is_empty() {
         page.push_str(
             "<table class=\"states\"><tr><th>Thread state</th><th>seconds</th>\
-             <th>of the working time</th><th></th></tr>\n",
+             <th>of the thread time</th><th></th><th>of the working time</th></tr>\n",
         );
         for s in &d.states {
             let _ = writeln!(
                 page,
                 "<tr><td>{}</td><td class=\"num\">{:.2}</td><td class=\"num\">{:.0}%</td>\
-                 <td><span class=\"bar\" style=\"width: {:.0}px\"></span></td></tr>",
+                 <td><span class=\"bar\" style=\"width: {:.0}px\"></span></td>\
+                 <td class=\"num\">{}</td></tr>",
                 s.state.describe(),
                 s.seconds,
-                s.working_share * 100.0,
-                (s.working_share * 200.0).clamp(0.0, 200.0)
+                s.share * 100.0,
+                (s.share * 200.0).clamp(0.0, 200.0),
+                if s.state == ThreadState::Sleeping {
+                    String::new()
+                } else {
+                    format!("{:.0}%", s.working_share * 100.0)
+                }
             );
         }
         page.push_str("</table>\n");
