@@ -47,7 +47,7 @@ code, pre, .stack { font-family: ui-monospace, monospace; font-size: 0.85em; }
 table.states { border-collapse: collapse; }
 table.states td, table.states th { padding: 0.15em 0.8em; text-align: left; }
 table.states td.num { text-align: right; }
-.bar { display: inline-block; height: 0.8em; background: #c0392b; }
+span.bar { display: inline-block; height: 0.8em; background: #c0392b; }
 .charts { display: flex; flex-wrap: wrap; gap: 1em; }
 figure.chart { margin: 0; background: #fff; border: 1px solid #ddd; }
 .chart text { font: 11px sans-serif; fill: #333; }

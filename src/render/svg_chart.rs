@@ -1,5 +1,6 @@
-//! Small inline SVG line charts, one per time series, for HTML reports:
-//! drawn here (no script, no library), from zero to a rounded maximum.
+//! Small inline SVG charts for HTML reports, drawn here (no script, no
+//! library), from zero to a rounded maximum: a line chart per time series,
+//! a bar chart per histogram.
 
 use std::fmt::Write;
 
@@ -94,6 +95,71 @@ pub fn line_chart(s: &Series) -> String {
     out
 }
 
+/// A histogram to chart: one bar per bucket, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bars {
+    pub id: String,
+    pub title: String,
+    /// What the bars count (`requests`).
+    pub unit: String,
+    /// (the bucket's label, its count).
+    pub bars: Vec<(String, f64)>,
+}
+
+/// The chart of `b`: an `<svg>` element with a bar per bucket, each with
+/// its count in a tooltip, the first, middle and last labels under them.
+pub fn bar_chart(b: &Bars) -> String {
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        r#"<svg class="chart-svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" aria-label="{}" xmlns="http://www.w3.org/2000/svg"><text class="chart-title" x="{L}" y="14">{} ({})</text>"#,
+        escape(&b.title),
+        escape(&b.title),
+        escape(&b.unit)
+    );
+    let _ = write!(
+        out,
+        r##"<path class="axis" d="M{L} {T}V{B}H{R}" fill="none" stroke="#888"/>"##
+    );
+    let top = nice_max(b.bars.iter().map(|x| x.1).fold(0.0, f64::max));
+    let _ = write!(
+        out,
+        r#"<text class="tick" x="{}" y="{}" text-anchor="end">{}</text><text class="tick" x="{}" y="{}" text-anchor="end">0</text>"#,
+        L - 4.0,
+        T + 4.0,
+        number(top),
+        L - 4.0,
+        B + 4.0
+    );
+    let n = b.bars.len().max(1) as f64;
+    let slot = (R - L) / n;
+    let last = b.bars.len().saturating_sub(1);
+    for (i, (label, v)) in b.bars.iter().enumerate() {
+        let h = (B - T) * v.max(0.0) / top;
+        let x = L + slot * i as f64;
+        let _ = write!(
+            out,
+            r##"<rect class="column" x="{:.1}" y="{:.1}" width="{:.1}" height="{h:.1}" fill="#2874a6"><title>{}: {}</title></rect>"##,
+            x + slot * 0.1,
+            B - h,
+            slot * 0.8,
+            escape(label),
+            number(*v)
+        );
+        if i == 0 || i == last || i == last / 2 {
+            let _ = write!(
+                out,
+                r#"<text class="tick" x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
+                x + slot / 2.0,
+                B + 16.0,
+                escape(label)
+            );
+        }
+    }
+    out.push_str("</svg>");
+    out
+}
+
 /// A round number at or above `v` (1, 2 or 5 times a power of ten), for
 /// the y axis; 1 for an all-zero series.
 fn nice_max(v: f64) -> f64 {
@@ -165,6 +231,24 @@ mod tests {
             .unwrap();
         assert_eq!(points.split(' ').count(), 3, "{svg}");
         assert!(svg.contains(">2</text>"), "the y axis tops at 2: {svg}");
+    }
+
+    #[test]
+    fn a_histogram_has_a_bar_per_bucket() {
+        let b = Bars {
+            id: "latency".into(),
+            title: "Block I/O latency".into(),
+            unit: "requests".into(),
+            bars: vec![
+                ("1 us".into(), 0.0),
+                ("2 us".into(), 30.0),
+                ("4 us".into(), 7.0),
+            ],
+        };
+        let svg = bar_chart(&b);
+        assert_eq!(svg.matches("<rect class=\"column\"").count(), 3, "{svg}");
+        assert!(svg.contains("<title>2 us: 30</title>"), "{svg}");
+        assert!(svg.contains(">50</text>"), "the axis tops at 50: {svg}");
     }
 
     #[test]
