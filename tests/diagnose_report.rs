@@ -291,6 +291,203 @@ fn the_html_report_renders_in_chromium() {
     assert!(bytes.len() > 40_000, "{} bytes", bytes.len());
 }
 
+/// Headless Chromium driven over the DevTools protocol on a pipe
+/// (`--remote-debugging-pipe`: it reads commands on fd 3 and answers on
+/// fd 4, each message a JSON text ending in NUL).
+struct Devtools {
+    child: std::process::Child,
+    to: std::fs::File,
+    from: std::io::BufReader<std::fs::File>,
+    next_id: u64,
+    session: Option<String>,
+    _profile: tempfile::TempDir,
+}
+
+impl Devtools {
+    fn open(browser: &str, page: &Path) -> Devtools {
+        use std::os::fd::FromRawFd;
+        use std::os::unix::process::CommandExt;
+        // Each pipe's ends moved to fds above 10, so dup2 onto 3 and 4 in
+        // the child never meets one of them.
+        let pipe = || {
+            let mut fds = [0; 2];
+            // SAFETY: fds is a valid array of two ints.
+            assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+            fds.map(|fd| {
+                // SAFETY: fd is ours; the copy is close-on-exec too.
+                let high = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 10) };
+                unsafe { libc::close(fd) };
+                high
+            })
+        };
+        let [browser_reads, we_write] = pipe();
+        let [we_read, browser_writes] = pipe();
+        let profile = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new(browser);
+        cmd.args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--remote-debugging-pipe",
+            "--window-size=1280,1800",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("file://{}", page.display()))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+        // SAFETY: only dup2, which is async-signal-safe, between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::dup2(browser_reads, 3) < 0 || libc::dup2(browser_writes, 4) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().unwrap();
+        // SAFETY: the fds are ours and each is wrapped once.
+        unsafe {
+            libc::close(browser_reads);
+            libc::close(browser_writes);
+        }
+        let (to, from) = unsafe {
+            (
+                std::fs::File::from_raw_fd(we_write),
+                std::fs::File::from_raw_fd(we_read),
+            )
+        };
+        let mut d = Devtools {
+            child,
+            to,
+            from: std::io::BufReader::new(from),
+            next_id: 0,
+            session: None,
+            _profile: profile,
+        };
+        let targets = d.call("Target.getTargets", serde_json::json!({}));
+        let page_id = targets["targetInfos"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["type"] == "page")
+            .expect("a page target")["targetId"]
+            .clone();
+        let attached = d.call(
+            "Target.attachToTarget",
+            serde_json::json!({"targetId": page_id, "flatten": true}),
+        );
+        d.session = Some(attached["sessionId"].as_str().unwrap().to_string());
+        d
+    }
+
+    /// Send `method` and wait for its result (events in between are skipped).
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        use std::io::{BufRead, Write};
+        self.next_id += 1;
+        let mut msg = serde_json::json!({"id": self.next_id, "method": method, "params": params});
+        if let Some(s) = &self.session {
+            msg["sessionId"] = Value::String(s.clone());
+        }
+        let mut bytes = serde_json::to_vec(&msg).unwrap();
+        bytes.push(0);
+        self.to.write_all(&bytes).unwrap();
+        loop {
+            let mut buf = Vec::new();
+            let n = self.from.read_until(0, &mut buf).unwrap();
+            assert!(n > 0, "chromium closed the pipe during {method}");
+            buf.pop();
+            let reply: Value = serde_json::from_slice(&buf).unwrap();
+            if reply["id"] == self.next_id {
+                assert!(reply["error"].is_null(), "{method}: {reply}");
+                return reply["result"].clone();
+            }
+        }
+    }
+
+    /// The value of a JavaScript expression in the page.
+    fn eval(&mut self, expression: &str) -> Value {
+        let r = self.call(
+            "Runtime.evaluate",
+            serde_json::json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
+        );
+        assert!(r["exceptionDetails"].is_null(), "{expression}: {r}");
+        r["result"]["value"].clone()
+    }
+}
+
+impl Drop for Devtools {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn the_flame_graphs_zoom_in_chromium() {
+    let test = "the_flame_graphs_zoom_in_chromium";
+    let Some(r) = recorded(test) else { return };
+    let Some(browser) = chromium(test) else {
+        return;
+    };
+    let mut page = Devtools::open(browser, &r.file("report.html"));
+    let loaded = page.eval(
+        "new Promise(done => { const wait = () => document.readyState === 'complete' \
+         ? setTimeout(() => done(true), 200) : setTimeout(wait, 50); wait(); })",
+    );
+    assert_eq!(loaded, true);
+    // Click the widest frame above the root of the CPU graph: inferno's
+    // script zooms that graph (its "Reset Zoom" shows, frames elsewhere
+    // hide) and leaves the other graph as it was.
+    let zoomed = page.eval(
+        r#"(() => {
+            const unzoom = id => document.querySelector('#' + id + ' [id="unzoom"]');
+            const frames = [...document.querySelectorAll('#flame-cpu [id="frames"] > g')];
+            const y = g => parseFloat(g.querySelector('rect').getAttribute('y'));
+            const w = g => parseInt(g.querySelector('rect').getAttribute('fg:w'));
+            const bottom = Math.max(...frames.map(y));
+            const above = frames.filter(g => y(g) < bottom - 1).sort((a, b) => w(b) - w(a));
+            const small = frames.filter(g => w(g) < w(above[0])).length;
+            above[0].querySelector('rect').dispatchEvent(new MouseEvent('click', {bubbles: true}));
+            const hidden = frames.filter(g => g.classList.contains('hide')).length;
+            const other = unzoom('flame-offcpu');
+            return {
+                frames: frames.length,
+                before: small,
+                hidden,
+                shown: !unzoom('flame-cpu').classList.contains('hide'),
+                other: other === null || other.classList.contains('hide'),
+            };
+        })()"#,
+    );
+    assert!(zoomed["frames"].as_u64().unwrap() >= 3, "{zoomed}");
+    assert_eq!(
+        zoomed["shown"], true,
+        "the CPU graph did not zoom: {zoomed}"
+    );
+    assert_eq!(
+        zoomed["other"], true,
+        "the off-CPU graph zoomed too: {zoomed}"
+    );
+    // Search highlights matches and says how many, within that graph.
+    let hot = json(&r.file("report.json"))["why"]["cpu"]["top_self"][0]["name"]
+        .as_str()
+        .unwrap()
+        .rsplit("::")
+        .next()
+        .unwrap()
+        .to_string();
+    let matched = page.eval(&format!(
+        "window.prompt = () => '{hot}'; \
+         document.querySelector('#flame-cpu [id=\"search\"]').dispatchEvent(new MouseEvent('click', {{bubbles: true}})); \
+         document.querySelector('#flame-cpu [id=\"matched\"]').textContent"
+    ));
+    assert!(
+        matched.as_str().is_some_and(|m| m.starts_with("Matched: ")),
+        "{matched}"
+    );
+}
+
 #[test]
 fn damaged_and_foreign_records_are_refused_with_their_line() {
     let dir = tempfile::tempdir().unwrap();
