@@ -149,7 +149,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     // fails now, not after the window.
     let (record, files) = open_outputs(&args)?;
     let interrupt = Interrupt::catch()?;
-    let run = match collect(&args, &interrupt) {
+    let run = match watch_and_drill(&args, &interrupt) {
         Ok(run) => run,
         Err(e) => {
             // Nothing to record or report: leave no empty file behind.
@@ -263,7 +263,7 @@ fn meta() -> RunMeta {
 }
 
 /// Watch, classify and drill down: the whole run as one value.
-fn collect(args: &Args, interrupt: &Interrupt) -> anyhow::Result<DiagnoseRun> {
+fn watch_and_drill(args: &Args, interrupt: &Interrupt) -> anyhow::Result<DiagnoseRun> {
     let meta = meta();
     let window = Duration::from_secs_f64(args.duration);
     let mut child = None;
