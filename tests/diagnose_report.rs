@@ -383,6 +383,12 @@ impl Devtools {
 
     /// Send `method` and wait for its result (events in between are skipped).
     fn call(&mut self, method: &str, params: Value) -> Value {
+        self.try_call(method, params)
+            .unwrap_or_else(|e| panic!("{method}: {e}"))
+    }
+
+    /// The same, with the protocol's error as an Err.
+    fn try_call(&mut self, method: &str, params: Value) -> Result<Value, Value> {
         use std::io::{BufRead, Write};
         self.next_id += 1;
         let mut msg = serde_json::json!({"id": self.next_id, "method": method, "params": params});
@@ -399,10 +405,31 @@ impl Devtools {
             buf.pop();
             let reply: Value = serde_json::from_slice(&buf).unwrap();
             if reply["id"] == self.next_id {
-                assert!(reply["error"].is_null(), "{method}: {reply}");
-                return reply["result"].clone();
+                return match reply["error"].is_null() {
+                    true => Ok(reply["result"].clone()),
+                    false => Err(reply["error"].clone()),
+                };
             }
         }
+    }
+
+    /// Wait until the report is the page, loaded, and its timers ran (the
+    /// first evaluations may meet the blank page it replaces).
+    fn wait_loaded(&mut self) {
+        let loaded = "location.protocol === 'file:' && document.readyState === 'complete'";
+        for _ in 0..200 {
+            let r = self.try_call(
+                "Runtime.evaluate",
+                serde_json::json!({"expression": loaded, "returnByValue": true}),
+            );
+            if r.is_ok_and(|r| r["result"]["value"] == true) {
+                // inferno's init finishes in a timer.
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("the report did not load in 10 s");
     }
 
     /// The value of a JavaScript expression in the page.
@@ -431,11 +458,7 @@ fn the_flame_graphs_zoom_in_chromium() {
         return;
     };
     let mut page = Devtools::open(browser, &r.file("report.html"));
-    let loaded = page.eval(
-        "new Promise(done => { const wait = () => document.readyState === 'complete' \
-         ? setTimeout(() => done(true), 200) : setTimeout(wait, 50); wait(); })",
-    );
-    assert_eq!(loaded, true);
+    page.wait_loaded();
     // Click the widest frame above the root of the CPU graph: inferno's
     // script zooms that graph (its "Reset Zoom" shows, frames elsewhere
     // hide) and leaves the other graph as it was.
