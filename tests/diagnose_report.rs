@@ -270,6 +270,18 @@ fn the_html_report_renders_in_chromium() {
     } else {
         eprintln!("no off-CPU flame graph: {}", doc["why"]["skipped"]);
     }
+    // The storage drill-down's latency histogram, a column per bucket.
+    if let Some(latency) = doc["why"]["storage"]["latency_us"].as_array() {
+        let chart = dom
+            .split("data-histogram=\"latency\">")
+            .nth(1)
+            .expect("the latency histogram");
+        let chart = &chart[..chart.find("</figure>").unwrap()];
+        assert_eq!(
+            chart.matches("<rect class=\"column\"").count(),
+            latency.len()
+        );
+    }
     assert!(dom.contains("kdiag's own cost"));
 
     // A screenshot of the page: a PNG of the window's size, not blank.

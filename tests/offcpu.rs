@@ -4,6 +4,7 @@
 //! left behind after a normal exit, SIGINT or SIGKILL.
 
 mod common;
+use common::profile_files::{Pprof, speedscope_schema, validate};
 use common::*;
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -214,6 +215,8 @@ fn lock_waits_show_the_locking_function_with_the_time_it_measured() {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     let folded = dir.join(format!("offcpu-lock-{}.folded", std::process::id()));
     let svg = dir.join(format!("offcpu-lock-{}.svg", std::process::id()));
+    let pprof = dir.join(format!("offcpu-lock-{}.pb.gz", std::process::id()));
+    let speedscope = dir.join(format!("offcpu-lock-{}.json", std::process::id()));
     let mut helper = Helper::start("lock");
     let pid = helper.child.id().to_string();
     let tracer = Kdiag::start(&[
@@ -224,6 +227,10 @@ fn lock_waits_show_the_locking_function_with_the_time_it_measured() {
         folded.to_str().unwrap(),
         "--svg",
         svg.to_str().unwrap(),
+        "--pprof",
+        pprof.to_str().unwrap(),
+        "--speedscope",
+        speedscope.to_str().unwrap(),
     ]);
     helper.go();
     // kdiag ends by itself when the helper exits.
@@ -284,8 +291,34 @@ fn lock_waits_show_the_locking_function_with_the_time_it_measured() {
     let picture = std::fs::read_to_string(&svg).unwrap();
     assert!(picture.contains("Off-CPU time of PID"), "svg title");
     assert!(picture.contains(" us, "), "svg counts in us");
-    let _ = std::fs::remove_file(folded);
-    let _ = std::fs::remove_file(svg);
+
+    // pprof and speedscope: blocked nanoseconds as the value, the same
+    // time under wait_for_lock as the report.
+    let p = Pprof::read(&pprof);
+    assert_eq!(
+        p.sample_types,
+        [
+            ("blocks".into(), "count".into()),
+            ("off-cpu".into(), "nanoseconds".into())
+        ]
+    );
+    let in_pprof: u64 = p
+        .samples
+        .iter()
+        .filter(|(locs, _, _)| {
+            locs.iter()
+                .any(|l| p.functions[&p.locations[l].1].ends_with("wait_for_lock"))
+        })
+        .map(|(_, values, _)| values[1])
+        .sum();
+    assert_eq!(in_pprof, traced, "pprof's off-CPU ns under wait_for_lock");
+    let doc: Value = serde_json::from_slice(&std::fs::read(&speedscope).unwrap()).unwrap();
+    let schema = speedscope_schema();
+    validate(&schema, &schema, &doc, "$").unwrap();
+    assert_eq!(doc["profiles"][0]["unit"], "nanoseconds");
+    for f in [folded, svg, pprof, speedscope] {
+        let _ = std::fs::remove_file(f);
+    }
 }
 
 #[test]

@@ -59,6 +59,11 @@ fn cases() -> BTreeMap<&'static str, Case> {
             Writer("offcpu --folded {P} -- sleep 0.3"),
         ),
         ("offcpu --svg", Writer("offcpu --svg {P} -- sleep 0.3")),
+        ("offcpu --pprof", Writer("offcpu --pprof {P} -- sleep 0.3")),
+        (
+            "offcpu --speedscope",
+            Writer("offcpu --speedscope {P} -- sleep 0.3"),
+        ),
         (
             "profile --pprof",
             Writer("profile -F 999 --pprof {P} -- {BUSY}"),

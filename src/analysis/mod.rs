@@ -4,6 +4,7 @@
 pub mod calendar;
 pub mod classify;
 pub mod doctor;
+pub mod drill;
 pub mod elf_rules;
 pub mod exec_failure;
 pub mod fold;

@@ -1,11 +1,14 @@
-//! The why, after the verdict: which drill-down a verdict calls for (a CPU
-//! profile for a CPU-bound process, an off-CPU profile for one that waits),
-//! and what each found, summarised for diagnose's report.
+//! The why, after the verdict: which drill-downs a verdict calls for (a CPU
+//! profile for a CPU-bound process, an off-CPU profile for one that waits,
+//! the block I/O for one that waits for storage, the other processes for
+//! one that waits for a CPU; exec tracing all along), and what each found,
+//! summarised for diagnose's report.
 
 use serde::{Deserialize, Serialize};
 
 use super::{fold, offcpu};
-use crate::model::diagnosis::Class;
+use crate::model::diagnosis::{Class, StateShare, ThreadState};
+use crate::model::drill::{Competition, ExecDrill, StorageDrill};
 use crate::model::flame::Flame;
 use crate::model::profile::Profile;
 
@@ -15,6 +18,12 @@ const TOP: usize = 5;
 /// stacks left out are the narrowest.
 const FLAME_STACKS: usize = 300;
 
+/// Storage waits of this share of the working time call for the storage
+/// drill-down whatever the verdict: on a fast disk an O_SYNC writer's
+/// copies into the page cache can outweigh its waits (verdict `cpu`, in
+/// the kernel, storage the runner-up).
+pub const STRONG_STORAGE: f64 = 0.25;
+
 /// One drill-down.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -23,22 +32,71 @@ pub enum Drill {
     Cpu,
     /// Where the threads wait: an off-CPU profile.
     Offcpu,
+    /// What it asks of storage: its block requests (iosnoop).
+    Storage,
+    /// Who else has the CPUs: every process's CPU time (/proc).
+    Sched,
+    /// Why an exec failed: exec tracing, during the whole watch (an exec
+    /// is over in a millisecond, so it cannot wait for the verdict).
+    Exec,
 }
 
-/// The drill-downs `verdict` calls for; `all`: both, whatever it is.
-pub fn plan(verdict: Class, all: bool) -> Vec<Drill> {
-    if all {
-        return vec![Drill::Cpu, Drill::Offcpu];
-    }
-    match verdict {
-        Class::Cpu => vec![Drill::Cpu],
-        // Waiting: for storage, a lock, memory back from swap, anything
-        // the kernel makes it wait for, or by design (where it sleeps).
-        Class::Io | Class::Lock | Class::Paging | Class::Blocked | Class::Idle => {
-            vec![Drill::Offcpu]
+impl Drill {
+    /// What it records, for the user.
+    pub fn what(self) -> &'static str {
+        match self {
+            Drill::Cpu => "CPU profile",
+            Drill::Offcpu => "off-CPU profile",
+            Drill::Storage => "block I/O trace",
+            Drill::Sched => "CPU use of every process",
+            Drill::Exec => "exec trace",
         }
-        Class::Sched | Class::Stopped | Class::MemoryTrend | Class::Zombie => vec![],
     }
+
+    /// Whether it needs root (tracing); the others read /proc.
+    pub fn needs_root(self) -> bool {
+        self != Drill::Sched
+    }
+
+    /// The command that runs it by hand on `pid`.
+    pub fn command(self, pid: i32) -> String {
+        match self {
+            Drill::Cpu => format!("sudo kdiag profile -p {pid} -d 5"),
+            Drill::Offcpu => format!("sudo kdiag offcpu -p {pid} -d 3"),
+            Drill::Storage => format!("sudo kdiag iosnoop -p {pid} --summary 3"),
+            Drill::Sched => "kdiag top".to_string(),
+            Drill::Exec => format!("sudo kdiag exec-trace -p {pid}"),
+        }
+    }
+}
+
+/// The drill-downs run after the verdict; `all`: every one, whatever it is.
+/// `states` is the verdict's thread-state breakdown (a strong storage
+/// runner-up adds the storage drill-down). Exec tracing is not planned
+/// here: it runs during the watch (`Drill::Exec`).
+pub fn plan(verdict: Class, states: &[StateShare], all: bool) -> Vec<Drill> {
+    if all {
+        return vec![Drill::Cpu, Drill::Offcpu, Drill::Storage, Drill::Sched];
+    }
+    let mut drills = match verdict {
+        Class::Cpu => vec![Drill::Cpu],
+        // Waiting for storage (or for pages from swap): where it blocks,
+        // and what it asks of the disk.
+        Class::Io | Class::Paging => vec![Drill::Offcpu, Drill::Storage],
+        // Waiting for a lock, anything else the kernel makes it wait for,
+        // or by design (where it sleeps).
+        Class::Lock | Class::Blocked | Class::Idle => vec![Drill::Offcpu],
+        Class::Sched => vec![Drill::Sched],
+        Class::Stopped | Class::MemoryTrend | Class::Zombie => vec![],
+    };
+    let storage = states
+        .iter()
+        .find(|s| s.state == ThreadState::Storage)
+        .map_or(0.0, |s| s.working_share);
+    if storage >= STRONG_STORAGE && !drills.contains(&Drill::Storage) {
+        drills.push(Drill::Storage);
+    }
+    drills
 }
 
 /// What the drill-downs found.
@@ -51,6 +109,13 @@ pub struct Why {
     pub cpu: Option<fold::Summary>,
     /// The off-CPU profile's wait points and blocking paths.
     pub offcpu: Option<offcpu::Summary>,
+    /// The block requests it caused (iosnoop's summary).
+    pub storage: Option<StorageDrill>,
+    /// The processes it competed with for the CPUs.
+    pub competition: Option<Competition>,
+    /// Its execs (and its children's) over the whole watch, when one
+    /// failed (or with --why all).
+    pub exec: Option<ExecDrill>,
     /// Drill-downs that could not run: why, and the command that would.
     pub skipped: Vec<String>,
     /// The CPU profile's folded stacks, for its flame graph.
@@ -68,6 +133,16 @@ impl Why {
     pub fn add_offcpu(&mut self, p: &Profile) {
         self.offcpu = Some(offcpu::summarize(p, TOP));
         self.offcpu_flame = Some(flame(p));
+    }
+
+    /// Whether any drill-down found something (else the report's "next"
+    /// commands are still the way to the why).
+    pub fn found_any(&self) -> bool {
+        self.cpu.is_some()
+            || self.offcpu.is_some()
+            || self.storage.is_some()
+            || self.competition.is_some()
+            || self.exec.is_some()
     }
 
     /// The hottest function on the CPU: the program's first in the
@@ -92,12 +167,37 @@ fn flame(p: &Profile) -> Flame {
 mod tests {
     use super::*;
 
+    fn storage(share: f64) -> Vec<StateShare> {
+        vec![StateShare {
+            state: ThreadState::Storage,
+            seconds: 1.0,
+            share,
+            working_share: share,
+        }]
+    }
+
     #[test]
     fn verdicts_call_for_their_drill_down() {
-        assert_eq!(plan(Class::Cpu, false), [Drill::Cpu]);
-        assert_eq!(plan(Class::Lock, false), [Drill::Offcpu]);
-        assert_eq!(plan(Class::Io, false), [Drill::Offcpu]);
-        assert!(plan(Class::Zombie, false).is_empty());
-        assert_eq!(plan(Class::Zombie, true), [Drill::Cpu, Drill::Offcpu]);
+        assert_eq!(plan(Class::Cpu, &[], false), [Drill::Cpu]);
+        assert_eq!(plan(Class::Lock, &[], false), [Drill::Offcpu]);
+        assert_eq!(
+            plan(Class::Io, &storage(0.7), false),
+            [Drill::Offcpu, Drill::Storage]
+        );
+        assert_eq!(plan(Class::Sched, &[], false), [Drill::Sched]);
+        assert!(plan(Class::Zombie, &[], false).is_empty());
+        assert_eq!(
+            plan(Class::Zombie, &[], true),
+            [Drill::Cpu, Drill::Offcpu, Drill::Storage, Drill::Sched]
+        );
+    }
+
+    #[test]
+    fn a_strong_storage_runner_up_adds_the_storage_drill_down() {
+        assert_eq!(
+            plan(Class::Cpu, &storage(0.4), false),
+            [Drill::Cpu, Drill::Storage]
+        );
+        assert_eq!(plan(Class::Cpu, &storage(0.1), false), [Drill::Cpu]);
     }
 }

@@ -15,12 +15,17 @@ use anyhow::Context;
 
 use crate::analysis::classify::classify;
 use crate::analysis::why::{self, Drill, Why};
+use crate::analysis::{drill as summary, exec_failure};
 use crate::error::{self, usage};
-use crate::instruments::observe::{Options, observe};
-use crate::instruments::{offcpu, profile};
+use crate::instruments::exec::watch::{Watch, watch};
+use crate::instruments::exec::{Filter, Spawned};
+use crate::instruments::observe::{Options, competition, observe};
+use crate::instruments::{block, offcpu, profile};
 use crate::model::diagnose_run::{DiagnoseRun, RunMeta};
-use crate::model::diagnosis::{Class, Scope};
+use crate::model::diagnosis::{Diagnosis, Scope};
+use crate::model::drill::{Competition, ExecDrill};
 use crate::model::exec::Exit;
+use crate::model::profile::Profile;
 use crate::render;
 use crate::sys::process::interrupt::Interrupt;
 use crate::sys::process::spawn::HeldChild;
@@ -50,8 +55,10 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
     /// The drill-down after the verdict: the one it calls for (a CPU
-    /// profile, or an off-CPU profile of where the threads wait), all of
-    /// them, or none; needs root (else it prints the command to run)
+    /// profile; an off-CPU profile of where the threads wait, with the
+    /// block I/O when they wait for storage; who else has the CPUs), all
+    /// of them, or none; failed execs are explained either way. Tracing
+    /// needs root (else it prints the command to run)
     #[arg(long, value_enum, default_value = "auto")]
     pub why: WhyMode,
     /// Save everything this run found (observation, diagnosis,
@@ -267,7 +274,7 @@ fn watch_and_drill(args: &Args, interrupt: &Interrupt) -> anyhow::Result<Diagnos
     let meta = meta();
     let window = Duration::from_secs_f64(args.duration);
     let mut child = None;
-    let (pid, scope) = match args.pid {
+    let (pid, scope, execs) = match args.pid {
         Some(pid) => {
             if pid <= 0 || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
                 return Err(error::NoSuchProcess::one(pid));
@@ -279,6 +286,7 @@ fn watch_and_drill(args: &Args, interrupt: &Interrupt) -> anyhow::Result<Diagnos
                 } else {
                     Scope::Process
                 },
+                watch_execs(args.why, pid as u32, None),
             )
         }
         None => {
@@ -288,13 +296,25 @@ fn watch_and_drill(args: &Args, interrupt: &Interrupt) -> anyhow::Result<Diagnos
             // with it.
             let mut c = HeldChild::spawn(&args.command)
                 .with_context(|| format!("cannot start `{program}`"))?;
+            let spawned = Spawned {
+                pid: c.pid,
+                path: c.path.clone(),
+                argv: args
+                    .command
+                    .iter()
+                    .map(|a| a.to_string_lossy().into())
+                    .collect(),
+            };
+            let execs = watch_execs(args.why, c.pid, Some(spawned));
             c.release().context("releasing the command")?;
             if let Some(source) = c.exec_error().context("starting the command")? {
+                let exec = exec_drill(args, c.pid as i32, execs);
+                could_not_run(args, exec.and_then(Result::ok).as_ref());
                 return Err(error::CannotRun { program, source }.into());
             }
             let pid = c.pid as i32;
             child = Some(c);
-            (pid, Scope::Command)
+            (pid, Scope::Command, execs)
         }
     };
     if !args.json {
@@ -312,19 +332,21 @@ fn watch_and_drill(args: &Args, interrupt: &Interrupt) -> anyhow::Result<Diagnos
         .ok()
         .filter(|o| o.ended.is_none())
         .map(classify);
-    let why = verdict.as_ref().and_then(|d| {
+    let mut why = verdict.as_ref().and_then(|d| {
         let window = Duration::from_secs_f64(args.duration.min(DRILL_S));
-        drill(
-            args.why,
-            pid,
-            d.verdict,
-            window,
-            &interrupt.stop_flag(),
-            args.json,
-        )
+        let target: Vec<i32> = observed
+            .as_ref()
+            .map(|o| o.members.iter().map(|m| m.pid).collect())
+            .unwrap_or_default();
+        drill(args, pid, d, &target, window, &interrupt.stop_flag())
     });
     if let Some(c) = child.as_mut() {
         c.stop(Duration::from_secs(2));
+    }
+    match exec_drill(args, pid, execs) {
+        Some(Ok(e)) => why.get_or_insert_with(Why::default).exec = Some(e),
+        Some(Err(skipped)) => why.get_or_insert_with(Why::default).skipped.push(skipped),
+        None => {}
     }
     // A command that ended within the window ended on its own (its status
     // reaches us from the supervisor, possibly after /proc/PID is gone).
@@ -333,16 +355,18 @@ fn watch_and_drill(args: &Args, interrupt: &Interrupt) -> anyhow::Result<Diagnos
         // The command ended (and its supervisor reaped it) before the
         // first look at /proc.
         Err(_) if status.is_some() => {
+            let after = could_not_run(args, why.as_ref().and_then(|w| w.exec.as_ref()));
             let how = render::exec::exit_text(&Exit::from_status(status.unwrap_or_default()));
-            anyhow::bail!("PID {pid} ended after 0.0 s ({how}): nothing to diagnose");
+            anyhow::bail!("PID {pid} ended after 0.0 s ({how}): {after}");
         }
         observed => observed?,
     };
     if let Some(e) = o.ended.as_mut() {
         e.how = status.map(|s| render::exec::exit_text(&Exit::from_status(s)));
         if e.after_s < TOO_SHORT_S && !interrupt.is_set() {
+            let after = could_not_run(args, why.as_ref().and_then(|w| w.exec.as_ref()));
             anyhow::bail!(
-                "PID {pid} ended after {:.1} s{}: nothing to diagnose",
+                "PID {pid} ended after {:.1} s{}: {after}",
                 e.after_s,
                 e.how.as_ref().map_or(String::new(), |h| format!(" ({h})"))
             );
@@ -358,20 +382,20 @@ fn watch_and_drill(args: &Args, interrupt: &Interrupt) -> anyhow::Result<Diagnos
     })
 }
 
-/// Run the drill-downs `mode` and `verdict` call for on `pid`, each for
-/// `window`; None when there are none.
+/// Run the drill-downs `--why` and the diagnosis call for on `pid` (whose
+/// tree is `target`), all at once for `window`; None when there are none.
 fn drill(
-    mode: WhyMode,
+    args: &Args,
     pid: i32,
-    verdict: Class,
+    d: &Diagnosis,
+    target: &[i32],
     window: Duration,
     stop: &AtomicBool,
-    quiet: bool,
 ) -> Option<Why> {
-    let drills = match mode {
+    let drills = match args.why {
         WhyMode::None => return None,
-        WhyMode::Auto => why::plan(verdict, false),
-        WhyMode::All => why::plan(verdict, true),
+        WhyMode::Auto => why::plan(d.verdict, &d.states, false),
+        WhyMode::All => why::plan(d.verdict, &d.states, true),
     };
     if drills.is_empty() {
         return None;
@@ -380,34 +404,194 @@ fn drill(
         window_s: window.as_secs_f64(),
         ..Default::default()
     };
+    let root = crate::sys::process::privilege::is_root();
+    let mut runs = Vec::new();
     for d in drills {
-        let (what, command) = match d {
-            Drill::Cpu => ("CPU profile", format!("sudo kdiag profile -p {pid} -d 5")),
-            Drill::Offcpu => (
-                "off-CPU profile",
-                format!("sudo kdiag offcpu -p {pid} -d 3"),
-            ),
-        };
         if stop.load(Ordering::Relaxed) || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
             found.skipped.push(format!(
-                "{what}: PID {pid} is gone or kdiag was interrupted"
+                "{}: PID {pid} is gone or kdiag was interrupted",
+                d.what()
             ));
-            continue;
+        } else if d.needs_root() && !root {
+            found.skipped.push(format!(
+                "{}: needs root; run: {}",
+                d.what(),
+                by_hand(args, d, pid)
+            ));
+        } else {
+            runs.push(d);
         }
-        if !quiet {
-            eprintln!(
-                "Verdict {}: recording a {what} for {:.1} s ...",
-                verdict.name(),
-                window.as_secs_f64()
-            );
-        }
-        let done = match d {
-            Drill::Cpu => profile::sample(pid, DRILL_HZ, window, stop).map(|p| found.add_cpu(&p)),
-            Drill::Offcpu => offcpu::record(pid, window, stop).map(|(p, _)| found.add_offcpu(&p)),
-        };
-        if let Err(e) = done {
-            found.skipped.push(format!("{what}: {e:#}; run: {command}"));
+    }
+    if runs.is_empty() {
+        return Some(found);
+    }
+    if !args.json {
+        let what: Vec<&str> = runs.iter().map(|d| d.what()).collect();
+        eprintln!(
+            "Verdict {}: drilling down for {2:.1} s: {1} ...",
+            d.verdict.name(),
+            what.join(", "),
+            window.as_secs_f64()
+        );
+    }
+    // At once: the block requests and the blocking paths are of the same
+    // seconds, and the wait is one window whatever the number.
+    let results: Vec<(Drill, anyhow::Result<Found>)> = std::thread::scope(|s| {
+        let running: Vec<_> = runs
+            .iter()
+            .map(|&d| (d, s.spawn(move || collect(d, pid, target, window, stop))))
+            .collect();
+        running
+            .into_iter()
+            .map(|(d, t)| {
+                let r = t
+                    .join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("the drill-down panicked")));
+                (d, r)
+            })
+            .collect()
+    });
+    for (d, r) in results {
+        match r {
+            Ok(Found::Cpu(p)) => found.add_cpu(&p),
+            Ok(Found::Offcpu(p)) => found.add_offcpu(&p),
+            Ok(Found::Storage(s)) => found.storage = Some(s),
+            Ok(Found::Sched(c)) => found.competition = Some(c),
+            Err(e) => found.skipped.push(format!(
+                "{}: {e:#}; run: {}",
+                d.what(),
+                by_hand(args, d, pid)
+            )),
         }
     }
     Some(found)
+}
+
+/// What one drill-down collected.
+enum Found {
+    Cpu(Profile),
+    Offcpu(Profile),
+    Storage(crate::model::drill::StorageDrill),
+    Sched(Competition),
+}
+
+/// Run one drill-down on `pid` (whose tree is `target`) for `window`.
+fn collect(
+    d: Drill,
+    pid: i32,
+    target: &[i32],
+    window: Duration,
+    stop: &AtomicBool,
+) -> anyhow::Result<Found> {
+    Ok(match d {
+        Drill::Cpu => Found::Cpu(profile::sample(pid, DRILL_HZ, window, stop)?),
+        Drill::Offcpu => Found::Offcpu(offcpu::record(pid, window, stop)?.0),
+        Drill::Storage => {
+            let (ios, tier, lost) = block::record(window, stop)?;
+            Found::Storage(summary::storage(&ios, target, tier.name(), lost))
+        }
+        Drill::Sched => Found::Sched(competition::record(target, window, stop)?),
+        Drill::Exec => anyhow::bail!("exec tracing runs during the watch"),
+    })
+}
+
+/// Start tracing the execs of `pid` and all it starts, for the whole
+/// watch (`Drill::Exec`): None when not asked for (or, with auto, when
+/// not root: a failure then still says what to run).
+fn watch_execs(mode: WhyMode, pid: u32, spawned: Option<Spawned>) -> Option<anyhow::Result<Watch>> {
+    let root = crate::sys::process::privilege::is_root();
+    match mode {
+        WhyMode::None => None,
+        WhyMode::Auto if !root => None,
+        WhyMode::All if !root => Some(Err(anyhow::anyhow!("needs root"))),
+        _ => {
+            let filter = Filter {
+                pid: Some(pid),
+                follow_children: true,
+                signals: true,
+            };
+            Some(watch(filter, spawned))
+        }
+    }
+}
+
+/// The exec trace's result: the execs explained as exec-trace explains
+/// them, when one failed (or always with --why all); or why it could not
+/// run, with the command that would.
+fn exec_drill(
+    args: &Args,
+    pid: i32,
+    execs: Option<anyhow::Result<Watch>>,
+) -> Option<Result<ExecDrill, String>> {
+    let trace = execs?.and_then(Watch::finish);
+    match trace {
+        Ok(t) => {
+            let findings = exec_failure::explain(&t.events, &t.files);
+            let e = summary::execs(&t.events, &findings, t.tier.name(), t.lost);
+            (args.why == WhyMode::All || !e.failures.is_empty()).then_some(Ok(e))
+        }
+        Err(e) => Some(Err(format!(
+            "{}: {e:#}; run: {}",
+            Drill::Exec.what(),
+            by_hand(args, Drill::Exec, pid)
+        ))),
+    }
+}
+
+/// The command that runs drill-down `d` by hand: on `pid`; for a command
+/// kdiag started (and stops), diagnose again under sudo.
+fn by_hand(args: &Args, d: Drill, pid: i32) -> String {
+    if args.command.is_empty() {
+        return d.command(pid);
+    }
+    let cmd: Vec<String> = args
+        .command
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    format!(
+        "sudo kdiag diagnose -d {} --why {} -- {}",
+        args.duration,
+        if args.why == WhyMode::All {
+            "all"
+        } else {
+            "auto"
+        },
+        cmd.join(" ")
+    )
+}
+
+/// The command could not run (its exec failed, or it died at once): say
+/// why as exec-trace does, or without the trace what to run to see it.
+/// Returns the end of the error message that follows.
+fn could_not_run(args: &Args, exec: Option<&ExecDrill>) -> &'static str {
+    if args.why == WhyMode::None {
+        return "nothing to diagnose";
+    }
+    match exec.filter(|e| !e.failures.is_empty()) {
+        Some(e) => {
+            let mut out = std::io::stdout().lock();
+            let _ = if args.json {
+                render::diagnose::json_exec_failure(&mut out, e)
+            } else {
+                writeln!(out, "Why it could not run:")
+                    .and_then(|()| render::drill::exec(&mut out, e))
+                    .map_err(Into::into)
+            };
+            return "an exec failed, as explained above";
+        }
+        None if args.pid.is_none() && !crate::sys::process::privilege::is_root() => {
+            let cmd: Vec<String> = args
+                .command
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            eprintln!(
+                "For why it could not run: sudo kdiag exec-trace -- {}",
+                cmd.join(" ")
+            );
+        }
+        None => {}
+    }
+    "nothing to diagnose"
 }

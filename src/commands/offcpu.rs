@@ -22,6 +22,7 @@ use crate::instruments::offcpu::fallback::{self, Sampler, Targets};
 use crate::instruments::offcpu::{Options, Tracer};
 use crate::model::offcpu::{BlockCounts, Collection, Offcpu, StateFilter};
 use crate::model::profile::{Profile, WeightUnit};
+use crate::model::stacks::StackSet;
 use crate::render;
 use crate::sys::process::interrupt::Interrupt;
 use crate::sys::process::spawn::HeldChild;
@@ -63,6 +64,12 @@ pub struct Args {
     /// Write an off-CPU flame graph (SVG, width = time blocked)
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+    /// Write a gzip'd pprof profile, blocked time as the value (go tool pprof, Parca, Pyroscope)
+    #[arg(long, value_name = "FILE")]
+    pub pprof: Option<PathBuf>,
+    /// Write a speedscope JSON profile, blocked time as the weight (speedscope.app, Firefox Profiler)
+    #[arg(long, value_name = "FILE")]
+    pub speedscope: Option<PathBuf>,
     /// Print the run and its summary as JSON
     #[arg(long)]
     pub json: bool,
@@ -86,12 +93,18 @@ pub fn validate(args: &Args) -> anyhow::Result<()> {
             "say what to trace: one of -p PID,..., -a (every process) or -- CMD ARGS",
         ));
     }
-    if args.tier == Tier::Proc && (args.svg.is_some() || args.folded.is_some()) {
+    if args.tier == Tier::Proc && wants_stacks(args) {
         return Err(usage(
-            "--svg and --folded need stacks, which only the BPF tier records (not --tier proc)",
+            "--svg, --folded, --pprof and --speedscope need stacks, which only the BPF tier \
+             records (not --tier proc)",
         ));
     }
     Ok(())
+}
+
+/// An output file that needs stacks was asked for.
+fn wants_stacks(args: &Args) -> bool {
+    args.svg.is_some() || args.folded.is_some() || args.pprof.is_some() || args.speedscope.is_some()
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
@@ -102,7 +115,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             return Err(crate::error::NoSuchProcess::one(pid));
         }
     }
-    let wants_stacks = args.svg.is_some() || args.folded.is_some();
+    let wants_stacks = wants_stacks(&args);
     let interrupt = Interrupt::catch()?;
     let stop = interrupt.stop_flag();
 
@@ -151,8 +164,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             Ok(t) => (Collector::Bpf(Box::new(t)), None),
             Err(e) if wants_stacks => {
                 return Err(missing(format!(
-                    "--svg and --folded need the BPF tier, which cannot run here: {e:#}; \
-                     run without them for a coarse view from /proc"
+                    "--svg, --folded, --pprof and --speedscope need the BPF tier, which cannot \
+                     run here: {e:#}; run without them for a coarse view from /proc"
                 )));
             }
             Err(e) => (Collector::Proc, Some(format!("{e:#}"))),
@@ -259,6 +272,15 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if let Some(path) = &args.svg {
         let svg = render::flamegraph::svg(&profile, &folded)?;
         write_file(path, &svg)?;
+    }
+    if let Some(path) = &args.pprof {
+        write_file(path, &render::pprof::gzipped(&StackSet::offcpu(&profile))?)?;
+    }
+    if let Some(path) = &args.speedscope {
+        write_file(
+            path,
+            &render::speedscope::json(&StackSet::offcpu(&profile))?,
+        )?;
     }
     profile.cost.post_secs += post.elapsed().as_secs_f64();
     let offcpu = Offcpu {

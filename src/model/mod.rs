@@ -4,6 +4,7 @@ pub mod block;
 pub mod capability;
 pub mod diagnose_run;
 pub mod diagnosis;
+pub mod drill;
 pub mod elf;
 pub mod errno;
 pub mod exec;

@@ -67,4 +67,20 @@ impl<'a> StackSet<'a> {
             modules: &p.modules,
         }
     }
+
+    /// An off-CPU profile: times a thread blocked on each stack, weighted
+    /// by the nanoseconds it stayed blocked (no period: blocks are events,
+    /// not samples).
+    pub fn offcpu(p: &'a Profile) -> Self {
+        StackSet {
+            title: format!("Off-CPU profile of {}", p.target),
+            count: ValueType::new("blocks", "count"),
+            weight: ValueType::new("off-cpu", "nanoseconds"),
+            period: 0,
+            start_unix_ns: p.started_unix_ns,
+            duration_ns: (p.cost.wall_secs * 1e9) as u64,
+            stacks: &p.stacks,
+            modules: &p.modules,
+        }
+    }
 }

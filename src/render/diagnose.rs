@@ -43,7 +43,7 @@ pub fn report(
         why_section(out, w)?;
     }
     if !d.next.is_empty() {
-        let drilled = why.is_some_and(|w| w.cpu.is_some() || w.offcpu.is_some());
+        let drilled = why.is_some_and(Why::found_any);
         let heading = if drilled {
             "To look further"
         } else {
@@ -92,10 +92,29 @@ pub fn json(
     )
 }
 
+/// The JSON document when the command could not run: no observation nor
+/// diagnosis, the exec drill-down's explanation.
+pub fn json_exec_failure(
+    out: &mut impl Write,
+    e: &crate::model::drill::ExecDrill,
+) -> anyhow::Result<()> {
+    crate::render::json(
+        out,
+        &serde_json::json!({
+            "version": SCHEMA_VERSION, "observation": null, "diagnosis": null,
+            "why": { "exec": e }
+        }),
+    )
+}
+
 /// The drill-down's findings: the CPU profile's hot function and stacks,
 /// the off-CPU profile's wait points and blocking paths.
 fn why_section(out: &mut impl Write, w: &Why) -> io::Result<()> {
-    writeln!(out, "\nWhy (drill-down, {:.1} s each):", w.window_s)?;
+    if w.window_s > 0.0 {
+        writeln!(out, "\nWhy (drill-down, {:.1} s each):", w.window_s)?;
+    } else {
+        writeln!(out, "\nWhy (drill-down):")?;
+    }
     if let Some(cpu) = &w.cpu {
         writeln!(
             out,
@@ -127,6 +146,15 @@ fn why_section(out: &mut impl Write, w: &Why) -> io::Result<()> {
         for p in off.paths.iter().take(3) {
             writeln!(out, "    {:5.1}% {}", p.percent, one_line(&p.frames))?;
         }
+    }
+    if let Some(s) = &w.storage {
+        crate::render::drill::storage(out, s)?;
+    }
+    if let Some(c) = &w.competition {
+        crate::render::drill::competition(out, c)?;
+    }
+    if let Some(e) = &w.exec {
+        crate::render::drill::exec(out, e)?;
     }
     for s in &w.skipped {
         writeln!(out, "  Not run: {s}")?;

@@ -13,7 +13,7 @@ use crate::model::diagnose_run::DiagnoseRun;
 use crate::model::diagnosis::{Confidence, ThreadState};
 use crate::model::flame::Flame;
 use crate::render::offcpu::{duration, one_line};
-use crate::render::svg_chart::{Series, escape as esc, line_chart};
+use crate::render::svg_chart::{Bars, Series, bar_chart, escape as esc, line_chart};
 
 pub fn diagnose(out: &mut impl Write, run: &DiagnoseRun) -> anyhow::Result<()> {
     let mut page = String::new();
@@ -169,6 +169,18 @@ fn why(page: &mut String, why: Option<&Why>) {
             page,
             off.paths.iter().map(|p| (p.percent, one_line(&p.frames))),
         );
+    }
+    // Who else had the CPUs, and the execs that failed: as the text
+    // report gives them.
+    let mut text = Vec::new();
+    if let Some(c) = &w.competition {
+        let _ = crate::render::drill::competition(&mut text, c);
+    }
+    if let Some(e) = &w.exec {
+        let _ = crate::render::drill::exec(&mut text, e);
+    }
+    if !text.is_empty() {
+        let _ = writeln!(page, "<pre>{}</pre>", esc(&String::from_utf8_lossy(&text)));
     }
     for s in &w.skipped {
         let _ = writeln!(page, "<p>Not run: {}</p>", esc(s));
@@ -343,9 +355,47 @@ fn inline_flame(svg: &str, id: &str) -> (String, String) {
     (s, script.replace("</", "<\\/"))
 }
 
-/// The iosnoop drill-down's histogram, when the run has one. (The why
-/// branch's iosnoop summary is drawn here.)
-fn iosnoop(_page: &mut String, _run: &DiagnoseRun) {}
+/// The storage drill-down (iosnoop's summary of the target's block I/O):
+/// its latency histogram as a chart, and the summary as the text report
+/// gives it.
+fn iosnoop(page: &mut String, run: &DiagnoseRun) {
+    let Some(s) = run.why.as_ref().and_then(|w| w.storage.as_ref()) else {
+        return;
+    };
+    let bars = Bars {
+        id: "latency".into(),
+        title: "Block I/O latency".into(),
+        unit: "requests".into(),
+        bars: s
+            .latency_us
+            .iter()
+            .enumerate()
+            .map(|(k, &n)| (bucket(k), n as f64))
+            .collect(),
+    };
+    let mut text = Vec::new();
+    let _ = crate::render::drill::storage(&mut text, s);
+    let _ = writeln!(
+        page,
+        "<section id=\"storage\">\n<h2>Storage (the block I/O it caused)</h2>\n\
+         <figure class=\"histogram\" data-histogram=\"latency\">{}</figure>\n<pre>{}</pre>\n</section>",
+        bar_chart(&bars),
+        esc(&String::from_utf8_lossy(&text))
+    );
+}
+
+/// The label of log2 latency bucket `k` (2^k to 2^(k+1)-1 us): its lower
+/// bound.
+fn bucket(k: usize) -> String {
+    let us = 1u64 << k.min(63);
+    if us >= 1_000_000 {
+        format!("{} s", us / 1_000_000)
+    } else if us >= 1000 {
+        format!("{} ms", us / 1000)
+    } else {
+        format!("{us} us")
+    }
+}
 
 fn next(page: &mut String, run: &DiagnoseRun) {
     if run.diagnosis.next.is_empty() {
@@ -386,6 +436,13 @@ fn text_report(page: &mut String, run: &DiagnoseRun) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn latency_buckets_are_named_by_their_lower_bound() {
+        assert_eq!(bucket(0), "1 us");
+        assert_eq!(bucket(10), "1 ms");
+        assert_eq!(bucket(20), "1 s");
+    }
 
     #[test]
     fn an_inline_flame_graph_keeps_its_frames_and_gives_up_its_script() {

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod lab_run;
+pub mod profile_files;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Output};
@@ -298,7 +299,10 @@ pub fn scratch_of(pid: u64) -> PathBuf {
                     .collect()
             })
             .unwrap_or_default();
-        if let Some(f) = files.iter().find(|f| f.starts_with("/var/tmp") && f.is_file()) {
+        if let Some(f) = files
+            .iter()
+            .find(|f| f.starts_with("/var/tmp") && f.is_file())
+        {
             return f.parent().unwrap().to_path_buf();
         }
         assert!(

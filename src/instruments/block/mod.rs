@@ -24,3 +24,24 @@ pub fn open(
         || Ok(Box::new(perf::BlockPerf::start(options, perf_names)?) as Box<dyn BlockSource>),
     )
 }
+
+/// Every block request completed over `window` (cut short when `stop` is
+/// set), on the best tier: what `kdiag iosnoop --summary` records, for
+/// callers that want it in one piece (diagnose's drill-down). Returns the
+/// requests, the tier and the events lost; everything is detached before
+/// it returns.
+pub fn record(
+    window: std::time::Duration,
+    stop: &std::sync::atomic::AtomicBool,
+) -> anyhow::Result<(Vec<crate::model::block::BlockIo>, Tier, u64)> {
+    use std::time::{Duration, Instant};
+    let (mut source, _) = open(Tier::Auto, Options::default())?;
+    let mut ios = Vec::new();
+    let start = Instant::now();
+    while start.elapsed() < window && !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let left = window.saturating_sub(start.elapsed());
+        source.poll(left.min(Duration::from_millis(100)), &mut ios)?;
+    }
+    source.finish(&mut ios)?;
+    Ok((ios, source.tier(), source.lost()))
+}

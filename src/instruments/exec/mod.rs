@@ -5,6 +5,7 @@
 pub mod bpf;
 pub mod perf;
 pub mod source;
+pub mod watch;
 
 pub use source::{ExecSource, Filter, Spawned};
 

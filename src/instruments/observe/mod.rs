@@ -5,6 +5,7 @@
 //! threads wait, and memory (RSS by kind) is read every 250 ms. What it
 //! cost kdiag is measured over the same window.
 
+pub mod competition;
 mod kthread;
 mod sampling;
 mod tree;

@@ -1,0 +1,154 @@
+//! What diagnose's drill-downs found beyond the profiles: the block I/O
+//! the target caused (storage), the processes it competed with for the
+//! CPUs (sched), and the execs that failed (exec-trace's explanation).
+//! Saved and loaded with the rest of a diagnosis (record and replay).
+
+use serde::{Deserialize, Serialize};
+
+/// The block requests the target caused over the drill window, as
+/// `kdiag iosnoop -p PID --summary` shows them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StorageDrill {
+    /// The tracing tier ("bpf" or "perf") and the events it lost.
+    pub tier: String,
+    pub lost: u64,
+    /// Requests the target's processes caused, and their bytes.
+    pub requests: u64,
+    pub bytes: u64,
+    pub reads: u64,
+    pub read_bytes: u64,
+    pub writes: u64,
+    pub write_bytes: u64,
+    /// Who submitted block I/O: the target's processes, then the kernel
+    /// threads that write for it (and for every other process) on the
+    /// same disks: the journal and writeback flushers.
+    pub submitters: Vec<Submitter>,
+    /// Request types (rwbs: "WS" is a synchronous write) by count, most
+    /// first.
+    pub types: Vec<TypeCount>,
+    /// The most common request sizes, most frequent first.
+    pub sizes: Vec<SizeCount>,
+    /// Latency in log2 buckets of microseconds: `latency_us[k]` counts the
+    /// requests of 2^k to 2^(k+1)-1 µs (slot 0: 0 and 1 µs).
+    pub latency_us: Vec<u64>,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    /// Requests continuing the previous one of the same process, device
+    /// and direction, of those that could (0..1).
+    pub sequential_share: f64,
+    /// Share of requests with the sync flag (O_SYNC, fsync, O_DIRECT).
+    pub sync_share: f64,
+    /// Ranges one process read or wrote again and again.
+    pub repeated: Vec<RepeatedRange>,
+}
+
+/// A process, or a kernel thread, that submitted block requests.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Submitter {
+    pub pid: u32,
+    pub comm: String,
+    pub requests: u64,
+    pub bytes: u64,
+    /// None for the target's own processes; for a kernel thread, what it
+    /// is ("journal", "writeback"): it writes for every process on the
+    /// disk, this one included.
+    pub kernel: Option<String>,
+    /// Of its requests, those another task issued to the device (the
+    /// block layer's kworker after a plug or a requeue), by that task.
+    pub issued_by: Vec<TypeCount>,
+}
+
+/// A name and how many times it was seen.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TypeCount {
+    pub name: String,
+    pub count: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SizeCount {
+    pub bytes: u64,
+    pub count: u64,
+}
+
+/// A device range one process read or wrote several times over, each time
+/// as the same run of back-to-back requests.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RepeatedRange {
+    /// "read" or "write".
+    pub op: String,
+    pub disk: String,
+    pub sector: u64,
+    pub bytes: u64,
+    pub times: u64,
+    pub pid: u32,
+    pub comm: String,
+    /// The sentence iosnoop prints for it.
+    pub text: String,
+}
+
+/// Who had the CPUs while the target waited for one: every process's CPU
+/// time at both ends of the drill window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Competition {
+    /// CPUs online.
+    pub cpus: usize,
+    /// The CPUs the target may run on (its affinity, "0-1").
+    pub target_cpus: String,
+    /// The target's processes together, percent of one CPU.
+    pub target_percent: f64,
+    /// Every process together (the target included), percent of one CPU:
+    /// at most `cpus` x 100.
+    pub total_percent: f64,
+    /// The other processes with the most CPU, most first.
+    pub others: Vec<Competitor>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Competitor {
+    pub pid: i32,
+    pub comm: String,
+    /// Percent of one CPU over the window.
+    pub cpu_percent: f64,
+    /// The CPUs it may run on, when not all of them.
+    pub cpus: Option<String>,
+}
+
+/// The execs of the target and of everything it started during the watch.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ExecDrill {
+    /// The tracing tier ("bpf" or "perf") and the events it lost.
+    pub tier: String,
+    pub lost: u64,
+    /// Exec attempts seen (a shell's tries along $PATH included).
+    pub execs: u64,
+    /// The failures, each distinct one once, most frequent first.
+    pub failures: Vec<ExecFailure>,
+}
+
+/// One way an exec failed, explained as `kdiag exec-trace` explains it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ExecFailure {
+    /// How many attempts failed this way, and the last one's process.
+    pub times: u64,
+    pub pid: u32,
+    pub filename: Option<String>,
+    /// exec-trace's family ("after-point-of-no-return", "format-error", ...).
+    pub family: String,
+    pub errno: Option<String>,
+    /// The fatal signal that followed, e.g. "SIGSEGV (SI_KERNEL)".
+    pub signal: Option<String>,
+    /// The loader rule elf-check finds broken, with the fields to fix.
+    pub cause: Option<String>,
+    /// The whole explanation.
+    pub text: String,
+}
