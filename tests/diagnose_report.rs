@@ -251,14 +251,19 @@ fn the_html_report_renders_in_chromium() {
                 .replace('>', "&gt;")
         )
     );
-    // One chart per series, each with every point of its series.
-    let o = &doc["observation"];
-    let memory = o["memory"]["series"].as_array().unwrap().len();
-    let busy = o["busy"].as_array().unwrap().len();
-    assert_eq!(dom.matches("<figure class=\"chart\"").count(), 5, "{dom}");
-    assert_eq!(chart_points(&dom, "busy-threads"), busy);
-    for s in ["rss-anon", "rss-file", "rss-shmem", "swap"] {
-        assert_eq!(chart_points(&dom, s), memory, "{s}");
+    // One chart per series, each with every point of its series: the
+    // trend's series.
+    let series = doc["observation"]["trend"]["series"].as_array().unwrap();
+    assert!(!series.is_empty(), "no time series: {}", doc["observation"]);
+    assert_eq!(
+        dom.matches("<figure class=\"chart\"").count(),
+        series.len(),
+        "{dom}"
+    );
+    for s in series {
+        let name = s["name"].as_str().unwrap();
+        let points = s["points"].as_array().unwrap().len();
+        assert_eq!(chart_points(&dom, name), points, "{name}");
     }
     // The CPU flame graph inline, with its frames and the hottest function
     // among them; the off-CPU one too when that drill-down could run.

@@ -96,6 +96,7 @@ pub fn classify(o: &Observation) -> Diagnosis {
         busiest,
         evidence,
         next,
+        trend: crate::analysis::trend::shapes(&o.trend),
     }
 }
 

@@ -1,8 +1,8 @@
 //! Is anonymous memory growing? Judged on anonymous RSS plus swap (memory
 //! the process holds, wherever it is), after a warm-up, as a sustained
-//! least-squares slope: a one-off step (an interpreter loading, a buffer
-//! allocated once) is not a trend, nor are file pages read through mmap
-//! (those are the page cache, and storage waits).
+//! least-squares slope (`trend::fit`): a one-off step (an interpreter
+//! loading, a buffer allocated once) is not a trend, nor are file pages
+//! read through mmap (those are the page cache, and storage waits).
 
 use crate::model::diagnosis::MemoryPoint;
 
@@ -50,18 +50,8 @@ pub fn trend(series: &[MemoryPoint], window_s: f64) -> Option<Trend> {
     if v.len() < 4 {
         return None;
     }
-    let n = v.len() as f64;
-    let mt = v.iter().map(|p| p.t).sum::<f64>() / n;
-    let mv = v.iter().map(|p| held(p)).sum::<f64>() / n;
-    let cov: f64 = v.iter().map(|p| (p.t - mt) * (held(p) - mv)).sum();
-    let var_t: f64 = v.iter().map(|p| (p.t - mt).powi(2)).sum();
-    let var_v: f64 = v.iter().map(|p| (held(p) - mv).powi(2)).sum();
-    let slope = if var_t > 0.0 { cov / var_t } else { 0.0 };
-    let fit = if var_t > 0.0 && var_v > 0.0 {
-        cov * cov / (var_t * var_v)
-    } else {
-        0.0
-    };
+    let points: Vec<(f64, f64)> = v.iter().map(|p| (p.t, held(p))).collect();
+    let line = crate::analysis::trend::fit(&points)?;
     let growth = held(v[v.len() - 1]) - held(v[0]);
     let third = |i: usize| {
         let a = v[(v.len() - 1) * i / 3];
@@ -78,8 +68,8 @@ pub fn trend(series: &[MemoryPoint], window_s: f64) -> Option<Trend> {
     Some(Trend {
         warm_up_s,
         growth_kib: growth,
-        slope_kib_s: slope,
-        fit,
+        slope_kib_s: line.slope,
+        fit: line.fit,
         sustained,
     })
 }

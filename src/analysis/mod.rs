@@ -15,6 +15,7 @@ pub mod memory_trend;
 pub mod offcpu;
 pub mod ps;
 pub mod top;
+pub mod trend;
 pub mod tsa;
 pub mod waits;
 pub mod why;

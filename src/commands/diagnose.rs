@@ -2,13 +2,18 @@
 //! everything it starts, for a few seconds, and say where the threads'
 //! time goes (on CPU, waiting for a CPU, storage, a lock, sleeping by
 //! design, stopped) and whether memory grows; with the numbers, the
-//! instrument to run next, and what watching cost.
+//! instrument to run next, what each time series did (the trend, drawn as
+//! it comes with --live), and what watching cost.
 
 use std::ffi::OsString;
 use std::fs::File;
+use std::io::IsTerminal;
 use std::io::Write;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -22,13 +27,13 @@ use crate::instruments::exec::{Filter, Spawned};
 use crate::instruments::observe::{Options, competition, observe};
 use crate::instruments::{block, offcpu, profile};
 use crate::model::diagnose_run::{DiagnoseRun, RunMeta};
-use crate::model::diagnosis::{Diagnosis, Scope};
+use crate::model::diagnosis::{Diagnosis, Observation, Scope};
 use crate::model::drill::{Competition, ExecDrill};
 use crate::model::exec::Exit;
 use crate::model::profile::Profile;
 use crate::render;
 use crate::sys::process::interrupt::Interrupt;
-use crate::sys::process::spawn::HeldChild;
+use crate::sys::process::spawn::{self, HeldChild};
 use crate::sys::process::user_files::{self, Limits};
 
 /// Observed for less than this, a target that ended gives no verdict.
@@ -51,6 +56,14 @@ pub struct Args {
         value_parser = super::args::duration
     )]
     pub duration: f64,
+    /// Seconds between the points of the time series (default 1, less in
+    /// a short window: at least 10 points)
+    #[arg(long, value_name = "SECS", value_parser = super::args::interval)]
+    pub interval: Option<f64>,
+    /// Draw the time series as they arrive (on a terminal); q stops
+    /// watching early, and the report follows
+    #[arg(long)]
+    pub live: bool,
     /// Print the observation and the diagnosis as JSON
     #[arg(long)]
     pub json: bool,
@@ -67,7 +80,7 @@ pub struct Args {
     pub record: Option<PathBuf>,
     /// Show the report of a run saved with --record again (no process is
     /// watched; any machine, no root)
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["pid", "tree", "command", "record"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["pid", "tree", "command", "record", "live", "interval"])]
     pub replay: Option<PathBuf>,
     /// Also write the report to FILE as text, json or html (one
     /// self-contained page with charts and flame graphs); repeatable
@@ -99,6 +112,9 @@ const DRILL_S: f64 = 3.0;
 /// The drill-down's CPU profile frequency.
 const DRILL_HZ: u64 = 499;
 
+/// The most points a series keeps (a long window gets a longer interval).
+const MAX_POINTS: f64 = 20_000.0;
+
 /// The checks on the arguments as a whole (values are checked when parsed).
 pub fn validate(args: &Args) -> anyhow::Result<()> {
     if args.replay.is_none() && args.pid.is_some() != args.command.is_empty() {
@@ -117,7 +133,35 @@ pub fn validate(args: &Args) -> anyhow::Result<()> {
             )));
         }
     }
+    if let Some(i) = args.interval {
+        let points = args.duration / i;
+        let least = crate::analysis::trend::MIN_POINTS;
+        if points < least as f64 {
+            return Err(usage(format!(
+                "--interval {i} s leaves fewer than {least} points in a {} s window: \
+                 give a shorter --interval or a longer --duration",
+                args.duration
+            )));
+        }
+        if points > MAX_POINTS {
+            return Err(usage(format!(
+                "--interval {i} s makes more than {MAX_POINTS} points in a {} s window: \
+                 give a longer --interval",
+                args.duration
+            )));
+        }
+    }
     Ok(())
+}
+
+/// Seconds between points: as asked, else 1 s, less in a short window (10
+/// points at least, 0.1 s at least), more in a long one (MAX_POINTS).
+fn interval(args: &Args) -> f64 {
+    args.interval.unwrap_or_else(|| {
+        (args.duration / 10.0)
+            .clamp(0.1, 1.0)
+            .max(args.duration / MAX_POINTS)
+    })
 }
 
 /// The `--report FORMAT FILE` pairs.
@@ -146,6 +190,12 @@ fn reports(args: &Args) -> anyhow::Result<Vec<(Format, &Path)>> {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     validate(&args)?;
+    if args.live && !(std::io::stdout().is_terminal() && std::io::stdin().is_terminal()) {
+        return Err(usage(
+            "--live draws on a terminal, and stdin or stdout is not one: \
+             drop --live (the report is the same without it)",
+        ));
+    }
     if let Some(path) = &args.replay {
         let run = replay(path)?;
         let (_, files) = open_outputs(&args)?;
@@ -294,7 +344,14 @@ fn watch_and_drill(args: &Args, interrupt: &Interrupt) -> anyhow::Result<Diagnos
             // Under kdiag's supervisor, the command leads its own process
             // group and its orphans are the supervisor's: all stopped
             // with it.
-            let mut c = HeldChild::spawn(&args.command)
+            // Beside the live view, the command neither gets the terminal
+            // nor writes over the view.
+            let null = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
+            let options = spawn::Options {
+                foreground: !args.live,
+                output: args.live.then_some(null.as_raw_fd()),
+            };
+            let mut c = HeldChild::spawn_with(&args.command, options)
                 .with_context(|| format!("cannot start `{program}`"))?;
             let spawned = Spawned {
                 pid: c.pid,
@@ -306,6 +363,7 @@ fn watch_and_drill(args: &Args, interrupt: &Interrupt) -> anyhow::Result<Diagnos
                     .collect(),
             };
             let execs = watch_execs(args.why, c.pid, Some(spawned));
+            drop(null);
             c.release().context("releasing the command")?;
             if let Some(source) = c.exec_error().context("starting the command")? {
                 let exec = exec_drill(args, c.pid as i32, execs);
@@ -317,15 +375,25 @@ fn watch_and_drill(args: &Args, interrupt: &Interrupt) -> anyhow::Result<Diagnos
             (pid, Scope::Command, execs)
         }
     };
-    if !args.json {
-        let what = if scope == Scope::Process {
-            ""
-        } else {
-            " and its descendants"
-        };
-        eprintln!("Watching PID {pid}{what} for {:.1} s ...", args.duration);
-    }
-    let observed = observe(pid, &Options { window, scope }, &interrupt.stop_flag());
+    let what = if scope == Scope::Process {
+        ""
+    } else {
+        " and its descendants"
+    };
+    let opts = Options {
+        window,
+        scope,
+        interval: Duration::from_secs_f64(interval(&args)),
+        live: None,
+    };
+    let observed = if args.live {
+        observe_live(pid, opts, &interrupt, format!("PID {pid}{what}"))?
+    } else {
+        if !args.json {
+            eprintln!("Watching PID {pid}{what} for {:.1} s ...", args.duration);
+        }
+        observe(pid, &opts, &interrupt.stop_flag())
+    };
     // The drill-down needs the target running: a command is stopped after.
     let verdict = observed
         .as_ref()
@@ -380,6 +448,42 @@ fn watch_and_drill(args: &Args, interrupt: &Interrupt) -> anyhow::Result<Diagnos
         diagnosis,
         why,
     })
+}
+
+/// Observe on a thread of its own while the live view draws each point it
+/// sends; q stops watching early (the drill-down and the report follow),
+/// Ctrl-C (a key in raw mode) counts as SIGINT.
+fn observe_live(
+    pid: i32,
+    mut opts: Options,
+    interrupt: &Interrupt,
+    target: String,
+) -> anyhow::Result<anyhow::Result<Observation>> {
+    let (tx, rx) = mpsc::channel();
+    opts.live = Some(tx);
+    let stop = Arc::new(AtomicBool::new(false));
+    let state = crate::tui::diagnose::State {
+        target,
+        window_s: opts.window.as_secs_f64(),
+        trend: crate::model::trend::Trend {
+            interval_s: opts.interval.as_secs_f64(),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let observer = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || observe(pid, &opts, &stop))
+    };
+    let shown = crate::tui::diagnose::show(rx, state, &stop, &|| interrupt.is_set());
+    stop.store(true, Ordering::Relaxed);
+    let observed = observer
+        .join()
+        .map_err(|_| anyhow::anyhow!("the observer failed"))?;
+    if shown.context("cannot draw on the terminal")?.interrupted {
+        interrupt.set(signal_hook::consts::SIGINT);
+    }
+    Ok(observed)
 }
 
 /// Run the drill-downs `--why` and the diagnosis call for on `pid` (whose

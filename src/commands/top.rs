@@ -94,7 +94,7 @@ fn live(mut collector: Collector, delay: Duration) -> anyhow::Result<u8> {
             .min(Duration::from_millis(250));
         // Wait on the terminal ourselves: once its other side has gone,
         // crossterm's poll reads the endless end-of-file in a busy loop.
-        if wait_for_input(wait) == Input::HungUp {
+        if tui::wait_for_input(wait) == tui::Input::HungUp {
             break;
         }
         if event::poll(Duration::ZERO)? {
@@ -115,31 +115,6 @@ fn live(mut collector: Collector, delay: Duration) -> anyhow::Result<u8> {
         }
     }
     Ok(error::OK)
-}
-
-#[derive(PartialEq, Eq)]
-enum Input {
-    /// Input waiting, or the timeout passed.
-    Waited,
-    /// The terminal's other side has gone (its window or tmux server closed):
-    /// no SIGHUP need arrive, so kdiag must notice and leave.
-    HungUp,
-}
-
-/// Wait up to `timeout` for terminal input.
-fn wait_for_input(timeout: Duration) -> Input {
-    let mut fd = libc::pollfd {
-        fd: libc::STDIN_FILENO,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd.
-    let rc = unsafe { libc::poll(&mut fd, 1, timeout.as_millis() as i32) };
-    if rc > 0 && fd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
-        Input::HungUp
-    } else {
-        Input::Waited
-    }
 }
 
 /// Two snapshots make rates: the previous one is kept between samples.

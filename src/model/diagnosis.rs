@@ -141,6 +141,8 @@ pub struct Observation {
     pub syscalls_readable: bool,
     /// What watching cost kdiag itself.
     pub cost: Cost,
+    /// The time series, one point per interval.
+    pub trend: crate::model::trend::Trend,
 }
 
 /// One process of the tree.
@@ -398,4 +400,6 @@ pub struct Diagnosis {
     pub evidence: Vec<String>,
     /// The instrument to run for the "why", as a command line.
     pub next: Vec<String>,
+    /// What each time series did.
+    pub trend: crate::model::trend::Shapes,
 }

@@ -17,3 +17,4 @@ pub mod rusage;
 pub mod signal;
 pub mod stacks;
 pub mod system;
+pub mod trend;

@@ -3,8 +3,10 @@
 
 use std::io::{self, Write};
 
+use crate::analysis::trend::{about, slope_text, value_text};
 use crate::analysis::why::Why;
 use crate::model::diagnosis::{Diagnosis, Observation, SCHEMA_VERSION, Scope};
+use crate::model::trend::{Shape, Shapes};
 use crate::render::offcpu::{duration as offcpu_duration, one_line};
 
 pub fn report(
@@ -42,6 +44,7 @@ pub fn report(
     if let Some(w) = why {
         why_section(out, w)?;
     }
+    trend_section(out, &d.trend, o.trend.interval_s, &o.trend.notes)?;
     if !d.next.is_empty() {
         let drilled = why.is_some_and(Why::found_any);
         let heading = if drilled {
@@ -158,6 +161,85 @@ fn why_section(out: &mut impl Write, w: &Why) -> io::Result<()> {
     }
     for s in &w.skipped {
         writeln!(out, "  Not run: {s}")?;
+    }
+    Ok(())
+}
+
+/// What each time series did: one line per series that is not steady,
+/// then the steady ones in one list, then what could not be kept.
+fn trend_section(
+    out: &mut impl Write,
+    t: &Shapes,
+    interval_s: f64,
+    notes: &[String],
+) -> io::Result<()> {
+    if let Some(n) = t.too_few_points {
+        if n > 0 {
+            writeln!(
+                out,
+                "\nTrend: too few points ({n}, one every {interval_s} s) to say: \
+                 watch longer, or give a shorter --interval"
+            )?;
+        }
+        return Ok(());
+    }
+    if t.series.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "\nTrend (a point every {interval_s} s):")?;
+    let mut steady = Vec::new();
+    for s in &t.series {
+        let v = |x: f64| value_text(x, &s.unit);
+        let line = match &s.shape {
+            Shape::Steady { mean } => {
+                steady.push(format!("{} {}", s.name, v(*mean)));
+                continue;
+            }
+            Shape::Growing {
+                slope,
+                fit,
+                reaches_limit_s,
+            } => {
+                let mut line = format!(
+                    "{} {}",
+                    if *slope < 0.0 { "shrinking" } else { "growing" },
+                    slope_text(*slope, &s.unit)
+                );
+                line.push_str(&format!(" (a line fits: r² {fit:.2})"));
+                if let (Some(secs), Some(l)) = (reaches_limit_s, &t.memory_limit) {
+                    line.push_str(&format!(", reaches {} in {}", l.what, about(*secs)));
+                }
+                line
+            }
+            Shape::Periodic {
+                period_s,
+                duty,
+                low,
+                high,
+                ..
+            } => format!(
+                "periodic, every {period_s:.2} s, high {:.0}% of the time ({} to {})",
+                duty * 100.0,
+                v(*low),
+                v(*high)
+            ),
+            Shape::Change {
+                at_s,
+                before,
+                after,
+            } => format!(
+                "one-off change at {at_s:.1} s: {} -> {}",
+                v(*before),
+                v(*after)
+            ),
+        };
+        writeln!(out, "  {}: {line}", s.name)?;
+    }
+    if !steady.is_empty() {
+        writeln!(out, "  Steady: {}", steady.join(", "))?;
+    }
+    for n in notes {
+        writeln!(out, "  Note: {n}")?;
     }
     Ok(())
 }

@@ -21,7 +21,7 @@ pub fn diagnose(out: &mut impl Write, run: &DiagnoseRun) -> anyhow::Result<()> {
     verdict(&mut page, run);
     evidence(&mut page, run);
     why(&mut page, run.why.as_ref());
-    charts(&mut page, &series(run));
+    charts(&mut page, run, &series(run));
     flame_graphs(&mut page, run.why.as_ref());
     iosnoop(&mut page, run);
     next(&mut page, run);
@@ -50,6 +50,7 @@ table.states td.num { text-align: right; }
 span.bar { display: inline-block; height: 0.8em; background: #c0392b; }
 .charts { display: flex; flex-wrap: wrap; gap: 1em; }
 figure.chart { margin: 0; background: #fff; border: 1px solid #ddd; }
+figure.chart figcaption { font-size: 0.8em; color: #555; padding: 0 0.5em 0.3em; }
 .chart text { font: 11px sans-serif; fill: #333; }
 .chart .chart-title { font-weight: bold; }
 .flame { background: #fff; border: 1px solid #ddd; }
@@ -200,10 +201,24 @@ fn stacks(page: &mut String, rows: impl Iterator<Item = (f64, String)>) {
     page.push_str("</table>\n");
 }
 
-/// Every time series of the run, in the order charted: the busy threads
-/// and the memory series of the observation. (The trend's series go here.)
+/// Every time series of the run, in the order charted: the trend's series
+/// (one point per --interval), or in a record without them the busy
+/// threads and the memory series of the observation.
 pub fn series(run: &DiagnoseRun) -> Vec<Series> {
     let o = &run.observation;
+    if !o.trend.series.is_empty() {
+        return o
+            .trend
+            .series
+            .iter()
+            .map(|s| Series {
+                id: s.name.clone(),
+                title: s.name.clone(),
+                unit: s.unit.clone(),
+                points: s.points.clone(),
+            })
+            .collect();
+    }
     let mut all = vec![Series {
         id: "busy-threads".into(),
         title: "Working threads".into(),
@@ -239,17 +254,49 @@ pub fn series(run: &DiagnoseRun) -> Vec<Series> {
     all
 }
 
-fn charts(page: &mut String, series: &[Series]) {
+fn charts(page: &mut String, run: &DiagnoseRun, series: &[Series]) {
     page.push_str("<section id=\"series\">\n<h2>Over the window</h2>\n<div class=\"charts\">\n");
     for s in series {
+        let caption = shape_of(run, &s.id)
+            .map(|c| format!("<figcaption>{}</figcaption>", esc(&c)))
+            .unwrap_or_default();
         let _ = writeln!(
             page,
-            "<figure class=\"chart\" data-series=\"{}\">{}</figure>",
+            "<figure class=\"chart\" data-series=\"{}\">{}{caption}</figure>",
             esc(&s.id),
             line_chart(s)
         );
     }
     page.push_str("</div>\n</section>\n");
+}
+
+/// What the trend said of series `name`, for its chart's caption.
+fn shape_of(run: &DiagnoseRun, name: &str) -> Option<String> {
+    use crate::analysis::trend::{slope_text, value_text};
+    use crate::model::trend::Shape;
+    let s = run.diagnosis.trend.series.iter().find(|s| s.name == name)?;
+    let v = |x: f64| value_text(x, &s.unit);
+    Some(match &s.shape {
+        Shape::Steady { mean } => format!("steady, {}", v(*mean)),
+        Shape::Growing { slope, .. } => format!(
+            "{} {}",
+            if *slope < 0.0 { "shrinking" } else { "growing" },
+            slope_text(*slope, &s.unit)
+        ),
+        Shape::Periodic { period_s, duty, .. } => format!(
+            "periodic, every {period_s:.2} s, high {:.0}% of the time",
+            duty * 100.0
+        ),
+        Shape::Change {
+            at_s,
+            before,
+            after,
+        } => format!(
+            "one-off change at {at_s:.1} s: {} -> {}",
+            v(*before),
+            v(*after)
+        ),
+    })
 }
 
 /// The drill-downs' flame graphs: inferno's SVG inline, with its script

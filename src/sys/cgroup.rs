@@ -248,6 +248,40 @@ impl CommandCgroup {
     }
 }
 
+/// The tightest memory.max on the way from `pid`'s v2 cgroup up to the
+/// root: (that cgroup's path in the hierarchy, its limit, its usage now).
+/// None when no cgroup on the way has a limit, or v2 is not mounted.
+pub fn memory_max(pid: i32) -> Option<(String, u64, u64)> {
+    let mountinfo = fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let (root, _) = parse_cgroup_mounts(&mountinfo)
+        .into_iter()
+        .find(|m| m.1 == Version::V2)?;
+    let own = fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let mut path = own.lines().find_map(|l| l.strip_prefix("0::"))?.to_string();
+    let read = |p: &str, f: &str| -> Option<u64> {
+        let dir = root.join(p.trim_start_matches('/'));
+        fs::read_to_string(dir.join(f)).ok()?.trim().parse().ok()
+    };
+    let mut best: Option<(String, u64, u64)> = None;
+    loop {
+        if let Some(max) = read(&path, "memory.max")
+            && best.as_ref().is_none_or(|b| max < b.1)
+        {
+            best = Some((
+                path.clone(),
+                max,
+                read(&path, "memory.current").unwrap_or(0),
+            ));
+        }
+        match path.rfind('/') {
+            Some(0) if path.len() > 1 => path.truncate(1),
+            Some(i) if i > 0 => path.truncate(i),
+            _ => break,
+        }
+    }
+    best
+}
+
 /// The hierarchy to use and its version: v2 when its root offers the `io`
 /// controller, else a mounted v1 `blkio` hierarchy.
 fn find_hierarchy() -> Result<(PathBuf, Version), CgroupError> {

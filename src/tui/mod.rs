@@ -1,11 +1,13 @@
 //! The ratatui front ends, drawing the same model data as `render`.
 
+pub mod diagnose;
 pub mod keys;
 pub mod lab;
 pub mod top;
 
 use std::io::{self, Stdout};
 use std::sync::Once;
+use std::time::Duration;
 
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
@@ -53,4 +55,29 @@ fn install_panic_hook() {
             previous(info);
         }));
     });
+}
+
+#[derive(PartialEq, Eq)]
+pub enum Input {
+    /// Input waiting, or the timeout passed.
+    Waited,
+    /// The terminal's other side has gone (its window or tmux server closed):
+    /// no SIGHUP need arrive, so kdiag must notice and leave.
+    HungUp,
+}
+
+/// Wait up to `timeout` for terminal input.
+pub fn wait_for_input(timeout: Duration) -> Input {
+    let mut fd = libc::pollfd {
+        fd: libc::STDIN_FILENO,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    let rc = unsafe { libc::poll(&mut fd, 1, timeout.as_millis() as i32) };
+    if rc > 0 && fd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+        Input::HungUp
+    } else {
+        Input::Waited
+    }
 }

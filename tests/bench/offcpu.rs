@@ -281,7 +281,8 @@ fn start(mode: Mode, pair: (u32, u32), other: u32) -> Option<Tracer> {
         Mode::KdiagOther => start_tracer(kdiag(&["-p", &other]), ready, true),
         Mode::Bpftrace => {
             let mut c = Command::new("bpftrace");
-            c.args(["-e", BPFTRACE_SCRIPT]);
+            // Line-buffered: its "Attaching" line must reach the pipe.
+            c.args(["-B", "line", "-e", BPFTRACE_SCRIPT]);
             start_tracer(c, "Attaching", false)
         }
     })

@@ -2,18 +2,22 @@
 //! Amounts come from counters (`tree`: CPU, run-queue delay, faults,
 //! storage bytes, read at both ends and every 100 ms per process); sampling
 //! (`sampling`: a bounded number of threads every 20 ms) only says where
-//! threads wait, and memory (RSS by kind) is read every 250 ms. What it
-//! cost kdiag is measured over the same window.
+//! threads wait, and memory (RSS by kind) is read every 250 ms. At every
+//! interval (`series`) the counters and memory are read once more for the
+//! time series. What it cost kdiag is measured over the same window.
 
 pub mod competition;
 mod kthread;
 mod sampling;
+pub mod series;
 mod tree;
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
 use crate::model::diagnosis::{Cost, Ended, Observation, Scope, Zombie};
+use crate::model::trend::Reading;
 use crate::sys::process::rusage::own_usage;
 use crate::sys::procfs::task::TaskReader;
 
@@ -29,6 +33,10 @@ const BUCKET: Duration = Duration::from_millis(100);
 pub struct Options {
     pub window: Duration,
     pub scope: Scope,
+    /// One point of the time series every interval.
+    pub interval: Duration,
+    /// Where each point goes as it is taken (a live view).
+    pub live: Option<Sender<Reading>>,
 }
 
 /// Watch `pid` (and with a tree or command scope, its descendants) for
@@ -65,21 +73,35 @@ pub fn observe(pid: i32, opts: &Options, stop: &AtomicBool) -> anyhow::Result<Ob
     }
     let drivers = tree.kernel_thread.then(|| kthread::Drivers::start(&mut r));
     let mut sampler = sampling::Sampler::new(THREADS_PER_TICK);
+    let mut series = series::Recorder::start(
+        opts.interval.as_secs_f64(),
+        opts.live.clone(),
+        delayacct,
+        &mut tree,
+        &mut r,
+    );
     let t0 = Instant::now();
     let (mut next_scan, mut next_memory) = (t0 + SCAN, t0);
+    let mut next_point = t0 + opts.interval;
     let mut threads = tree.threads();
     let mut live = tree.live_threads();
     while t0.elapsed() < opts.window && !stop.load(Ordering::Relaxed) {
         let now = Instant::now();
         let t = now - t0;
-        if now >= next_memory {
-            let point = tree.memory(&mut r, t.as_secs_f64());
-            o.memory.series.push(point);
-            next_memory += MEMORY;
+        // A point of the series reads everything afresh.
+        let point = now >= next_point;
+        if now >= next_memory || point {
+            let m = tree.memory(&mut r, t.as_secs_f64());
+            o.memory.series.push(m);
+            if now >= next_memory {
+                next_memory += MEMORY;
+            }
         }
-        if now >= next_scan {
+        if now >= next_scan || point {
             tree.scan(&mut r);
-            next_scan += SCAN;
+            if now >= next_scan {
+                next_scan += SCAN;
+            }
             if tree.ended() {
                 break;
             }
@@ -87,11 +109,25 @@ pub fn observe(pid: i32, opts: &Options, stop: &AtomicBool) -> anyhow::Result<Ob
             live = tree.live_threads();
             r.forget_except(&threads.iter().copied().collect());
         }
+        if point {
+            let s = t.as_secs_f64();
+            series.point(s, &mut tree, &mut r, &mut sampler, &o.memory.series);
+            next_point += opts.interval;
+        }
         let bucket = (t.as_nanos() / BUCKET.as_nanos()) as usize;
         sampler.tick(&mut r, &threads, live, bucket);
         std::thread::sleep(TICK.saturating_sub(now.elapsed()));
     }
+    // The rest of the window makes a last point when it is half an
+    // interval or more.
+    let t = t0.elapsed().as_secs_f64();
+    if !tree.ended() && t - series.last_t() >= opts.interval.as_secs_f64() / 2.0 {
+        o.memory.series.push(tree.memory(&mut r, t));
+        tree.scan(&mut r);
+        series.point(t, &mut tree, &mut r, &mut sampler, &o.memory.series);
+    }
     o.window_s = t0.elapsed().as_secs_f64();
+    o.trend = series.finish(pid, &mut r);
     tree.finish(&mut r);
     if tree.ended() {
         o.ended = Some(Ended {

@@ -38,12 +38,17 @@ struct LockAcc {
     ticks_running: u64,
 }
 
+/// (state, wait channel, system call, what it waits on).
+type SampleKey = (char, String, String, &'static str);
+
 pub struct Sampler {
     per_tick: usize,
     cursor: usize,
     /// What each (pid, fd) refers to, looked up once.
     fds: HashMap<(i32, u64), &'static str>,
-    counts: HashMap<(char, String, String, &'static str), u64>,
+    counts: HashMap<SampleKey, u64>,
+    /// The samples since the last `take_interval` (not yet in `counts`).
+    interval: HashMap<SampleKey, u64>,
     locks: HashMap<(i32, u64), LockAcc>,
     /// Per bucket: (sum over ticks of the working threads estimate, ticks).
     buckets: Vec<(f64, u32)>,
@@ -61,6 +66,7 @@ impl Sampler {
             cursor: 0,
             fds: HashMap::new(),
             counts: HashMap::new(),
+            interval: HashMap::new(),
             locks: HashMap::new(),
             buckets: Vec::new(),
             ticks: 0,
@@ -116,7 +122,10 @@ impl Sampler {
             let state = waits::classify(st.state, &wchan, &call, on).state;
             seen += 1;
             working += usize::from(state != ThreadState::Sleeping);
-            *self.counts.entry((st.state, wchan, call, on)).or_default() += 1;
+            *self
+                .interval
+                .entry((st.state, wchan, call, on))
+                .or_default() += 1;
         }
         self.cursor = (self.cursor + n) % threads.len();
         self.samples += seen as u64;
@@ -180,8 +189,18 @@ impl Sampler {
         (name.into(), on, None)
     }
 
+    /// The samples since the last call, added to `o` (an interval's own
+    /// observation, for the series); they count for the window too.
+    pub fn take_interval(&mut self, o: &mut Observation) {
+        for (key, n) in self.interval.drain() {
+            o.sample(key.0, &key.1, &key.2, key.3, n);
+            *self.counts.entry(key).or_default() += n;
+        }
+    }
+
     /// Put what was sampled into the observation.
-    pub fn into_observation(self, o: &mut Observation, bucket_s: f64) {
+    pub fn into_observation(mut self, o: &mut Observation, bucket_s: f64) {
+        self.take_interval(&mut Observation::default());
         for ((state, wchan, call, on), n) in self.counts {
             o.sample(state, &wchan, &call, on, n);
         }

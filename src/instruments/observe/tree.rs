@@ -18,7 +18,7 @@ use crate::sys::procfs::task::TaskReader;
 
 /// Threads' schedstat is read at every scan while the tree has at most
 /// this many threads (cheap), else only at both ends.
-const SCAN_THREADS_MAX: usize = 64;
+pub const SCAN_THREADS_MAX: usize = 64;
 /// A member's thread list is read again when its thread count changes, and
 /// at least this often.
 const RELIST_EVERY: Duration = Duration::from_secs(1);
@@ -49,13 +49,16 @@ impl Counters {
     }
 }
 
-/// One thread's counters: schedstat's run-queue delay, and the block-I/O
-/// delay (read only while delay accounting is on).
+/// One thread's counters: schedstat's run-queue delay, the block-I/O
+/// delay (read only while delay accounting is on), and its context
+/// switches (read only while the tree has few threads, for the series).
 #[derive(Debug, Clone, Copy, Default)]
 struct ThreadCounters {
     run_delay_ns: u64,
     schedstat_zero: bool,
     blkio_ticks: u64,
+    voluntary: u64,
+    involuntary: u64,
 }
 
 #[derive(Debug, Default)]
@@ -174,8 +177,9 @@ impl Tree {
         p.io_base = if started { Some(Io::default()) } else { io };
         p.io_last = io;
         p.smaps_base = r.smaps_rollup(pid);
+        let switches = self.live_threads() + st.num_threads as usize <= SCAN_THREADS_MAX;
         for tid in r.tids(pid) {
-            let now = thread_counters(r, pid, tid, self.delayacct);
+            let now = thread_counters(r, pid, tid, self.delayacct, switches);
             let base = if started {
                 ThreadCounters::default()
             } else {
@@ -318,8 +322,13 @@ impl Tree {
         self.scan(r);
         for (&pid, p) in self.members.iter_mut().filter(|(_, p)| !p.ended) {
             for tid in r.tids(pid) {
-                if let Some(c) = thread_counters(r, pid, tid, self.delayacct) {
-                    p.threads.entry(tid).or_default().last = c;
+                if let Some(c) = thread_counters(r, pid, tid, self.delayacct, false) {
+                    let t = p.threads.entry(tid).or_default();
+                    t.last = ThreadCounters {
+                        voluntary: t.last.voluntary,
+                        involuntary: t.last.involuntary,
+                        ..c
+                    };
                 }
             }
             if let Some(io) = r.io(pid) {
@@ -327,6 +336,42 @@ impl Tree {
             }
             p.smaps_last = r.smaps_rollup(pid);
         }
+    }
+
+    /// At a point of the series: every live thread's counters (context
+    /// switches included) while the tree has few threads, and the members'
+    /// storage counters. False when it had too many threads to read.
+    pub fn refresh(&mut self, r: &mut TaskReader) -> bool {
+        let few = self.live_threads() <= SCAN_THREADS_MAX;
+        for (&pid, p) in self.members.iter_mut().filter(|(_, p)| !p.ended) {
+            if let Some(io) = r.io(pid) {
+                p.io_last = Some(io);
+            }
+            if !few {
+                continue;
+            }
+            for (&tid, t) in p.threads.iter_mut().filter(|(_, t)| !t.gone) {
+                if let Some(c) = thread_counters(r, pid, tid, self.delayacct, true) {
+                    t.last = c;
+                }
+            }
+        }
+        few
+    }
+
+    /// Voluntary and involuntary context switches in the window, summed
+    /// over the threads (as last read by `refresh`).
+    pub fn context_switches(&self) -> (u64, u64) {
+        let d = |a: u64, b: u64| a.saturating_sub(b);
+        self.members
+            .values()
+            .flat_map(|p| p.threads.values())
+            .fold((0, 0), |(v, i), t| {
+                (
+                    v + d(t.last.voluntary, t.base.voluntary),
+                    i + d(t.last.involuntary, t.base.involuntary),
+                )
+            })
     }
 
     /// (pid, tid) of every thread of the live members, for sampling.
@@ -450,12 +495,14 @@ fn lifetime(st: &Stat) -> u64 {
 }
 
 /// A thread's counters; its stat (for the block-I/O delay) only when
-/// delay accounting is on, since it is zero otherwise.
+/// delay accounting is on, since it is zero otherwise, and its status (for
+/// context switches) only when asked.
 fn thread_counters(
     r: &mut TaskReader,
     pid: i32,
     tid: i32,
     delayacct: bool,
+    switches: bool,
 ) -> Option<ThreadCounters> {
     let sched = r.schedstat(pid, tid)?;
     let blkio = if delayacct {
@@ -463,10 +510,13 @@ fn thread_counters(
     } else {
         None
     };
+    let status = switches.then(|| r.status(pid, Some(tid))).flatten();
     Some(ThreadCounters {
         run_delay_ns: sched.1,
         schedstat_zero: sched == (0, 0, 0),
         blkio_ticks: blkio.unwrap_or(0),
+        voluntary: status.map_or(0, |s| s.voluntary_ctxt),
+        involuntary: status.map_or(0, |s| s.nonvoluntary_ctxt),
     })
 }
 

@@ -36,6 +36,13 @@ impl Interrupt {
         Arc::clone(&self.stop)
     }
 
+    /// Act as if `sig` had arrived: Ctrl-C read as a key by a terminal in
+    /// raw mode, where it raises no SIGINT.
+    pub fn set(&self, sig: i32) {
+        self.signal.store(sig as usize, Ordering::Relaxed);
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
     /// Whether a signal has arrived.
     pub fn is_set(&self) -> bool {
         self.stop.load(Ordering::Relaxed)

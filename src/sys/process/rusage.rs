@@ -146,6 +146,18 @@ pub fn own_usage() -> (f64, u64) {
     )
 }
 
+/// A process's address-space limit (RLIMIT_AS, soft) in bytes; None when
+/// unlimited or not readable (another user's process, without root).
+pub fn address_space_limit(pid: libc::pid_t) -> Option<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: reads only (new limit null); `lim` is a valid rlimit.
+    let rc = unsafe { libc::prlimit(pid, libc::RLIMIT_AS, std::ptr::null(), &mut lim) };
+    (rc == 0 && lim.rlim_cur != libc::RLIM_INFINITY).then_some(lim.rlim_cur)
+}
+
 /// Parse /proc/PID/io.
 pub fn read_proc_io(pid: libc::pid_t) -> io::Result<IoBytes> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/io"))?;
