@@ -232,6 +232,7 @@ mod tests {
                 busiest: vec![],
                 evidence: vec!["CPU: 1 CPU".into()],
                 next: vec![],
+                trend: Default::default(),
             },
             why: Some(Why {
                 window_s: 2.0,
