@@ -383,11 +383,11 @@ fn watch_and_drill(args: &Args, interrupt: &Interrupt) -> anyhow::Result<Diagnos
     let opts = Options {
         window,
         scope,
-        interval: Duration::from_secs_f64(interval(&args)),
+        interval: Duration::from_secs_f64(interval(args)),
         live: None,
     };
     let observed = if args.live {
-        observe_live(pid, opts, &interrupt, format!("PID {pid}{what}"))?
+        observe_live(pid, opts, interrupt, format!("PID {pid}{what}"))?
     } else {
         if !args.json {
             eprintln!("Watching PID {pid}{what} for {:.1} s ...", args.duration);
