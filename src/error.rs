@@ -157,6 +157,7 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
     if kind::<UsageError>(err).is_some()
         || kind::<UserFileError>(err).is_some()
         || kind::<NoSuchProcess>(err).is_some()
+        || kind::<crate::model::diagnose_run::RecordError>(err).is_some()
     {
         return USAGE;
     }

@@ -74,6 +74,18 @@ fn cases() -> BTreeMap<&'static str, Case> {
         ),
         ("course init --out", Writer("course init --out {P}")),
         (
+            "diagnose --record",
+            Writer("diagnose -d 0.3 --why none --record {P} -- sleep 2"),
+        ),
+        (
+            "diagnose --report",
+            Writer("diagnose -d 0.3 --why none --report html {P} -- sleep 2"),
+        ),
+        (
+            "diagnose --replay",
+            Reader("diagnose --replay {P}", Some(256 * MIB)),
+        ),
+        (
             "lab submit --out",
             Writer("lab submit 0-demo --dir {STATE} --out {P}"),
         ),

@@ -9,12 +9,12 @@
 
 use std::collections::HashMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::model::profile::{Frame, Profile, Stack, WeightUnit};
 
 /// A function's share of the profile.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FunctionShare {
     pub name: String,
     pub kernel: bool,
@@ -24,7 +24,7 @@ pub struct FunctionShare {
 }
 
 /// A stack's share of the profile.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HotStack {
     pub comm: String,
     /// Outermost first.
@@ -34,7 +34,7 @@ pub struct HotStack {
 }
 
 /// A command whose user stacks stop after one or two frames.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TruncatedStacks {
     pub comm: String,
     /// Share of its samples with user frames whose user stack is 1–2 deep.
@@ -42,7 +42,7 @@ pub struct TruncatedStacks {
 }
 
 /// Everything the report shows about where the time went.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub samples: u64,
     pub kernel_percent: f64,
@@ -115,6 +115,23 @@ pub fn fold(profile: &Profile) -> Vec<String> {
         .collect();
     lines.sort();
     lines
+}
+
+/// The `n` heaviest of folded `lines` (by their count), sorted again, and
+/// how many were left out: a bounded flame graph keeps its widest frames.
+pub fn heaviest(mut lines: Vec<String>, n: usize) -> (Vec<String>, usize) {
+    let count = |l: &String| -> u64 {
+        l.rsplit_once(' ')
+            .and_then(|(_, c)| c.parse().ok())
+            .unwrap_or(0)
+    };
+    let left_out = lines.len().saturating_sub(n);
+    if left_out > 0 {
+        lines.sort_by(|a, b| count(b).cmp(&count(a)).then_with(|| a.cmp(b)));
+        lines.truncate(n);
+        lines.sort();
+    }
+    (lines, left_out)
 }
 
 fn percent(part: u64, whole: u64) -> f64 {
@@ -242,6 +259,17 @@ mod tests {
             stacks,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn heaviest_keeps_the_widest_stacks_sorted() {
+        let lines = ["a;x 5", "a;y 50", "b;z 7", "c 1"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(heaviest(lines.clone(), 9), (lines.clone(), 0));
+        let (kept, left_out) = heaviest(lines, 2);
+        assert_eq!(kept, ["a;y 50", "b;z 7"]);
+        assert_eq!(left_out, 2);
     }
 
     #[test]

@@ -5,14 +5,14 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::analysis::fold::folded_frame;
 use crate::model::offcpu::{WaitRow, WaitSamples};
 use crate::model::profile::{Frame, OffState, Profile};
 
 /// Blocked time in one state.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StateShare {
     pub state: OffState,
     pub ns: u64,
@@ -21,7 +21,7 @@ pub struct StateShare {
 }
 
 /// Blocked time under one kernel function.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WaitPoint {
     pub function: String,
     pub state: OffState,
@@ -32,7 +32,7 @@ pub struct WaitPoint {
 
 /// One distinct stack in one state, summed over the threads that blocked
 /// in it: the code path is what matters, whichever worker took it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BlockingPath {
     /// The threads' names, most blocked first.
     pub comms: Vec<String>,
@@ -45,7 +45,7 @@ pub struct BlockingPath {
 }
 
 /// The summary the report prints.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub total_ns: u64,
     pub blocks: u64,

@@ -4,15 +4,19 @@
 //! one that waits for a CPU; exec tracing all along), and what each found,
 //! summarised for diagnose's report.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{fold, offcpu};
 use crate::model::diagnosis::{Class, StateShare, ThreadState};
 use crate::model::drill::{Competition, ExecDrill, StorageDrill};
+use crate::model::flame::Flame;
 use crate::model::profile::Profile;
 
 /// Top functions, stacks and paths kept.
 const TOP: usize = 5;
+/// Folded stacks kept for each flame graph: the record stays small, and the
+/// stacks left out are the narrowest.
+const FLAME_STACKS: usize = 300;
 
 /// Storage waits of this share of the working time call for the storage
 /// drill-down whatever the verdict: on a fast disk an O_SYNC writer's
@@ -21,7 +25,7 @@ const TOP: usize = 5;
 pub const STRONG_STORAGE: f64 = 0.25;
 
 /// One drill-down.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Drill {
     /// Where the CPU time goes: a CPU profile.
@@ -96,7 +100,8 @@ pub fn plan(verdict: Class, states: &[StateShare], all: bool) -> Vec<Drill> {
 }
 
 /// What the drill-downs found.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Why {
     /// Seconds each drill-down ran.
     pub window_s: f64,
@@ -113,15 +118,21 @@ pub struct Why {
     pub exec: Option<ExecDrill>,
     /// Drill-downs that could not run: why, and the command that would.
     pub skipped: Vec<String>,
+    /// The CPU profile's folded stacks, for its flame graph.
+    pub cpu_flame: Option<Flame>,
+    /// The off-CPU profile's folded stacks, for its flame graph.
+    pub offcpu_flame: Option<Flame>,
 }
 
 impl Why {
     pub fn add_cpu(&mut self, p: &Profile) {
         self.cpu = Some(fold::summarize(p, TOP));
+        self.cpu_flame = Some(flame(p));
     }
 
     pub fn add_offcpu(&mut self, p: &Profile) {
         self.offcpu = Some(offcpu::summarize(p, TOP));
+        self.offcpu_flame = Some(flame(p));
     }
 
     /// Whether any drill-down found something (else the report's "next"
@@ -144,6 +155,12 @@ impl Why {
             .or(cpu.top_self.first())
             .map(|f| f.name.as_str())
     }
+}
+
+/// A profile's heaviest folded stacks, to draw its flame graph later.
+fn flame(p: &Profile) -> Flame {
+    let (lines, left_out) = fold::heaviest(fold::fold(p), FLAME_STACKS);
+    Flame::of(p, lines, left_out)
 }
 
 #[cfg(test)]

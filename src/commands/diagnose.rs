@@ -6,9 +6,11 @@
 //! it comes with --live), and what watching cost.
 
 use std::ffi::OsString;
+use std::fs::File;
 use std::io::IsTerminal;
 use std::io::Write;
 use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -24,6 +26,7 @@ use crate::instruments::exec::watch::{Watch, watch};
 use crate::instruments::exec::{Filter, Spawned};
 use crate::instruments::observe::{Options, competition, observe};
 use crate::instruments::{block, offcpu, profile};
+use crate::model::diagnose_run::{DiagnoseRun, RunMeta};
 use crate::model::diagnosis::{Diagnosis, Observation, Scope};
 use crate::model::drill::{Competition, ExecDrill};
 use crate::model::exec::Exit;
@@ -31,6 +34,7 @@ use crate::model::profile::Profile;
 use crate::render;
 use crate::sys::process::interrupt::Interrupt;
 use crate::sys::process::spawn::{self, HeldChild};
+use crate::sys::process::user_files::{self, Limits};
 
 /// Observed for less than this, a target that ended gives no verdict.
 const TOO_SHORT_S: f64 = 0.2;
@@ -70,10 +74,30 @@ pub struct Args {
     /// needs root (else it prints the command to run)
     #[arg(long, value_enum, default_value = "auto")]
     pub why: WhyMode,
+    /// Save everything this run found (observation, diagnosis,
+    /// drill-downs) to FILE, for --replay (docs/diagnose.md, "Record format")
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// Show the report of a run saved with --record again (no process is
+    /// watched; any machine, no root)
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["pid", "tree", "command", "record", "live", "interval"])]
+    pub replay: Option<PathBuf>,
+    /// Also write the report to FILE as text, json or html (one
+    /// self-contained page with charts and flame graphs); repeatable
+    #[arg(long, num_args = 2, value_names = ["FORMAT", "FILE"], value_hint = clap::ValueHint::FilePath)]
+    pub report: Vec<OsString>,
     /// A command to start and diagnose with everything it starts (all
     /// stopped at the end)
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<OsString>,
+}
+
+/// A report's format (`--report FORMAT FILE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+    Html,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -93,8 +117,21 @@ const MAX_POINTS: f64 = 20_000.0;
 
 /// The checks on the arguments as a whole (values are checked when parsed).
 pub fn validate(args: &Args) -> anyhow::Result<()> {
-    if args.pid.is_some() != args.command.is_empty() {
-        return Err(usage("say what to diagnose: -p PID, or -- CMD ARGS"));
+    if args.replay.is_none() && args.pid.is_some() != args.command.is_empty() {
+        return Err(usage(
+            "say what to diagnose: -p PID, or -- CMD ARGS (or --replay FILE)",
+        ));
+    }
+    let mut files: Vec<&Path> = args.record.iter().map(PathBuf::as_path).collect();
+    files.extend(reports(args)?.into_iter().map(|(_, p)| p));
+    files.extend(args.replay.as_deref());
+    for (i, f) in files.iter().enumerate() {
+        if files[..i].contains(f) {
+            return Err(usage(format!(
+                "{} is named twice: give each record and report a file of its own",
+                f.display()
+            )));
+        }
     }
     if let Some(i) = args.interval {
         let points = args.duration / i;
@@ -127,6 +164,30 @@ fn interval(args: &Args) -> f64 {
     })
 }
 
+/// The `--report FORMAT FILE` pairs.
+fn reports(args: &Args) -> anyhow::Result<Vec<(Format, &Path)>> {
+    args.report
+        .chunks(2)
+        .map(|pair| {
+            let format = match pair[0].to_str() {
+                Some("text") => Format::Text,
+                Some("json") => Format::Json,
+                Some("html") => Format::Html,
+                _ => {
+                    return Err(usage(format!(
+                        "--report FORMAT FILE: FORMAT is text, json or html, not `{}`",
+                        pair[0].to_string_lossy()
+                    )));
+                }
+            };
+            let file = pair
+                .get(1)
+                .ok_or_else(|| usage("--report FORMAT FILE: name the file"))?;
+            Ok((format, Path::new(file)))
+        })
+        .collect()
+}
+
 pub fn run(args: Args) -> anyhow::Result<u8> {
     validate(&args)?;
     if args.live && !(std::io::stdout().is_terminal() && std::io::stdin().is_terminal()) {
@@ -135,7 +196,132 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
              drop --live (the report is the same without it)",
         ));
     }
+    if let Some(path) = &args.replay {
+        let run = replay(path)?;
+        let (_, files) = open_outputs(&args)?;
+        show(&args, &run, files)?;
+        return Ok(error::OK);
+    }
+    // Every file is opened (as the user) before watching: a wrong path
+    // fails now, not after the window.
+    let (record, files) = open_outputs(&args)?;
     let interrupt = Interrupt::catch()?;
+    let run = match watch_and_drill(&args, &interrupt) {
+        Ok(run) => run,
+        Err(e) => {
+            // Nothing to record or report: leave no empty file behind.
+            let named: Vec<&Path> = files.iter().map(|f| f.1).collect();
+            drop((record, files));
+            remove(&named);
+            remove(&args.record.iter().map(PathBuf::as_path).collect::<Vec<_>>());
+            return Err(e);
+        }
+    };
+    if let (Some(mut file), Some(path)) = (record, &args.record) {
+        file.write_all(run.to_record().as_bytes())
+            .and_then(|()| file.flush())
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    show(&args, &run, files)?;
+    Ok(interrupt.exit_code(error::OK, false))
+}
+
+type Outputs<'a> = (Option<File>, Vec<(Format, &'a Path, File)>);
+
+/// The record and report files, opened for writing as the user (never
+/// following a symbolic link, never created as root); when one cannot be,
+/// those already opened (empty, the user's own) are removed again.
+fn open_outputs(args: &Args) -> anyhow::Result<Outputs<'_>> {
+    // The record first (no format), then the reports.
+    let mut wanted: Vec<(Option<Format>, &Path)> =
+        args.record.iter().map(|p| (None, p.as_path())).collect();
+    wanted.extend(reports(args)?.into_iter().map(|(f, p)| (Some(f), p)));
+    let (mut record, mut files, mut opened) = (None, Vec::new(), Vec::new());
+    for (format, path) in wanted {
+        let file = match user_files::create(path) {
+            Ok(file) => file,
+            Err(e) => {
+                remove(&opened);
+                return Err(e.into());
+            }
+        };
+        opened.push(path);
+        match format {
+            None => record = Some(file),
+            Some(f) => files.push((f, path, file)),
+        }
+    }
+    Ok((record, files))
+}
+
+/// Remove files kdiag opened for the user, as the user: after a failure.
+fn remove(paths: &[&Path]) {
+    for path in paths {
+        let _ = user_files::remove_file(path);
+    }
+}
+
+/// A recorded run, read as the user.
+fn replay(path: &Path) -> anyhow::Result<DiagnoseRun> {
+    // A record with its flame graphs' stacks is far over the default input
+    // limit; still bounded.
+    let text = user_files::read_to_string(path, &Limits::input().max(MAX_RECORD_BYTES))?;
+    Ok(DiagnoseRun::from_record(&text).map_err(|e| e.in_file(path))?)
+}
+
+/// The largest record `--replay` reads.
+const MAX_RECORD_BYTES: u64 = 256 << 20;
+
+/// The report on stdout (text, or the JSON document), and each `--report`.
+fn show(args: &Args, run: &DiagnoseRun, files: Vec<(Format, &Path, File)>) -> anyhow::Result<()> {
+    for (format, path, mut file) in files {
+        let mut buf = Vec::new();
+        write_report(&mut buf, format, run)?;
+        file.write_all(&buf)
+            .and_then(|()| file.flush())
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    let stdout = std::io::stdout();
+    let format = if args.json {
+        Format::Json
+    } else {
+        Format::Text
+    };
+    write_report(&mut stdout.lock(), format, run)
+}
+
+/// One run in one format.
+pub fn write_report(out: &mut impl Write, format: Format, run: &DiagnoseRun) -> anyhow::Result<()> {
+    let (o, d, why) = (&run.observation, &run.diagnosis, run.why.as_ref());
+    match format {
+        Format::Text => render::diagnose::report(out, o, d, why)?,
+        Format::Json => render::diagnose::json(out, o, d, why)?,
+        Format::Html => render::html::diagnose(out, run)?,
+    }
+    Ok(())
+}
+
+/// Where and when this run happens.
+fn meta() -> RunMeta {
+    let read = |f: &str| {
+        std::fs::read_to_string(f)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    RunMeta {
+        kdiag: env!("CARGO_PKG_VERSION").into(),
+        host: read("/proc/sys/kernel/hostname"),
+        kernel: read("/proc/sys/kernel/osrelease"),
+        started: crate::analysis::calendar::utc_iso8601(now.as_secs() as i64),
+    }
+}
+
+/// Watch, classify and drill down: the whole run as one value.
+fn watch_and_drill(args: &Args, interrupt: &Interrupt) -> anyhow::Result<DiagnoseRun> {
+    let meta = meta();
     let window = Duration::from_secs_f64(args.duration);
     let mut child = None;
     let (pid, scope, execs) = match args.pid {
@@ -180,8 +366,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             drop(null);
             c.release().context("releasing the command")?;
             if let Some(source) = c.exec_error().context("starting the command")? {
-                let exec = exec_drill(&args, c.pid as i32, execs);
-                could_not_run(&args, exec.and_then(Result::ok).as_ref());
+                let exec = exec_drill(args, c.pid as i32, execs);
+                could_not_run(args, exec.and_then(Result::ok).as_ref());
                 return Err(error::CannotRun { program, source }.into());
             }
             let pid = c.pid as i32;
@@ -197,11 +383,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let opts = Options {
         window,
         scope,
-        interval: Duration::from_secs_f64(interval(&args)),
+        interval: Duration::from_secs_f64(interval(args)),
         live: None,
     };
     let observed = if args.live {
-        observe_live(pid, opts, &interrupt, format!("PID {pid}{what}"))?
+        observe_live(pid, opts, interrupt, format!("PID {pid}{what}"))?
     } else {
         if !args.json {
             eprintln!("Watching PID {pid}{what} for {:.1} s ...", args.duration);
@@ -220,12 +406,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             .as_ref()
             .map(|o| o.members.iter().map(|m| m.pid).collect())
             .unwrap_or_default();
-        drill(&args, pid, d, &target, window, &interrupt.stop_flag())
+        drill(args, pid, d, &target, window, &interrupt.stop_flag())
     });
     if let Some(c) = child.as_mut() {
         c.stop(Duration::from_secs(2));
     }
-    match exec_drill(&args, pid, execs) {
+    match exec_drill(args, pid, execs) {
         Some(Ok(e)) => why.get_or_insert_with(Why::default).exec = Some(e),
         Some(Err(skipped)) => why.get_or_insert_with(Why::default).skipped.push(skipped),
         None => {}
@@ -237,7 +423,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         // The command ended (and its supervisor reaped it) before the
         // first look at /proc.
         Err(_) if status.is_some() => {
-            let after = could_not_run(&args, why.as_ref().and_then(|w| w.exec.as_ref()));
+            let after = could_not_run(args, why.as_ref().and_then(|w| w.exec.as_ref()));
             let how = render::exec::exit_text(&Exit::from_status(status.unwrap_or_default()));
             anyhow::bail!("PID {pid} ended after 0.0 s ({how}): {after}");
         }
@@ -246,7 +432,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if let Some(e) = o.ended.as_mut() {
         e.how = status.map(|s| render::exec::exit_text(&Exit::from_status(s)));
         if e.after_s < TOO_SHORT_S && !interrupt.is_set() {
-            let after = could_not_run(&args, why.as_ref().and_then(|w| w.exec.as_ref()));
+            let after = could_not_run(args, why.as_ref().and_then(|w| w.exec.as_ref()));
             anyhow::bail!(
                 "PID {pid} ended after {:.1} s{}: {after}",
                 e.after_s,
@@ -255,15 +441,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
     }
     // Classified before the drill-down when it was still running.
-    let d = verdict.unwrap_or_else(|| classify(&o));
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    if args.json {
-        render::diagnose::json(&mut out, &o, &d, why.as_ref())?;
-    } else {
-        render::diagnose::report(&mut out, &o, &d, why.as_ref())?;
-    }
-    Ok(interrupt.exit_code(error::OK, false))
+    let diagnosis = verdict.unwrap_or_else(|| classify(&o));
+    Ok(DiagnoseRun {
+        meta,
+        observation: o,
+        diagnosis,
+        why,
+    })
 }
 
 /// Observe on a thread of its own while the live view draws each point it

@@ -2,7 +2,7 @@
 //! process tree, over a window) and what it concluded (a `Diagnosis`).
 //! Serialised as JSON version `SCHEMA_VERSION` (docs/diagnose.md).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::model::process::SmapsRollup;
 
@@ -12,7 +12,7 @@ pub const SCHEMA_VERSION: u32 = 2;
 
 /// The verdict. `cpu`, `io`, `lock` and `memory-trend` match the
 /// `expect.class` the bundled workloads print with `--describe`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Class {
     /// On a CPU most of its working time.
@@ -55,7 +55,7 @@ impl Class {
 }
 
 /// Where a thread's time goes (Brendan Gregg's thread-state analysis).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ThreadState {
     /// Running on a CPU (user or kernel).
@@ -93,7 +93,7 @@ impl ThreadState {
 }
 
 /// How the target was chosen, and so what the observation covers.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Scope {
     /// One process (`-p PID`).
@@ -106,7 +106,8 @@ pub enum Scope {
 }
 
 /// One process (or a process tree) over a window.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Observation {
     pub pid: i32,
     pub comm: String,
@@ -145,7 +146,8 @@ pub struct Observation {
 }
 
 /// One process of the tree.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Member {
     pub pid: i32,
     pub ppid: i32,
@@ -167,7 +169,8 @@ pub struct Member {
 }
 
 /// Counter deltas summed over the tree.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Totals {
     pub user_s: f64,
     pub system_s: f64,
@@ -193,7 +196,7 @@ pub struct Totals {
 }
 
 /// How often threads were seen in one state, waiting in one place.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ThreadSamples {
     /// R, S, D, T, t, ...
     pub state: char,
@@ -212,7 +215,8 @@ pub struct ThreadSamples {
 }
 
 /// How the sampling went.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Sampling {
     pub interval_ms: u64,
     /// At most this many threads are sampled per tick, in rotation.
@@ -222,7 +226,8 @@ pub struct Sampling {
 }
 
 /// Threads waiting on one futex address in the contended-mutex convention.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct LockWaits {
     pub pid: i32,
     pub address: String,
@@ -238,7 +243,8 @@ pub struct LockWaits {
 
 /// Memory of the tree: a series of its RSS by kind, and the mappings'
 /// summary at both ends.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Memory {
     pub series: Vec<MemoryPoint>,
     pub start: Option<SmapsRollup>,
@@ -246,7 +252,8 @@ pub struct Memory {
 }
 
 /// RSS by kind at one moment (KiB, summed over the tree).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct MemoryPoint {
     /// Seconds since the start of the window.
     pub t: f64,
@@ -256,14 +263,16 @@ pub struct MemoryPoint {
     pub swap_kib: u64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Zombie {
     pub parent_pid: i32,
     pub parent_comm: String,
 }
 
 /// Stopped members: by a tracer (ptrace) or by a signal.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Stopped {
     pub pid: i32,
     /// The tracer, when one is attached (TracerPid).
@@ -272,7 +281,8 @@ pub struct Stopped {
 }
 
 /// What a kernel thread is, and who drives it when that can be known.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct KernelThread {
     /// "writeback", "journal", "reclaim", "softirq", "workqueue", ...
     pub kind: String,
@@ -281,7 +291,8 @@ pub struct KernelThread {
     pub drivers: Vec<Driver>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Driver {
     pub pid: i32,
     pub comm: String,
@@ -291,7 +302,8 @@ pub struct Driver {
 }
 
 /// The target ended during the window.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Ended {
     pub after_s: f64,
     /// How, when known ("exited with code 3").
@@ -299,7 +311,8 @@ pub struct Ended {
 }
 
 /// diagnose's own cost over the window.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Cost {
     pub cpu_s: f64,
     /// Peak resident memory of kdiag.
@@ -332,7 +345,7 @@ impl Observation {
 
 /// A confidence in the verdict: how clearly one state dominates, and how
 /// much was seen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Confidence {
     High,
@@ -341,7 +354,7 @@ pub enum Confidence {
 }
 
 /// Seconds and share of the thread time in one state.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StateShare {
     pub state: ThreadState,
     pub seconds: f64,
@@ -352,7 +365,7 @@ pub struct StateShare {
 }
 
 /// Bursts of work separated by pauses.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Periodic {
     /// Share of the window spent in bursts.
     pub busy_share: f64,
@@ -362,7 +375,7 @@ pub struct Periodic {
 }
 
 /// A member's share of the tree's CPU.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MemberShare {
     pub pid: i32,
     pub comm: String,
@@ -370,7 +383,7 @@ pub struct MemberShare {
 }
 
 /// A verdict with the numbers behind it and what to run next.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Diagnosis {
     pub verdict: Class,
     pub confidence: Confidence,

@@ -2,11 +2,13 @@
 
 pub mod block;
 pub mod capability;
+pub mod diagnose_run;
 pub mod diagnosis;
 pub mod drill;
 pub mod elf;
 pub mod errno;
 pub mod exec;
+pub mod flame;
 pub mod lab;
 pub mod offcpu;
 pub mod process;

@@ -1,10 +1,10 @@
 //! One process (or thread) as read from /proc, with the raw kernel values:
 //! conversions to percentages and rates live in `analysis`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A process (or, with threads, one task of it) at one moment.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Process {
     /// Thread-group id (the PID users know).
     pub pid: i32,
@@ -49,7 +49,7 @@ pub struct Process {
 }
 
 /// Bytes a process really caused to be read from or written to storage.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Io {
     pub read_bytes: u64,
     pub write_bytes: u64,
@@ -57,7 +57,7 @@ pub struct Io {
 
 /// /proc/PID/smaps_rollup: the process's memory summed over its mappings,
 /// in KiB. PSS divides each shared page among the processes mapping it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SmapsRollup {
     pub rss_kib: u64,
     pub pss_kib: u64,
@@ -89,7 +89,7 @@ impl SmapsRollup {
 }
 
 /// What top's detail panel shows for the selected process, read on demand.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Details {
     pub pid: i32,
     /// (tid, name, state) of every thread.

@@ -3,10 +3,10 @@
 //! samples; an off-CPU profile (`kdiag offcpu`) by the time threads spent
 //! blocked in them.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One frame of a symbolized stack.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Frame {
     /// The function (demangled), or `module+0xOFFSET`, or `[unknown]`.
     pub name: String,
@@ -36,7 +36,7 @@ impl Frame {
 }
 
 /// What a stack's weight counts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum WeightUnit {
     /// CPU samples: weights are sample periods, shown as samples.
@@ -48,7 +48,7 @@ pub enum WeightUnit {
 
 /// The state a thread left the CPU in (off-CPU profiles), from the
 /// scheduler's own `prev_state`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum OffState {
     /// Preempted (or yielded): runnable, waiting for a CPU.
     R,
@@ -91,7 +91,7 @@ impl OffState {
 }
 
 /// A distinct call stack of one command, and its samples.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stack {
     /// The thread's command name (the flame graph's root).
     pub comm: String,
@@ -112,7 +112,7 @@ pub struct Stack {
 }
 
 /// What the DWARF unwind stage did (`--call-graph dwarf|auto`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct UnwindStats {
     /// Samples whose user stack came from DWARF unwinding.
     pub dwarf_samples: u64,
@@ -131,7 +131,7 @@ pub struct UnwindStats {
 }
 
 /// A binary that frames came from (for pprof mappings).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Module {
     pub path: String,
     /// The GNU build id, lowercase hex, when the file has one.
@@ -139,7 +139,7 @@ pub struct Module {
 }
 
 /// kdiag's own cost while it recorded: the probe effect.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProbeCost {
     /// kdiag's CPU time (user + system) during recording, seconds.
     pub kdiag_cpu_secs: f64,
@@ -152,7 +152,7 @@ pub struct ProbeCost {
 }
 
 /// A finished profile.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Profile {
     /// What was profiled: `PID 42 (sh)`, `all CPUs`, `cpu-burn --mode kernel`.
     pub target: String,

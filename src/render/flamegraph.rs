@@ -5,6 +5,7 @@
 use inferno::flamegraph::color::{BasicPalette, Palette};
 use inferno::flamegraph::{self, Options};
 
+use crate::model::flame::Flame;
 use crate::model::profile::{Profile, WeightUnit};
 
 /// Render `folded` (from `analysis::fold::fold(profile)`) as an SVG. Fails,
@@ -14,36 +15,62 @@ pub fn svg(profile: &Profile, folded: &[String]) -> anyhow::Result<Vec<u8>> {
     if folded.is_empty() {
         anyhow::bail!("{}", no_samples_reason(profile));
     }
+    draw(&Flame::of(profile, Vec::new(), 0), folded)
+}
+
+/// The flame graph of a kept `Flame` (diagnose's drill-downs).
+pub fn svg_of(flame: &Flame) -> anyhow::Result<Vec<u8>> {
+    if flame.lines.is_empty() {
+        anyhow::bail!("no stacks of {} to draw", flame.target);
+    }
+    draw(flame, &flame.lines)
+}
+
+/// Draw `lines` with the titles `flame`'s facts give.
+fn draw(flame: &Flame, lines: &[String]) -> anyhow::Result<Vec<u8>> {
     let lost = |what: &str| {
-        if profile.lost > 0 {
-            format!(", {} {what} lost", profile.lost)
+        if flame.lost > 0 {
+            format!(", {} {what} lost", flame.lost)
         } else {
             String::new()
         }
     };
+    let kept = if flame.left_out > 0 {
+        format!(
+            " · the {} heaviest of {} stacks",
+            lines.len(),
+            lines.len() + flame.left_out
+        )
+    } else {
+        String::new()
+    };
+    // A drill-down's profile may carry no start time of its own.
+    let started = if flame.started.is_empty() {
+        String::new()
+    } else {
+        format!("{} · ", flame.started)
+    };
     let mut opts = Options::default();
-    match profile.unit {
+    match flame.unit {
         WeightUnit::Samples => {
-            opts.title = format!("CPU profile of {}", profile.target);
+            opts.title = format!("CPU profile of {}", flame.target);
             opts.subtitle = Some(format!(
-                "{} · {:.1} s at {} Hz ({}) · {} samples{}",
-                profile.started,
-                profile.cost.wall_secs,
-                profile.freq_hz,
-                profile.event,
-                profile.samples,
+                "{started}{:.1} s at {} Hz ({}) · {} samples{}{kept}",
+                flame.wall_s,
+                flame.freq_hz,
+                flame.event,
+                flame.samples,
                 lost("records")
             ));
             opts.count_name = "samples".into();
         }
         WeightUnit::Nanoseconds => {
-            opts.title = format!("Off-CPU time of {}", profile.target);
+            opts.title = format!("Off-CPU time of {}", flame.target);
             opts.subtitle = Some(format!(
-                "{} · {:.1} s · {:.3} s blocked in {} blocks{} · width = time off the CPU",
-                profile.started,
-                profile.cost.wall_secs,
-                profile.total_weight() as f64 / 1e9,
-                profile.samples,
+                "{started}{:.1} s · {:.3} s blocked in {} blocks{}{kept} · width = time off the CPU",
+                flame.wall_s,
+                flame.total_weight as f64 / 1e9,
+                flame.samples,
                 lost("stacks")
             ));
             opts.count_name = "us".into();
@@ -53,7 +80,7 @@ pub fn svg(profile: &Profile, folded: &[String]) -> anyhow::Result<Vec<u8>> {
     // Same input, same picture: tests and diffs stay stable.
     opts.deterministic = true;
     let mut out = Vec::new();
-    flamegraph::from_lines(&mut opts, folded.iter().map(String::as_str), &mut out)?;
+    flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), &mut out)?;
     Ok(out)
 }
 

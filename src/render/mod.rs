@@ -7,12 +7,14 @@ pub mod drill;
 pub mod elf;
 pub mod exec;
 pub mod flamegraph;
+pub mod html;
 pub mod iosnoop;
 pub mod offcpu;
 pub mod pprof;
 pub mod profile;
 pub mod ps;
 pub mod speedscope;
+pub mod svg_chart;
 pub mod table;
 pub mod time;
 
