@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use crate::analysis::trend::{about, slope_text, value_text};
 use crate::analysis::why::Why;
 use crate::model::diagnosis::{Diagnosis, Observation, SCHEMA_VERSION, Scope};
-use crate::model::trend::{Shape, Shapes};
+use crate::model::trend::{Limit, SeriesShape, Shape, Shapes};
 use crate::render::offcpu::{duration as offcpu_duration, one_line};
 
 pub fn report(
@@ -189,51 +189,17 @@ fn trend_section(
     writeln!(out, "\nTrend (a point every {interval_s} s):")?;
     let mut steady = Vec::new();
     for s in &t.series {
-        let v = |x: f64| value_text(x, &s.unit);
-        let line = match &s.shape {
+        match &s.shape {
             Shape::Steady { mean } => {
-                steady.push(format!("{} {}", s.name, v(*mean)));
-                continue;
+                steady.push(format!("{} {}", s.name, value_text(*mean, &s.unit)))
             }
-            Shape::Growing {
-                slope,
-                fit,
-                reaches_limit_s,
-            } => {
-                let mut line = format!(
-                    "{} {}",
-                    if *slope < 0.0 { "shrinking" } else { "growing" },
-                    slope_text(*slope, &s.unit)
-                );
-                line.push_str(&format!(" (a line fits: r² {fit:.2})"));
-                if let (Some(secs), Some(l)) = (reaches_limit_s, &t.memory_limit) {
-                    line.push_str(&format!(", reaches {} in {}", l.what, about(*secs)));
-                }
-                line
-            }
-            Shape::Periodic {
-                period_s,
-                duty,
-                low,
-                high,
-                ..
-            } => format!(
-                "periodic, every {period_s:.2} s, high {:.0}% of the time ({} to {})",
-                duty * 100.0,
-                v(*low),
-                v(*high)
-            ),
-            Shape::Change {
-                at_s,
-                before,
-                after,
-            } => format!(
-                "one-off change at {at_s:.1} s: {} -> {}",
-                v(*before),
-                v(*after)
-            ),
-        };
-        writeln!(out, "  {}: {line}", s.name)?;
+            _ => writeln!(
+                out,
+                "  {}: {}",
+                s.name,
+                shape_text(s, t.memory_limit.as_ref())
+            )?,
+        }
     }
     if !steady.is_empty() {
         writeln!(out, "  Steady: {}", steady.join(", "))?;
@@ -242,4 +208,50 @@ fn trend_section(
         writeln!(out, "  Note: {n}")?;
     }
     Ok(())
+}
+
+/// What the trend says of one series, in a line: the report's trend
+/// section and the HTML charts' captions.
+pub fn shape_text(s: &SeriesShape, limit: Option<&Limit>) -> String {
+    let v = |x: f64| value_text(x, &s.unit);
+    match &s.shape {
+        Shape::Steady { mean } => format!("steady, {}", v(*mean)),
+        Shape::Growing {
+            slope,
+            fit,
+            reaches_limit_s,
+        } => {
+            let mut line = format!(
+                "{} {}",
+                if *slope < 0.0 { "shrinking" } else { "growing" },
+                slope_text(*slope, &s.unit)
+            );
+            line.push_str(&format!(" (a line fits: r² {fit:.2})"));
+            if let (Some(secs), Some(l)) = (reaches_limit_s, limit) {
+                line.push_str(&format!(", reaches {} in {}", l.what, about(*secs)));
+            }
+            line
+        }
+        Shape::Periodic {
+            period_s,
+            duty,
+            low,
+            high,
+            ..
+        } => format!(
+            "periodic, every {period_s:.2} s, high {:.0}% of the time ({} to {})",
+            duty * 100.0,
+            v(*low),
+            v(*high)
+        ),
+        Shape::Change {
+            at_s,
+            before,
+            after,
+        } => format!(
+            "one-off change at {at_s:.1} s: {} -> {}",
+            v(*before),
+            v(*after)
+        ),
+    }
 }

@@ -272,31 +272,9 @@ fn charts(page: &mut String, run: &DiagnoseRun, series: &[Series]) {
 
 /// What the trend said of series `name`, for its chart's caption.
 fn shape_of(run: &DiagnoseRun, name: &str) -> Option<String> {
-    use crate::analysis::trend::{slope_text, value_text};
-    use crate::model::trend::Shape;
-    let s = run.diagnosis.trend.series.iter().find(|s| s.name == name)?;
-    let v = |x: f64| value_text(x, &s.unit);
-    Some(match &s.shape {
-        Shape::Steady { mean } => format!("steady, {}", v(*mean)),
-        Shape::Growing { slope, .. } => format!(
-            "{} {}",
-            if *slope < 0.0 { "shrinking" } else { "growing" },
-            slope_text(*slope, &s.unit)
-        ),
-        Shape::Periodic { period_s, duty, .. } => format!(
-            "periodic, every {period_s:.2} s, high {:.0}% of the time",
-            duty * 100.0
-        ),
-        Shape::Change {
-            at_s,
-            before,
-            after,
-        } => format!(
-            "one-off change at {at_s:.1} s: {} -> {}",
-            v(*before),
-            v(*after)
-        ),
-    })
+    let t = &run.diagnosis.trend;
+    let s = t.series.iter().find(|s| s.name == name)?;
+    Some(super::diagnose::shape_text(s, t.memory_limit.as_ref()))
 }
 
 /// The drill-downs' flame graphs: inferno's SVG inline, with its script
