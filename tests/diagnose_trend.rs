@@ -12,6 +12,7 @@ mod common;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
+use common::lab_run::pid_alive;
 use common::{Tmux, kdiag, run_kdiag, stderr, stdout, workload};
 use kdiag::model::trend::{Series, Trend};
 use kdiag::tui::diagnose::{self, State};
@@ -56,7 +57,7 @@ fn bin(name: &str) -> String {
 fn a_leak_grows_at_the_workloads_rate() {
     let _g = one_at_a_time();
     let seed = "7";
-    let t = common::truth("mem-leak", seed);
+    let t = common::workload_truth("mem-leak", seed);
     let rate = t["rate_bytes_per_s"].as_f64().unwrap();
     // Watched well before it reaches its cap.
     let secs = 8.0f64.min(t["cap_after_s"].as_f64().unwrap() - 2.0);
@@ -85,7 +86,7 @@ fn a_leak_grows_at_the_workloads_rate() {
 fn io_stall_is_periodic_at_its_period() {
     let _g = one_at_a_time();
     let seed = "7";
-    let period = common::truth("io-stall", seed)["period_s"]
+    let period = common::workload_truth("io-stall", seed)["period_s"]
         .as_f64()
         .unwrap();
     // Six periods at least, a point every tenth of a period or less.
@@ -270,16 +271,6 @@ fn keys_stop_the_live_view() {
     assert!(s.quit && s.interrupted, "Ctrl-C counts as SIGINT");
 }
 
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        !s.rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z')
-    })
-}
-
 #[test]
 fn live_in_a_terminal_draws_then_q_reports_and_leaves_nothing() {
     let _g = one_at_a_time();
@@ -309,7 +300,7 @@ fn live_in_a_terminal_draws_then_q_reports_and_leaves_nothing() {
         .and_then(|r| r.split_whitespace().next())
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("no PID in:\n{screen}"));
-    assert!(alive(pid), "cpu-burn runs while watched");
+    assert!(pid_alive(pid as u64), "cpu-burn runs while watched");
     t.keys(&["q"]);
     let screen = t.wait_for("the report after q", |s| s.contains("EXITED rc="));
     assert!(screen.contains("EXITED rc=0"), "{screen}");
@@ -319,10 +310,10 @@ fn live_in_a_terminal_draws_then_q_reports_and_leaves_nothing() {
         "the view is gone:\n{screen}"
     );
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while alive(pid) && std::time::Instant::now() < deadline {
+    while pid_alive(pid as u64) && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(!alive(pid), "cpu-burn outlived kdiag");
+    assert!(!pid_alive(pid as u64), "cpu-burn outlived kdiag");
 }
 
 /// kdiag's PID: the pane's shell's child.
@@ -357,9 +348,10 @@ fn closing_the_terminal_ends_the_live_view_and_its_command() {
     t.keys(&["x"]);
     drop(t);
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while (alive(kdiag) || alive(pid)) && std::time::Instant::now() < deadline {
+    while (pid_alive(kdiag as u64) || pid_alive(pid as u64)) && std::time::Instant::now() < deadline
+    {
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(!alive(kdiag), "kdiag outlived its terminal");
-    assert!(!alive(pid), "cpu-burn outlived kdiag");
+    assert!(!pid_alive(kdiag as u64), "kdiag outlived its terminal");
+    assert!(!pid_alive(pid as u64), "cpu-burn outlived kdiag");
 }

@@ -24,7 +24,7 @@ const SEED: &str = "why-7";
 
 /// `kdiag workload describe NAME --seed SEED`'s expectations.
 fn truth(name: &str) -> Value {
-    common::truth(name, SEED)
+    common::workload_truth(name, SEED)
 }
 
 /// `kdiag diagnose --json ARGS`, which must succeed.

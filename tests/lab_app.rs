@@ -6,9 +6,10 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
+use common::lab_run::pid_alive;
 use common::{Tmux, kdiag, require_root, scratch_of};
 
 /// One lab at a time: io-app's scratch directory is shared.
@@ -46,16 +47,6 @@ fn workload_pid(root: &Path) -> u32 {
         assert!(Instant::now() < deadline, "no pid in {}", file.display());
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        !s.rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z')
-    })
 }
 
 /// Loaded BPF programs, by id.
@@ -103,13 +94,16 @@ fn nothing_left(kdiag: u32, workload: u32, scratch: &Path, before: &BTreeSet<u64
     // The kernel frees a program whose last descriptor closed a moment
     // later (after an RCU grace period): wait for that too.
     let programs_left = || !bpf_programs().is_subset(before);
-    while (alive(kdiag) || alive(workload) || scratch.exists() || programs_left())
+    while (pid_alive(kdiag as u64)
+        || pid_alive(workload as u64)
+        || scratch.exists()
+        || programs_left())
         && Instant::now() < deadline
     {
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(!alive(kdiag), "kdiag still runs");
-    assert!(!alive(workload), "the workload outlived the lab");
+    assert!(!pid_alive(kdiag as u64), "kdiag still runs");
+    assert!(!pid_alive(workload as u64), "the workload outlived the lab");
     assert!(!scratch.exists(), "{} is left behind", scratch.display());
     let after = bpf_programs();
     assert!(
@@ -361,7 +355,7 @@ fn the_offcpu_panel_shows_where_threads_wait_and_saves_them() {
     assert_eq!(tracing_fds(kd), 0, "detached with its panel");
     t.keys(&["q"]);
     t.wait_for("kdiag to end", |s| s.contains("EXITED rc="));
-    assert!(!alive(kd) && !alive(pid));
+    assert!(!pid_alive(kd as u64) && !pid_alive(pid as u64));
 }
 
 #[test]

@@ -329,7 +329,7 @@ pub fn diagnose_json(args: &[&str]) -> serde_json::Value {
 
 /// The truth of workload `name` for `seed`: the `expect` of
 /// `kdiag workload describe NAME --seed SEED`.
-pub fn truth(name: &str, seed: &str) -> serde_json::Value {
+pub fn workload_truth(name: &str, seed: &str) -> serde_json::Value {
     let out = run_kdiag(&["workload", "describe", name, "--seed", seed]);
     assert!(out.status.success(), "{}", stderr(&out));
     serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["expect"].clone()
