@@ -17,8 +17,6 @@ use common::{Tmux, kdiag, run_kdiag, stderr, stdout, workload};
 use kdiag::model::trend::{Series, Trend};
 use kdiag::tui::diagnose::{self, State};
 use kdiag::tui::keys::Key;
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 use serde_json::Value;
 
 fn one_at_a_time() -> MutexGuard<'static, ()> {
@@ -202,25 +200,7 @@ fn window() -> State {
 }
 
 fn screen(name: &str, s: &State, w: u16, h: u16) -> String {
-    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-    term.draw(|f| diagnose::render(f, s)).unwrap();
-    let buf = term.backend().buffer();
-    let text: String = (0..h)
-        .map(|y| {
-            let line: String = (0..w).map(|x| buf[(x, y)].symbol()).collect();
-            line.trim_end().to_string() + "\n"
-        })
-        .collect();
-    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("tests/data/diagnose_trend/{name}.txt"));
-    if std::env::var_os("KDIAG_BLESS").is_some() {
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(&file, &text).unwrap();
-    }
-    let want = std::fs::read_to_string(&file)
-        .unwrap_or_else(|_| panic!("no snapshot {}: run with KDIAG_BLESS=1", file.display()));
-    assert_eq!(text, want, "screen {name} differs:\n{text}");
-    text
+    common::screens::snapshot("diagnose_trend", name, w, h, |f| diagnose::render(f, s))
 }
 
 #[test]

@@ -8,6 +8,9 @@
 //! real run (io-app.iosnoop.json, io-app.profile.folded, PID 13812);
 //! process rows with the rates top showed in that run.
 
+#[path = "common/screens.rs"]
+mod screens;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -24,8 +27,6 @@ use kdiag::tui::lab::panels::processes::ProcSample;
 use kdiag::tui::lab::state::{Overlay, State};
 use kdiag::tui::lab::view;
 use kdiag::tui::top::Data as TopData;
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 
 const PID: i32 = 13812;
 const ANSWERS: &str = "/home/you/.local/state/kdiag/labs/0-demo/answers.toml";
@@ -319,28 +320,7 @@ fn typed(text: &str) -> Vec<Key> {
 
 /// The screen's text at `w` x `h`, compared with its snapshot.
 fn screen(name: &str, s: &State, w: u16, h: u16) -> String {
-    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-    term.draw(|f| view::render(f, s)).unwrap();
-    let buf = term.backend().buffer();
-    let text: String = (0..h)
-        .map(|y| {
-            let line: String = (0..w).map(|x| buf[(x, y)].symbol()).collect();
-            line.trim_end().to_string() + "\n"
-        })
-        .collect();
-    let file = data(&format!("{name}.txt"));
-    if std::env::var_os("KDIAG_BLESS").is_some() {
-        std::fs::write(&file, &text).unwrap();
-    }
-    let want = std::fs::read_to_string(&file)
-        .unwrap_or_else(|_| panic!("no snapshot {}: run with KDIAG_BLESS=1", file.display()));
-    assert_eq!(
-        text,
-        want,
-        "screen {name} differs from {}:\n{text}",
-        file.display()
-    );
-    text
+    screens::snapshot("lab_screens", name, w, h, |f| view::render(f, s))
 }
 
 #[test]

@@ -5,6 +5,7 @@
 
 pub mod lab_run;
 pub mod profile_files;
+pub mod screens;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Output};
