@@ -14,12 +14,13 @@ mod screens;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+use kdiag::analysis::fold::frame_of;
 use kdiag::analysis::top::{CpuSplit, TaskCounts, TopRow};
 use kdiag::commands::lab::lab_view;
 use kdiag::lab::{self, Source};
 use kdiag::model::block::BlockIo;
 use kdiag::model::exec::{ExecEvent, Exit, ProcessEnd, TraceEvent};
-use kdiag::model::profile::{Frame, OffState, Profile, Stack};
+use kdiag::model::profile::{OffState, Profile, Stack};
 use kdiag::tui::lab::app::{Driver, perform};
 use kdiag::tui::lab::event::{Data, Given, Key, Msg, Verdict};
 use kdiag::tui::lab::panels::process::FocusSample;
@@ -238,12 +239,7 @@ fn profile() -> Profile {
         let n: u64 = n.parse().unwrap();
         let mut parts = stack.split(';');
         let comm = parts.next().unwrap().to_string();
-        let frames = parts
-            .map(|f| match f.strip_suffix("_[k]") {
-                Some(k) => Frame::kernel(k),
-                None => Frame::user(f),
-            })
-            .collect();
+        let frames = parts.map(frame_of).collect();
         p.samples += n;
         p.stacks.push(Stack {
             comm,
@@ -508,13 +504,7 @@ fn exec_trace_and_offcpu_panels() {
     p.cost.wall_secs = 3.0;
     let stack = |frames: &[&str], state, ms: u64, n| Stack {
         comm: "io-app".into(),
-        frames: frames
-            .iter()
-            .map(|f| match f.strip_suffix("_[k]") {
-                Some(k) => Frame::kernel(k),
-                None => Frame::user(*f),
-            })
-            .collect(),
+        frames: frames.iter().map(|f| frame_of(f)).collect(),
         samples: n,
         weight: ms * 1_000_000,
         user_depth: 4,

@@ -98,6 +98,14 @@ pub fn folded_frame(f: &Frame) -> String {
     if f.kernel { name + "_[k]" } else { name }
 }
 
+/// The frame a folded name stands for (the reverse of `folded_frame`).
+pub fn frame_of(folded: &str) -> Frame {
+    match folded.strip_suffix("_[k]") {
+        Some(k) => Frame::kernel(k),
+        None => Frame::user(folded),
+    }
+}
+
 /// `comm;outer;...;inner count` lines, sorted, identical stacks merged.
 pub fn fold(profile: &Profile) -> Vec<String> {
     let mut merged: HashMap<String, u64> = HashMap::new();
@@ -239,13 +247,7 @@ mod tests {
     fn stack(comm: &str, frames: &[&str], samples: u64, weight: u64, depth: u16) -> Stack {
         Stack {
             comm: comm.into(),
-            frames: frames
-                .iter()
-                .map(|f| match f.strip_suffix("_[k]") {
-                    Some(k) => Frame::kernel(k),
-                    None => Frame::user(*f),
-                })
-                .collect(),
+            frames: frames.iter().map(|f| frame_of(f)).collect(),
             samples,
             weight,
             user_depth: depth,

@@ -226,10 +226,7 @@ mod tests {
             comm: comm.into(),
             frames: frames
                 .iter()
-                .map(|f| match f.strip_suffix("_[k]") {
-                    Some(k) => Frame::kernel(k),
-                    None => Frame::user(*f),
-                })
+                .map(|f| crate::analysis::fold::frame_of(f))
                 .collect(),
             samples: blocks,
             weight: ns,
