@@ -308,14 +308,11 @@ fn meta() -> RunMeta {
             .map(|s| s.trim().to_string())
             .unwrap_or_default()
     };
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
     RunMeta {
         kdiag: env!("CARGO_PKG_VERSION").into(),
         host: read("/proc/sys/kernel/hostname"),
         kernel: read("/proc/sys/kernel/osrelease"),
-        started: crate::analysis::calendar::utc_iso8601(now.as_secs() as i64),
+        started: super::profile::utc_now().0,
     }
 }
 
@@ -356,11 +353,7 @@ fn watch_and_drill(args: &Args, interrupt: &Interrupt) -> anyhow::Result<Diagnos
             let spawned = Spawned {
                 pid: c.pid,
                 path: c.path.clone(),
-                argv: args
-                    .command
-                    .iter()
-                    .map(|a| a.to_string_lossy().into())
-                    .collect(),
+                argv: words(&args.command),
             };
             let execs = watch_execs(args.why, c.pid, Some(spawned));
             drop(null);
@@ -648,11 +641,6 @@ fn by_hand(args: &Args, d: Drill, pid: i32) -> String {
     if args.command.is_empty() {
         return d.command(pid);
     }
-    let cmd: Vec<String> = args
-        .command
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
     format!(
         "sudo kdiag diagnose -d {} --why {} -- {}",
         args.duration,
@@ -661,7 +649,7 @@ fn by_hand(args: &Args, d: Drill, pid: i32) -> String {
         } else {
             "auto"
         },
-        cmd.join(" ")
+        words(&args.command).join(" ")
     )
 }
 
@@ -685,17 +673,19 @@ fn could_not_run(args: &Args, exec: Option<&ExecDrill>) -> &'static str {
             return "an exec failed, as explained above";
         }
         None if args.pid.is_none() && !crate::sys::process::privilege::is_root() => {
-            let cmd: Vec<String> = args
-                .command
-                .iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect();
             eprintln!(
                 "For why it could not run: sudo kdiag exec-trace -- {}",
-                cmd.join(" ")
+                words(&args.command).join(" ")
             );
         }
         None => {}
     }
     "nothing to diagnose"
+}
+
+/// A command's words as text.
+fn words(argv: &[OsString]) -> Vec<String> {
+    argv.iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect()
 }
