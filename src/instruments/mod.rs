@@ -11,7 +11,8 @@ pub mod observe;
 pub mod offcpu;
 pub mod profile;
 
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 /// The tracing tier a user asks for (`--tier`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -73,4 +74,23 @@ pub fn open<S: ?Sized>(
             )),
         },
     }
+}
+
+/// One window of a drill-down or panel: `step` is called with how long it
+/// may wait (at most 100 ms, never past the end) until `window` has passed
+/// or `stop` is set.
+pub fn for_window(
+    window: Duration,
+    stop: &AtomicBool,
+    mut step: impl FnMut(Duration) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let start = Instant::now();
+    while start.elapsed() < window && !stop.load(Ordering::Relaxed) {
+        step(
+            window
+                .saturating_sub(start.elapsed())
+                .min(Duration::from_millis(100)),
+        )?;
+    }
+    Ok(())
 }

@@ -34,14 +34,9 @@ pub fn record(
     window: std::time::Duration,
     stop: &std::sync::atomic::AtomicBool,
 ) -> anyhow::Result<(Vec<crate::model::block::BlockIo>, Tier, u64)> {
-    use std::time::{Duration, Instant};
     let (mut source, _) = open(Tier::Auto, Options::default())?;
     let mut ios = Vec::new();
-    let start = Instant::now();
-    while start.elapsed() < window && !stop.load(std::sync::atomic::Ordering::Relaxed) {
-        let left = window.saturating_sub(start.elapsed());
-        source.poll(left.min(Duration::from_millis(100)), &mut ios)?;
-    }
+    super::for_window(window, stop, |wait| source.poll(wait, &mut ios))?;
     source.finish(&mut ios)?;
     Ok((ios, source.tier(), source.lost()))
 }

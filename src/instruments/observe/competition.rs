@@ -2,7 +2,7 @@
 //! CPU time at both ends of a window (as `kdiag top` reads it), and the
 //! CPUs each of the busiest may run on.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use crate::analysis::drill;
@@ -15,13 +15,10 @@ pub fn record(target: &[i32], window: Duration, stop: &AtomicBool) -> anyhow::Re
     let mut r = Reader::new();
     let before = r.all(false)?;
     let start = Instant::now();
-    while start.elapsed() < window && !stop.load(Ordering::Relaxed) {
-        std::thread::sleep(
-            window
-                .saturating_sub(start.elapsed())
-                .min(Duration::from_millis(100)),
-        );
-    }
+    crate::instruments::for_window(window, stop, |wait| {
+        std::thread::sleep(wait);
+        Ok(())
+    })?;
     let mut after = r.all(false)?;
     // kdiag's own CPU (these drill-downs) is reported as its cost.
     let me = std::process::id() as i32;

@@ -45,9 +45,7 @@ pub fn record(
     let mut tracer = Tracer::start(&options)?;
     let attach = tracer.attach();
     let start = std::time::Instant::now();
-    while start.elapsed() < window && !stop.load(std::sync::atomic::Ordering::Relaxed) {
-        tracer.poll(Duration::from_millis(100))?;
-    }
+    super::for_window(window, stop, |wait| tracer.poll(wait))?;
     let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
     let mut p = Profile {
         target: format!("PID {pid} ({})", comm.trim()),

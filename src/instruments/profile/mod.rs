@@ -9,7 +9,7 @@ pub mod perf_map;
 pub mod symbolize;
 pub mod unwind;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use crate::model::profile::Profile;
@@ -26,10 +26,11 @@ pub fn sample(pid: i32, hz: u64, window: Duration, stop: &AtomicBool) -> anyhow:
     let mut recorder = symbolize::Recorder::new(symbolize::RecordOptions::default());
     recorder.capture(pid as u32);
     let start = Instant::now();
-    while start.elapsed() < window && !stop.load(Ordering::Relaxed) {
-        session.poll(Duration::from_millis(100))?;
+    super::for_window(window, stop, |wait| {
+        session.poll(wait)?;
         session.drain(|r| recorder.record(&r));
-    }
+        Ok(())
+    })?;
     let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
     let mut p = Profile {
         target: format!("PID {pid} ({})", comm.trim()),
