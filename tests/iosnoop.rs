@@ -134,6 +134,26 @@ impl BusyCpus {
     }
 }
 
+/// Runs a perf-tier check up to three times while kdiag reports that the
+/// kernel counted completions it never delivered (see `BusyCpus`: keeping
+/// the CPUs busy makes that rare, not impossible). `check` returns false to
+/// ask for another run; on the last run it must assert regardless. Any other
+/// failure fails at once: only the quirk kdiag itself names is retried.
+fn with_quirk_retries(check: impl Fn(bool) -> bool) {
+    const RUNS: usize = 3;
+    for run in 1..=RUNS {
+        if check(run == RUNS) {
+            return;
+        }
+        eprintln!("run {run}: the kernel did not deliver every completion; running again");
+    }
+}
+
+/// Whether kdiag reported completions the kernel counted but did not deliver.
+fn undelivered(err: &str) -> bool {
+    err.contains("completions but delivered only")
+}
+
 struct Tracer {
     child: Child,
     stderr: mpsc::Receiver<String>,
@@ -210,10 +230,10 @@ fn is_op(r: &Value, op: char) -> bool {
     t.starts_with(op)
 }
 
-fn exact_requests_attributed(tier: &str) {
+fn exact_requests_attributed(tier: &str, last: bool) -> bool {
     let test = format!("exact_requests_attributed_{tier}");
     if !require_root(&test) {
-        return;
+        return true;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let _busy = BusyCpus::for_tier(tier);
@@ -227,6 +247,9 @@ fn exact_requests_attributed(tier: &str) {
     direct_writes_then_reads(&path, N);
     let (report, err) = tracer.stop();
     std::fs::remove_file(&path).unwrap();
+    if !last && undelivered(&err) {
+        return false;
+    }
     assert_eq!(report["tier"], tier, "{err}");
     assert_eq!(report["lost_events"], 0, "{err}");
     let mine: Vec<&Value> = requests(&report)
@@ -276,6 +299,7 @@ fn exact_requests_attributed(tier: &str) {
         )),
         "{err}"
     );
+    true
 }
 
 #[test]
@@ -285,7 +309,7 @@ fn exact_requests_attributed_bpf() {
     // completion softirq that runs over one particular thread of the VM's
     // agent, and counts no miss; the kernel's own trace shows the request
     // complete. Not ours to fix: try again once, and fail if it repeats.
-    let first = std::panic::catch_unwind(|| exact_requests_attributed("bpf"));
+    let first = std::panic::catch_unwind(|| exact_requests_attributed("bpf", true));
     if let Err(e) = first {
         let msg = e
             .downcast_ref::<String>()
@@ -293,21 +317,21 @@ fn exact_requests_attributed_bpf() {
             .or_else(|| e.downcast_ref::<&str>().copied())
             .unwrap_or("?");
         eprintln!("first attempt failed, retrying once: {msg}");
-        exact_requests_attributed("bpf");
+        exact_requests_attributed("bpf", true);
     }
 }
 
 #[test]
 fn exact_requests_attributed_perf() {
-    exact_requests_attributed("perf");
+    with_quirk_retries(|last| exact_requests_attributed("perf", last));
 }
 
 /// Buffered O_SYNC writes reach the disk from the writer's own fsync path:
 /// they must be charged to the writer, not to a kworker or flusher.
-fn osync_writes_attributed_to_writer(tier: &str) {
+fn osync_writes_attributed_to_writer(tier: &str, last: bool) -> bool {
     let test = format!("osync_writes_attributed_to_writer_{tier}");
     if !require_root(&test) {
-        return;
+        return true;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let _busy = BusyCpus::for_tier(tier);
@@ -326,6 +350,9 @@ fn osync_writes_attributed_to_writer(tier: &str) {
     drop(f);
     let (report, err) = tracer.stop();
     std::fs::remove_file(&path).unwrap();
+    if !last && undelivered(&err) {
+        return false;
+    }
     let mine_bytes: u64 = requests(&report)
         .iter()
         .filter(|r| r["pid"] == me && is_op(r, 'W'))
@@ -344,25 +371,26 @@ fn osync_writes_attributed_to_writer(tier: &str) {
             .all(|r| r["rwbs"].as_str().unwrap().contains('S')),
         "{report}"
     );
+    true
 }
 
 #[test]
 fn osync_writes_attributed_to_writer_bpf() {
-    osync_writes_attributed_to_writer("bpf");
+    osync_writes_attributed_to_writer("bpf", true);
 }
 
 #[test]
 fn osync_writes_attributed_to_writer_perf() {
-    osync_writes_attributed_to_writer("perf");
+    with_quirk_retries(|last| osync_writes_attributed_to_writer("perf", last));
 }
 
 /// kdiag counts the same requests as the kernel's own counter (perf stat on
 /// block:block_rq_issue) over the same run. Both count requests of our
 /// distinctive size only, so the machine's other I/O cannot skew the result.
-fn count_matches_perf_stat(tier: &str) {
+fn count_matches_perf_stat(tier: &str, last: bool) -> bool {
     let test = format!("count_matches_perf_stat_{tier}");
     if !require_root(&test) {
-        return;
+        return true;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let _busy = BusyCpus::for_tier(tier);
@@ -401,6 +429,9 @@ fn count_matches_perf_stat(tier: &str) {
         .unwrap();
     stat.wait().unwrap();
     std::fs::remove_file(&path).unwrap();
+    if !last && undelivered(&err) {
+        return false;
+    }
     let count = |event: &str| -> u64 {
         stat_err
             .lines()
@@ -431,16 +462,17 @@ fn count_matches_perf_stat(tier: &str) {
          ({issues} issues - {requeues} requeues; {:.1}% apart)\n{err}",
         diff * 100.0
     );
+    true
 }
 
 #[test]
 fn count_matches_perf_stat_bpf() {
-    count_matches_perf_stat("bpf");
+    count_matches_perf_stat("bpf", true);
 }
 
 #[test]
 fn count_matches_perf_stat_perf() {
-    count_matches_perf_stat("perf");
+    with_quirk_retries(|last| count_matches_perf_stat("perf", last));
 }
 
 /// With idle CPUs the kernel may count completions it never delivers to the
