@@ -448,3 +448,87 @@ fn pprof_and_speedscope_hold_the_unwound_chain() {
     bad["profiles"][0]["unit"] = "furlongs".into();
     assert!(validate(&schema, &schema, &bad, "$").is_err());
 }
+
+/// Node with `--perf-prof` writes a jitdump (jit-PID.dump, in its working
+/// directory) and maps it for profilers to find; with
+/// `--interpreted-frames-native-stack` its interpreted functions get code of
+/// their own there too. The JavaScript chain must come out by name.
+#[test]
+fn jitdump_names_node_functions() {
+    if !require_root("jitdump_names_node_functions") {
+        return;
+    }
+    if Command::new("node").arg("--version").output().is_err() {
+        assert!(
+            !common::in_ci(),
+            "node is not installed (apt-get install nodejs)"
+        );
+        eprintln!("SKIPPED jitdump_names_node_functions: node is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("hot.js"),
+        "function leafWork(n) { let s = 0; for (let i = 0; i < n; i++) s = (s * 31 + i) | 0; return s; }\n\
+         function middleStep(n) { return leafWork(n) + 1; }\n\
+         function outerLoop(secs) {\n\
+           const end = Date.now() + secs * 1000; let t = 0;\n\
+           while (Date.now() < end) t += middleStep(100000);\n\
+           return t;\n\
+         }\n\
+         outerLoop(+process.argv[2]);\n",
+    )
+    .unwrap();
+    let (folded, pprof) = (dir.path().join("n.folded"), dir.path().join("n.pb.gz"));
+    let out = kdiag()
+        .current_dir(dir.path())
+        .args(["profile", "-F", "499", "--json", "--folded"])
+        .arg(&folded)
+        .arg("--pprof")
+        .arg(&pprof)
+        .args([
+            "--",
+            "node",
+            "--perf-prof",
+            "--interpreted-frames-native-stack",
+        ])
+        .args(["hot.js", "1.5"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let all = report["profile"]["samples"].as_u64().unwrap();
+    let text = std::fs::read_to_string(&folded).unwrap();
+    // V8 names code "JS:*name file:line:col" (optimised) or "JS:~name ..."
+    // (interpreted); leafWork gets optimised soon after it starts.
+    let chain = |l: &&str| {
+        let frames: Vec<&str> = l.rsplit_once(' ').unwrap().0.split(';').collect();
+        let at = |name: &str| {
+            frames
+                .iter()
+                .position(|f| f.starts_with("JS:") && f.contains(&format!("{name} ")))
+        };
+        matches!(
+            (at("outerLoop"), at("middleStep"), at("leafWork")),
+            (Some(a), Some(b), Some(c)) if a < b && b < c && c + 1 == frames.len()
+        )
+    };
+    let in_chain: u64 = text
+        .lines()
+        .filter(chain)
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+        .sum();
+    assert!(
+        in_chain * 10 >= all * 7,
+        "outerLoop;middleStep;leafWork (by name, leafWork the leaf) in {in_chain} of {all} samples:\n{text}"
+    );
+    let names: Vec<String> = Pprof::read(&pprof)
+        .stacks()
+        .into_iter()
+        .flat_map(|(s, _)| s)
+        .collect();
+    assert!(
+        names.iter().any(|n| n.starts_with("JS:*leafWork ")),
+        "pprof function names: {names:?}"
+    );
+}

@@ -1,8 +1,10 @@
 //! `kdiag profile`'s stages: samples recorded through `sys::perf`, user
 //! stacks unwound (`unwind`, over the binaries' tables in `modules`), then
 //! frames named (`symbolize`: kernel frames from kallsyms, user frames by
-//! (file, offset) through blazesym; JIT code through `perf_map`).
+//! (file, offset) through blazesym; JIT code through `perf_map` and
+//! `jitdump`).
 
+pub mod jitdump;
 pub mod modules;
 mod names;
 pub mod perf_map;

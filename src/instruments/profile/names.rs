@@ -10,6 +10,7 @@ use blazesym::MaybeDefault;
 use blazesym::symbolize::source::{Elf, Kernel, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
 
+use crate::instruments::profile::jitdump;
 use crate::instruments::profile::perf_map::PerfMap;
 use crate::model::profile::{Frame, Module};
 use crate::sys::procfs::maps::Mapping;
@@ -53,7 +54,7 @@ pub(super) struct Names<'a> {
     kernel: HashMap<u64, Result<String, String>>,
     /// file → offset → symbol (Err: why not, the module+offset name is made later).
     files: HashMap<String, HashMap<u64, Result<String, String>>>,
-    /// Each process's perf map (JIT names), read when first needed.
+    /// Each process's JIT names (perf map and jitdump), read when first needed.
     perf_maps: HashMap<u32, Option<PerfMap>>,
     /// Binaries named in frames, in first-use order (`Frame::module`).
     module_index: HashMap<String, u32>,
@@ -218,18 +219,33 @@ impl<'a> Names<'a> {
         Frame::user(name)
     }
 
-    /// The name a perf map gives the code at `ip`, reading the map once.
+    /// The name a perf map or jitdump gives the code at `ip`, reading
+    /// them once per process. A jitdump's names win over a perf map's.
     pub(super) fn jit_name(&mut self, pid: u32, ip: u64) -> Option<String> {
         if !self.perf_maps.contains_key(&pid) {
-            let uid = self.maps.get(&pid).and_then(|m| m.uid);
-            let map = match PerfMap::load(pid, uid) {
-                Ok(map) => map,
-                Err(why) => {
-                    self.note(&why);
-                    None
+            let maps = self.maps.get(&pid);
+            let uid = maps.and_then(|m| m.uid);
+            let mut names: Option<PerfMap> = None;
+            let dump = maps.and_then(|m| jitdump_path(m, pid));
+            let loaded = [
+                PerfMap::load(pid, uid),
+                dump.map_or(Ok(None), |path| jitdump::load(&path, uid)),
+            ];
+            for map in loaded {
+                match map {
+                    Ok(Some(map)) => {
+                        names = Some(match names.take() {
+                            Some(earlier) => earlier.then(map),
+                            None => map,
+                        })
+                    }
+                    Ok(None) => {}
+                    Err(why) => {
+                        self.note(&why);
+                    }
                 }
-            };
-            self.perf_maps.insert(pid, map);
+            }
+            self.perf_maps.insert(pid, names);
         }
         self.perf_maps[&pid]
             .as_ref()?
@@ -257,6 +273,18 @@ impl<'a> Names<'a> {
             })
             .collect()
     }
+}
+
+/// Where the process mapped its jitdump (the runtime maps it so that
+/// profilers find it), if it did.
+fn jitdump_path(maps: &Maps, pid: u32) -> Option<String> {
+    let name = jitdump::file_name(pid);
+    maps.list
+        .iter()
+        .rev()
+        .map(|m| m.path.as_str())
+        .find(|p| p.starts_with('/') && Path::new(p).file_name().is_some_and(|n| *n == *name))
+        .map(str::to_string)
 }
 
 /// The GNU build id of an ELF file, in hex.

@@ -54,18 +54,9 @@ impl PerfMap {
             let (Some(start), Some(size)) = (hex(start), hex(size)) else {
                 continue;
             };
-            let name = name.trim();
-            if size == 0 || name.is_empty() {
-                continue;
-            }
-            entries.push((start, start.saturating_add(size), name.to_string()));
+            entries.push((start, start.saturating_add(size), name.trim().to_string()));
         }
-        // Stable: for equal starts the later line stays last, then wins.
-        entries.sort_by_key(|e| e.0);
-        entries.reverse();
-        entries.dedup_by_key(|e| e.0);
-        entries.reverse();
-        PerfMap { entries }
+        PerfMap::from_entries(entries)
     }
 
     /// Read `/tmp/perf-PID.map` safely for a process running as `uid`.
@@ -75,43 +66,71 @@ impl PerfMap {
     }
 
     fn load_from(path: &str, uid: Option<u32>) -> Result<Option<PerfMap>, String> {
-        let file = match File::options()
-            .read(true)
-            // O_NONBLOCK: a FIFO planted there must not hang us (it is then
-            // refused as not a regular file).
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-            .open(path)
-        {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-                return Err(format!("{path} is a symbolic link (ignored)"));
-            }
-            Err(e) => return Err(format!("{path}: unreadable ({e})")),
+        let Some(file) = open_owned(path, uid)? else {
+            return Ok(None);
         };
-        let meta = file
-            .metadata()
-            .map_err(|e| format!("{path}: unreadable ({e})"))?;
-        if !meta.file_type().is_file() {
-            return Err(format!("{path} is not a regular file (ignored)"));
-        }
-        let Some(uid) = uid else {
-            return Err(format!(
-                "{path}: the process's user is unknown, so its owner cannot be checked (ignored)"
-            ));
-        };
-        if meta.uid() != uid {
-            return Err(format!(
-                "{path} belongs to uid {}, not to the profiled process's uid {uid} (ignored)",
-                meta.uid()
-            ));
-        }
         let mut bytes = Vec::new();
         file.take(MAX_BYTES)
             .read_to_end(&mut bytes)
             .map_err(|e| format!("{path}: unreadable ({e})"))?;
         Ok(Some(PerfMap::parse(&String::from_utf8_lossy(&bytes))))
     }
+
+    /// Entries (start, end, name) in the order written: for the same start
+    /// the later one wins.
+    pub fn from_entries(mut entries: Vec<(u64, u64, String)>) -> PerfMap {
+        entries.retain(|e| e.1 > e.0 && !e.2.is_empty());
+        // Stable: for equal starts the later entry stays last, then wins.
+        entries.sort_by_key(|e| e.0);
+        entries.reverse();
+        entries.dedup_by_key(|e| e.0);
+        entries.reverse();
+        PerfMap { entries }
+    }
+
+    /// This map with `later`'s entries written after its own.
+    pub fn then(mut self, later: PerfMap) -> PerfMap {
+        self.entries.extend(later.entries);
+        PerfMap::from_entries(self.entries)
+    }
+}
+
+/// Open a file the profiled process wrote, for reading as whoever kdiag
+/// runs as: without following a symlink, only a regular file, only if
+/// owned by the process's user `uid`. Ok(None) when there is no such file.
+pub(super) fn open_owned(path: &str, uid: Option<u32>) -> Result<Option<File>, String> {
+    let file = match File::options()
+        .read(true)
+        // O_NONBLOCK: a FIFO planted there must not hang us (it is then
+        // refused as not a regular file).
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(format!("{path} is a symbolic link (ignored)"));
+        }
+        Err(e) => return Err(format!("{path}: unreadable ({e})")),
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("{path}: unreadable ({e})"))?;
+    if !meta.file_type().is_file() {
+        return Err(format!("{path} is not a regular file (ignored)"));
+    }
+    let Some(uid) = uid else {
+        return Err(format!(
+            "{path}: the process's user is unknown, so its owner cannot be checked (ignored)"
+        ));
+    };
+    if meta.uid() != uid {
+        return Err(format!(
+            "{path} belongs to uid {}, not to the profiled process's uid {uid} (ignored)",
+            meta.uid()
+        ));
+    }
+    Ok(Some(file))
 }
 
 #[cfg(test)]
