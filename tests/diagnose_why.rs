@@ -219,7 +219,8 @@ fn a_command_that_cannot_exec_is_explained_as_exec_trace_does() {
 
 /// bad-elf as a service: every 2 s it starts its file, which the kernel
 /// kills during the exec. Diagnosing the service explains the children's
-/// failures, with how many failed the same way.
+/// failures, with how many failed the same way, and makes them the verdict
+/// (the service itself only sleeps between attempts).
 #[test]
 fn a_service_whose_children_fail_exec_is_explained() {
     if !require_root("a_service_whose_children_fail_exec_is_explained") {
@@ -234,6 +235,23 @@ fn a_service_whose_children_fail_exec_is_explained() {
     let pid = service.id().to_string();
     let _kids = Kids(vec![service]);
     let v = diagnose(&["-d", "4.5", "-p", &pid]);
+    let d = &v["diagnosis"];
+    assert_eq!(d["verdict"], "exec", "{d:#}");
+    assert!(
+        d["summary"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("failed with {}", t["errno"].as_str().unwrap())),
+        "{d:#}"
+    );
+    assert!(
+        d["evidence"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("Thread states alone: idle"),
+        "{d:#}"
+    );
+    assert_eq!(d["next"][0], format!("sudo kdiag exec-trace -p {pid}"));
     let e = &v["why"]["exec"];
     let f = &e["failures"][0];
     assert!(f["times"].as_u64().unwrap() >= 2, "{e}");

@@ -11,6 +11,7 @@ use crate::analysis::tsa::{self, Budget};
 use crate::model::diagnosis::{
     Class, Confidence, Diagnosis, MemberShare, Observation, Periodic, Scope, ThreadState,
 };
+use crate::model::drill::{ExecDrill, ExecFailure};
 
 /// Fewer working threads than this on average (in bursts, when the work
 /// comes in bursts) is idle.
@@ -437,17 +438,15 @@ fn evidence(
         if t.processes == 1 { "" } else { "es" }
     ));
     e.push(match t.run_delay_s {
-        Some(d) => {
-            let on = o.cpu_s();
-            format!(
-                "Waiting for a CPU: {:.0}% of the runnable time (run queue {d:.2} s)",
-                if on + d > 0.0 {
-                    d * 100.0 / (on + d)
-                } else {
-                    0.0
-                }
-            )
+        // A share of almost no runnable time says nothing (a microsecond of
+        // queueing would read 100%).
+        Some(d) if o.cpu_s() + d < 0.01 => {
+            format!("Waiting for a CPU: run queue {d:.2} s (hardly ever runnable)")
         }
+        Some(d) => format!(
+            "Waiting for a CPU: {:.0}% of the runnable time (run queue {d:.2} s)",
+            d * 100.0 / (o.cpu_s() + d)
+        ),
         None => "Waiting for a CPU: unknown (this kernel keeps no schedstats)".to_string(),
     });
     if let (Some(r), Some(wr)) = (t.read_bytes, t.write_bytes) {
@@ -584,7 +583,51 @@ fn next(verdict: Class, o: &Observation, pid: i32) -> Vec<String> {
             .map(|z| vec![format!("kdiag diagnose -p {}", z.parent_pid)])
             .unwrap_or_default(),
         Class::Idle => vec![],
+        Class::Exec => vec![format!("sudo kdiag exec-trace -p {pid}")],
     }
+}
+
+/// Failed execs outweigh what the thread states say: a service whose
+/// children cannot start looks idle between attempts. Only a zombie or a
+/// stopped target keeps its verdict; the thread states' verdict stays as
+/// the first piece of evidence. A program that started, then crashed or
+/// was killed, is not an exec failure.
+pub fn with_exec_failures(mut d: Diagnosis, exec: &ExecDrill, pid: i32) -> Diagnosis {
+    let failed: Vec<&ExecFailure> = exec
+        .failures
+        .iter()
+        .filter(|f| !matches!(f.family.as_str(), "killed" | "user-crash"))
+        .collect();
+    let Some(first) = failed.first() else {
+        return d;
+    };
+    if matches!(d.verdict, Class::Zombie | Class::Stopped) {
+        return d;
+    }
+    let times: u64 = failed.iter().map(|f| f.times).sum();
+    // exec-trace's text up to its explanation: what failed, and how.
+    let what = first
+        .text
+        .split_once(": ")
+        .map_or(first.text.as_str(), |(w, _)| w);
+    d.evidence.insert(
+        0,
+        format!("Thread states alone: {}: {}", d.verdict.name(), d.summary),
+    );
+    d.verdict = Class::Exec;
+    d.confidence = Confidence::High;
+    d.summary = format!(
+        "what it starts cannot run: {times} of {} execs failed; {} time{}, the last as PID {}: {what}",
+        exec.execs,
+        first.times,
+        if first.times == 1 { "" } else { "s" },
+        first.pid
+    );
+    d.next = next(Class::Exec, &Observation::default(), pid);
+    if let (Some(_), Some(file)) = (&first.cause, &first.filename) {
+        d.next.push(format!("kdiag elf-check {file}"));
+    }
+    d
 }
 
 #[cfg(test)]

@@ -261,3 +261,64 @@ fn the_tree_names_its_busiest_member() {
     assert!(has(&d, "gzip (PID 812) 94%"), "{:?}", d.evidence);
     assert!(d.next[0].contains("profile -p 812"), "{:?}", d.next);
 }
+
+fn exec_failure(family: &str, times: u64) -> crate::model::drill::ExecFailure {
+    crate::model::drill::ExecFailure {
+        times,
+        pid: 77,
+        filename: Some("/srv/app".into()),
+        family: family.into(),
+        errno: Some("ENOMEM".into()),
+        cause: Some("program header 3: ...".into()),
+        text: "execve(\"/srv/app\") failed with ENOMEM (Cannot allocate memory) after the point of no return: the old image was gone".into(),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn failed_execs_are_the_verdict_of_an_idle_looking_service() {
+    let mut o = obs(4.0, 1);
+    o.sample('S', "hrtimer_nanosleep", "clock_nanosleep", "", 200);
+    let idle = classify(&o);
+    assert_eq!(idle.verdict, Class::Idle);
+    let exec = crate::model::drill::ExecDrill {
+        execs: 3,
+        failures: vec![exec_failure("after-point-of-no-return", 3)],
+        ..Default::default()
+    };
+    let d = with_exec_failures(idle.clone(), &exec, 42);
+    assert_eq!((d.verdict, d.confidence), (Class::Exec, Confidence::High));
+    assert!(
+        d.summary.contains("3 of 3 execs failed")
+            && d.summary.contains(
+                "failed with ENOMEM (Cannot allocate memory) after the point of no return"
+            )
+            && !d.summary.contains("old image"),
+        "{}",
+        d.summary
+    );
+    assert_eq!(
+        d.evidence[0],
+        format!("Thread states alone: idle: {}", idle.summary)
+    );
+    assert_eq!(
+        d.next,
+        ["sudo kdiag exec-trace -p 42", "kdiag elf-check /srv/app"]
+    );
+
+    // Programs that started and then crashed or were killed did not fail
+    // to exec; a zombie stays a zombie.
+    let later = crate::model::drill::ExecDrill {
+        execs: 2,
+        failures: vec![exec_failure("user-crash", 1), exec_failure("killed", 1)],
+        ..Default::default()
+    };
+    assert_eq!(with_exec_failures(idle.clone(), &later, 42), idle);
+    let mut z = obs(1.0, 1);
+    z.zombie = Some(Zombie {
+        parent_pid: 1,
+        parent_comm: "init".into(),
+    });
+    let zombie = classify(&z);
+    assert_eq!(with_exec_failures(zombie.clone(), &exec, 42), zombie);
+}

@@ -87,7 +87,8 @@ pub fn plan(verdict: Class, states: &[StateShare], all: bool) -> Vec<Drill> {
         // or by design (where it sleeps).
         Class::Lock | Class::Blocked | Class::Idle => vec![Drill::Offcpu],
         Class::Sched => vec![Drill::Sched],
-        Class::Stopped | Class::MemoryTrend | Class::Zombie => vec![],
+        // Exec tracing runs during the whole watch.
+        Class::Stopped | Class::MemoryTrend | Class::Zombie | Class::Exec => vec![],
     };
     let storage = states
         .iter()

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::analysis::classify::classify;
+use crate::analysis::classify::{classify, with_exec_failures};
 use crate::analysis::why::{self, Drill, Why};
 use crate::analysis::{drill as summary, exec_failure};
 use crate::error::{self, usage};
@@ -435,6 +435,10 @@ fn watch_and_drill(args: &Args, interrupt: &Interrupt) -> anyhow::Result<Diagnos
     }
     // Classified before the drill-down when it was still running.
     let diagnosis = verdict.unwrap_or_else(|| classify(&o));
+    let diagnosis = match why.as_ref().and_then(|w| w.exec.as_ref()) {
+        Some(exec) => with_exec_failures(diagnosis, exec, pid),
+        None => diagnosis,
+    };
     Ok(DiagnoseRun {
         meta,
         observation: o,
@@ -525,7 +529,7 @@ fn drill(
     if !args.json {
         let what: Vec<&str> = runs.iter().map(|d| d.what()).collect();
         eprintln!(
-            "Verdict {}: drilling down for {2:.1} s: {1} ...",
+            "Thread states say {}: drilling down for {2:.1} s: {1} ...",
             d.verdict.name(),
             what.join(", "),
             window.as_secs_f64()

@@ -35,6 +35,8 @@ pub enum Class {
     Idle,
     /// Exited, but its parent has not collected its exit status.
     Zombie,
+    /// What it starts cannot run: its execs (or its children's) fail.
+    Exec,
 }
 
 impl Class {
@@ -50,6 +52,7 @@ impl Class {
             Class::MemoryTrend => "memory-trend",
             Class::Idle => "idle",
             Class::Zombie => "zombie",
+            Class::Exec => "exec",
         }
     }
 }
