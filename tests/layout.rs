@@ -1,5 +1,6 @@
 //! The source layout keeps its promises (docs/ARCHITECTURE.md): no module
-//! imports one that imports it back (directly or around a longer circle), no
+//! imports one that imports it back (directly or around a longer circle),
+//! the model names no other stage, no
 //! source file over 800 lines, and `src/sys/` (kernel interfaces only) under
 //! a quarter of the code. Read from the files themselves, so a change that
 //! breaks a promise fails here.
@@ -277,6 +278,35 @@ fn the_circle_finder_finds_circles() {
         "use crate::a::{b, c::d};\nuse super::z; // crate::not::this\nlet s = \"crate::nor::this\";",
     );
     assert_eq!(paths, vec![m("a::b"), m("a::c::d"), m("x::z")]);
+}
+
+/// Data flows one way (collect → model → analyse → render): the model is
+/// the data every stage shares, so it names no stage.
+#[test]
+fn the_model_imports_only_the_model() {
+    let tree = read_tree();
+    let upward: Vec<String> = tree
+        .edges
+        .iter()
+        .filter(|(from, _)| from.first().is_some_and(|m| m == "model"))
+        .flat_map(|(from, to)| {
+            to.iter()
+                .filter(|t| t.first().is_none_or(|m| m != "model"))
+                .map(move |t| format!("{} → {}", from.join("::"), t.join("::")))
+        })
+        .collect();
+    assert!(
+        upward.is_empty(),
+        "model/ imports from outside model/: {upward:#?}"
+    );
+    // The checker must see model's own imports, or it would pass on anything.
+    let drill = tree
+        .edges
+        .get(&vec!["model".to_string(), "drill".to_string()]);
+    assert!(
+        drill.is_some_and(|e| e.contains(&vec!["model".to_string(), "flame".to_string()])),
+        "the import reader missed model::drill → model::flame: {drill:?}"
+    );
 }
 
 #[test]

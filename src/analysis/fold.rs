@@ -9,48 +9,9 @@
 
 use std::collections::HashMap;
 
-use serde::{Deserialize, Serialize};
-
-use crate::model::profile::{Frame, Profile, Stack, WeightUnit};
-
-/// A function's share of the profile.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FunctionShare {
-    pub name: String,
-    pub kernel: bool,
-    /// Period-weighted samples.
-    pub samples: u64,
-    pub percent: f64,
-}
-
-/// A stack's share of the profile.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HotStack {
-    pub comm: String,
-    /// Outermost first.
-    pub frames: Vec<String>,
-    pub samples: u64,
-    pub percent: f64,
-}
-
-/// A command whose user stacks stop after one or two frames.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TruncatedStacks {
-    pub comm: String,
-    /// Share of its samples with user frames whose user stack is 1–2 deep.
-    pub percent: f64,
-}
-
-/// Everything the report shows about where the time went.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Summary {
-    pub samples: u64,
-    pub kernel_percent: f64,
-    pub top_self: Vec<FunctionShare>,
-    pub top_total: Vec<FunctionShare>,
-    pub hottest: Vec<HotStack>,
-    pub truncated: Vec<TruncatedStacks>,
-}
+use crate::model::profile::{
+    Frame, FunctionShare, HotStack, Profile, Stack, Summary, TruncatedStacks, WeightUnit,
+};
 
 /// The count of each stack, in the order of `profile.stacks`: weighted
 /// samples, or for an off-CPU profile microseconds blocked. Never rounds a

@@ -5,54 +5,9 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 use crate::analysis::fold::folded_frame;
-use crate::model::offcpu::{WaitRow, WaitSamples};
+use crate::model::offcpu::{BlockingPath, StateShare, Summary, WaitPoint, WaitRow, WaitSamples};
 use crate::model::profile::{Frame, OffState, Profile};
-
-/// Blocked time in one state.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StateShare {
-    pub state: OffState,
-    pub ns: u64,
-    pub blocks: u64,
-    pub percent: f64,
-}
-
-/// Blocked time under one kernel function.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WaitPoint {
-    pub function: String,
-    pub state: OffState,
-    pub ns: u64,
-    pub blocks: u64,
-    pub percent: f64,
-}
-
-/// One distinct stack in one state, summed over the threads that blocked
-/// in it: the code path is what matters, whichever worker took it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BlockingPath {
-    /// The threads' names, most blocked first.
-    pub comms: Vec<String>,
-    pub state: OffState,
-    /// Outermost first; kernel frames end in `_[k]`.
-    pub frames: Vec<String>,
-    pub ns: u64,
-    pub blocks: u64,
-    pub percent: f64,
-}
-
-/// The summary the report prints.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Summary {
-    pub total_ns: u64,
-    pub blocks: u64,
-    pub by_state: Vec<StateShare>,
-    pub wait_points: Vec<WaitPoint>,
-    pub paths: Vec<BlockingPath>,
-}
 
 /// Kernel functions that only put a thread to sleep: a wait point is the
 /// innermost frame that is none of these (what /proc/PID/wchan shows too,

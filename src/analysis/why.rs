@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{fold, offcpu};
 use crate::model::diagnosis::{Class, StateShare, ThreadState};
-use crate::model::drill::{Competition, ExecDrill, StorageDrill};
+use crate::model::drill::Why;
 use crate::model::flame::Flame;
 use crate::model::profile::Profile;
 
@@ -100,31 +100,6 @@ pub fn plan(verdict: Class, states: &[StateShare], all: bool) -> Vec<Drill> {
     drills
 }
 
-/// What the drill-downs found.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Why {
-    /// Seconds each drill-down ran.
-    pub window_s: f64,
-    /// The CPU profile's top functions and stacks.
-    pub cpu: Option<fold::Summary>,
-    /// The off-CPU profile's wait points and blocking paths.
-    pub offcpu: Option<offcpu::Summary>,
-    /// The block requests it caused (iosnoop's summary).
-    pub storage: Option<StorageDrill>,
-    /// The processes it competed with for the CPUs.
-    pub competition: Option<Competition>,
-    /// Its execs (and its children's) over the whole watch, when one
-    /// failed (or with --why all).
-    pub exec: Option<ExecDrill>,
-    /// Drill-downs that could not run: why, and the command that would.
-    pub skipped: Vec<String>,
-    /// The CPU profile's folded stacks, for its flame graph.
-    pub cpu_flame: Option<Flame>,
-    /// The off-CPU profile's folded stacks, for its flame graph.
-    pub offcpu_flame: Option<Flame>,
-}
-
 impl Why {
     pub fn add_cpu(&mut self, p: &Profile) {
         self.cpu = Some(fold::summarize(p, TOP));
@@ -134,27 +109,6 @@ impl Why {
     pub fn add_offcpu(&mut self, p: &Profile) {
         self.offcpu = Some(offcpu::summarize(p, TOP));
         self.offcpu_flame = Some(flame(p));
-    }
-
-    /// Whether any drill-down found something (else the report's "next"
-    /// commands are still the way to the why).
-    pub fn found_any(&self) -> bool {
-        self.cpu.is_some()
-            || self.offcpu.is_some()
-            || self.storage.is_some()
-            || self.competition.is_some()
-            || self.exec.is_some()
-    }
-
-    /// The hottest function on the CPU: the program's first in the
-    /// self-time list, else the kernel's.
-    pub fn hot_function(&self) -> Option<&str> {
-        let cpu = self.cpu.as_ref()?;
-        cpu.top_self
-            .iter()
-            .find(|f| !f.kernel)
-            .or(cpu.top_self.first())
-            .map(|f| f.name.as_str())
     }
 }
 

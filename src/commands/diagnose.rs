@@ -19,7 +19,7 @@ use std::time::Duration;
 use anyhow::Context;
 
 use crate::analysis::classify::{classify, with_exec_failures};
-use crate::analysis::why::{self, Drill, Why};
+use crate::analysis::why::{self, Drill};
 use crate::analysis::{drill as summary, exec_failure};
 use crate::error::{self, usage};
 use crate::instruments::exec::watch::{Watch, watch};
@@ -28,6 +28,7 @@ use crate::instruments::observe::{Options, competition, observe};
 use crate::instruments::{block, offcpu, profile};
 use crate::model::diagnose_run::{DiagnoseRun, RunMeta};
 use crate::model::diagnosis::{Diagnosis, Observation, Scope};
+use crate::model::drill::Why;
 use crate::model::drill::{Competition, ExecDrill};
 use crate::model::exec::Exit;
 use crate::model::profile::Profile;

@@ -12,8 +12,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::analysis::why::Why;
 use crate::model::diagnosis::{Diagnosis, Observation};
+use crate::model::drill::Why;
 
 /// The header's `format`: what the file is.
 pub const RECORD_FORMAT: &str = "kdiag-diagnose";

@@ -1,9 +1,13 @@
-//! What diagnose's drill-downs found beyond the profiles: the block I/O
-//! the target caused (storage), the processes it competed with for the
-//! CPUs (sched), and the execs that failed (exec-trace's explanation).
-//! Saved and loaded with the rest of a diagnosis (record and replay).
+//! What diagnose's drill-downs found (`Why`): the profiles' summaries, the
+//! block I/O the target caused (storage), the processes it competed with
+//! for the CPUs (sched), and the execs that failed (exec-trace's
+//! explanation). Saved and loaded with the rest of a diagnosis (record and
+//! replay).
 
 use serde::{Deserialize, Serialize};
+
+use crate::model::flame::Flame;
+use crate::model::{offcpu, profile};
 
 /// The block requests the target caused over the drill window, as
 /// `kdiag iosnoop -p PID --summary` shows them.
@@ -151,4 +155,52 @@ pub struct ExecFailure {
     pub cause: Option<String>,
     /// The whole explanation.
     pub text: String,
+}
+
+/// What the drill-downs found (`analysis::why` fills it in).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Why {
+    /// Seconds each drill-down ran.
+    pub window_s: f64,
+    /// The CPU profile's top functions and stacks.
+    pub cpu: Option<profile::Summary>,
+    /// The off-CPU profile's wait points and blocking paths.
+    pub offcpu: Option<offcpu::Summary>,
+    /// The block requests it caused (iosnoop's summary).
+    pub storage: Option<StorageDrill>,
+    /// The processes it competed with for the CPUs.
+    pub competition: Option<Competition>,
+    /// Its execs (and its children's) over the whole watch, when one
+    /// failed (or with --why all).
+    pub exec: Option<ExecDrill>,
+    /// Drill-downs that could not run: why, and the command that would.
+    pub skipped: Vec<String>,
+    /// The CPU profile's folded stacks, for its flame graph.
+    pub cpu_flame: Option<Flame>,
+    /// The off-CPU profile's folded stacks, for its flame graph.
+    pub offcpu_flame: Option<Flame>,
+}
+
+impl Why {
+    /// Whether any drill-down found something (else the report's "next"
+    /// commands are still the way to the why).
+    pub fn found_any(&self) -> bool {
+        self.cpu.is_some()
+            || self.offcpu.is_some()
+            || self.storage.is_some()
+            || self.competition.is_some()
+            || self.exec.is_some()
+    }
+
+    /// The hottest function on the CPU: the program's first in the
+    /// self-time list, else the kernel's.
+    pub fn hot_function(&self) -> Option<&str> {
+        let cpu = self.cpu.as_ref()?;
+        cpu.top_self
+            .iter()
+            .find(|f| !f.kernel)
+            .or(cpu.top_self.first())
+            .map(|f| f.name.as_str())
+    }
 }

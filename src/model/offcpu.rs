@@ -3,7 +3,7 @@
 //! `Profile` in `WeightUnit::Nanoseconds`); without it, a coarse view of
 //! wait channels and syscalls sampled from /proc, which has no stacks.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::model::profile::{OffState, Profile};
 
@@ -112,4 +112,47 @@ pub struct Offcpu {
     pub counts: BlockCounts,
     /// The /proc tier's samples.
     pub waits: Option<WaitSamples>,
+}
+
+/// Blocked time in one state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StateShare {
+    pub state: OffState,
+    pub ns: u64,
+    pub blocks: u64,
+    pub percent: f64,
+}
+
+/// Blocked time under one kernel function.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WaitPoint {
+    pub function: String,
+    pub state: OffState,
+    pub ns: u64,
+    pub blocks: u64,
+    pub percent: f64,
+}
+
+/// One distinct stack in one state, summed over the threads that blocked
+/// in it: the code path is what matters, whichever worker took it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BlockingPath {
+    /// The threads' names, most blocked first.
+    pub comms: Vec<String>,
+    pub state: OffState,
+    /// Outermost first; kernel frames end in `_[k]`.
+    pub frames: Vec<String>,
+    pub ns: u64,
+    pub blocks: u64,
+    pub percent: f64,
+}
+
+/// The summary the report prints (`analysis::offcpu::summarize`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub total_ns: u64,
+    pub blocks: u64,
+    pub by_state: Vec<StateShare>,
+    pub wait_points: Vec<WaitPoint>,
+    pub paths: Vec<BlockingPath>,
 }

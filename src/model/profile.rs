@@ -197,3 +197,43 @@ impl Profile {
         self.stacks.iter().map(|s| s.weight).sum()
     }
 }
+
+/// A function's share of the profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionShare {
+    pub name: String,
+    pub kernel: bool,
+    /// Period-weighted samples.
+    pub samples: u64,
+    pub percent: f64,
+}
+
+/// A stack's share of the profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HotStack {
+    pub comm: String,
+    /// Outermost first.
+    pub frames: Vec<String>,
+    pub samples: u64,
+    pub percent: f64,
+}
+
+/// A command whose user stacks stop after one or two frames.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TruncatedStacks {
+    pub comm: String,
+    /// Share of its samples with user frames whose user stack is 1–2 deep.
+    pub percent: f64,
+}
+
+/// Everything the report shows about where the time went
+/// (`analysis::fold::summarize`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub samples: u64,
+    pub kernel_percent: f64,
+    pub top_self: Vec<FunctionShare>,
+    pub top_total: Vec<FunctionShare>,
+    pub hottest: Vec<HotStack>,
+    pub truncated: Vec<TruncatedStacks>,
+}

@@ -4,8 +4,8 @@
 use std::io::{self, Write};
 
 use crate::analysis::trend::{about, slope_text, value_text};
-use crate::analysis::why::Why;
 use crate::model::diagnosis::{Diagnosis, Observation, SCHEMA_VERSION, Scope};
+use crate::model::drill::Why;
 use crate::model::trend::{Limit, SeriesShape, Shape, Shapes};
 use crate::render::offcpu::{duration as offcpu_duration, one_line};
 

@@ -8,9 +8,9 @@
 use std::fmt::Write as _;
 use std::io::Write;
 
-use crate::analysis::why::Why;
 use crate::model::diagnose_run::DiagnoseRun;
 use crate::model::diagnosis::{Confidence, ThreadState};
+use crate::model::drill::Why;
 use crate::model::flame::Flame;
 use crate::render::offcpu::{duration, one_line};
 use crate::render::svg_chart::{Bars, Series, bar_chart, escape as esc, line_chart};

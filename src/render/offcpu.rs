@@ -6,8 +6,7 @@ use std::io::Write;
 
 use serde::Serialize;
 
-use crate::analysis::offcpu::Summary;
-use crate::model::offcpu::{Collection, Offcpu, StateFilter, WaitSamples};
+use crate::model::offcpu::{Collection, Offcpu, StateFilter, Summary, WaitSamples};
 use crate::render::table::{Align, Table};
 
 /// How many blocking paths the text report prints in full.

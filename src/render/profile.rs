@@ -6,8 +6,8 @@ use std::io::Write;
 
 use serde::Serialize;
 
-use crate::analysis::fold::{FunctionShare, Summary};
 use crate::model::profile::Profile;
+use crate::model::profile::{FunctionShare, Summary};
 use crate::render::table::{Align, Table};
 
 /// How many hottest stacks the text report prints.
