@@ -21,6 +21,9 @@ const CODE_MOVE: u32 = 1;
 /// Past this many code records the rest of the file is not read (a
 /// runtime that compiled millions of functions; memory stays bounded).
 const MAX_RECORDS: usize = 4_000_000;
+/// The most of a name that is kept (the file's own sizes are not trusted
+/// for an allocation).
+const MAX_NAME: u64 = 4096;
 
 /// The file name a process `pid` gives its jitdump, in any directory.
 pub fn file_name(pid: u32) -> String {
@@ -92,9 +95,9 @@ fn code_load<R: Read + Seek>(
         return Err(std::io::ErrorKind::InvalidData.into());
     };
     let name_len = rest.saturating_sub(size);
-    let mut name = vec![0u8; name_len as usize];
+    let mut name = vec![0u8; name_len.min(MAX_NAME) as usize];
     r.read_exact(&mut name)?;
-    skip(r, rest - name_len)?;
+    skip(r, rest - name.len() as u64)?;
     let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
     let name = String::from_utf8_lossy(&name[..end]).into_owned();
     by_index.insert(index, name.clone());
@@ -200,6 +203,16 @@ mod tests {
         assert_eq!(map.lookup(0x300f), Some("JS:~outer /app/hot.js:3:10"));
         assert_eq!(map.lookup(0x4000), None);
         assert_eq!(map.len(), 3);
+    }
+
+    #[test]
+    fn a_huge_name_is_cut_not_allocated() {
+        let mut f = header();
+        f.extend(load_rec(0x1000, 0x10, 1, &"n".repeat(10_000)));
+        f.extend(load_rec(0x2000, 0x10, 2, "next"));
+        let map = read(f).unwrap();
+        assert_eq!(map.lookup(0x1000).map(str::len), Some(MAX_NAME as usize));
+        assert_eq!(map.lookup(0x2000), Some("next"));
     }
 
     #[test]
