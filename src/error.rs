@@ -85,17 +85,18 @@ fn list(pids: &[i64]) -> String {
 
 /// The command kdiag was asked to run (`-- CMD`) could not be started:
 /// exit 127 when it was not found, 126 when it could not be executed, as
-/// a shell says (and `kdiag time` reports).
+/// a shell says (and `kdiag time` reports). The error is not the error's
+/// `source`: the message says it already, and the chain would repeat it.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot run `{program}`: {}", describe(.source))]
+#[error("cannot run `{program}`: {}", describe(.error))]
 pub struct CannotRun {
     pub program: String,
-    pub source: std::io::Error,
+    pub error: std::io::Error,
 }
 
 impl CannotRun {
     pub fn exit_code(&self) -> u8 {
-        if self.source.kind() == std::io::ErrorKind::NotFound {
+        if self.error.kind() == std::io::ErrorKind::NotFound {
             127
         } else {
             126

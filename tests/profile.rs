@@ -417,7 +417,14 @@ fn usage_errors() {
     if require_root("usage_errors (missing program)") {
         assert_eq!(out.status.code(), Some(127), "as a shell says");
         assert!(
-            stderr(&out).contains("cannot run `/no/such/program`"),
+            stderr(&out).contains("cannot run `/no/such/program`: No such file or directory\n"),
+            "{}",
+            stderr(&out)
+        );
+        // The cause once, not again from the error's source.
+        assert_eq!(
+            stderr(&out).matches("No such file").count(),
+            1,
             "{}",
             stderr(&out)
         );

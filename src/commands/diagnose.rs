@@ -362,7 +362,11 @@ fn watch_and_drill(args: &Args, interrupt: &Interrupt) -> anyhow::Result<Diagnos
             if let Some(source) = c.exec_error().context("starting the command")? {
                 let exec = exec_drill(args, c.pid as i32, execs);
                 could_not_run(args, exec.and_then(Result::ok).as_ref());
-                return Err(error::CannotRun { program, source }.into());
+                return Err(error::CannotRun {
+                    program,
+                    error: source,
+                }
+                .into());
             }
             let pid = c.pid as i32;
             child = Some(c);

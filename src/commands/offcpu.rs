@@ -182,7 +182,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             let program = args.command[0].to_string_lossy().into_owned();
             c.release().context("releasing the command")?;
             if let Some(source) = c.exec_error().context("starting the command")? {
-                return Err(crate::error::CannotRun { program, source }.into());
+                return Err(crate::error::CannotRun {
+                    program,
+                    error: source,
+                }
+                .into());
             }
             Running::Child(c)
         }

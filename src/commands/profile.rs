@@ -151,7 +151,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         // The events switch on by themselves when the child execs the command.
         child.release().context("releasing the command")?;
         if let Some(source) = child.exec_error().context("starting the command")? {
-            return Err(crate::error::CannotRun { program, source }.into());
+            return Err(crate::error::CannotRun {
+                program,
+                error: source,
+            }
+            .into());
         }
         let child = Running::Child {
             child,

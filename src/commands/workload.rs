@@ -156,7 +156,7 @@ fn run_workload(name: &str, args: &[String]) -> anyhow::Result<u8> {
     if let Some(source) = child.exec_error()? {
         return Err(error::CannotRun {
             program: path.display().to_string(),
-            source,
+            error: source,
         }
         .into());
     }
