@@ -55,7 +55,7 @@ pub(super) struct Names<'a> {
     /// file → offset → symbol (Err: why not, the module+offset name is made later).
     files: HashMap<String, HashMap<u64, Result<String, String>>>,
     /// Each process's JIT names (perf map and jitdump), read when first needed.
-    perf_maps: HashMap<u32, Option<PerfMap>>,
+    jit_names: HashMap<u32, Option<PerfMap>>,
     /// Binaries named in frames, in first-use order (`Frame::module`).
     module_index: HashMap<String, u32>,
     module_paths: Vec<String>,
@@ -72,7 +72,7 @@ impl<'a> Names<'a> {
                 .build(),
             kernel: HashMap::new(),
             files: HashMap::new(),
-            perf_maps: HashMap::new(),
+            jit_names: HashMap::new(),
             module_index: HashMap::new(),
             module_paths: Vec::new(),
             reasons: BTreeMap::new(),
@@ -222,35 +222,32 @@ impl<'a> Names<'a> {
     /// The name a perf map or jitdump gives the code at `ip`, reading
     /// them once per process. A jitdump's names win over a perf map's.
     pub(super) fn jit_name(&mut self, pid: u32, ip: u64) -> Option<String> {
-        if !self.perf_maps.contains_key(&pid) {
+        if !self.jit_names.contains_key(&pid) {
             let maps = self.maps.get(&pid);
             let uid = maps.and_then(|m| m.uid);
-            let mut names: Option<PerfMap> = None;
-            let dump = maps.and_then(|m| jitdump_path(m, pid));
-            let loaded = [
-                PerfMap::load(pid, uid),
-                dump.map_or(Ok(None), |path| jitdump::load(&path, uid)),
-            ];
-            for map in loaded {
-                match map {
-                    Ok(Some(map)) => {
-                        names = Some(match names.take() {
-                            Some(earlier) => earlier.then(map),
-                            None => map,
-                        })
-                    }
-                    Ok(None) => {}
-                    Err(why) => {
-                        self.note(&why);
-                    }
-                }
-            }
-            self.perf_maps.insert(pid, names);
+            let perf_map = PerfMap::load(pid, uid);
+            let dump = match maps.and_then(|m| jitdump_path(m, pid)) {
+                Some(path) => jitdump::load(&path, uid),
+                None => Ok(None),
+            };
+            let names = match (self.loaded(perf_map), self.loaded(dump)) {
+                (Some(map), Some(dump)) => Some(map.then(dump)),
+                (map, dump) => map.or(dump),
+            };
+            self.jit_names.insert(pid, names);
         }
-        self.perf_maps[&pid]
+        self.jit_names[&pid]
             .as_ref()?
             .lookup(ip)
             .map(str::to_string)
+    }
+
+    /// A JIT name table that was read, or None; why not is counted.
+    fn loaded(&mut self, read: Result<Option<PerfMap>, String>) -> Option<PerfMap> {
+        read.unwrap_or_else(|why| {
+            self.note(&why);
+            None
+        })
     }
 
     pub(super) fn module(&mut self, path: &str) -> u32 {
