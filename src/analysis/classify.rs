@@ -8,6 +8,7 @@
 use crate::analysis::io_pattern::human_bytes;
 use crate::analysis::memory_trend::{self, Trend};
 use crate::analysis::tsa::{self, Budget};
+use crate::analysis::why::Drill;
 use crate::model::diagnosis::{
     Class, Confidence, Diagnosis, MemberShare, Observation, Periodic, Scope, ThreadState,
 };
@@ -583,7 +584,7 @@ fn next(verdict: Class, o: &Observation, pid: i32) -> Vec<String> {
             .map(|z| vec![format!("kdiag diagnose -p {}", z.parent_pid)])
             .unwrap_or_default(),
         Class::Idle => vec![],
-        Class::Exec => vec![format!("sudo kdiag exec-trace -p {pid}")],
+        Class::Exec => vec![Drill::Exec.command(pid)],
     }
 }
 
@@ -623,7 +624,7 @@ pub fn with_exec_failures(mut d: Diagnosis, exec: &ExecDrill, pid: i32) -> Diagn
         if first.times == 1 { "" } else { "s" },
         first.pid
     );
-    d.next = next(Class::Exec, &Observation::default(), pid);
+    d.next = vec![Drill::Exec.command(pid)];
     if let (Some(_), Some(file)) = (&first.cause, &first.filename) {
         d.next.push(format!("kdiag elf-check {file}"));
     }
