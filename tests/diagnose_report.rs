@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use common::{in_ci, kdiag, require_root, stderr, stdout, workload};
+use common::{kdiag, require_program, require_root, stderr, stdout, workload};
 use serde_json::Value;
 
 /// The recorded run, shared by the tests (made once).
@@ -136,21 +136,7 @@ fn a_replay_shows_the_same_report() {
 
 /// Chromium (Debian's `chromium`), or None where it is missing outside CI.
 fn chromium(test: &str) -> Option<&'static str> {
-    for name in ["chromium", "chromium-browser"] {
-        let found = Command::new(name)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if found {
-            return Some(name);
-        }
-    }
-    assert!(
-        !in_ci(),
-        "{test}: needs chromium (apt-get install chromium), and CI=true forbids skipping"
-    );
-    eprintln!("SKIPPED {test}: chromium is not installed");
-    None
+    require_program(test, &["chromium", "chromium-browser"], "chromium")
 }
 
 /// Run headless Chromium on `page` with `args`, its own profile folder,

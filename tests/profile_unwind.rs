@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::profile_files::{Pprof, speedscope_schema, validate};
-use common::{kdiag, require_root, stderr, stdout};
+use common::{kdiag, require_program, require_root, stderr, stdout};
 use serde_json::Value;
 
 fn programs() -> PathBuf {
@@ -458,12 +458,7 @@ fn jitdump_names_node_functions() {
     if !require_root("jitdump_names_node_functions") {
         return;
     }
-    if Command::new("node").arg("--version").output().is_err() {
-        assert!(
-            !common::in_ci(),
-            "node is not installed (apt-get install nodejs)"
-        );
-        eprintln!("SKIPPED jitdump_names_node_functions: node is not installed");
+    if require_program("jitdump_names_node_functions", &["node"], "nodejs").is_none() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

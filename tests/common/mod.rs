@@ -57,6 +57,27 @@ pub fn require_root(test: &str) -> bool {
     false
 }
 
+/// The first of `names` that runs (`NAME --version`). Where none does,
+/// outside CI the test is skipped (None, said on stderr); under CI=true it
+/// fails, as a missing privilege does (`require_root`).
+pub fn require_program(test: &str, names: &[&'static str], package: &str) -> Option<&'static str> {
+    let found = names.iter().find(|name| {
+        Command::new(name)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    if found.is_none() {
+        assert!(
+            !in_ci(),
+            "{test}: needs {} (apt-get install {package}), and CI=true forbids skipping",
+            names[0]
+        );
+        eprintln!("SKIPPED {test}: {} is not installed", names[0]);
+    }
+    found.copied()
+}
+
 /// stdout as a String.
 pub fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
