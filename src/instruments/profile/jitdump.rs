@@ -9,6 +9,7 @@
 //! without following a symlink and must be a regular file owned by the
 //! process's user (`perf_map::open_owned`). Its code bytes are skipped, not read.
 
+use std::collections::HashMap;
 use std::io::{BufReader, Read, Seek};
 
 use crate::instruments::profile::perf_map::{PerfMap, open_owned};
@@ -58,7 +59,7 @@ pub fn parse<R: Read + Seek>(mut r: BufReader<R>) -> Result<PerfMap, String> {
 
     let mut entries = Vec::new();
     // code_index → name, for the moves.
-    let mut by_index = std::collections::HashMap::new();
+    let mut by_index = HashMap::new();
     while entries.len() < MAX_RECORDS {
         let mut rec = [0u8; RECORD_HEADER as usize];
         if r.read_exact(&mut rec).is_err() {
@@ -86,7 +87,7 @@ fn code_load<R: Read + Seek>(
     r: &mut BufReader<R>,
     body: u64,
     entries: &mut Vec<(u64, u64, String)>,
-    by_index: &mut std::collections::HashMap<u64, String>,
+    by_index: &mut HashMap<u64, String>,
 ) -> std::io::Result<()> {
     let mut fixed = [0u8; 40];
     r.read_exact(&mut fixed)?;
@@ -110,7 +111,7 @@ fn code_move<R: Read + Seek>(
     r: &mut BufReader<R>,
     body: u64,
     entries: &mut Vec<(u64, u64, String)>,
-    by_index: &std::collections::HashMap<u64, String>,
+    by_index: &HashMap<u64, String>,
 ) -> std::io::Result<()> {
     let mut fixed = [0u8; 48];
     r.read_exact(&mut fixed)?;
