@@ -416,13 +416,17 @@ fn sigterm_to_kdiag_reaches_the_command() {
     // kdiag survives, forwards the signal, reports and exits like the child.
     assert_eq!(k.wait().unwrap().code(), Some(143));
     assert_eq!(report(&path)["ending"]["name"], "SIGTERM");
-    assert!(
-        !Path::new(&format!(
-            "/sys/kernel/tracing/instances/kdiag-time-{}",
-            k.id()
-        ))
-        .exists()
-    );
+    assert_eq!(instance_of(k.id()), None);
+}
+
+/// kdiag `pid`'s tracefs instance (`kdiag-time-PID-START`), if it exists.
+fn instance_of(pid: u32) -> Option<PathBuf> {
+    let prefix = format!("kdiag-time-{pid}-");
+    std::fs::read_dir("/sys/kernel/tracing/instances")
+        .ok()?
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
 }
 
 #[test]
@@ -444,8 +448,8 @@ fn ctrl_c_reaches_the_command_and_kdiag_reports() {
     unsafe { libc::killpg(k.id() as i32, libc::SIGINT) };
     assert_eq!(k.wait().unwrap().code(), Some(130));
     assert_eq!(report(&path)["ending"]["name"], "SIGINT");
-    let instance = format!("/sys/kernel/tracing/instances/kdiag-time-{}", k.id());
-    assert!(!Path::new(&instance).exists(), "{instance} left behind");
+    let left = instance_of(k.id());
+    assert_eq!(left, None, "left behind");
 }
 
 #[test]

@@ -9,8 +9,9 @@
 //! wave2-facts.md §5); on a systemd laptop it is v2.
 //!
 //! Nothing outlives kdiag: the handle kills everything in its cgroup and
-//! removes it on drop, and every creation first removes `kdiag-PID-N`
-//! cgroups whose kdiag is dead (a SIGKILLed kdiag cannot clean up).
+//! removes it on drop, and every creation first removes `kdiag-PID-START-N`
+//! cgroups whose kdiag is dead (a SIGKILLed kdiag cannot clean up), judged
+//! by pid and start time (`sys::process::owner`), never by name.
 
 use std::fs::{self, OpenOptions};
 use std::io;
@@ -23,6 +24,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::model::block::DevId;
+use crate::sys::process::owner::Owner;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CgroupError {
@@ -52,7 +54,7 @@ pub enum Version {
     V1,
 }
 
-/// A cgroup `kdiag-<kdiag pid>-<n>`, killed and removed on drop.
+/// A cgroup `kdiag-PID-START-N` (see [`fresh_name`]), killed and removed on drop.
 #[derive(Debug)]
 pub struct Cgroup {
     dir: PathBuf,
@@ -84,11 +86,7 @@ impl Cgroup {
                 enabled_io = Some(control);
             }
         }
-        let name = format!(
-            "kdiag-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
+        let name = fresh_name();
         let dir = root.join(name);
         fs::create_dir(&dir).map_err(io_err(&dir))?;
         Ok(Cgroup {
@@ -183,7 +181,7 @@ impl Drop for Cgroup {
     }
 }
 
-/// A v2 cgroup `kdiag-PID-N` for a command kdiag runs under its supervisor
+/// A v2 cgroup `kdiag-PID-START-N` for a command kdiag runs under its supervisor
 /// (`sys::process::supervisor`): one write to `cgroup.kill` kills every
 /// process in it, wherever it is in the tree. The supervisor writes the
 /// command's pid into `procs` and `1` into `kill` through these descriptors
@@ -208,11 +206,7 @@ impl CommandCgroup {
             .into_iter()
             .find(|m| m.1 == Version::V2)?;
         sweep_stale(&root);
-        let name = format!(
-            "kdiag-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
+        let name = fresh_name();
         let dir = root.join(name);
         fs::create_dir(&dir).ok()?;
         let open = |name: &str| -> Option<OwnedFd> {
@@ -355,20 +349,31 @@ fn unescape(s: &str) -> PathBuf {
     PathBuf::from(std::ffi::OsString::from_vec(out))
 }
 
-/// Remove `kdiag-PID-N` cgroups under `root` whose kdiag is gone: no
-/// process PID, or one that is not a kdiag (same `comm` as ours).
+/// A new cgroup name `kdiag-PID-START-N`: this kdiag (pid and start time,
+/// so a sweep can tell it is alive whatever its binary is called) and a
+/// counter of its own.
+fn fresh_name() -> String {
+    format!(
+        "kdiag-{}-{}",
+        Owner::me().tag(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Remove `kdiag-PID-START-N` cgroups under `root` whose kdiag is gone.
+/// Names of another form (an older kdiag's `kdiag-PID-N`) are left alone:
+/// their owner cannot be told for sure, and killing a live one's workload
+/// is worse than leaving a dead one's cgroup.
 fn sweep_stale(root: &Path) {
-    let me = fs::read_to_string("/proc/self/comm").unwrap_or_default();
     let Ok(entries) = fs::read_dir(root) else {
         return;
     };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(owner_pid) else {
+        let Some(owner) = name.to_str().and_then(owner_of) else {
             continue;
         };
-        let alive = fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c == me);
-        if !alive {
+        if !owner.alive() {
             let dir = entry.path();
             kill_all(&dir);
             remove(&dir);
@@ -376,12 +381,11 @@ fn sweep_stale(root: &Path) {
     }
 }
 
-/// The kdiag pid in a cgroup name `kdiag-PID-N`.
-fn owner_pid(name: &str) -> Option<u32> {
-    let rest = name.strip_prefix("kdiag-")?;
-    let (pid, n) = rest.split_once('-')?;
+/// The kdiag that made a cgroup named `kdiag-PID-START-N`.
+fn owner_of(name: &str) -> Option<Owner> {
+    let (tag, n) = name.strip_prefix("kdiag-")?.rsplit_once('-')?;
     n.parse::<u32>().ok()?;
-    pid.parse().ok()
+    Owner::parse(tag)
 }
 
 fn read_pids(dir: &Path) -> Vec<u32> {
@@ -523,10 +527,15 @@ mod tests {
 
     #[test]
     fn names_and_numbers() {
-        assert_eq!(owner_pid("kdiag-123-0"), Some(123));
-        assert_eq!(owner_pid("kdiag-123"), None);
-        assert_eq!(owner_pid("kdiag-x-1"), None);
-        assert_eq!(owner_pid("other-1-2"), None);
+        let owner = |pid, start| Some(Owner { pid, start });
+        assert_eq!(owner_of("kdiag-123-456-0"), owner(123, 456));
+        assert_eq!(owner_of("kdiag-123-456-17"), owner(123, 456));
+        // An older kdiag's name: owner unknown, never swept.
+        assert_eq!(owner_of("kdiag-123-0"), None);
+        assert_eq!(owner_of("kdiag-123"), None);
+        assert_eq!(owner_of("kdiag-x-1-2"), None);
+        assert_eq!(owner_of("other-1-2-3"), None);
+        assert_eq!(owner_of(&fresh_name()), Some(Owner::me()));
         let mut buf = [0u8; 20];
         assert_eq!(format_u32(0, &mut buf), b"0");
         assert_eq!(format_u32(4194304, &mut buf), b"4194304");
@@ -585,18 +594,23 @@ mod tests {
             return;
         }
         let (root, _) = find_hierarchy().unwrap();
+        let me = Owner::me();
         // A pid that cannot exist (above pid_max's ceiling), with a process
         // still inside, as a SIGKILLed kdiag leaves it.
-        let stale = root.join("kdiag-4194305-7");
+        let stale = root.join(format!("kdiag-4194305-{}-7", me.start));
         let _ = fs::create_dir(&stale);
         let mut orphan = Command::new("sleep").arg("30").spawn().unwrap();
         fs::write(stale.join("cgroup.procs"), orphan.id().to_string()).unwrap();
-        // One of a live kdiag (this test process stands in: same comm
-        // check, so name it after ourselves) is left alone.
-        let live = root.join(format!("kdiag-{}-999", std::process::id()));
+        // A recycled pid: this process's pid, another start time.
+        let recycled = root.join(format!("kdiag-{}-{}-7", me.pid, me.start + 1));
+        let _ = fs::create_dir(&recycled);
+        // One of a live kdiag whose binary has another name (this test
+        // binary) is left alone.
+        let live = root.join(format!("kdiag-{}-999", me.tag()));
         let _ = fs::create_dir(&live);
         let cg = Cgroup::create().unwrap();
         assert!(!stale.exists(), "stale cgroup swept");
+        assert!(!recycled.exists(), "a recycled pid's cgroup swept");
         use std::os::unix::process::ExitStatusExt;
         assert_eq!(orphan.wait().unwrap().signal(), Some(libc::SIGKILL));
         assert!(live.exists(), "a live kdiag's cgroup is kept");

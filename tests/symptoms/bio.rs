@@ -229,19 +229,7 @@ fn bio_leaves_nothing_when_kdiag_is_killed() {
         pid = descendant_of(kpid, "bio").unwrap_or(0);
         pid != 0 && dir.exists()
     });
-    let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
-        .unwrap()
-        .lines()
-        .find_map(|l| {
-            let path = l.rsplit(':').next()?;
-            path.contains("kdiag-").then(|| path.to_string())
-        })
-        .unwrap();
-    let cgroup_dir = ["/sys/fs/cgroup/blkio", "/sys/fs/cgroup"]
-        .iter()
-        .map(|h| PathBuf::from(format!("{h}{cgroup}")))
-        .find(|p| p.exists())
-        .unwrap();
+    let cgroup_dir = kdiag_cgroup_of(pid);
     kd.0[0].kill().unwrap();
     kd.0[0].wait().unwrap();
     let gone = |p: u32| {
@@ -262,6 +250,86 @@ fn bio_leaves_nothing_when_kdiag_is_killed() {
     let status = run("0.5").wait().unwrap();
     assert!(status.success(), "{status:?}");
     assert!(!cgroup_dir.exists(), "{} swept", cgroup_dir.display());
+}
+
+/// The directory of the kdiag cgroup process `pid` is in.
+fn kdiag_cgroup_of(pid: u32) -> PathBuf {
+    let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            let path = l.rsplit(':').next()?;
+            path.contains("kdiag-").then(|| path.to_string())
+        })
+        .unwrap();
+    ["/sys/fs/cgroup/blkio", "/sys/fs/cgroup"]
+        .iter()
+        .map(|h| PathBuf::from(format!("{h}{cgroup}")))
+        .find(|p| p.exists())
+        .unwrap()
+}
+
+/// A live kdiag is never taken for dead, whatever its binary is called: a
+/// copy named `kdiag.real` (as a package may install it) runs bio, another
+/// kdiag starts and sweeps stale cgroups, and bio keeps running in its
+/// cgroup. (kdiag once judged an owner by its name and SIGKILLed this bio.)
+#[test]
+fn a_renamed_kdiag_keeps_its_workload_when_another_starts() {
+    let _one = serial();
+    if !require_root("a_renamed_kdiag_keeps_its_workload_when_another_starts") {
+        return;
+    }
+    // The copy finds its workloads next to itself: bio is linked there.
+    let bin = tempfile::Builder::new()
+        .prefix("renamed-kdiag")
+        .tempdir_in(bin_dir())
+        .unwrap();
+    let real = bin.path().join("kdiag.real");
+    std::fs::copy(env!("CARGO_BIN_EXE_kdiag"), &real).unwrap();
+    std::os::unix::fs::symlink(workload("bio"), bin.path().join("bio")).unwrap();
+    let tmp = disk_tempdir();
+    let (dir, other) = (tmp.path().join("bio"), tmp.path().join("other"));
+    let mut kd = Kids(vec![
+        Command::new(&real)
+            .args(["workload", "run", "bio", "--sectors", "100"])
+            .args(["--duration", "30", "--scratch"])
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    ]);
+    let kpid = kd.0[0].id();
+    let mut pid = 0;
+    wait_for("the bio process", Duration::from_secs(10), || {
+        pid = descendant_of(kpid, "bio").unwrap_or(0);
+        pid != 0 && dir.exists()
+    });
+    let cgroup_dir = kdiag_cgroup_of(pid);
+    let status = kdiag()
+        .args(["workload", "run", "bio", "--sectors", "100"])
+        .args(["--duration", "0.5", "--scratch"])
+        .arg(&other)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    let state = stat_fields(&format!("/proc/{pid}/stat")).map(|(_, f)| f[0].clone());
+    assert!(
+        state.as_deref().is_some_and(|s| s != "Z" && s != "X"),
+        "the renamed kdiag's bio was killed (state {state:?})"
+    );
+    assert!(cgroup_dir.exists(), "{} kept", cgroup_dir.display());
+    assert!(
+        kd.0[0].try_wait().unwrap().is_none(),
+        "kdiag.real still runs"
+    );
+    // Stopped the ordinary way, it cleans up after itself.
+    // SAFETY: plain kill(2) on our own child.
+    unsafe { libc::kill(kpid as i32, libc::SIGTERM) };
+    kd.0[0].wait().unwrap();
+    assert!(!cgroup_dir.exists(), "{} removed", cgroup_dir.display());
 }
 
 /// Without root there is no throttle: kdiag says what is missing (exit 3)

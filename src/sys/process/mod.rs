@@ -2,11 +2,13 @@
 //! (`spawn`, the exec side in `exec`) under a supervisor that kills them with kdiag (`supervisor`),
 //! the sudo invoker and acting as them (`privilege`), resource accounting
 //! (`rusage`), the signals that interrupt kdiag (`interrupt`), who sent a
-//! fatal signal (`signal_origin`), and the one way to read and write files
+//! fatal signal (`signal_origin`), which kdiag owns a thing it left in a
+//! shared place (`owner`), and the one way to read and write files
 //! the user names (`user_files`).
 
 mod exec;
 pub mod interrupt;
+pub mod owner;
 pub mod privilege;
 pub mod rusage;
 pub mod signal_origin;

@@ -8,6 +8,7 @@ use std::io;
 use std::path::PathBuf;
 
 use crate::model::rusage::SignalOrigin;
+use crate::sys::process::owner::Owner;
 
 /// A tracefs instance recording signal generation, removed on drop.
 pub struct SignalTracer {
@@ -22,7 +23,7 @@ impl SignalTracer {
             .root()
             .to_path_buf();
         remove_stale(&tracefs.join("instances"));
-        let dir = tracefs.join(format!("instances/kdiag-time-{}", std::process::id()));
+        let dir = tracefs.join(format!("instances/kdiag-time-{}", Owner::me().tag()));
         fs::create_dir(&dir)?;
         let tracer = SignalTracer { dir };
         let event = tracer.dir.join("events/signal/signal_generate");
@@ -61,17 +62,21 @@ impl Drop for SignalTracer {
 }
 
 /// Remove instances left by a kdiag that was killed with SIGKILL (the only
-/// way to skip Drop): those whose owner pid no longer exists.
+/// way to skip Drop): those whose owner (pid and start time) is gone.
 fn remove_stale(instances: &std::path::Path) {
     let Ok(entries) = fs::read_dir(instances) else {
         return;
     };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("kdiag-time-")) else {
+        let Some(owner) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("kdiag-time-"))
+            .and_then(Owner::parse)
+        else {
             continue;
         };
-        if !std::path::Path::new("/proc").join(pid).exists() {
+        if !owner.alive() {
             let _ = fs::remove_dir(entry.path());
         }
     }
