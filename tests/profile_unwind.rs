@@ -452,7 +452,8 @@ fn pprof_and_speedscope_hold_the_unwound_chain() {
 /// Node with `--perf-prof` writes a jitdump (jit-PID.dump, in its working
 /// directory) and maps it for profilers to find; with
 /// `--interpreted-frames-native-stack` its interpreted functions get code of
-/// their own there too. The JavaScript chain must come out by name.
+/// their own there too. The JavaScript chain must come out by name, however
+/// much of it V8 inlined.
 #[test]
 fn jitdump_names_node_functions() {
     if !require_root("jitdump_names_node_functions") {
@@ -461,19 +462,8 @@ fn jitdump_names_node_functions() {
     if require_program("jitdump_names_node_functions", &["node"], "nodejs").is_none() {
         return;
     }
+    // node writes its jitdump in its working directory: a fresh one.
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("hot.js"),
-        "function leafWork(n) { let s = 0; for (let i = 0; i < n; i++) s = (s * 31 + i) | 0; return s; }\n\
-         function middleStep(n) { return leafWork(n) + 1; }\n\
-         function outerLoop(secs) {\n\
-           const end = Date.now() + secs * 1000; let t = 0;\n\
-           while (Date.now() < end) t += middleStep(100000);\n\
-           return t;\n\
-         }\n\
-         outerLoop(+process.argv[2]);\n",
-    )
-    .unwrap();
     let (folded, pprof) = (dir.path().join("n.folded"), dir.path().join("n.pb.gz"));
     let out = kdiag()
         .current_dir(dir.path())
@@ -487,7 +477,8 @@ fn jitdump_names_node_functions() {
             "--perf-prof",
             "--interpreted-frames-native-stack",
         ])
-        .args(["hot.js", "1.5"])
+        .arg(programs().join("hot.js"))
+        .arg("1.5")
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
@@ -495,35 +486,44 @@ fn jitdump_names_node_functions() {
     let all = report["profile"]["samples"].as_u64().unwrap();
     let text = std::fs::read_to_string(&folded).unwrap();
     // V8 names code "JS:*name file:line:col" (optimised) or "JS:~name ..."
-    // (interpreted); leafWork gets optimised soon after it starts.
-    let chain = |l: &&str| {
+    // (interpreted). What it inlines is its own choice: an optimised
+    // outerLoop may hold middleStep and leafWork, so a correct profile has,
+    // in nearly every sample, the script's functions by name in call order
+    // from outerLoop down to the leaf, the rest inlined into the last one.
+    // Unnamed JIT code (`[anon]`, the jitdump not read) matches none.
+    const CHAIN: [&str; 3] = ["outerLoop", "middleStep", "leafWork"];
+    let script_fn = |f: &str| {
+        let name = f.strip_prefix("JS:")?.trim_start_matches(['*', '~']);
+        CHAIN
+            .iter()
+            .position(|c| name.starts_with(&format!("{c} ")))
+    };
+    let in_order = |l: &&str| {
         let frames: Vec<&str> = l.rsplit_once(' ').unwrap().0.split(';').collect();
-        let at = |name: &str| {
-            frames
-                .iter()
-                .position(|f| f.starts_with("JS:") && f.contains(&format!("{name} ")))
-        };
-        matches!(
-            (at("outerLoop"), at("middleStep"), at("leafWork")),
-            (Some(a), Some(b), Some(c)) if a < b && b < c && c + 1 == frames.len()
-        )
+        let ours: Vec<usize> = frames.iter().filter_map(|f| script_fn(f)).collect();
+        let leaf_is_ours = frames.last().is_some_and(|f| script_fn(f).is_some());
+        leaf_is_ours && ours.iter().copied().eq(0..ours.len())
     };
     let in_chain: u64 = text
         .lines()
-        .filter(chain)
+        .filter(in_order)
         .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
         .sum();
     assert!(
         in_chain * 10 >= all * 7,
-        "outerLoop;middleStep;leafWork (by name, leafWork the leaf) in {in_chain} of {all} samples:\n{text}"
+        "outerLoop[;middleStep[;leafWork]] (by name, in call order, one of them the leaf) \
+         in {in_chain} of {all} samples:\n{text}"
     );
     let names: Vec<String> = Pprof::read(&pprof)
         .stacks()
         .into_iter()
         .flat_map(|(s, _)| s)
         .collect();
+    // Optimised code, compiled after node started, is named too.
     assert!(
-        names.iter().any(|n| n.starts_with("JS:*leafWork ")),
+        names
+            .iter()
+            .any(|n| n.starts_with("JS:*") && script_fn(n).is_some()),
         "pprof function names: {names:?}"
     );
 }
