@@ -1,6 +1,6 @@
 //! `kdiag diagnose` on real processes: the bundled workloads (each verdict
 //! must be the class the workload says it exhibits, `--describe`), and
-//! programs written for the purpose (tests/fixtures/diagnose/*.c, built
+//! programs written for the purpose (tests/programs/*.c, built
 //! here with cc), each asserting the verdict and its key evidence from real
 //! /proc numbers. The tests that load the CPUs run one at a time.
 
@@ -21,12 +21,11 @@ fn one_at_a_time() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// tests/fixtures/diagnose/NAME.c built with cc (once per test run).
+/// tests/programs/NAME.c built with cc (once per test run).
 fn fixture(name: &str) -> PathBuf {
     static BUILT: Mutex<()> = Mutex::new(());
     let _g = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    let src =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/diagnose/{name}.c"));
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/programs/{name}.c"));
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("diagnose-{name}"));
     let fresh = |o: &Path| {
         let (Ok(a), Ok(b)) = (o.metadata(), src.metadata()) else {

@@ -52,7 +52,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn many_threads(dir: &Path) -> PathBuf {
     let out = dir.join("many_threads");
-    let src = common::root().join("tests/fixtures/diagnose/many_threads.c");
+    let src = common::root().join("tests/programs/many_threads.c");
     let ok = Command::new("cc")
         .args(["-O1", "-pthread", "-o"])
         .arg(&out)
