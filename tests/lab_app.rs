@@ -49,7 +49,7 @@ fn workload_pid(root: &Path) -> u32 {
     }
 }
 
-/// Loaded BPF programs, by id.
+/// Loaded BPF programs, by id (the whole machine's).
 fn bpf_programs() -> BTreeSet<u64> {
     let out = std::process::Command::new("bpftool")
         .args(["prog", "show", "--json"])
@@ -59,6 +59,34 @@ fn bpf_programs() -> BTreeSet<u64> {
     v.as_array()
         .map(|a| a.iter().filter_map(|p| p["id"].as_u64()).collect())
         .unwrap_or_default()
+}
+
+/// The BPF programs process `pid` holds, by id (from its descriptors'
+/// fdinfo). Other runs on the machine load programs of their own at any
+/// time: what kdiag loaded is told by what kdiag holds, never by counting
+/// the machine's.
+fn programs_of(pid: u32) -> BTreeSet<u64> {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return BTreeSet::new();
+    };
+    fds.flatten()
+        .filter(|e| {
+            std::fs::read_link(e.path()).is_ok_and(|l| {
+                let l = l.to_string_lossy();
+                l.contains("bpf-prog") || l.contains("bpf_link")
+            })
+        })
+        .filter_map(|e| {
+            let info =
+                std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{}", e.file_name().display()))
+                    .ok()?;
+            info.lines()
+                .find_map(|l| l.strip_prefix("prog_id:"))?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .collect()
 }
 
 /// Perf events and BPF objects held by process `pid` (from its fd links).
@@ -88,12 +116,12 @@ fn kdiag_pid(t: &Tmux) -> u32 {
 }
 
 /// Wait until nothing of the lab is left: kdiag ended, the workload gone,
-/// its scratch folder removed, no BPF program beyond `before`.
-fn nothing_left(kdiag: u32, workload: u32, scratch: &Path, before: &BTreeSet<u64>) {
+/// its scratch folder removed, none of the BPF programs it `loaded` left.
+fn nothing_left(kdiag: u32, workload: u32, scratch: &Path, loaded: &BTreeSet<u64>) {
     let deadline = Instant::now() + Duration::from_secs(10);
     // The kernel frees a program whose last descriptor closed a moment
     // later (after an RCU grace period): wait for that too.
-    let programs_left = || !bpf_programs().is_subset(before);
+    let programs_left = || !bpf_programs().is_disjoint(loaded);
     while (pid_alive(kdiag as u64)
         || pid_alive(workload as u64)
         || scratch.exists()
@@ -105,11 +133,8 @@ fn nothing_left(kdiag: u32, workload: u32, scratch: &Path, before: &BTreeSet<u64
     assert!(!pid_alive(kdiag as u64), "kdiag still runs");
     assert!(!pid_alive(workload as u64), "the workload outlived the lab");
     assert!(!scratch.exists(), "{} is left behind", scratch.display());
-    let after = bpf_programs();
-    assert!(
-        after.is_subset(before),
-        "BPF programs left: {after:?} (before {before:?})"
-    );
+    let left: Vec<_> = bpf_programs().intersection(loaded).copied().collect();
+    assert!(left.is_empty(), "BPF programs left: {left:?} of {loaded:?}");
     // No process holds a perf event or BPF object it got from kdiag: the
     // only holder was kdiag, and it is gone.
     assert_eq!(tracing_fds(kdiag), 0);
@@ -127,6 +152,33 @@ fn row_of(screen: &str, pid: u32) -> Option<usize> {
             .and_then(|r| r.split_whitespace().next())
             == Some(&pid.to_string())
     })
+}
+
+/// The column the process table is sorted by, as its summary line says.
+fn sorted_by(screen: &str) -> Option<String> {
+    let rest = screen.split_once("sorted by ")?.1;
+    let end = rest.find(['▼', '▲', ' '])?;
+    Some(rest[..end].to_string())
+}
+
+/// Press s until the table is sorted by `title`, one press at a time: each
+/// waits for the screen to show its effect, so a slow redraw under load
+/// never makes the test press past the column.
+fn sort_by(t: &Tmux, title: &str) {
+    let shown = |s: &str| sorted_by(s).unwrap_or_default();
+    let mut now = shown(&t.wait_for("the process table", |s| sorted_by(s).is_some()));
+    // The table has 11 columns: twelve presses come back round.
+    for _ in 0..12 {
+        if now == title {
+            return;
+        }
+        t.keys(&["s"]);
+        let before = now.clone();
+        now = shown(&t.wait_for("the next sort column", |s| {
+            sorted_by(s).is_some_and(|c| c != before)
+        }));
+    }
+    panic!("s never sorted by {title} (last: {now})");
 }
 
 /// The truth of `seed`'s variant.
@@ -150,7 +202,6 @@ fn a_learner_answers_every_step_by_keys_and_leaves_nothing() {
         return;
     }
     let _one = ONE_WORKLOAD.lock().unwrap_or_else(|e| e.into_inner());
-    let before = bpf_programs();
     let root = tempfile::tempdir().unwrap();
     let seed = "app-run-5";
     let truth = expect(seed);
@@ -170,8 +221,8 @@ fn a_learner_answers_every_step_by_keys_and_leaves_nothing() {
     assert!(s.contains("○ 1. Who is causing"), "{s}");
     // The process table reads /proc only: no tracing for it.
     assert_eq!(
-        bpf_programs(),
-        before,
+        programs_of(kd),
+        BTreeSet::new(),
         "no BPF program for the process table"
     );
     assert_eq!(tracing_fds(kd), 0, "no perf event for the process table");
@@ -195,10 +246,8 @@ fn a_learner_answers_every_step_by_keys_and_leaves_nothing() {
     t.wait_for("the process's requests", |s| {
         s.contains(&format!("{pid} WS"))
     });
-    assert!(
-        bpf_programs().len() > before.len(),
-        "iosnoop runs for its panel"
-    );
+    let mut loaded = programs_of(kd);
+    assert!(!loaded.is_empty(), "iosnoop runs for its panel");
     type_answer(&t, "W");
     let s = t.wait_for("a wrong answer", |s| s.contains("not yet: what.io_type"));
     assert!(!s.contains("WS  2 pts"), "{s}");
@@ -216,11 +265,13 @@ fn a_learner_answers_every_step_by_keys_and_leaves_nothing() {
     // Step 3: the profile panel; typed answers and the saved stacks.
     t.keys(&["n"]);
     t.wait_for("the profile", |s| s.contains("Top functions by self time"));
-    assert!(
-        bpf_programs().len() <= before.len(),
+    assert_eq!(
+        programs_of(kd),
+        BTreeSet::new(),
         "iosnoop stopped with its panel"
     );
     assert!(tracing_fds(kd) > 0, "the profile's perf events");
+    loaded.extend(programs_of(kd));
     let file = truth["file"].as_str().unwrap();
     type_answer(&t, truth["syscall"].as_str().unwrap());
     t.wait_for("syscall right", |s| s.contains("✓ System call"));
@@ -262,7 +313,7 @@ fn a_learner_answers_every_step_by_keys_and_leaves_nothing() {
     let s = t.wait_for("kdiag to end", |s| s.contains("EXITED rc="));
     assert!(s.contains("EXITED rc=0"), "{s}");
     assert!(s.contains("Score 15/15 points"), "{s}");
-    nothing_left(kd, pid, &scratch, &before);
+    nothing_left(kd, pid, &scratch, &loaded);
 }
 
 /// Lab 6-lock's why step: the off-CPU panel shows where the workers wait
@@ -301,15 +352,9 @@ fn the_offcpu_panel_shows_where_threads_wait_and_saves_them() {
     t.keys(&["Space"]);
     // Sorted by voluntary switches, as the step says: the waiting workers
     // put it on top whatever else runs.
-    for _ in 0..12 {
-        if t.screen().contains("sorted by V") {
-            break;
-        }
-        t.keys(&["s"]);
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    sort_by(&t, "VCSW/s");
     let s = t.wait_up_to(Duration::from_secs(5), "the workload in the table", |s| {
-        s.contains("sorted by V") && row_of(s, pid).is_some()
+        sorted_by(s) == Some("VCSW/s".into()) && row_of(s, pid).is_some()
     });
     let row = row_of(&s, pid).unwrap();
     t.keys(&["Home"]);
@@ -364,7 +409,6 @@ fn closing_the_terminal_sigterm_or_sigkill_mid_trace_leaves_nothing() {
         return;
     }
     let _one = ONE_WORKLOAD.lock().unwrap_or_else(|e| e.into_inner());
-    let before = bpf_programs();
     for how in ["hangup", "sigterm", "sigkill"] {
         let root = tempfile::tempdir().unwrap();
         let t = start(root.path(), "app-run-6");
@@ -383,7 +427,8 @@ fn closing_the_terminal_sigterm_or_sigkill_mid_trace_leaves_nothing() {
         }
         t.keys(&["Enter", "n"]);
         t.wait_for("iosnoop", |s| s.contains(&format!("{pid} WS")));
-        assert!(bpf_programs().len() > before.len());
+        let loaded = programs_of(kd);
+        assert!(!loaded.is_empty(), "iosnoop traces");
         match how {
             // The terminal's other side goes away: no shell is left to say
             // anything, kdiag must notice by itself.
@@ -405,6 +450,6 @@ fn closing_the_terminal_sigterm_or_sigkill_mid_trace_leaves_nothing() {
                 assert!(s.contains("The workload has stopped"), "{s}");
             }
         }
-        nothing_left(kd, pid, &scratch, &before);
+        nothing_left(kd, pid, &scratch, &loaded);
     }
 }

@@ -119,16 +119,18 @@ impl Table {
             Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(area);
         let d = &self.sample.data;
         let (t, c) = (&d.tasks, &d.cpu);
+        // The sort first: the counts' width varies with the load, and what
+        // does not fit is cut.
         let line = format!(
-            "{} tasks, {} running, {} in disk wait (D) · CPU {:.0}% user, {:.0}% system, {:.0}% I/O wait · sorted by {}{} (s: sort, r: reverse)",
+            "sorted by {}{} (s: sort, r: reverse) · {} tasks, {} running, {} in disk wait (D) · CPU {:.0}% user, {:.0}% system, {:.0}% I/O wait",
+            self.sort.title(),
+            if self.descending { "▼" } else { "▲" },
             t.total,
             t.running,
             t.disk,
             c.us,
             c.sy,
             c.wa,
-            self.sort.title(),
-            if self.descending { "▼" } else { "▲" }
         );
         f.render_widget(Paragraph::new(Line::from(line)), head);
 
