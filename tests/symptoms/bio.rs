@@ -30,22 +30,8 @@ fn bio_readers_wait_in_d_state_while_the_cpu_stays_idle() {
 
     let tmp = disk_tempdir();
     let dir = tmp.path().join("bio");
-    let mut kd = Kids(vec![
-        kdiag()
-            .args(["workload", "run", "bio", "--seed", seed, "--duration", "30"])
-            .arg("--scratch")
-            .arg(&dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    ]);
+    let (mut kd, pid) = start_bio(kdiag(), &["--seed", seed, "--duration", "30"], &dir);
     let kpid = kd.0[0].id();
-    let mut pid = 0;
-    wait_for("the bio process", Duration::from_secs(10), || {
-        pid = descendant_of(kpid, "bio").unwrap_or(0);
-        pid != 0
-    });
     let readers = || {
         threads(pid)
             .into_iter()
@@ -204,31 +190,7 @@ fn bio_leaves_nothing_when_kdiag_is_killed() {
     }
     let tmp = disk_tempdir();
     let dir = tmp.path().join("bio");
-    let run = |duration: &str| {
-        kdiag()
-            .args([
-                "workload",
-                "run",
-                "bio",
-                "--sectors",
-                "100",
-                "--duration",
-                duration,
-            ])
-            .arg("--scratch")
-            .arg(&dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap()
-    };
-    let mut kd = Kids(vec![run("30")]);
-    let kpid = kd.0[0].id();
-    let mut pid = 0;
-    wait_for("the bio process", Duration::from_secs(10), || {
-        pid = descendant_of(kpid, "bio").unwrap_or(0);
-        pid != 0 && dir.exists()
-    });
+    let (mut kd, pid) = start_bio(kdiag(), &["--sectors", "100", "--duration", "30"], &dir);
     let cgroup_dir = kdiag_cgroup_of(pid);
     kd.0[0].kill().unwrap();
     kd.0[0].wait().unwrap();
@@ -247,9 +209,43 @@ fn bio_leaves_nothing_when_kdiag_is_killed() {
     );
     assert!(cgroup_dir.exists(), "SIGKILL left {}", cgroup_dir.display());
     // The next kdiag sweeps it.
-    let status = run("0.5").wait().unwrap();
+    let status = short_bio(&dir);
     assert!(status.success(), "{status:?}");
     assert!(!cgroup_dir.exists(), "{} swept", cgroup_dir.display());
+}
+
+/// `CMD workload run bio ARGS --scratch DIR`, CMD a kdiag: it and the pid
+/// of its bio, once bio runs and has made its scratch directory.
+fn start_bio(mut cmd: Command, args: &[&str], dir: &Path) -> (Kids, u32) {
+    let child = cmd
+        .args(["workload", "run", "bio"])
+        .args(args)
+        .arg("--scratch")
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let kpid = child.id();
+    let kids = Kids(vec![child]);
+    let mut pid = 0;
+    wait_for("the bio process", Duration::from_secs(10), || {
+        pid = descendant_of(kpid, "bio").unwrap_or(0);
+        pid != 0 && dir.exists()
+    });
+    (kids, pid)
+}
+
+/// A half-second bio run to its end (another kdiag making a cgroup).
+fn short_bio(dir: &Path) -> std::process::ExitStatus {
+    kdiag()
+        .args(["workload", "run", "bio", "--sectors", "100"])
+        .args(["--duration", "0.5", "--scratch"])
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap()
 }
 
 /// The directory of the kdiag cgroup process `pid` is in.
@@ -289,31 +285,11 @@ fn a_renamed_kdiag_keeps_its_workload_when_another_starts() {
     std::os::unix::fs::symlink(workload("bio"), bin.path().join("bio")).unwrap();
     let tmp = disk_tempdir();
     let (dir, other) = (tmp.path().join("bio"), tmp.path().join("other"));
-    let mut kd = Kids(vec![
-        Command::new(&real)
-            .args(["workload", "run", "bio", "--sectors", "100"])
-            .args(["--duration", "30", "--scratch"])
-            .arg(&dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    ]);
+    let args = ["--sectors", "100", "--duration", "30"];
+    let (mut kd, pid) = start_bio(Command::new(&real), &args, &dir);
     let kpid = kd.0[0].id();
-    let mut pid = 0;
-    wait_for("the bio process", Duration::from_secs(10), || {
-        pid = descendant_of(kpid, "bio").unwrap_or(0);
-        pid != 0 && dir.exists()
-    });
     let cgroup_dir = kdiag_cgroup_of(pid);
-    let status = kdiag()
-        .args(["workload", "run", "bio", "--sectors", "100"])
-        .args(["--duration", "0.5", "--scratch"])
-        .arg(&other)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .unwrap();
+    let status = short_bio(&other);
     assert!(status.success(), "{status:?}");
     let state = stat_fields(&format!("/proc/{pid}/stat")).map(|(_, f)| f[0].clone());
     assert!(
