@@ -13,7 +13,7 @@ use crate::analysis::{fold, offcpu as analysis};
 use crate::commands::args::PidList;
 use crate::error::{missing, usage};
 use crate::instruments::offcpu::{self, Options};
-use crate::instruments::target::{self, Ended, Running};
+use crate::instruments::target::{self, Running};
 use crate::instruments::{Ask, Tier};
 use crate::model::offcpu::{Offcpu, StateFilter};
 use crate::model::profile::{Profile, WeightUnit};
@@ -170,13 +170,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         {
             break;
         }
-        match running.ended()? {
-            Ended::No => {}
-            Ended::Normally => break,
-            Ended::Early(why) => {
-                profile.ended_early = Some(why);
-                break;
-            }
+        if running.over(&mut profile.ended_early)? {
+            break;
         }
     }
     profile.cost.wall_secs = t0.elapsed().as_secs_f64();

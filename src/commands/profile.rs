@@ -13,7 +13,7 @@ use crate::analysis::fold;
 use crate::error::usage;
 use crate::instruments::profile::unwind::{self, CallGraph};
 use crate::instruments::profile::{self, Request};
-use crate::instruments::target::{self, Ended, Running};
+use crate::instruments::target::{self, Running};
 use crate::model::profile::Profile;
 use crate::model::stacks::StackSet;
 use crate::render;
@@ -145,13 +145,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         if let Some(b) = running.busy_secs() {
             busy_last = Some(b);
         }
-        match running.ended()? {
-            Ended::No => {}
-            Ended::Normally => break,
-            Ended::Early(why) => {
-                profile.ended_early = Some(why);
-                break;
-            }
+        if running.over(&mut profile.ended_early)? {
+            break;
         }
     }
     sampler.stop()?;

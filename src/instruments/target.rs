@@ -108,6 +108,19 @@ impl Running {
         }
     }
 
+    /// Whether the run is over because the target has gone; `early` gets
+    /// why, when it went before -d was up.
+    pub fn over(&mut self, early: &mut Option<String>) -> anyhow::Result<bool> {
+        Ok(match self.ended()? {
+            Ended::No => false,
+            Ended::Normally => true,
+            Ended::Early(why) => {
+                *early = Some(why);
+                true
+            }
+        })
+    }
+
     /// CPU seconds used so far by `-p` processes or the whole machine,
     /// where they can be read (a command's come from its rusage at the end).
     pub fn busy_secs(&self) -> Option<f64> {
