@@ -17,7 +17,8 @@ use crate::sys::procfs::parse;
 pub enum Running {
     /// `-- CMD`: our child, stopped (if still running) and reaped at the end.
     Child {
-        child: HeldChild,
+        /// Boxed: the held child is large beside the other variants.
+        child: Box<HeldChild>,
         /// Its CPU seconds, once reaped.
         usage: Option<f64>,
         /// The wait status, when the command ended by itself.
@@ -66,7 +67,7 @@ pub fn release(mut child: HeldChild, command: &[OsString]) -> anyhow::Result<Run
         .into());
     }
     Ok(Running::Child {
-        child,
+        child: Box::new(child),
         usage: None,
         own_status: None,
     })
