@@ -18,7 +18,8 @@
 //! `Interrupted`, `user_files::UserFileError`); `exit_code` finds it
 //! anywhere in an error's chain, so context added on the way up keeps it.
 
-use crate::sys::process::user_files::UserFileError;
+use std::io;
+use std::path::PathBuf;
 
 /// Exit code for success.
 pub const OK: u8 = 0;
@@ -173,6 +174,45 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
 fn kind<T: std::error::Error + Send + Sync + 'static>(err: &anyhow::Error) -> Option<&T> {
     err.downcast_ref::<T>()
         .or_else(|| err.chain().find_map(|c| c.downcast_ref::<T>()))
+}
+
+/// Why a user's file could not be used (`sys::process::user_files`); each
+/// message says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum UserFileError {
+    #[error("{}: no such file or directory", .0.display())]
+    NotFound(PathBuf),
+    #[error("{}: permission denied{}", .path.display(), acting_note(.acting))]
+    Denied { path: PathBuf, acting: bool },
+    #[error("{}: is {what}, not a regular file", .path.display())]
+    NotRegular { path: PathBuf, what: &'static str },
+    #[error("{}: is a symbolic link; name the file itself", .0.display())]
+    Symlink(PathBuf),
+    #[error(
+        "{}: {size} bytes is over the limit of {max} bytes (if the file is right, raise the limit with kdiag --max-input SIZE)",
+        .path.display()
+    )]
+    TooLarge { path: PathBuf, size: u64, max: u64 },
+    #[error(
+        "{}: exists and belongs to uid {owner}, not to you; kdiag will not overwrite it (remove it or name another file)",
+        .path.display()
+    )]
+    NotOwned { path: PathBuf, owner: u32 },
+    #[error(
+        "{}: has {links} names (hard links); kdiag will not truncate a file shared with other names (remove it or name another file)",
+        .path.display()
+    )]
+    HardLinked { path: PathBuf, links: u64 },
+    #[error("{}: {source}", .path.display())]
+    Io { path: PathBuf, source: io::Error },
+}
+
+fn acting_note(acting: &bool) -> &'static str {
+    if *acting {
+        " (kdiag opens files you name with your own rights, not root's)"
+    } else {
+        ""
+    }
 }
 
 #[cfg(test)]

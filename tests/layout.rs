@@ -1,9 +1,12 @@
-//! The source layout keeps its promises (docs/ARCHITECTURE.md): no module
-//! imports one that imports it back (directly or around a longer circle),
-//! the model names no other stage, no
-//! source file over 800 lines, and `src/sys/` (kernel interfaces only) under
-//! a quarter of the code. Read from the files themselves, so a change that
-//! breaks a promise fails here.
+//! The source layout keeps its promises (docs/ARCHITECTURE.md): a folder
+//! imports only the folders its line of the document's table allows (the
+//! test reads the table from the document, so the two cannot drift), no two
+//! folders import each other, render/ and tui/ never touch sys/, no command
+//! imports another, an instrument's tiers never import each other, no
+//! module imports one that imports it back (directly or around a longer
+//! circle), the model names no other stage, no source file over 800 lines,
+//! and `src/sys/` (kernel interfaces only) under a quarter of the code. Read
+//! from the files themselves, so a change that breaks a promise fails here.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -143,7 +146,8 @@ struct Tree {
 }
 
 fn read_tree() -> Tree {
-    // KDIAG_LAYOUT_SRC checks another tree (e.g. an older checkout).
+    // KDIAG_LAYOUT_SRC checks another tree (e.g. an older checkout) against
+    // this one's rules.
     let src = std::env::var_os("KDIAG_LAYOUT_SRC")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
@@ -334,5 +338,163 @@ fn sys_is_under_a_quarter_of_the_code() {
     assert!(
         sys * 4 < total,
         "src/sys/ holds {sys} of {total} lines: keep only kernel interfaces there"
+    );
+}
+
+/// The table of docs/ARCHITECTURE.md: folder → the folders it may import.
+/// It is the fenced block after the comment that names this test.
+fn allowed_imports() -> BTreeMap<String, BTreeSet<String>> {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ARCHITECTURE.md"))
+            .unwrap();
+    let after = doc
+        .split_once("<!-- tests/layout.rs reads the next block")
+        .expect("docs/ARCHITECTURE.md has lost its table of allowed imports")
+        .1;
+    let block = after
+        .split("```")
+        .nth(1)
+        .expect("the table of allowed imports is a fenced block");
+    let mut table = BTreeMap::new();
+    for line in block.lines().skip(1).filter(|l| !l.trim().is_empty()) {
+        let mut words = line.split_whitespace().map(str::to_string);
+        let folder = words.next().unwrap();
+        table.insert(folder, words.collect());
+    }
+    table
+}
+
+/// Imports between top-level folders (or files) of src/: (from, to) → an
+/// example module pair that makes it.
+fn folder_imports(tree: &Tree) -> BTreeMap<(String, String), String> {
+    let mut out = BTreeMap::new();
+    for (from, targets) in &tree.edges {
+        for to in targets {
+            let (Some(a), Some(b)) = (from.first(), to.first()) else {
+                continue;
+            };
+            if a != b {
+                out.entry((a.clone(), b.clone()))
+                    .or_insert_with(|| format!("{} → {}", from.join("::"), to.join("::")));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn folders_import_only_what_the_documented_table_allows() {
+    let table = allowed_imports();
+    let tree = read_tree();
+    let imports = folder_imports(&tree);
+    let wrong: Vec<String> = imports
+        .iter()
+        .filter(|((a, b), _)| !table.get(a).is_some_and(|allowed| allowed.contains(b)))
+        .map(|((a, b), example)| {
+            if table.contains_key(a) {
+                format!("{a}/ may not import {b}/ (docs/ARCHITECTURE.md's table): {example}")
+            } else {
+                format!("{a} has no line in docs/ARCHITECTURE.md's table: {example}")
+            }
+        })
+        .collect();
+    assert!(wrong.is_empty(), "imports against the table: {wrong:#?}");
+    // The reader must see folder imports, or it would pass on anything.
+    assert!(
+        imports.contains_key(&("commands".into(), "instruments".into())),
+        "the import reader missed commands → instruments"
+    );
+}
+
+#[test]
+fn no_two_folders_import_each_other() {
+    let imports = folder_imports(&read_tree());
+    let both: Vec<String> = imports
+        .iter()
+        .filter(|((a, b), _)| a < b)
+        .filter_map(|((a, b), there)| {
+            let back = imports.get(&(b.clone(), a.clone()))?;
+            Some(format!("{there} and back: {back}"))
+        })
+        .collect();
+    assert!(both.is_empty(), "folders that import each other: {both:#?}");
+    // The table itself runs one way: a folder never allows one that allows it.
+    let table = allowed_imports();
+    for (a, allowed) in &table {
+        for b in allowed {
+            assert!(
+                !table.get(b).is_some_and(|t| t.contains(a)),
+                "the table lets {a} and {b} import each other"
+            );
+        }
+    }
+}
+
+#[test]
+fn render_and_tui_never_touch_sys() {
+    let imports = folder_imports(&read_tree());
+    let touching: Vec<&String> = imports
+        .iter()
+        .filter(|((a, b), _)| (a == "render" || a == "tui") && b == "sys")
+        .map(|(_, example)| example)
+        .collect();
+    assert!(
+        touching.is_empty(),
+        "render/ and tui/ read the kernel only through instruments/: {touching:#?}"
+    );
+}
+
+#[test]
+fn no_command_imports_another() {
+    let tree = read_tree();
+    let shared = ["args", "mod"];
+    let crossing: Vec<String> = tree
+        .edges
+        .iter()
+        .filter(|(from, _)| from.len() == 2 && from[0] == "commands")
+        .flat_map(|(from, to)| {
+            to.iter()
+                .filter(|t| t.len() >= 2 && t[0] == "commands" && !shared.contains(&t[1].as_str()))
+                .map(move |t| format!("{} → {}", from.join("::"), t.join("::")))
+        })
+        .collect();
+    assert!(
+        crossing.is_empty(),
+        "commands/ only wires: what two commands share goes below it: {crossing:#?}"
+    );
+}
+
+/// A tier of an instrument: `instruments::<name>::<bpf|perf|proc|tracefs>`.
+fn is_tier(m: &[String]) -> bool {
+    m.len() == 3
+        && m[0] == "instruments"
+        && ["bpf", "perf", "proc", "tracefs"].contains(&m[2].as_str())
+}
+
+#[test]
+fn tiers_never_import_each_other_and_only_their_open_names_them() {
+    let tree = read_tree();
+    let mut wrong = Vec::new();
+    for (from, to) in &tree.edges {
+        for t in to.iter().filter(|t| is_tier(t)) {
+            // The instrument's mod.rs (its `open`) and the tier's own tests.
+            let own_open = from.len() == 2 && from[..] == t[..2];
+            if !own_open {
+                wrong.push(format!("{} → {}", from.join("::"), t.join("::")));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "a tier is named only by its instrument's mod.rs (never by another tier): {wrong:#?}"
+    );
+    // The reader must see a tier's imports of its instrument, or it would
+    // pass on anything.
+    let bpf = vec!["instruments".into(), "block".into(), "bpf".into()];
+    assert!(
+        tree.edges
+            .get(&bpf)
+            .is_some_and(|to| to.iter().any(|t| t.len() == 3 && t[..2] == bpf[..2])),
+        "the import reader missed instruments::block::bpf → its source.rs"
     );
 }

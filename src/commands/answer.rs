@@ -14,7 +14,7 @@ pub struct Args {
     /// Your answer
     pub value: String,
     #[command(flatten)]
-    pub files: super::lab::Files,
+    pub files: super::args::Files,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {

@@ -11,6 +11,10 @@
 //!
 //! A value parser never panics, whatever the string (tests/cli_fuzz.rs).
 
+use std::path::PathBuf;
+
+use crate::instruments::{Ask, Tier};
+
 /// The shortest duration kdiag accepts, in seconds.
 pub const MIN_DURATION_SECS: f64 = 0.001;
 /// The longest duration kdiag accepts: a week, in seconds.
@@ -31,6 +35,34 @@ const RWBS_LETTERS: &str = "RWDEFNASM";
 const MAX_RWBS_PATTERN: usize = 16;
 /// The largest SIZE: 1 TiB.
 pub const MAX_SIZE: u64 = 1 << 40;
+
+/// Where a learner's lab files are, for lab, answer and check.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Files {
+    /// Folder for your labs' answers and progress (default:
+    /// $XDG_STATE_HOME/kdiag/labs, i.e. ~/.local/state/kdiag/labs)
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Read labs and checks from this directory (labs/, checks/) instead of the built-in ones
+    #[arg(long, value_name = "DIR")]
+    pub labs: Option<PathBuf>,
+}
+
+impl Files {
+    pub fn source(&self) -> crate::lab::Source {
+        crate::lab::Source {
+            dir: self.labs.clone(),
+        }
+    }
+
+    /// The learner's folder for lab `id`.
+    pub fn lab_dir(&self, id: &str) -> anyhow::Result<crate::lab::state::LabDir> {
+        Ok(crate::lab::state::LabDir::new(
+            &crate::lab::state::root(self.dir.as_deref())?,
+            id,
+        ))
+    }
+}
 
 /// `-p PID,...`, the same for every command that takes a list of processes.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -165,6 +197,39 @@ pub fn pid<T: TryFrom<u64>>(s: &str) -> Result<T, String> {
     }
     T::try_from(n).map_err(|_| format!("{s} is out of range for a PID"))
 }
+
+/// `--tier`: `auto` (the best tier the machine allows, as `auto_help` says)
+/// or one of an instrument's `tiers` by its `Tier::arg` name, each with its
+/// help line.
+pub fn tier(
+    auto_help: &'static str,
+    tiers: &'static [(Tier, &'static str)],
+) -> impl clap::builder::TypedValueParser<Value = Ask> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    let values = std::iter::once(PossibleValue::new("auto").help(auto_help)).chain(
+        tiers
+            .iter()
+            .map(|(t, help)| PossibleValue::new(t.arg()).help(*help)),
+    );
+    PossibleValuesParser::new(values).map(move |name: String| {
+        tiers
+            .iter()
+            .find(|(t, _)| t.arg() == name)
+            .map_or(Ask::Auto, |(t, _)| Ask::Only(*t))
+    })
+}
+
+/// The `--tier` values of an instrument traced by BPF or perf.
+pub const BPF_OR_PERF: &[(Tier, &str)] = &[
+    (
+        Tier::Bpf,
+        "BPF programs: exact matching, user strings, in-kernel aggregation",
+    ),
+    (Tier::Perf, "perf_event_open tracepoints"),
+];
+
+/// Help for `--tier auto` of an instrument traced by BPF or perf.
+pub const BPF_ELSE_PERF: &str = "BPF where the kernel allows it, else perf";
 
 /// `-u/--user`: a user name or uid, resolved to the uid.
 pub fn user(s: &str) -> Result<u32, String> {

@@ -44,7 +44,7 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["answers", "submission", "seed", "course", "only"])]
     pub self_test: bool,
     #[command(flatten)]
-    pub files: super::lab::Files,
+    pub files: super::args::Files,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
@@ -66,7 +66,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let seed = match (&args.seed, &args.course, &args.learner) {
         (Some(s), _, _) => Token::parse(s).map_err(error::usage)?,
         (None, Some(course), Some(learner)) => Course::load(course)?.token(learner),
-        _ => super::lab::default_seed()?,
+        _ => crate::lab::default_seed()?,
     };
     let max: f64 = checks.iter().filter(|c| !c.live()).map(|c| c.points).sum();
     let opened = match (&args.submission, &args.answers) {

@@ -313,7 +313,7 @@ fn meta() -> RunMeta {
         kdiag: env!("CARGO_PKG_VERSION").into(),
         host: read("/proc/sys/kernel/hostname"),
         kernel: read("/proc/sys/kernel/osrelease"),
-        started: super::profile::utc_now().0,
+        started: crate::instruments::target::utc_now().0,
     }
 }
 

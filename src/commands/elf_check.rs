@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use crate::analysis::elf_rules;
 use crate::error;
+use crate::instruments;
 use crate::render;
-use crate::sys;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -21,7 +21,7 @@ pub struct Args {
 /// Exit 0 when the file is clean, 1 when problems were found, 2 when it
 /// cannot be read (missing, not a regular file, not readable by the user).
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let (image, env) = sys::elf::read_target(&args.file)?;
+    let (image, env) = instruments::elf::read_target(&args.file)?;
     let report = elf_rules::check(&image, &env);
     let mut out = std::io::stdout().lock();
     if args.json {

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::analysis::exec_failure::{self, Finding};
 use crate::error;
-use crate::instruments::Tier;
+use crate::instruments::Ask;
 use crate::instruments::exec::{Filter, Spawned};
 use crate::model::exec::{Exit, ProcessEnd, TraceEvent};
 use crate::render;
@@ -26,8 +26,9 @@ pub struct Args {
     pub pid: Option<u32>,
     /// Tracing tier: bpf reads exec filenames and arguments in the kernel;
     /// perf needs no BPF but sees less
-    #[arg(long, value_enum, default_value = "auto")]
-    pub tier: Tier,
+    #[arg(long, default_value = "auto",
+          value_parser = super::args::tier(super::args::BPF_ELSE_PERF, super::args::BPF_OR_PERF))]
+    pub tier: Ask,
     /// Print the trace and the explanation as JSON
     #[arg(long)]
     pub json: bool,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::instruments::Tier;
+use crate::instruments::Ask;
 use crate::instruments::exec::Filter;
 use crate::model::exec::{ExecEvent, TraceEvent};
 use crate::render;
@@ -24,8 +24,9 @@ pub struct Args {
     pub uid: Option<u32>,
     /// Tracing tier: bpf reads filenames and arguments in the kernel; perf
     /// reads arguments from /proc after the fact (best effort)
-    #[arg(long, value_enum, default_value = "auto")]
-    pub tier: Tier,
+    #[arg(long, default_value = "auto",
+          value_parser = super::args::tier(super::args::BPF_ELSE_PERF, super::args::BPF_OR_PERF))]
+    pub tier: Ask,
     /// Print the execs as JSON when done
     #[arg(long)]
     pub json: bool,

@@ -12,8 +12,8 @@ use serde::Serialize;
 
 use crate::analysis::io_filter::IoFilter;
 use crate::analysis::io_pattern::{self, IoPattern, Log2Hist, ProcessIo};
-use crate::instruments::Tier;
 use crate::instruments::block::{self, Options};
+use crate::instruments::{Ask, Tier};
 use crate::model::block::{BlockIo, LatencyCount};
 use crate::render::iosnoop::{self as view, Columns};
 use crate::sys::disks;
@@ -59,8 +59,9 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
     /// Which tracing tier to use
-    #[arg(long, value_enum, default_value = "auto")]
-    pub tier: Tier,
+    #[arg(long, default_value = "auto",
+          value_parser = super::args::tier(super::args::BPF_ELSE_PERF, super::args::BPF_OR_PERF))]
+    pub tier: Ask,
     #[command(flatten)]
     pub duration: super::args::TraceDuration,
 }

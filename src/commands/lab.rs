@@ -10,16 +10,17 @@ use std::time::SystemTime;
 
 use anyhow::Context;
 
-use crate::course::{Course, Token, token};
+use super::args::Files;
+use crate::course::{Course, Token};
 use crate::error;
 use crate::grade::answers;
 use crate::grade::{self, CheckResult, Evidence, Status};
 use crate::lab::engine::{Engine, Resumed, shell_word};
 use crate::lab::state::{self, LabDir, Progress};
-use crate::lab::{self, Source, solution, submission};
+use crate::lab::{self, solution, submission};
+use crate::lab::{default_seed, user_name};
 use crate::model::lab::{Input, Panel};
 use crate::render::table::{Align, Table};
-use crate::sys::process::privilege;
 use crate::sys::process::user_files;
 use crate::tui::lab::app::{self, Driver};
 use crate::tui::lab::event::{Given, Verdict};
@@ -96,50 +97,6 @@ enum Sub {
         #[command(flatten)]
         files: Files,
     },
-}
-
-/// Where a learner's lab files are, for lab, answer and check.
-#[derive(Debug, Clone, clap::Args)]
-pub struct Files {
-    /// Folder for your labs' answers and progress (default:
-    /// $XDG_STATE_HOME/kdiag/labs, i.e. ~/.local/state/kdiag/labs)
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
-    /// Read labs and checks from this directory (labs/, checks/) instead of the built-in ones
-    #[arg(long, value_name = "DIR")]
-    pub labs: Option<PathBuf>,
-}
-
-impl Files {
-    pub fn source(&self) -> Source {
-        Source {
-            dir: self.labs.clone(),
-        }
-    }
-
-    /// The learner's folder for lab `id`.
-    pub fn lab_dir(&self, id: &str) -> anyhow::Result<LabDir> {
-        Ok(LabDir::new(&state::root(self.dir.as_deref())?, id))
-    }
-}
-
-/// The seed when none is given: $KDIAG_SEED, else the self-study seed of
-/// the user (the sudo invoker's name under sudo).
-pub fn default_seed() -> anyhow::Result<Token> {
-    if let Ok(v) = std::env::var("KDIAG_SEED") {
-        return Token::parse(&v).map_err(|e| error::usage(format!("KDIAG_SEED: {e}")));
-    }
-    Ok(token::self_study_token(&user_name()))
-}
-
-/// The learner's user name (the sudo invoker's under sudo).
-pub fn user_name() -> String {
-    let uid = match privilege::invoker() {
-        Some(who) => who.uid,
-        // SAFETY: getuid cannot fail.
-        None => unsafe { libc::getuid() },
-    };
-    privilege::user_name(uid).unwrap_or_else(|| format!("uid{uid}"))
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {

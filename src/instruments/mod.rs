@@ -6,43 +6,55 @@
 
 pub mod block;
 pub mod doctor;
+pub mod elf;
 pub mod exec;
 pub mod observe;
 pub mod offcpu;
+pub mod procs;
 pub mod profile;
+pub mod target;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// The tracing tier a user asks for (`--tier`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Tier {
-    /// BPF where the kernel allows it, else perf
+pub use crate::model::capability::Tier;
+
+/// What `--tier` asks for: the best tier the machine allows, or one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ask {
     Auto,
-    /// BPF programs: exact matching, user strings, in-kernel aggregation
-    Bpf,
-    /// perf_event_open tracepoints
-    Perf,
+    Only(Tier),
 }
 
-impl Tier {
-    /// "bpf" or "perf" (or "auto"), as reports print it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Tier::Auto => "auto",
-            Tier::Bpf => "bpf",
-            Tier::Perf => "perf",
-        }
+/// Why [`open`] did not use the instrument's first tier.
+#[derive(Debug)]
+pub struct Fallback {
+    pub from: Tier,
+    pub to: Tier,
+    pub error: anyhow::Error,
+}
+
+impl Fallback {
+    /// "BPF tier unavailable (why); using the perf tier".
+    pub fn note(&self) -> String {
+        format!(
+            "{} tier unavailable ({:#}); using the {} tier",
+            self.from.label(),
+            self.error,
+            self.to.name()
+        )
     }
 }
+
+/// One tier of an instrument, as [`open`] tries it.
+pub type Opener<'a, S> = (Tier, Box<dyn FnOnce() -> anyhow::Result<Box<S>> + 'a>);
 
 /// A running trace of one instrument, whatever its tier. Dropping it
 /// detaches everything it attached.
 pub trait Source {
     /// What it yields.
     type Event;
-    /// The tier it runs on (never `Auto`).
+    /// The tier it runs on.
     fn tier(&self) -> Tier;
     /// Wait up to `timeout` for events and append them, in time order.
     fn poll(&mut self, timeout: Duration, out: &mut Vec<Self::Event>) -> anyhow::Result<()>;
@@ -56,24 +68,39 @@ pub trait Source {
     fn notes(&self) -> Vec<String>;
 }
 
-/// Open the tier asked for. `Auto` tries BPF, then perf, and returns a note
-/// saying why it fell back.
+/// Open the tier asked for, from an instrument's `tiers` (best first).
+/// `Auto` tries them in order and, when it had to fall back, says from
+/// which tier and why (the first tier's error).
 pub fn open<S: ?Sized>(
-    tier: Tier,
-    bpf: impl FnOnce() -> anyhow::Result<Box<S>>,
-    perf: impl FnOnce() -> anyhow::Result<Box<S>>,
-) -> anyhow::Result<(Box<S>, Option<String>)> {
-    match tier {
-        Tier::Bpf => Ok((bpf()?, None)),
-        Tier::Perf => Ok((perf()?, None)),
-        Tier::Auto => match bpf() {
-            Ok(s) => Ok((s, None)),
-            Err(e) => Ok((
-                perf()?,
-                Some(format!("BPF tier unavailable ({e:#}); using the perf tier")),
-            )),
-        },
+    ask: Ask,
+    tiers: Vec<Opener<'_, S>>,
+) -> anyhow::Result<(Box<S>, Option<Fallback>)> {
+    let mut first: Option<(Tier, anyhow::Error)> = None;
+    let mut last = None;
+    for (tier, open) in tiers {
+        if ask != Ask::Auto && ask != Ask::Only(tier) {
+            continue;
+        }
+        match open() {
+            Ok(source) => {
+                let fallback = first.map(|(from, error)| Fallback {
+                    from,
+                    to: tier,
+                    error,
+                });
+                return Ok((source, fallback));
+            }
+            Err(e) if ask == Ask::Auto => match first {
+                None => first = Some((tier, e)),
+                Some(_) => last = Some(e),
+            },
+            Err(e) => return Err(e),
+        }
     }
+    // Every tier failed: the last one's error says what is missing.
+    Err(last
+        .or(first.map(|(_, e)| e))
+        .unwrap_or_else(|| anyhow::anyhow!("no such tier for this instrument")))
 }
 
 /// One window of a drill-down or panel: `step` is called with how long it

@@ -218,6 +218,25 @@ pub struct Step {
     pub inputs: BTreeMap<String, Input>,
 }
 
+/// The seed when none is given: $KDIAG_SEED, else the self-study seed of
+/// the user (the sudo invoker's name under sudo).
+pub fn default_seed() -> anyhow::Result<Token> {
+    if let Ok(v) = std::env::var("KDIAG_SEED") {
+        return Token::parse(&v).map_err(|e| crate::error::usage(format!("KDIAG_SEED: {e}")));
+    }
+    Ok(crate::course::token::self_study_token(&user_name()))
+}
+
+/// The learner's user name (the sudo invoker's under sudo).
+pub fn user_name() -> String {
+    let uid = match crate::sys::process::privilege::invoker() {
+        Some(who) => who.uid,
+        // SAFETY: getuid cannot fail.
+        None => unsafe { libc::getuid() },
+    };
+    crate::sys::process::privilege::user_name(uid).unwrap_or_else(|| format!("uid{uid}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -122,7 +122,9 @@ impl Probes {
     }
 }
 
-/// How a feature collects its data.
+/// A tracing tier: the kernel interface an instrument (or a feature of
+/// doctor's table) rests on. One list for the instruments, their `--tier`
+/// and doctor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Tier {
@@ -137,12 +139,29 @@ pub enum Tier {
 }
 
 impl Tier {
+    /// "bpf", "perf", "tracefs" or "procfs", as reports and JSON print it.
     pub fn name(self) -> &'static str {
         match self {
-            Tier::Bpf => "BPF",
+            Tier::Bpf => "bpf",
             Tier::Perf => "perf",
             Tier::Tracefs => "tracefs",
             Tier::Procfs => "procfs",
+        }
+    }
+
+    /// "BPF", "perf", ... as doctor's table prints it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Tier::Bpf => "BPF",
+            other => other.name(),
+        }
+    }
+
+    /// Its value for `--tier` ("proc" for procfs, as offcpu always took it).
+    pub fn arg(self) -> &'static str {
+        match self {
+            Tier::Procfs => "proc",
+            other => other.name(),
         }
     }
 }

@@ -134,7 +134,7 @@ impl ElfReport {
 }
 
 /// Facts about this machine and the file system that the rules need.
-/// `sys::elf` collects them; tests build them by hand.
+/// `instruments::elf` collects them; tests build them by hand.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ElfEnv {
     /// e_machine of the running kernel (EM_X86_64 = 62, EM_AARCH64 = 183).

@@ -49,10 +49,10 @@ pub fn write(out: &mut impl Write, report: &DoctorReport) -> io::Result<()> {
         ("NOTE", Align::Left),
     ]);
     for f in &report.features {
-        let also: Vec<&str> = f.available.iter().skip(1).map(|t| t.name()).collect();
+        let also: Vec<&str> = f.available.iter().skip(1).map(|t| t.label()).collect();
         features.push(vec![
             f.name.clone(),
-            f.tier.map_or("none", |t| t.name()).into(),
+            f.tier.map_or("none", |t| t.label()).into(),
             if also.is_empty() {
                 "-".into()
             } else {

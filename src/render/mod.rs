@@ -6,6 +6,7 @@ pub mod doctor;
 pub mod drill;
 pub mod elf;
 pub mod exec;
+pub mod files;
 pub mod flamegraph;
 pub mod html;
 pub mod iosnoop;

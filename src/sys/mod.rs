@@ -7,7 +7,6 @@
 pub mod bpf;
 pub mod cgroup;
 pub mod disks;
-pub mod elf;
 pub mod kallsyms;
 pub mod perf;
 pub mod process;

@@ -90,7 +90,7 @@ pub fn problems(bytes: &dyn FileBytes, env: &ElfEnv) -> Vec<Problem> {
 }
 
 /// Paths the file asks the kernel to open (PT_INTERP, `#!` interpreter):
-/// `sys::elf` looks them up and puts the answers in `ElfEnv::paths`.
+/// `instruments::elf` looks them up and puts the answers in `ElfEnv::paths`.
 pub fn paths_to_check(bytes: &dyn FileBytes, host_machine: u16) -> Vec<String> {
     if bytes.at(0, 2) == Some(b"#!") {
         let interp = shebang(prefix(bytes, BINPRM_BUF_SIZE as u64));

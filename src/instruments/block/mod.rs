@@ -8,21 +8,32 @@ pub mod source;
 
 pub use source::{BlockSource, Options};
 
-use crate::instruments::{self, Tier};
+use crate::instruments::{self, Ask, Tier};
 use crate::sys::disks;
 
 /// Open the requested tier; the note says why `auto` fell back, if it did.
-pub fn open(
-    tier: Tier,
-    options: Options,
-) -> anyhow::Result<(Box<dyn BlockSource>, Option<String>)> {
+pub fn open(ask: Ask, options: Options) -> anyhow::Result<(Box<dyn BlockSource>, Option<String>)> {
     let names = disks::names();
     let perf_names = names.clone();
-    instruments::open(
-        tier,
-        || Ok(Box::new(bpf::BlockBpf::start(options, names)?) as Box<dyn BlockSource>),
-        || Ok(Box::new(perf::BlockPerf::start(options, perf_names)?) as Box<dyn BlockSource>),
-    )
+    let (source, fallback) = instruments::open(
+        ask,
+        vec![
+            (
+                Tier::Bpf,
+                Box::new(|| {
+                    Ok(Box::new(bpf::BlockBpf::start(options, names)?) as Box<dyn BlockSource>)
+                }),
+            ),
+            (
+                Tier::Perf,
+                Box::new(|| {
+                    Ok(Box::new(perf::BlockPerf::start(options, perf_names)?)
+                        as Box<dyn BlockSource>)
+                }),
+            ),
+        ],
+    )?;
+    Ok((source, fallback.map(|f| f.note())))
 }
 
 /// Every block request completed over `window` (cut short when `stop` is
@@ -34,7 +45,7 @@ pub fn record(
     window: std::time::Duration,
     stop: &std::sync::atomic::AtomicBool,
 ) -> anyhow::Result<(Vec<crate::model::block::BlockIo>, Tier, u64)> {
-    let (mut source, _) = open(Tier::Auto, Options::default())?;
+    let (mut source, _) = open(Ask::Auto, Options::default())?;
     let mut ios = Vec::new();
     super::for_window(window, stop, |wait| source.poll(wait, &mut ios))?;
     source.finish(&mut ios)?;

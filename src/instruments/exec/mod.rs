@@ -12,22 +12,32 @@ pub use source::{ExecSource, Filter, Spawned};
 use std::path::Path;
 
 use crate::analysis::exec_failure::FileFacts;
-use crate::instruments::{self, Tier};
+use crate::instruments::{self, Ask, Tier};
 use crate::model::exec::TraceEvent;
 use crate::sys::process::user_files::Peek;
 
 /// Open the requested tier; the notes say why `auto` fell back, if it did.
 pub fn open(
-    tier: Tier,
+    ask: Ask,
     filter: Filter,
     spawned: Option<Spawned>,
 ) -> anyhow::Result<(Box<ExecSource>, Vec<String>)> {
     let (source, fallback) = instruments::open(
-        tier,
-        || Ok(Box::new(bpf::ExecBpf::open(filter)?) as Box<ExecSource>),
-        || Ok(Box::new(perf::ExecPerf::open(filter, spawned)?) as Box<ExecSource>),
+        ask,
+        vec![
+            (
+                Tier::Bpf,
+                Box::new(|| Ok(Box::new(bpf::ExecBpf::open(filter)?) as Box<ExecSource>)),
+            ),
+            (
+                Tier::Perf,
+                Box::new(
+                    || Ok(Box::new(perf::ExecPerf::open(filter, spawned)?) as Box<ExecSource>),
+                ),
+            ),
+        ],
     )?;
-    Ok((source, fallback.into_iter().collect()))
+    Ok((source, fallback.map(|f| f.note()).into_iter().collect()))
 }
 
 /// What the file system says about each file an exec named: does it exist,
@@ -45,7 +55,7 @@ pub fn file_facts(events: &[TraceEvent]) -> Vec<FileFacts> {
         let p = Path::new(path);
         let peek = crate::sys::process::user_files::peek(p, 0);
         let elf = matches!(peek, Peek::File { .. })
-            .then(|| crate::sys::elf::read_target(p).ok())
+            .then(|| crate::instruments::elf::read_target(p).ok())
             .flatten()
             .map(|(image, env)| crate::analysis::elf_rules::check(&image, &env));
         facts.push(FileFacts {

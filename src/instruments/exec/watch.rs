@@ -42,7 +42,7 @@ pub fn watch(filter: Filter, spawned: Option<Spawned>) -> anyhow::Result<Watch> 
     let thread = std::thread::Builder::new()
         .name("exec-watch".into())
         .spawn(move || {
-            let mut source = match super::open(Tier::Auto, filter, spawned) {
+            let mut source = match super::open(crate::instruments::Ask::Auto, filter, spawned) {
                 Ok((s, _)) => {
                     let _ = ready.send(None);
                     s

@@ -7,30 +7,20 @@
 //! link fds, map fds): dropping `OffcpuBpf`, or the process dying by any
 //! signal, closes them and the kernel detaches and frees everything.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
 
 use anyhow::Context;
 use aya::Btf;
 use aya::maps::{Array, HashMap as BpfHashMap, MapData, PerCpuArray, StackTraceMap};
 use aya::programs::{BtfTracePoint, RawTracePoint};
 
-use crate::model::offcpu::{BlockCounts, StateFilter};
-use crate::model::profile::OffState;
-
-static OBJECT: &[u8] = aya::include_bytes_aligned!("../../sys/bpf/offcpu.bpf.o");
-
-/// What to record.
-#[derive(Debug, Clone, Default)]
-pub struct Options {
-    /// Watch only these processes (tgids) and, with `follow`, their
-    /// children; empty: every task except the idle task.
-    pub tgids: Vec<u32>,
-    /// Watch the children the watched processes start.
-    pub follow: bool,
-    /// Blocks shorter than this are counted, not kept.
-    pub min_block_ns: u64,
-    pub states: StateFilter,
-}
+use super::source::{Found, OffcpuSource, Options};
+use crate::instruments::Tier;
+use crate::instruments::profile::symbolize::{CountedStack, Half, RecordOptions, Recorder};
+use crate::model::offcpu::{BlockCounts, Collection};
+use crate::model::profile::{Frame, OffState, Profile, WeightUnit};
+use crate::sys::perf::{EventSpec, Record, Session, Target};
 
 /// `struct block_start` of offcpu.bpf.c.
 #[repr(C)]
@@ -153,12 +143,16 @@ impl OffcpuBpf {
             .map(|(i, _)| 1u32 << i)
             .sum();
         let words = watch_words()?;
-        let mut ebpf = crate::sys::bpf::load_with(OBJECT, "off-CPU tracing with BPF", |l| {
-            l.override_global("filter_on", &filter_on, true)
-                .override_global("min_block_ns", &options.min_block_ns, true)
-                .override_global("state_mask", &state_mask, true)
-                .map_max_entries("watched", words);
-        })?;
+        let mut ebpf = crate::sys::bpf::load_with(
+            crate::sys::bpf::objects::OFFCPU,
+            "off-CPU tracing with BPF",
+            |l| {
+                l.override_global("filter_on", &filter_on, true)
+                    .override_global("min_block_ns", &options.min_block_ns, true)
+                    .override_global("state_mask", &state_mask, true)
+                    .map_max_entries("watched", words);
+            },
+        )?;
         let mut watched: Array<_, u64> =
             Array::try_from(ebpf.map_mut("watched").context("no watched map")?)?;
         let mut bits = vec![0u64; words as usize];
@@ -367,4 +361,197 @@ fn watch_words() -> anyhow::Result<u32> {
         .parse()
         .context("parsing /proc/sys/kernel/pid_max")?;
     Ok(pid_max.div_ceil(64).max(1))
+}
+
+/// Data pages per CPU for the sideband ring: task records are small and
+/// rare (a process start is a few dozen).
+const SIDEBAND_PAGES: usize = 64;
+
+/// The BPF tier at work: the programs, the sideband and what it learnt.
+pub struct Tracer {
+    bpf: OffcpuBpf,
+    sideband: Session,
+    recorder: Recorder,
+    /// Processes whose task records matter (None: every process).
+    watched: Option<HashSet<u32>>,
+    follow: bool,
+    min_block_ns: u64,
+}
+
+impl Tracer {
+    /// Attach the BPF programs and open the sideband. `options.tgids` that
+    /// exist now have their mappings and thread names read at once.
+    pub fn start(options: &Options) -> anyhow::Result<Tracer> {
+        let bpf = OffcpuBpf::start(options)?;
+        let sideband = Session::open(&[EventSpec::sideband()], Target::AllCpus, SIDEBAND_PAGES)
+            .context("opening the sideband of process mappings")?;
+        sideband.enable()?;
+        let mut recorder = Recorder::new(RecordOptions::default());
+        for &tgid in &options.tgids {
+            recorder.capture(tgid);
+            for tid in crate::sys::procfs::tids(tgid as i32) {
+                if let Ok(c) = std::fs::read_to_string(format!("/proc/{tgid}/task/{tid}/comm")) {
+                    recorder.name(tid as u32, c.trim_end());
+                }
+            }
+        }
+        Ok(Tracer {
+            bpf,
+            sideband,
+            recorder,
+            watched: (!options.tgids.is_empty()).then(|| options.tgids.iter().copied().collect()),
+            follow: options.follow,
+            min_block_ns: options.min_block_ns,
+        })
+    }
+
+    /// How the switch tracepoint was attached.
+    pub fn attach(&self) -> Attach {
+        self.bpf.attach
+    }
+
+    /// Watch one more process: a `-- CMD` child, held before its exec,
+    /// named `comm` until its exec renames it.
+    pub fn watch(&mut self, tgid: u32, comm: &str) -> anyhow::Result<()> {
+        self.bpf.watch(tgid)?;
+        self.recorder.name(tgid, comm);
+        if let Some(w) = &mut self.watched {
+            w.insert(tgid);
+        }
+        Ok(())
+    }
+
+    /// Wait up to `timeout` for sideband records, and take them.
+    pub fn poll(&mut self, timeout: Duration) -> anyhow::Result<()> {
+        self.sideband.poll(timeout)?;
+        self.drain();
+        Ok(())
+    }
+
+    fn drain(&mut self) {
+        let (watched, follow, recorder) = (&mut self.watched, self.follow, &mut self.recorder);
+        self.sideband.drain(|rec| {
+            let pid = match rec {
+                Record::Fork { pid, ppid, .. } => {
+                    if let Some(w) = watched.as_mut()
+                        && follow
+                        && w.contains(&ppid)
+                    {
+                        w.insert(pid);
+                    }
+                    pid
+                }
+                Record::Comm { pid, .. } | Record::Mmap2 { pid, .. } => pid,
+                _ => return,
+            };
+            if watched.as_ref().is_none_or(|w| w.contains(&pid)) {
+                recorder.record(&rec);
+            }
+        });
+    }
+
+    /// Stop recording, read the kernel's tables once and symbolize: the
+    /// profile's stacks (weights in ns blocked), and the counters. Every
+    /// program is detached before the tables are read.
+    pub fn finish(mut self, profile: &mut Profile) -> anyhow::Result<BlockCounts> {
+        let end_ns = self.bpf.stop()?;
+        self.sideband.disable()?;
+        self.drain();
+        let mut counts = self.bpf.counts()?;
+        let (blocks, in_progress) = self.bpf.collect(end_ns, self.min_block_ns)?;
+        counts.in_progress = in_progress;
+        for b in &blocks {
+            self.recorder.add_stack(CountedStack {
+                pid: b.tgid,
+                tid: b.tid,
+                state: Some(b.state),
+                kernel: half(&b.kernel, "[kernel stack lost]"),
+                user: half(&b.user, "[user stack lost]"),
+                count: b.count,
+                weight: b.total_ns,
+            });
+        }
+        profile.unit = WeightUnit::Nanoseconds;
+        profile.lost = counts.stacks_lost();
+        self.recorder.finish(profile);
+        for s in &mut profile.stacks {
+            trim_machinery(&mut s.frames);
+        }
+        Ok(counts)
+    }
+}
+
+/// Drop the tracing machinery the kernel stack may still start with (the
+/// program skips only the frames every kernel has): everything the
+/// scheduler called to run the tracepoint, inside `__schedule`.
+fn trim_machinery(frames: &mut Vec<Frame>) {
+    if let Some(i) = frames
+        .iter()
+        .rposition(|f| f.kernel && f.name == "__schedule")
+    {
+        frames.truncate(i + 1);
+        return;
+    }
+    while frames.last().is_some_and(|f| {
+        f.kernel
+            && ["bpf_", "__bpf_trace_", "__traceiter_"]
+                .iter()
+                .any(|p| f.name.starts_with(p))
+    }) {
+        frames.pop();
+    }
+}
+
+fn half<'a>(c: &'a Captured, lost: &'static str) -> Half<'a> {
+    match c {
+        Captured::Ips(ips) => Half::Ips(ips),
+        Captured::Absent => Half::Ips(&[]),
+        Captured::Lost => Half::Lost(lost),
+        Captured::Unreadable => Half::Lost("[user stack unreadable]"),
+    }
+}
+
+impl OffcpuSource for Tracer {
+    fn tier(&self) -> Tier {
+        Tier::Bpf
+    }
+
+    fn watch(&mut self, tgid: u32, comm: &str) -> anyhow::Result<()> {
+        Tracer::watch(self, tgid, comm)
+    }
+
+    fn poll(&mut self, timeout: Duration) -> anyhow::Result<()> {
+        Tracer::poll(self, timeout)
+    }
+
+    fn finish(self: Box<Self>, profile: &mut Profile) -> anyhow::Result<Found> {
+        let attach = self.attach().name().to_string();
+        let counts = Tracer::finish(*self, profile)?;
+        Ok(Found {
+            counts,
+            waits: None,
+            collection: Collection::Bpf { attach },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trims_what_ran_inside_the_scheduler() {
+        let k = Frame::kernel;
+        let mut f = vec![
+            Frame::user("main"),
+            k("schedule"),
+            k("__schedule"),
+            k("__traceiter_sched_switch"),
+        ];
+        trim_machinery(&mut f);
+        assert_eq!(f.last(), Some(&k("__schedule")));
+        let mut f = vec![Frame::user("main"), k("pick"), k("bpf_trace_run4")];
+        trim_machinery(&mut f);
+        assert_eq!(f, [Frame::user("main"), k("pick")]);
+    }
 }

@@ -15,33 +15,212 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use crate::model::profile::Profile;
-use crate::sys::perf::{EventSpec, Session, Target};
+use crate::sys::perf::{EventSpec, NoHardwareCounter, Session, Target};
+use symbolize::{RecordOptions, Recorder};
+use unwind::CallGraph;
+
+/// Data pages per CPU ring of the command: ~1 MiB, room for ~4000
+/// deep-stack samples.
+const RING_PAGES: usize = 256;
+/// Samples a ring holds when each carries a stack copy: at 999 Hz, a
+/// quarter of a second before the ring is full.
+const RING_STACK_SAMPLES: usize = 256;
+/// Data pages per CPU ring of a drill-down or panel (cpu-clock, no copies).
+const SMALL_RING_PAGES: usize = 64;
+
+/// What to sample: the profile command fills every field; [`Request::clock`]
+/// is the drill-downs' and the lab panel's (cpu-clock, kernel and user
+/// stacks by frame pointers).
+#[derive(Debug, Clone, Copy)]
+pub struct Request {
+    /// Samples per second per CPU.
+    pub freq: u64,
+    /// Try the hardware cycles event first (else cpu-clock only).
+    pub cycles: bool,
+    pub call_graph: CallGraph,
+    /// Bytes of user stack copied per sample (dwarf/auto), if any.
+    pub stack_size: Option<u32>,
+    pub user_only: bool,
+    pub kernel_only: bool,
+    pub include_idle: bool,
+    /// Events switch on when the (held) target execs.
+    pub on_exec: bool,
+}
+
+impl Request {
+    /// cpu-clock at `freq`, frame-pointer stacks, small rings.
+    pub fn clock(freq: u64) -> Request {
+        Request {
+            freq,
+            cycles: false,
+            call_graph: CallGraph::Fp,
+            stack_size: None,
+            user_only: false,
+            kernel_only: false,
+            include_idle: false,
+            on_exec: false,
+        }
+    }
+}
+
+/// A running CPU profile: the perf session (its one tier) and the recorder
+/// its samples go to. Dropping it closes every event.
+pub struct Sampler {
+    session: Session,
+    recorder: Recorder,
+    request: Request,
+    /// The event used (`cycles` or `cpu-clock`) and why not cycles.
+    event: String,
+    event_note: Option<String>,
+    /// Processes whose mappings are read at once (`-p PID`).
+    captured: Vec<u32>,
+}
+
+/// Open the sampling events on `pid` (None: every CPU) and enable them
+/// (with `on_exec`, they switch on at the held target's exec): hardware
+/// cycles where asked and the machine has a PMU, else cpu-clock, with a
+/// note saying why.
+pub fn open(request: Request, pid: Option<i32>) -> anyhow::Result<Sampler> {
+    let target = pid.map_or(Target::AllCpus, Target::Process);
+    let shape = |spec: EventSpec| {
+        let mut spec = spec.with_callchain().with_task_events();
+        if let Some(bytes) = request.stack_size {
+            spec = spec.with_user_stack(bytes);
+            if request.call_graph == CallGraph::Dwarf {
+                spec = spec.without_user_callchain();
+            }
+        }
+        if request.on_exec {
+            spec = spec.with_enable_on_exec();
+        }
+        if request.user_only {
+            spec = spec.user_only();
+        }
+        if request.kernel_only {
+            spec = spec.kernel_only();
+        }
+        spec
+    };
+    let pages = match request.stack_size {
+        Some(bytes) => {
+            let record = bytes as usize + 1024;
+            (RING_STACK_SAMPLES * record / crate::sys::perf::page_size()).max(RING_PAGES)
+        }
+        None if request.cycles => RING_PAGES,
+        None => SMALL_RING_PAGES,
+    };
+    let clock = shape(EventSpec::cpu_clock(request.freq));
+    let (session, event, event_note) = if request.cycles {
+        let cycles = shape(EventSpec::cycles(request.freq));
+        match Session::open(std::slice::from_ref(&cycles), target, pages) {
+            Ok(s) => (s, cycles.name(), None),
+            // No PMU (a VM): cpu-clock, as bcc's profile does. Any other
+            // refusal is retried with cpu-clock too, so the error names the
+            // event every machine has.
+            Err(e) => {
+                let note = if e.downcast_ref::<NoHardwareCounter>().is_some() {
+                    "no hardware PMU here, so no cycles event".into()
+                } else {
+                    format!("cycles unavailable: {e:#}")
+                };
+                let s = Session::open(std::slice::from_ref(&clock), target, pages)?;
+                (s, clock.name(), Some(note))
+            }
+        }
+    } else {
+        let s = Session::open(std::slice::from_ref(&clock), target, pages)?;
+        (s, clock.name(), None)
+    };
+    if !request.on_exec {
+        session.enable()?;
+    }
+    let mut sampler = Sampler {
+        session,
+        recorder: Recorder::new(RecordOptions::default()),
+        request,
+        event: event.into(),
+        event_note,
+        captured: pid.map(|p| p as u32).into_iter().collect(),
+    };
+    sampler.recorder = sampler.new_recorder();
+    Ok(sampler)
+}
+
+impl Sampler {
+    fn new_recorder(&self) -> Recorder {
+        let mut recorder = Recorder::new(RecordOptions {
+            include_idle: self.request.include_idle,
+            user_only: self.request.user_only,
+            kernel_only: self.request.kernel_only,
+            call_graph: self.request.call_graph,
+        });
+        for &pid in &self.captured {
+            recorder.capture(pid);
+        }
+        recorder
+    }
+
+    /// Name a held command's process until its exec renames it.
+    pub fn name(&mut self, pid: u32, comm: &str) {
+        self.recorder.name(pid, comm);
+    }
+
+    /// Wait up to `timeout` for samples, and take them.
+    pub fn poll(&mut self, timeout: Duration) -> anyhow::Result<()> {
+        self.session.poll(timeout)?;
+        let recorder = &mut self.recorder;
+        self.session.drain(|r| recorder.record(&r));
+        Ok(())
+    }
+
+    /// Stop sampling and take what is still in the rings.
+    pub fn stop(&mut self) -> anyhow::Result<()> {
+        self.session.disable()?;
+        let recorder = &mut self.recorder;
+        self.session.drain(|r| recorder.record(&r));
+        Ok(())
+    }
+
+    /// The samples taken since the last window, symbolized into `p` (with
+    /// the event, the rate and the records lost); sampling goes on into a
+    /// new window.
+    pub fn window(&mut self, p: &mut Profile) {
+        let fresh = self.new_recorder();
+        let recorder = std::mem::replace(&mut self.recorder, fresh);
+        self.fill(p);
+        recorder.finish(p);
+    }
+
+    /// Close the events and symbolize every sample into `p`.
+    pub fn finish(self, p: &mut Profile) {
+        self.fill(p);
+        drop(self.session);
+        self.recorder.finish(p);
+    }
+
+    fn fill(&self, p: &mut Profile) {
+        let losses = self.session.losses();
+        p.event.clone_from(&self.event);
+        p.event_note.clone_from(&self.event_note);
+        p.freq_hz = self.request.freq;
+        p.lost = losses.lost;
+        p.throttled = losses.throttled;
+    }
+}
 
 /// The CPU profile of `pid`, its threads and the children it starts, over
 /// `window` at `hz` (cpu-clock, kernel and user stacks), cut short when
 /// `stop` is set: what `kdiag profile -p PID -d SECS` records, for callers
 /// that want it in one piece (diagnose's drill-down).
 pub fn sample(pid: i32, hz: u64, window: Duration, stop: &AtomicBool) -> anyhow::Result<Profile> {
-    let spec = EventSpec::cpu_clock(hz).with_callchain().with_task_events();
-    let mut session = Session::open(std::slice::from_ref(&spec), Target::Process(pid), 64)?;
-    session.enable()?;
-    let mut recorder = symbolize::Recorder::new(symbolize::RecordOptions::default());
-    recorder.capture(pid as u32);
+    let mut sampler = open(Request::clock(hz), Some(pid))?;
     let start = Instant::now();
-    super::for_window(window, stop, |wait| {
-        session.poll(wait)?;
-        session.drain(|r| recorder.record(&r));
-        Ok(())
-    })?;
-    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    super::for_window(window, stop, |wait| sampler.poll(wait))?;
     let mut p = Profile {
-        target: format!("PID {pid} ({})", comm.trim()),
-        event: spec.name().into(),
-        freq_hz: hz,
-        lost: session.losses().lost,
+        target: format!("PID {pid} ({})", super::target::comm_of(pid)),
         ..Default::default()
     };
     p.cost.wall_secs = start.elapsed().as_secs_f64();
-    recorder.finish(&mut p);
+    sampler.finish(&mut p);
     Ok(p)
 }

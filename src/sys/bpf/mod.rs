@@ -11,6 +11,8 @@ pub mod objects {
     pub static BIOSNOOP: &[u8] = aya::include_bytes_aligned!("biosnoop.bpf.o");
     /// exec-trace and execsnoop: execs with their file names and arguments.
     pub static EXEC: &[u8] = aya::include_bytes_aligned!("exec.bpf.o");
+    /// offcpu: blocked time by stack, summed in the kernel on sched_switch.
+    pub static OFFCPU: &[u8] = aya::include_bytes_aligned!("offcpu.bpf.o");
     /// doctor: trivial programs that show which program types load.
     pub static PROBE: &[u8] = aya::include_bytes_aligned!("probe.bpf.o");
 }

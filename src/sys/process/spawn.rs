@@ -703,10 +703,10 @@ mod tests {
                 continue;
             };
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let zombie = stat
-                .rsplit_once(") ")
-                .is_some_and(|(_, r)| r.starts_with('Z'));
+            let zombie = std::fs::read(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|b| crate::sys::procfs::parse::stat(&b))
+                .is_some_and(|st| st.state == 'Z');
             if !zombie && String::from_utf8_lossy(&cmdline).contains(marker) {
                 found.push(pid);
             }

@@ -26,6 +26,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::privilege::InvokerSwitch;
+/// Defined with the other error kinds, so `error` needs nothing from sys/.
+pub use crate::error::UserFileError;
 
 /// What a read accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,44 +91,6 @@ impl Limits {
             max_bytes: max_bytes.max(input_limit_set().unwrap_or(0)),
             ..self
         }
-    }
-}
-
-/// Why a user's file could not be used; each message says what to do.
-#[derive(Debug, thiserror::Error)]
-pub enum UserFileError {
-    #[error("{}: no such file or directory", .0.display())]
-    NotFound(PathBuf),
-    #[error("{}: permission denied{}", .path.display(), acting_note(.acting))]
-    Denied { path: PathBuf, acting: bool },
-    #[error("{}: is {what}, not a regular file", .path.display())]
-    NotRegular { path: PathBuf, what: &'static str },
-    #[error("{}: is a symbolic link; name the file itself", .0.display())]
-    Symlink(PathBuf),
-    #[error(
-        "{}: {size} bytes is over the limit of {max} bytes (if the file is right, raise the limit with kdiag --max-input SIZE)",
-        .path.display()
-    )]
-    TooLarge { path: PathBuf, size: u64, max: u64 },
-    #[error(
-        "{}: exists and belongs to uid {owner}, not to you; kdiag will not overwrite it (remove it or name another file)",
-        .path.display()
-    )]
-    NotOwned { path: PathBuf, owner: u32 },
-    #[error(
-        "{}: has {links} names (hard links); kdiag will not truncate a file shared with other names (remove it or name another file)",
-        .path.display()
-    )]
-    HardLinked { path: PathBuf, links: u64 },
-    #[error("{}: {source}", .path.display())]
-    Io { path: PathBuf, source: io::Error },
-}
-
-fn acting_note(acting: &bool) -> &'static str {
-    if *acting {
-        " (kdiag opens files you name with your own rights, not root's)"
-    } else {
-        ""
     }
 }
 

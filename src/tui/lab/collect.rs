@@ -14,16 +14,14 @@ use super::event::{Data, Msg};
 use super::panels::process::FocusSample;
 use super::panels::processes::ProcSample;
 use crate::analysis::top as analysis;
-use crate::instruments::Tier;
 use crate::instruments::block::{self, Options};
 use crate::instruments::exec::{self, Filter};
 use crate::instruments::offcpu;
-use crate::instruments::profile::symbolize::{RecordOptions, Recorder};
+use crate::instruments::{Ask, Tier};
+use crate::instruments::{procs, profile};
 use crate::model::lab::Panel;
 use crate::model::process::Process;
 use crate::model::profile::Profile;
-use crate::sys::perf::{EventSpec, Session, Target};
-use crate::sys::procfs::{self, parse};
 use crate::tui::top::Data as TopData;
 
 fn send(tx: &Sender<Msg>, d: Data) -> bool {
@@ -34,10 +32,9 @@ fn send(tx: &Sender<Msg>, d: Data) -> bool {
 /// none) in detail: its threads' states every 20 ms, its counters each
 /// second.
 pub fn procs(tx: Sender<Msg>, focus: Arc<AtomicI32>, stop: Arc<AtomicBool>, t0: Instant) {
-    let mut reader = procfs::Reader::new();
-    reader.top_extras = true;
-    let mut prev: Vec<Process> = reader.all(false).unwrap_or_default();
-    let mut prev_cpu = procfs::system().map(|s| s.cpu).unwrap_or_default();
+    let mut table = procs::Table::default();
+    let mut prev: Vec<Process> = table.processes().unwrap_or_default();
+    let mut prev_cpu = procs::system().map(|s| s.cpu).unwrap_or_default();
     let mut prev_at = Instant::now();
     let mut watch = Watch::default();
     let mut next = Instant::now() + Duration::from_secs(1);
@@ -54,10 +51,10 @@ pub fn procs(tx: Sender<Msg>, focus: Arc<AtomicI32>, stop: Arc<AtomicBool>, t0: 
         }
         if Instant::now() >= next {
             next += Duration::from_secs(1);
-            let Ok(procs) = reader.all(false) else {
+            let Ok(procs) = table.processes() else {
                 continue;
             };
-            let Ok(system) = procfs::system() else {
+            let Ok(system) = procs::system() else {
                 continue;
             };
             let now = Instant::now();
@@ -101,21 +98,11 @@ struct Watch {
 
 impl Watch {
     fn sample_states(&mut self) {
-        for tid in procfs::tids(self.pid) {
-            let dir = format!("/proc/{}/task/{tid}", self.pid);
-            let Some(st) = std::fs::read(format!("{dir}/stat"))
-                .ok()
-                .and_then(|b| parse::stat(&b))
-            else {
-                continue;
-            };
-            *self.states.entry(st.state).or_default() += 1;
+        for (state, wchan) in procs::thread_states(self.pid) {
+            *self.states.entry(state).or_default() += 1;
             self.samples += 1;
-            if matches!(st.state, 'S' | 'D') {
-                let w = std::fs::read_to_string(format!("{dir}/wchan")).unwrap_or_default();
-                if !w.is_empty() && w != "0" {
-                    *self.wchans.entry(w).or_default() += 1;
-                }
+            if let Some(w) = wchan {
+                *self.wchans.entry(w).or_default() += 1;
             }
         }
     }
@@ -123,10 +110,7 @@ impl Watch {
     /// The second just ended, from the process in `procs`.
     fn second(&mut self, procs: &[Process], secs: f64, hz: u64) -> FocusSample {
         let p = procs.iter().find(|p| p.pid == self.pid);
-        let faults = std::fs::read(format!("/proc/{}/stat", self.pid))
-            .ok()
-            .and_then(|b| parse::stat(&b))
-            .map_or((0, 0), |s| (s.minflt, s.majflt));
+        let faults = procs::faults(self.pid);
         let now = Instant::now();
         let mut s = FocusSample {
             secs,
@@ -188,7 +172,7 @@ impl Watch {
 
 /// Block requests of every process, in batches of about 250 ms.
 pub fn iosnoop(tx: Sender<Msg>, stop: Arc<AtomicBool>) {
-    let (mut source, note) = match block::open(Tier::Auto, Options::default()) {
+    let (mut source, note) = match block::open(Ask::Auto, Options::default()) {
         Ok(s) => s,
         Err(e) => {
             for p in [Panel::Iosnoop, Panel::IoPattern] {
@@ -236,12 +220,7 @@ const PROFILE_HZ: u64 = 999;
 
 /// The CPU profile of `pid`, one window every two seconds.
 pub fn profile(tx: Sender<Msg>, pid: i32, stop: Arc<AtomicBool>) {
-    let spec = EventSpec::cpu_clock(PROFILE_HZ)
-        .with_callchain()
-        .with_task_events();
-    let opened = Session::open(std::slice::from_ref(&spec), Target::Process(pid), 64)
-        .and_then(|s| s.enable().map(|()| s));
-    let mut session = match opened {
+    let mut sampler = match profile::open(profile::Request::clock(PROFILE_HZ), Some(pid)) {
         Ok(s) => s,
         Err(e) => {
             send(&tx, Data::Failed(Panel::Profile, format!("{e:#}")));
@@ -251,27 +230,21 @@ pub fn profile(tx: Sender<Msg>, pid: i32, stop: Arc<AtomicBool>) {
     let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
     while !stop.load(Ordering::Relaxed) {
         let start = Instant::now();
-        let mut recorder = Recorder::new(RecordOptions::default());
-        recorder.capture(pid as u32);
         while start.elapsed() < WINDOW && !stop.load(Ordering::Relaxed) {
-            if let Err(e) = session.poll(Duration::from_millis(100)) {
+            if let Err(e) = sampler.poll(Duration::from_millis(100)) {
                 send(&tx, Data::Failed(Panel::Profile, format!("{e:#}")));
                 return;
             }
-            session.drain(|r| recorder.record(&r));
         }
         if stop.load(Ordering::Relaxed) {
             break;
         }
         let mut p = Profile {
             target: format!("PID {pid} ({})", comm.trim()),
-            event: spec.name().into(),
-            freq_hz: PROFILE_HZ,
-            lost: session.losses().lost,
             ..Default::default()
         };
         p.cost.wall_secs = start.elapsed().as_secs_f64();
-        recorder.finish(&mut p);
+        sampler.window(&mut p);
         let status = format!(
             "perf_event_open cpu-clock at {PROFILE_HZ} Hz, {} records lost",
             p.lost
@@ -321,7 +294,7 @@ pub fn exec_trace(tx: Sender<Msg>, pid: i32, stop: Arc<AtomicBool>) {
         follow_children: true,
         signals: true,
     };
-    let (mut source, notes) = match exec::open(Tier::Auto, filter, None) {
+    let (mut source, notes) = match exec::open(Ask::Auto, filter, None) {
         Ok(s) => s,
         Err(e) => {
             send(&tx, Data::Failed(Panel::ExecTrace, format!("{e:#}")));

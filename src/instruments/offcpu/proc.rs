@@ -7,12 +7,13 @@
 //! /proc shows a preempted thread as R, like a running one, so this view
 //! sees only S, D, I and T.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use super::source::{Found, OffcpuSource, Options};
 use crate::analysis::offcpu::WaitTally;
-use crate::model::offcpu::{StateFilter, WaitSamples};
-use crate::model::profile::OffState;
+use crate::instruments::Tier;
+use crate::model::offcpu::{BlockCounts, Collection, StateFilter, WaitSamples};
+use crate::model::profile::{OffState, Profile};
 use crate::sys::procfs::{parse, tids};
 
 /// The sampling interval.
@@ -27,41 +28,40 @@ pub enum Targets {
     All,
 }
 
-/// Sweeps /proc until told to stop.
+/// Sweeps /proc every [`INTERVAL`] while polled.
 pub struct Sampler {
     targets: Targets,
     states: StateFilter,
     tally: WaitTally,
     sweeps: u64,
     last: Option<Instant>,
+    /// When the next sweep is due.
+    next: Instant,
 }
 
 impl Sampler {
-    pub fn new(targets: Targets, states: StateFilter) -> Sampler {
+    /// The processes of `options` (none: every process), descendants
+    /// followed.
+    pub fn new(options: &Options) -> Sampler {
+        let targets = if options.tgids.is_empty() {
+            Targets::All
+        } else {
+            Targets::Pids {
+                pids: options.tgids.iter().map(|&p| p as i32).collect(),
+                follow: true,
+            }
+        };
+        Sampler::of(targets, options.states)
+    }
+
+    pub fn of(targets: Targets, states: StateFilter) -> Sampler {
         Sampler {
             targets,
             states,
             tally: WaitTally::default(),
             sweeps: 0,
             last: None,
-        }
-    }
-
-    /// Sample until `stop` is set, `until` passes or `ended` says the
-    /// target is gone (checked every sweep).
-    pub fn run(
-        &mut self,
-        stop: &AtomicBool,
-        until: Option<Instant>,
-        mut ended: impl FnMut() -> bool,
-    ) {
-        loop {
-            let t = Instant::now();
-            self.sweep();
-            if stop.load(Ordering::Relaxed) || until.is_some_and(|u| t >= u) || ended() {
-                return;
-            }
-            std::thread::sleep(INTERVAL.saturating_sub(t.elapsed()));
+            next: Instant::now(),
         }
     }
 
@@ -127,6 +127,47 @@ impl Sampler {
 
     pub fn finish(self) -> WaitSamples {
         self.tally.finish(self.sweeps)
+    }
+}
+
+impl OffcpuSource for Sampler {
+    fn tier(&self) -> Tier {
+        Tier::Procfs
+    }
+
+    fn watch(&mut self, tgid: u32, _comm: &str) -> anyhow::Result<()> {
+        if let Targets::Pids { pids, .. } = &mut self.targets
+            && !pids.contains(&(tgid as i32))
+        {
+            pids.push(tgid as i32);
+        }
+        Ok(())
+    }
+
+    /// Sweep whenever one is due until `timeout` has passed.
+    fn poll(&mut self, timeout: Duration) -> anyhow::Result<()> {
+        let end = Instant::now() + timeout;
+        loop {
+            let now = Instant::now();
+            if self.next > end {
+                std::thread::sleep(end.saturating_duration_since(now));
+                return Ok(());
+            }
+            std::thread::sleep(self.next.saturating_duration_since(now));
+            let t = Instant::now();
+            self.sweep();
+            self.next = t + INTERVAL;
+        }
+    }
+
+    fn finish(self: Box<Self>, _profile: &mut Profile) -> anyhow::Result<Found> {
+        Ok(Found {
+            counts: BlockCounts::default(),
+            waits: Some(Sampler::finish(*self)),
+            collection: Collection::Proc {
+                interval_ms: INTERVAL.as_millis() as u64,
+            },
+        })
     }
 }
 
@@ -243,7 +284,7 @@ mod tests {
             let _ = rx.recv_timeout(Duration::from_secs(10));
         });
         std::thread::sleep(Duration::from_millis(50));
-        let mut s = Sampler::new(
+        let mut s = Sampler::of(
             Targets::Pids {
                 pids: vec![std::process::id() as i32],
                 follow: false,

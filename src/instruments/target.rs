@@ -1,0 +1,216 @@
+//! What a tracing command traces, while it runs: a `-- CMD` it started
+//! held (so tracing covers it from its exec), the processes of `-p PID,...`,
+//! or the whole machine; when that target has ended, and the run's clocks.
+//! Shared by profile and offcpu, so each only wires.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context;
+
+use crate::sys::process::rusage::own_usage;
+use crate::sys::process::spawn::HeldChild;
+use crate::sys::procfs::parse;
+
+/// What is traced, while it runs.
+pub enum Running {
+    /// `-- CMD`: our child, stopped (if still running) and reaped at the end.
+    Child {
+        /// Boxed: the held child is large beside the other variants.
+        child: Box<HeldChild>,
+        /// Its CPU seconds, once reaped.
+        usage: Option<f64>,
+        /// The wait status, when the command ended by itself.
+        own_status: Option<i32>,
+    },
+    /// `-p PID,...`: over when every one of them has gone.
+    Pids(Vec<i32>),
+    /// `-a`: until -d or Ctrl-C.
+    All,
+}
+
+/// Whether the target has gone.
+pub enum Ended {
+    No,
+    /// The command exited: the run covers all of it.
+    Normally,
+    /// The processes went away before -d was up.
+    Early(String),
+}
+
+/// Every PID names a live process, or the error says which does not.
+pub fn check_pids(pids: &[i32]) -> anyhow::Result<()> {
+    for &pid in pids {
+        if pid <= 0 || !Path::new(&format!("/proc/{pid}")).exists() {
+            return Err(crate::error::NoSuchProcess::one(pid));
+        }
+    }
+    Ok(())
+}
+
+/// `-- CMD`, started held: it waits before its exec until [`release`].
+pub fn spawn(command: &[OsString]) -> anyhow::Result<HeldChild> {
+    let program = command[0].to_string_lossy().into_owned();
+    HeldChild::spawn(command).with_context(|| format!("cannot start `{program}`"))
+}
+
+/// Let a held command exec, now that tracing is attached; an exec that
+/// fails is the command's error (exit 126/127).
+pub fn release(mut child: HeldChild, command: &[OsString]) -> anyhow::Result<Running> {
+    child.release().context("releasing the command")?;
+    if let Some(source) = child.exec_error().context("starting the command")? {
+        return Err(crate::error::CannotRun {
+            program: command[0].to_string_lossy().into_owned(),
+            error: source,
+        }
+        .into());
+    }
+    Ok(Running::Child {
+        child: Box::new(child),
+        usage: None,
+        own_status: None,
+    })
+}
+
+impl Running {
+    /// Whether the target has gone, and why when that ends the run early.
+    pub fn ended(&mut self) -> anyhow::Result<Ended> {
+        match self {
+            Running::Child {
+                child,
+                usage,
+                own_status,
+            } => {
+                let reaped = child.try_reap().context("waiting for the command")?;
+                Ok(match reaped {
+                    Some((status, ru)) => {
+                        *usage = Some(cpu_secs(&ru));
+                        *own_status = Some(status);
+                        Ended::Normally
+                    }
+                    None => Ended::No,
+                })
+            }
+            Running::Pids(pids) => {
+                let alive = pids.iter().any(|&pid| {
+                    let state = stat(pid).map(|s| s.state);
+                    !matches!(state, None | Some('Z') | Some('X'))
+                });
+                Ok(if alive {
+                    Ended::No
+                } else if pids.len() == 1 {
+                    Ended::Early(format!("PID {} exited during the run", pids[0]))
+                } else {
+                    Ended::Early("every traced PID exited during the run".into())
+                })
+            }
+            Running::All => Ok(Ended::No),
+        }
+    }
+
+    /// Whether the run is over because the target has gone; `early` gets
+    /// why, when it went before -d was up.
+    pub fn over(&mut self, early: &mut Option<String>) -> anyhow::Result<bool> {
+        Ok(match self.ended()? {
+            Ended::No => false,
+            Ended::Normally => true,
+            Ended::Early(why) => {
+                *early = Some(why);
+                true
+            }
+        })
+    }
+
+    /// CPU seconds used so far by `-p` processes or the whole machine,
+    /// where they can be read (a command's come from its rusage at the end).
+    pub fn busy_secs(&self) -> Option<f64> {
+        let hz = crate::sys::procfs::hz() as f64;
+        match self {
+            Running::Child { .. } => None,
+            Running::Pids(pids) => {
+                let ticks = pids
+                    .iter()
+                    .map(|&p| stat(p).map(|s| s.utime + s.stime))
+                    .sum::<Option<u64>>()?;
+                Some(ticks as f64 / hz)
+            }
+            Running::All => {
+                let (cpu, _) = parse::proc_stat(&std::fs::read("/proc/stat").ok()?);
+                // Everything but idle and iowait.
+                let busy = cpu.user + cpu.nice + cpu.system + cpu.irq + cpu.softirq + cpu.steal;
+                Some(busy as f64 / hz)
+            }
+        }
+    }
+
+    /// End a command still running (after -d or Ctrl-C), with everything
+    /// it started (SIGTERM, `grace`, SIGKILL), and reap it.
+    pub fn finish(&mut self, grace: Duration) -> anyhow::Result<()> {
+        if let Running::Child { child, usage, .. } = self
+            && usage.is_none()
+        {
+            child.stop(grace);
+            let (_, ru) = child.reap().context("waiting for the command")?;
+            *usage = Some(cpu_secs(&ru));
+        }
+        Ok(())
+    }
+}
+
+fn stat(pid: i32) -> Option<parse::Stat> {
+    parse::stat(&std::fs::read(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// User plus system CPU seconds of a reaped child.
+fn cpu_secs(ru: &libc::rusage) -> f64 {
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// kdiag's own CPU seconds so far (what tracing costs).
+pub fn self_cpu_secs() -> f64 {
+    own_usage().0
+}
+
+/// The kernel's name for a process running `program` (basename, 15 bytes).
+pub fn comm_name(program: &OsString) -> String {
+    let base = Path::new(program)
+        .file_name()
+        .map(|b| b.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    base.chars().take(15).collect()
+}
+
+/// A process's name, "?" once it has gone.
+pub fn comm_of(pid: i32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .map(|c| c.trim_end().to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// `cpu-burn --duration 5` for `/path/to/cpu-burn --duration 5`.
+pub fn command_line(argv: &[OsString]) -> String {
+    let mut line: Vec<String> = argv
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    line[0] = comm_name(&argv[0]);
+    let line = line.join(" ");
+    if line.chars().count() > 60 {
+        line.chars().take(57).collect::<String>() + "..."
+    } else {
+        line
+    }
+}
+
+/// Now, as `2026-11-22T07:02:28Z` and in ns since the epoch.
+pub fn utc_now() -> (String, u64) {
+    let since = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default();
+    (
+        crate::analysis::calendar::utc_iso8601(since.as_secs() as i64),
+        since.as_nanos() as u64,
+    )
+}
