@@ -20,6 +20,11 @@ pub fn features(p: &Probes) -> Vec<Feature> {
         "; kernel frames unnamed (kptr_restrict)"
     };
     let need_root = "needs root: run with sudo";
+    let no_return = if p.sched_prepare_exec.is_ok() {
+        ""
+    } else {
+        "; the point of no return inferred (sched_prepare_exec needs 6.10)"
+    };
 
     vec![
         feature(
@@ -68,10 +73,12 @@ pub fn features(p: &Probes) -> Vec<Feature> {
             "exec-trace",
             &[(Tier::Bpf, bpf), (Tier::Perf, perf_tp)],
             |t| match t {
-                Some(Tier::Bpf) => "failed execs with their file names and arguments".into(),
-                Some(_) => {
-                    "failed execs with error codes; file names only for successful execs".into()
+                Some(Tier::Bpf) => {
+                    format!("failed execs with their file names and arguments{no_return}")
                 }
+                Some(_) => format!(
+                    "failed execs with error codes; file names only for successful execs{no_return}"
+                ),
                 None => format!("cannot trace execs: {need_root}"),
             },
         ),
@@ -190,6 +197,7 @@ mod tests {
             bpf_tracepoint: ok(),
             bpf_tp_btf: ok(),
             bpf_fentry: Check::denied("EPERM", "not needed"),
+            sched_prepare_exec: ok(),
             bpf_perf_event: ok(),
             kprobe_pmu: Check::missing("none", "not needed"),
             uprobe_pmu: ok(),
@@ -261,6 +269,18 @@ mod tests {
         for name in ["profile", "iosnoop", "exec-trace", "execsnoop"] {
             assert_eq!(tier_for(&p, name), Some(Tier::Perf), "{name}");
         }
+    }
+
+    #[test]
+    fn before_6_10_exec_trace_says_the_point_of_no_return_is_inferred() {
+        let exec = |p: &Probes| get(&features(p), "exec-trace").note;
+        assert!(!exec(&dev_vm()).contains("inferred"), "{}", exec(&dev_vm()));
+        let debian_12 = Probes {
+            sched_prepare_exec: Check::missing("no tracepoint", "none needed"),
+            ..dev_vm()
+        };
+        assert!(exec(&debian_12).contains("sched_prepare_exec needs 6.10"));
+        assert_eq!(tier_for(&debian_12, "exec-trace"), Some(Tier::Bpf));
     }
 
     #[test]
