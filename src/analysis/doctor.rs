@@ -39,17 +39,25 @@ pub fn features(p: &Probes) -> Vec<Feature> {
         ),
         feature(
             "offcpu",
-            // raw_tp needs no BTF; a loadable tracepoint program says BPF works.
-            &[(Tier::Bpf, tp_btf || bpf), (Tier::Procfs, true)],
+            // raw_tp when tp_btf is refused; both read task_struct with
+            // CO-RE, so both need the kernel's BTF.
+            &[
+                (Tier::Bpf, p.btf.is_ok() && (tp_btf || bpf)),
+                (Tier::Procfs, true),
+            ],
             |t| match t {
                 Some(Tier::Bpf) if tp_btf => {
                     "blocked time by stacks and state, summed in the kernel (tp_btf sched_switch)"
                         .into()
                 }
                 Some(Tier::Bpf) => {
-                    "blocked time by stacks, summed in the kernel (raw_tp sched_switch: no BTF)"
+                    "blocked time by stacks, summed in the kernel (raw_tp sched_switch: tp_btf \
+                     refused)"
                         .into()
                 }
+                _ if !p.btf.is_ok() => "no stacks: wait channels and syscalls sampled from \
+                     /proc every 10 ms (the BPF tier needs kernel BTF: CONFIG_DEBUG_INFO_BTF=y)"
+                    .into(),
                 _ => format!(
                     "no stacks: wait channels and syscalls sampled from /proc every 10 ms \
                      (your own processes; {need_root} for BPF)"
@@ -71,7 +79,8 @@ pub fn features(p: &Probes) -> Vec<Feature> {
         ),
         feature(
             "exec-trace",
-            &[(Tier::Bpf, bpf), (Tier::Perf, perf_tp)],
+            // Its BPF tier also attaches tp_btf (signal_generate, fork).
+            &[(Tier::Bpf, bpf && tp_btf), (Tier::Perf, perf_tp)],
             |t| match t {
                 Some(Tier::Bpf) => {
                     format!("failed execs with their file names and arguments{no_return}")
@@ -254,8 +263,31 @@ mod tests {
         // offcpu attaches raw_tp instead.
         assert!(get(&features(&p), "offcpu").note.contains("raw_tp"));
         assert!(io.note.contains("(dev, sector)"));
-        // exec tracing only needs plain tracepoint programs.
-        assert_eq!(tier_for(&p, "exec-trace"), Some(Tier::Bpf));
+        // execsnoop only needs plain tracepoint programs; exec-trace also
+        // attaches tp_btf (the signal that ends a failed exec).
+        assert_eq!(tier_for(&p, "execsnoop"), Some(Tier::Bpf));
+        assert_eq!(tier_for(&p, "exec-trace"), Some(Tier::Perf));
+    }
+
+    /// A kernel built without BTF: CO-RE cannot be relocated, so offcpu
+    /// keeps only /proc, iosnoop and exec-trace use perf, execsnoop's plain
+    /// tracepoint programs still load.
+    #[test]
+    fn without_btf_the_fallback_tiers_are_named() {
+        let no_btf = || Check::missing("no BTF", "CONFIG_DEBUG_INFO_BTF=y");
+        let p = Probes {
+            btf: no_btf(),
+            bpf_tp_btf: no_btf(),
+            bpf_fentry: no_btf(),
+            ..dev_vm()
+        };
+        let fs = features(&p);
+        let offcpu = get(&fs, "offcpu");
+        assert_eq!(offcpu.tier, Some(Tier::Procfs));
+        assert!(offcpu.note.contains("no stacks"), "{}", offcpu.note);
+        assert_eq!(tier_for(&p, "iosnoop"), Some(Tier::Perf));
+        assert_eq!(tier_for(&p, "exec-trace"), Some(Tier::Perf));
+        assert_eq!(tier_for(&p, "execsnoop"), Some(Tier::Bpf));
     }
 
     #[test]
