@@ -42,6 +42,7 @@ fn known_facts_of_this_machine() {
         "bpf_tracepoint",
         "bpf_tp_btf",
         "cpu_clock",
+        "sched_prepare_exec",
     ] {
         assert_eq!(status(&r, probe), "ok", "{probe}: {}", r["probes"][probe]);
     }

@@ -20,6 +20,11 @@ pub fn features(p: &Probes) -> Vec<Feature> {
         "; kernel frames unnamed (kptr_restrict)"
     };
     let need_root = "needs root: run with sudo";
+    let no_return = if p.sched_prepare_exec.is_ok() {
+        ""
+    } else {
+        "; the point of no return inferred (sched_prepare_exec needs 6.10)"
+    };
 
     vec![
         feature(
@@ -34,17 +39,25 @@ pub fn features(p: &Probes) -> Vec<Feature> {
         ),
         feature(
             "offcpu",
-            // raw_tp needs no BTF; a loadable tracepoint program says BPF works.
-            &[(Tier::Bpf, tp_btf || bpf), (Tier::Procfs, true)],
+            // raw_tp when tp_btf is refused; both read task_struct with
+            // CO-RE, so both need the kernel's BTF.
+            &[
+                (Tier::Bpf, p.btf.is_ok() && (tp_btf || bpf)),
+                (Tier::Procfs, true),
+            ],
             |t| match t {
                 Some(Tier::Bpf) if tp_btf => {
                     "blocked time by stacks and state, summed in the kernel (tp_btf sched_switch)"
                         .into()
                 }
                 Some(Tier::Bpf) => {
-                    "blocked time by stacks, summed in the kernel (raw_tp sched_switch: no BTF)"
+                    "blocked time by stacks, summed in the kernel (raw_tp sched_switch: tp_btf \
+                     refused)"
                         .into()
                 }
+                _ if !p.btf.is_ok() => "no stacks: wait channels and syscalls sampled from \
+                     /proc every 10 ms (the BPF tier needs kernel BTF: CONFIG_DEBUG_INFO_BTF=y)"
+                    .into(),
                 _ => format!(
                     "no stacks: wait channels and syscalls sampled from /proc every 10 ms \
                      (your own processes; {need_root} for BPF)"
@@ -66,12 +79,15 @@ pub fn features(p: &Probes) -> Vec<Feature> {
         ),
         feature(
             "exec-trace",
-            &[(Tier::Bpf, bpf), (Tier::Perf, perf_tp)],
+            // Its BPF tier also attaches tp_btf (signal_generate, fork).
+            &[(Tier::Bpf, bpf && tp_btf), (Tier::Perf, perf_tp)],
             |t| match t {
-                Some(Tier::Bpf) => "failed execs with their file names and arguments".into(),
-                Some(_) => {
-                    "failed execs with error codes; file names only for successful execs".into()
+                Some(Tier::Bpf) => {
+                    format!("failed execs with their file names and arguments{no_return}")
                 }
+                Some(_) => format!(
+                    "failed execs with error codes; file names only for successful execs{no_return}"
+                ),
                 None => format!("cannot trace execs: {need_root}"),
             },
         ),
@@ -190,6 +206,7 @@ mod tests {
             bpf_tracepoint: ok(),
             bpf_tp_btf: ok(),
             bpf_fentry: Check::denied("EPERM", "not needed"),
+            sched_prepare_exec: ok(),
             bpf_perf_event: ok(),
             kprobe_pmu: Check::missing("none", "not needed"),
             uprobe_pmu: ok(),
@@ -246,8 +263,31 @@ mod tests {
         // offcpu attaches raw_tp instead.
         assert!(get(&features(&p), "offcpu").note.contains("raw_tp"));
         assert!(io.note.contains("(dev, sector)"));
-        // exec tracing only needs plain tracepoint programs.
-        assert_eq!(tier_for(&p, "exec-trace"), Some(Tier::Bpf));
+        // execsnoop only needs plain tracepoint programs; exec-trace also
+        // attaches tp_btf (the signal that ends a failed exec).
+        assert_eq!(tier_for(&p, "execsnoop"), Some(Tier::Bpf));
+        assert_eq!(tier_for(&p, "exec-trace"), Some(Tier::Perf));
+    }
+
+    /// A kernel built without BTF: CO-RE cannot be relocated, so offcpu
+    /// keeps only /proc, iosnoop and exec-trace use perf, execsnoop's plain
+    /// tracepoint programs still load.
+    #[test]
+    fn without_btf_the_fallback_tiers_are_named() {
+        let no_btf = || Check::missing("no BTF", "CONFIG_DEBUG_INFO_BTF=y");
+        let p = Probes {
+            btf: no_btf(),
+            bpf_tp_btf: no_btf(),
+            bpf_fentry: no_btf(),
+            ..dev_vm()
+        };
+        let fs = features(&p);
+        let offcpu = get(&fs, "offcpu");
+        assert_eq!(offcpu.tier, Some(Tier::Procfs));
+        assert!(offcpu.note.contains("no stacks"), "{}", offcpu.note);
+        assert_eq!(tier_for(&p, "iosnoop"), Some(Tier::Perf));
+        assert_eq!(tier_for(&p, "exec-trace"), Some(Tier::Perf));
+        assert_eq!(tier_for(&p, "execsnoop"), Some(Tier::Bpf));
     }
 
     #[test]
@@ -261,6 +301,18 @@ mod tests {
         for name in ["profile", "iosnoop", "exec-trace", "execsnoop"] {
             assert_eq!(tier_for(&p, name), Some(Tier::Perf), "{name}");
         }
+    }
+
+    #[test]
+    fn before_6_10_exec_trace_says_the_point_of_no_return_is_inferred() {
+        let exec = |p: &Probes| get(&features(p), "exec-trace").note;
+        assert!(!exec(&dev_vm()).contains("inferred"), "{}", exec(&dev_vm()));
+        let debian_12 = Probes {
+            sched_prepare_exec: Check::missing("no tracepoint", "none needed"),
+            ..dev_vm()
+        };
+        assert!(exec(&debian_12).contains("sched_prepare_exec needs 6.10"));
+        assert_eq!(tier_for(&debian_12, "exec-trace"), Some(Tier::Bpf));
     }
 
     #[test]

@@ -73,6 +73,9 @@ pub struct Probes {
     pub bpf_tracepoint: Check,
     pub bpf_tp_btf: Check,
     pub bpf_fentry: Check,
+    /// The sched:sched_prepare_exec tracepoint (Linux 6.10+): exec's point
+    /// of no return, seen rather than inferred.
+    pub sched_prepare_exec: Check,
     /// A perf_event BPF program attached to cpu-clock (profile, tier B).
     pub bpf_perf_event: Check,
     pub kprobe_pmu: Check,
@@ -109,6 +112,7 @@ impl Probes {
             ("BPF tracepoint", &self.bpf_tracepoint),
             ("BPF tp_btf", &self.bpf_tp_btf),
             ("BPF fentry", &self.bpf_fentry),
+            ("sched_prepare_exec", &self.sched_prepare_exec),
             ("BPF perf_event", &self.bpf_perf_event),
             ("kprobe PMU", &self.kprobe_pmu),
             ("uprobe PMU", &self.uprobe_pmu),

@@ -103,6 +103,17 @@ pub fn probe_all() -> Probes {
             Ok(btf) => fentry_check(root, btf),
             Err(_) => Check::missing("no kernel BTF", "needs CONFIG_DEBUG_INFO_BTF=y"),
         },
+        sched_prepare_exec: match &tracefs {
+            Ok(fs) if fs.has_event("sched", "sched_prepare_exec") => {
+                Check::ok("sched:sched_prepare_exec (Linux 6.10+)")
+            }
+            Ok(_) => Check::missing(
+                "no sched:sched_prepare_exec tracepoint (added in Linux 6.10)",
+                "none needed: exec-trace infers the point of no return from the SIGSEGV that \
+                 follows; a 6.10+ kernel reports it",
+            ),
+            Err(_) => Check::denied("tracefs unavailable", SUDO),
+        },
         bpf_perf_event: bpf_check(|| {
             let mut ebpf = load_probe_object()?;
             let prog: &mut PerfEvent = program(&mut ebpf, "probe_perf_event")?;

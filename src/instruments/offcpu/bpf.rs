@@ -132,8 +132,8 @@ pub struct OffcpuBpf {
 }
 
 impl OffcpuBpf {
-    /// Load the programs, fill the watch bitmap and attach: tp_btf where
-    /// the kernel has BTF, else raw_tp. The error says what each refused.
+    /// Load the programs, fill the watch bitmap and attach: tp_btf, else
+    /// raw_tp; both need the kernel's BTF. The error says what each refused.
     pub fn start(options: &Options) -> anyhow::Result<OffcpuBpf> {
         let filter_on = !options.tgids.is_empty() as u8;
         let state_mask: u32 = STATE_CLASSES
@@ -176,13 +176,16 @@ impl OffcpuBpf {
             attached: Vec::new(),
             filter_on: filter_on != 0,
         };
-        let btf = Btf::from_sys_fs();
-        let tp_btf = match &btf {
-            Ok(btf) => this.attach_btf("offcpu_switch", "sched_switch", btf),
-            Err(e) => Err(anyhow::anyhow!(
-                "no kernel BTF (/sys/kernel/btf/vmlinux: {e})"
-            )),
-        };
+        // Both attach types read task_struct with CO-RE, which only the
+        // kernel's BTF can relocate: without it the reads would land on the
+        // wrong offsets and record nothing, so the /proc tier takes over.
+        let btf = Btf::from_sys_fs().map_err(|e| {
+            anyhow::anyhow!(
+                "this kernel has no BTF (/sys/kernel/btf/vmlinux: {e}), which the BPF tier \
+                 needs (CONFIG_DEBUG_INFO_BTF=y)"
+            )
+        })?;
+        let tp_btf = this.attach_btf("offcpu_switch", "sched_switch", &btf);
         if let Err(btf_err) = tp_btf {
             this.attach_raw("offcpu_sw_raw", "sched_switch")
                 .map_err(|raw_err| {
@@ -194,11 +197,9 @@ impl OffcpuBpf {
             this.attach = Attach::RawTp;
         }
         if options.follow && this.filter_on {
-            match (this.attach, &btf) {
-                (Attach::TpBtf, Ok(btf)) => {
-                    this.attach_btf("offcpu_fork", "sched_process_fork", btf)?
-                }
-                _ => this.attach_raw("offcpu_fork_raw", "sched_process_fork")?,
+            match this.attach {
+                Attach::TpBtf => this.attach_btf("offcpu_fork", "sched_process_fork", &btf)?,
+                Attach::RawTp => this.attach_raw("offcpu_fork_raw", "sched_process_fork")?,
             }
         }
         Ok(this)
