@@ -16,7 +16,7 @@ use super::{
 use crate::grade::answers::Answers;
 
 /// One submission as graded, with what the comparison needs.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Graded {
     /// The submission's folder (or archive) name.
     pub submission: String,
@@ -28,6 +28,12 @@ pub struct Graded {
     pub error: Option<String>,
     /// The seed the submission's manifest claims.
     pub manifest_seed: Option<String>,
+    /// When the manifest says it was made (0: unknown).
+    pub created: u64,
+    /// What the grader noticed (unknown answer keys, another seed).
+    pub warnings: Vec<String>,
+    /// A roster learner with no submission at all (not an ungradable one).
+    pub missing: bool,
     pub answers: Option<Answers>,
     pub evidence: Option<Evidence>,
     pub facts: Option<Facts>,
@@ -361,6 +367,9 @@ mod tests {
             results,
             error: None,
             manifest_seed: None,
+            created: 0,
+            warnings: Vec::new(),
+            missing: false,
             answers: Some(answers),
             evidence: Some(evidence),
             facts: Some(facts),
@@ -421,10 +430,10 @@ mod tests {
                 seed: Some(name.into()),
                 results: Vec::new(),
                 error: None,
-                manifest_seed: None,
                 answers: Some(answers),
                 evidence: Some(evidence),
                 facts: Some(facts),
+                ..Graded::default()
             }
         };
         let class = vec![
