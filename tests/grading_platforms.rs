@@ -315,3 +315,76 @@ fn a_class_folder_reports_duplicates_other_labs_archives_and_the_missing() {
         "{tally}"
     );
 }
+
+#[test]
+fn messages_say_what_happened() {
+    let class = Class::new();
+    // course init over an existing file is a usage error.
+    let out = kdiag()
+        .args(["course", "init", "--out", s(&class.course)])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("already exists"), "{}", stderr(&out));
+    // Gradescope metadata that is not JSON: its parse error.
+    let root = class.dir.path().join("autograder");
+    let submission = root.join("submission");
+    class.submit("1234", &submission);
+    std::fs::write(root.join("submission_metadata.json"), "{\"users\": [").unwrap();
+    let grade = |format: &str| {
+        kdiag()
+            .args([
+                "grade",
+                "0-demo",
+                s(&submission),
+                "--course",
+                s(&class.course),
+            ])
+            .args(["--roster", s(&class.roster), "--format", format])
+            .output()
+            .unwrap()
+    };
+    let out = grade("text");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stdout(&out).contains("not JSON: EOF while parsing a list"),
+        "{}",
+        stdout(&out)
+    );
+    // Answers no check reads: a warning, in the output.
+    std::fs::write(
+        root.join("submission_metadata.json"),
+        r#"{"users": [{"email": "ada@example.org"}]}"#,
+    )
+    .unwrap();
+    let folder = class.dir.path().join("folder");
+    std::fs::create_dir(&folder).unwrap();
+    let tar = submission.join("kdiag-0-demo-1234.tar");
+    assert!(
+        std::process::Command::new("tar")
+            .args(["-xf", s(&tar), "-C", s(&folder)])
+            .status()
+            .unwrap()
+            .success()
+    );
+    std::fs::remove_file(&tar).unwrap();
+    let answers = std::fs::read_to_string(folder.join("answers.toml")).unwrap();
+    std::fs::write(
+        submission.join("answers.toml"),
+        answers + "\n[whot]\ncomm = 'io-app'\n",
+    )
+    .unwrap();
+    for f in ["manifest.toml", "artifacts"] {
+        std::fs::rename(folder.join(f), submission.join(f)).unwrap();
+    }
+    let out = grade("json");
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["score"].as_f64(), Some(15.0), "{j:#}");
+    assert!(
+        j["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("ignored): whot.comm"),
+        "{j:#}"
+    );
+}

@@ -211,7 +211,7 @@ fn single(args: &Args) -> bool {
         Some(Format::Text | Format::Gradescope | Format::Prairielearn)
     ) || args.learner.is_some()
         || p.is_file()
-        || p.join(submission::ANSWERS).is_file()
+        || std::fs::symlink_metadata(p.join(submission::ANSWERS)).is_ok()
         || metadata_beside(p).is_some()
 }
 

@@ -125,7 +125,9 @@ pub fn open(path: &Path) -> Result<Submission, Invalid> {
     let meta = std::fs::symlink_metadata(path)
         .map_err(|e| Invalid(format!("{}: {}", path.display(), io_reason(&e))))?;
     if meta.is_dir() {
-        if is_file(&path.join(ANSWERS)) {
+        // An answers.toml that is not a regular file (a FIFO, a link, a
+        // device) is read to be refused by what it is, not missed.
+        if std::fs::symlink_metadata(path.join(ANSWERS)).is_ok() {
             return open_folder(path);
         }
         let tars: Vec<PathBuf> = user_files::read_dir(path)
@@ -468,6 +470,39 @@ mod tests {
                 .to_string()
                 .contains("not empty")
         );
+    }
+
+    #[test]
+    fn an_answers_file_that_is_not_a_regular_file_is_named_as_what_it_is() {
+        let d = tempfile::tempdir().unwrap();
+        let sub = |name: &str| {
+            let dir = d.path().join(name);
+            std::fs::create_dir(&dir).unwrap();
+            dir
+        };
+        let fifo = sub("fifo");
+        let c = std::ffi::CString::new(fifo.join(ANSWERS).to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        let link = sub("link");
+        std::fs::write(d.path().join("real.toml"), "[who]\ncomm = 'x'\n").unwrap();
+        std::os::unix::fs::symlink(d.path().join("real.toml"), link.join(ANSWERS)).unwrap();
+        let device = sub("device");
+        std::os::unix::fs::symlink("/dev/zero", device.join(ANSWERS)).unwrap();
+        let big = sub("big");
+        let f = std::fs::File::create(big.join(ANSWERS)).unwrap();
+        f.set_len(2 << 30).unwrap(); // sparse
+        for (dir, want) in [
+            (&fifo, "is a FIFO"),
+            (&link, "is a symbolic link"),
+            (&device, "is a symbolic link"),
+            (&big, "over"),
+        ] {
+            let e = open(dir).unwrap_err();
+            assert!(e.0.contains(want), "{}: {e}", dir.display());
+        }
+        let e = open_answers(Path::new("/dev/zero"), true).unwrap_err();
+        assert!(e.0.contains("a character device"), "{e}");
     }
 
     #[test]
