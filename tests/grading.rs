@@ -142,7 +142,7 @@ fn seeds_are_per_learner_and_tokens_verify_only_with_the_course() {
     assert_eq!(no.status.code(), Some(1));
     // A second course gives other seeds; the file is never overwritten.
     let again = run(&["course", "init", "--out", s(&file)], d.path());
-    assert_eq!(again.status.code(), Some(1));
+    assert_eq!(again.status.code(), Some(2), "a usage error");
     assert!(stderr(&again).contains("already exists"));
     // The solution needs the course: without it there is no way to ask.
     let out = kdiag()
@@ -244,25 +244,9 @@ fn each_learner_s_answers_pass_for_them_and_fail_for_another() {
             .contains("not a learner")
     );
     assert_eq!(row(&g, "zed")["error"], "no submission");
-    let sus = g["suspicious"].as_array().unwrap();
-    assert!(
-        sus.iter()
-            .any(|x| x["kind"] == "other_variant" && x["submissions"][0] == "bob-copy"),
-        "{sus:#?}"
-    );
-    assert!(
-        sus.iter().any(|x| x["kind"] == "same_answer"),
-        "ada and bob-copy gave the same seed-dependent answers: {sus:#?}"
-    );
-    // No honest learner is suspected.
-    assert!(
-        sus.iter().all(|x| x["submissions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|s| s == "bob-copy")),
-        "{sus:#?}"
-    );
+    // Five learners are too few to tell a copy from chance: no one is
+    // flagged (tests/grading_copies.rs grades a class of 200).
+    assert_eq!(g["suspicious"].as_array().unwrap().len(), 0, "{g:#}");
 }
 
 #[test]
@@ -589,12 +573,8 @@ fn reference_submissions_earn_full_marks_the_same_way_everywhere() {
             .contains(&format!("made with seed {bob_seed}")),
         "{r:#}"
     );
-    let sus = g["suspicious"].as_array().unwrap();
-    assert!(
-        sus.iter()
-            .any(|x| x["kind"] == "other_seed" && x["submissions"][0] == "ada"),
-        "{sus:#?}"
-    );
+    // The other seed is no other graded learner's here: a warning, no flag.
+    assert_eq!(g["suspicious"].as_array().unwrap().len(), 0, "{g:#}");
     let refused = row(&g, "bob-in-adas");
     assert!(
         refused["error"]

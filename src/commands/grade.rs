@@ -133,9 +133,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         eprintln!("  {d}");
     }
     if !suspicious.is_empty() {
-        eprintln!("Suspicious ({}):", suspicious.len());
+        eprintln!("Flagged ({}):", suspicious.len());
         for s in &suspicious {
-            eprintln!("  {}: {} [{}]", s.submissions.join(", "), s.detail, s.kind);
+            eprintln!("  {} [{}]", s.detail, s.kind);
         }
     }
     Ok(error::OK)
@@ -277,9 +277,11 @@ fn subject(lab: &str, g: &Graded, suspicious: &[Suspicion]) -> report::Subject {
         learner: g.learner.clone(),
         seed: g.seed.clone(),
         warnings: g.warnings.clone(),
+        // Only the flagged submission: the learner copied from is named in
+        // the flag, never flagged.
         flags: suspicious
             .iter()
-            .filter(|s| s.submissions.contains(&g.submission))
+            .filter(|s| s.submissions[0] == g.submission)
             .map(|s| s.detail.clone())
             .collect(),
     }
@@ -409,16 +411,6 @@ fn counts(g: &Graded) -> (usize, usize) {
     (passed, graded.len() - passed)
 }
 
-fn flags(g: &Graded, suspicious: &[Suspicion]) -> String {
-    let mut kinds: Vec<&str> = suspicious
-        .iter()
-        .filter(|s| s.submissions.contains(&g.submission))
-        .map(|s| s.kind)
-        .collect();
-    kinds.dedup();
-    kinds.join(" ")
-}
-
 fn csv(class: &[Graded], max: f64, suspicious: &[Suspicion]) -> String {
     let mut out =
         String::from("submission,learner,seed,score,max_score,passed,failed,error,flags\n");
@@ -431,7 +423,7 @@ fn csv(class: &[Graded], max: f64, suspicious: &[Suspicion]) -> String {
             csv_field(g.learner.as_deref().unwrap_or("")),
             g.seed.as_deref().unwrap_or(""),
             csv_field(g.error.as_deref().unwrap_or("")),
-            flags(g, suspicious),
+            csv_field(&subject("", g, suspicious).flags.join("; ")),
         ));
     }
     out
