@@ -71,7 +71,7 @@ pub fn suspicious(checks: &[Check], class: &[Graded]) -> Vec<Suspicion> {
     let n = ok.len();
     // Per seed-dependent check: each learner's own variant, and for each
     // learner the other variant their answer fits (if any).
-    let mut facts: Vec<(String, Vec<Option<String>>, Vec<Option<String>>)> = Vec::new();
+    let mut facts: Vec<Fact> = Vec::new();
     for c in checks.iter().filter(|c| !c.live()) {
         let own: Vec<Option<String>> = ok
             .iter()
@@ -89,11 +89,15 @@ pub fn suspicious(checks: &[Check], class: &[Graded]) -> Vec<Suspicion> {
         let fits: Vec<Option<String>> = (0..n)
             .map(|i| other_variant(c, ok[i], own[i].as_deref(), &ok, &by_variant))
             .collect();
-        facts.push((c.id.clone(), own.clone(), fits));
+        facts.push(Fact {
+            id: c.id.clone(),
+            own,
+            fits,
+        });
     }
     let share = |f: usize, key: &str| {
         let owners = facts[f]
-            .1
+            .own
             .iter()
             .filter(|k| k.as_deref() == Some(key))
             .count();
@@ -105,7 +109,7 @@ pub fn suspicious(checks: &[Check], class: &[Graded]) -> Vec<Suspicion> {
         let mut best: Vec<(Vec<usize>, Vec<usize>)> = Vec::new(); // (facts, sources)
         for j in (0..n).filter(|&j| j != i) {
             let agreed: Vec<usize> = (0..facts.len())
-                .filter(|&f| facts[f].2[i].is_some() && facts[f].2[i] == facts[f].1[j])
+                .filter(|&f| facts[f].fits[i].is_some() && facts[f].fits[i] == facts[f].own[j])
                 .collect();
             if agreed.len() < MIN_FACTS {
                 continue;
@@ -124,12 +128,12 @@ pub fn suspicious(checks: &[Check], class: &[Graded]) -> Vec<Suspicion> {
         for (agreed, sources) in best {
             let chance: f64 = agreed
                 .iter()
-                .map(|&f| share(f, facts[f].2[i].as_deref().expect("agreed")))
+                .map(|&f| share(f, facts[f].fits[i].as_deref().expect("agreed")))
                 .product();
             if chance > MAX_CHANCE {
                 continue;
             }
-            let ids: Vec<String> = agreed.iter().map(|&f| facts[f].0.clone()).collect();
+            let ids: Vec<String> = agreed.iter().map(|&f| facts[f].id.clone()).collect();
             let names: Vec<String> = sources.iter().map(|&j| ok[j].submission.clone()).collect();
             let detail = format!(
                 "{} answered {} as in the variant of {}, not its own ({} facts where the \
@@ -157,6 +161,14 @@ pub fn suspicious(checks: &[Check], class: &[Graded]) -> Vec<Suspicion> {
     }
     found.extend(other_seeds(&ok));
     found
+}
+
+/// One seed-dependent check across the class: each learner's own variant,
+/// and the other variant their answer fits, if any.
+struct Fact {
+    id: String,
+    own: Vec<Option<String>>,
+    fits: Vec<Option<String>>,
 }
 
 /// "kdiag-0-demo-1234 (learner 1234)".

@@ -242,7 +242,7 @@ mod tests {
             resolve(Some("77"), std::slice::from_ref(&folder), Some(&r)).as_deref(),
             Ok("77")
         );
-        assert!(resolve(Some("1234"), &[folder.clone()], Some(&r)).is_err());
+        assert!(resolve(Some("1234"), std::slice::from_ref(&folder), Some(&r)).is_err());
         // No manifest: the entry's name (or the roster's mapping of it).
         assert_eq!(resolve(None, &[folder], Some(&r)).as_deref(), Ok("77"));
         assert_eq!(
