@@ -142,7 +142,7 @@ fn seeds_are_per_learner_and_tokens_verify_only_with_the_course() {
     assert_eq!(no.status.code(), Some(1));
     // A second course gives other seeds; the file is never overwritten.
     let again = run(&["course", "init", "--out", s(&file)], d.path());
-    assert_eq!(again.status.code(), Some(1));
+    assert_eq!(again.status.code(), Some(2), "a usage error");
     assert!(stderr(&again).contains("already exists"));
     // The solution needs the course: without it there is no way to ask.
     let out = kdiag()
@@ -244,25 +244,9 @@ fn each_learner_s_answers_pass_for_them_and_fail_for_another() {
             .contains("not a learner")
     );
     assert_eq!(row(&g, "zed")["error"], "no submission");
-    let sus = g["suspicious"].as_array().unwrap();
-    assert!(
-        sus.iter()
-            .any(|x| x["kind"] == "other_variant" && x["submissions"][0] == "bob-copy"),
-        "{sus:#?}"
-    );
-    assert!(
-        sus.iter().any(|x| x["kind"] == "same_answer"),
-        "ada and bob-copy gave the same seed-dependent answers: {sus:#?}"
-    );
-    // No honest learner is suspected.
-    assert!(
-        sus.iter().all(|x| x["submissions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|s| s == "bob-copy")),
-        "{sus:#?}"
-    );
+    // Five learners are too few to tell a copy from chance: no one is
+    // flagged (tests/grading_copies.rs grades a class of 200).
+    assert_eq!(g["suspicious"].as_array().unwrap().len(), 0, "{g:#}");
 }
 
 #[test]
@@ -374,7 +358,13 @@ fn every_format_is_valid_for_a_missing_or_broken_submission() {
                         (Some(false), Some(0.0))
                     );
                 }
-                _ => assert!(text.starts_with("cannot grade: "), "{text}"),
+                _ => assert!(
+                    text.starts_with(&format!(
+                        "For lab 0-demo, seed {}.\ncannot grade: ",
+                        seeds["ada"]
+                    )),
+                    "{text}"
+                ),
             }
         }
     }
@@ -531,20 +521,27 @@ fn reference_submissions_earn_full_marks_the_same_way_everywhere() {
 
     // Forge everything a learner could add besides answers and evidence:
     // a session with another truth, progress notes, a manifest claiming
-    // Bob's seed, stray files. Ada's score does not move (the manifest is
-    // reported), and Bob's answers with Bob's manifest stay wrong for Ada.
+    // Bob's seed, stray files. Ada's score does not move (the other seed is
+    // reported); Bob's answers under a manifest naming Ada stay wrong for
+    // Ada; and a manifest naming Bob in Ada's folder is not gradable.
     let forged = d.path().join("forged");
-    for (name, from) in [("ada", "ada"), ("ada-with-bobs", bob.as_str())] {
+    let ada_manifest = std::fs::read_to_string(subs.join("ada/manifest.toml")).unwrap();
+    let bob_seed = &seeds["bob"];
+    for (name, from, manifest) in [
+        ("ada", "ada", ada_manifest.replace(&seeds["ada"], bob_seed)),
+        ("ada-with-bobs", bob.as_str(), ada_manifest.clone()),
+        (
+            "bob-in-adas",
+            bob.as_str(),
+            std::fs::read_to_string(subs.join(&bob).join("manifest.toml")).unwrap(),
+        ),
+    ] {
         let dir = forged.join(name);
         std::fs::create_dir_all(dir.join("artifacts")).unwrap();
         for f in ["answers.toml", "artifacts/profile.folded"] {
             std::fs::copy(subs.join(from).join(f), dir.join(f)).unwrap();
         }
-        std::fs::copy(
-            subs.join(&bob).join("manifest.toml"),
-            dir.join("manifest.toml"),
-        )
-        .unwrap();
+        std::fs::write(dir.join("manifest.toml"), manifest).unwrap();
         std::fs::write(
             dir.join("session.json"),
             r#"{"seed": "x", "pid": 1, "truth": {}}"#,
@@ -557,29 +554,42 @@ fn reference_submissions_earn_full_marks_the_same_way_everywhere() {
         .unwrap();
         std::fs::write(dir.join("expect.json"), r#"{"file": "x"}"#).unwrap();
     }
+    // Ada's folder holds her work and a copy of Bob's work that claims to
+    // be hers; "bob-in-adas" is Bob's own bundle in a folder the roster
+    // gives Ada.
     let roster = d.path().join("forged-roster.csv");
     std::fs::write(
         &roster,
-        format!("id,folder\nada,ada\n{bob},ada-with-bobs\n"),
+        format!("id,folder\nada,ada\n{bob},bob-in-adas-is-not-his\n"),
     )
     .unwrap();
     let g = grade_json(&file, &forged, &["--roster", s(&roster)]);
-    assert_eq!(row(&g, "ada")["score"].as_f64(), Some(max), "{g:#}");
-    let sus = g["suspicious"].as_array().unwrap();
+    let r = row(&g, "ada");
+    assert_eq!(r["score"].as_f64(), Some(max), "{g:#}");
     assert!(
-        sus.iter()
-            .any(|x| x["kind"] == "other_seed" && x["submissions"][0] == "ada"),
-        "{sus:#?}"
+        r["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains(&format!("made with seed {bob_seed}")),
+        "{r:#}"
     );
-    // Graded as Ada instead, Bob's work fails what depends on the seed.
+    // The other seed is no other graded learner's here: a warning, no flag.
+    assert_eq!(g["suspicious"].as_array().unwrap().len(), 0, "{g:#}");
+    let refused = row(&g, "bob-in-adas");
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("manifest names learner \"{bob}\"")),
+        "{refused:#}"
+    );
+    // Graded as Ada (her manifest, her folder), Bob's work fails what
+    // depends on the seed.
     let roster2 = d.path().join("forged-roster2.csv");
-    std::fs::write(
-        &roster2,
-        format!("id,folder\nada,ada-with-bobs\n{bob},ada\n"),
-    )
-    .unwrap();
+    std::fs::write(&roster2, format!("id,folder\nada,ada-with-bobs\n{bob},x\n")).unwrap();
     let g = grade_json(&file, &forged, &["--roster", s(&roster2)]);
     let r = row(&g, "ada-with-bobs");
+    assert_eq!(r["learner"], "ada", "{r:#}");
     assert!(r["score"].as_f64().unwrap() < max, "{r:#}");
     assert_eq!(check_status(r, "artifacts.profile"), "failed");
     assert_eq!(check_status(r, "why.file"), "failed");

@@ -53,7 +53,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if args.self_test {
         return self_test(&source, &lab, &checks);
     }
-    let mut checks = checks.checks;
+    let checks_all = checks.checks;
+    let mut checks = checks_all.clone();
     if let Some(only) = &args.only {
         checks.retain(|c| &c.id == only);
         if checks.is_empty() {
@@ -69,6 +70,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         _ => crate::lab::default_seed()?,
     };
     let max: f64 = checks.iter().filter(|c| !c.live()).map(|c| c.points).sum();
+    let mut subject = report::Subject {
+        learner: args.learner.clone(),
+        seed: Some(seed.to_string()),
+        ..report::Subject::lab(&lab.id)
+    };
     let opened = match (&args.submission, &args.answers) {
         (Some(path), _) => submission::open(path),
         (None, Some(file)) => submission::open_answers(file, beside_manifest(file)),
@@ -81,14 +87,18 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             // (Gradescope score 0, PrairieLearn gradable false, JUnit error).
             print!(
                 "{}",
-                report::render_invalid(args.format, &lab.id, &why, max)
+                report::render_invalid(args.format, &subject, &why, max)
             );
             return Ok(error::USAGE);
         }
     };
     let facts = lab::facts(&lab, &seed)?;
     let results = grade::evaluate(&checks, &sub.answers, &facts, &sub.evidence, None);
-    print!("{}", report::render(args.format, &lab.id, &results));
+    if let Some(m) = &sub.manifest {
+        subject.learner.get_or_insert_with(|| m.learner.clone());
+    }
+    subject.warnings = grade::unknown_keys(&checks_all, &sub.answers);
+    print!("{}", report::render(args.format, &subject, &results));
     Ok(if grade::all_graded_passed(&results) {
         error::OK
     } else {

@@ -1,17 +1,19 @@
 //! `kdiag grade LAB PATH --course FILE`: grade a class's submissions (one
-//! folder or `.tar` each in PATH), or one submission (an autograder's
-//! container). Each learner's truth is recomputed from their id and the
-//! course secret; the submission contributes its answers and the files
-//! they name, nothing else. Suspicious submissions are listed.
+//! folder or archive each in PATH), or one submission (an autograder's
+//! container). Each submission is graded as the learner its manifest names,
+//! when the platform and the roster agree (`grade::identity`); their truth
+//! is recomputed from their id and the course secret; the submission
+//! contributes its answers and the files they name, nothing else.
+//! Suspicious submissions are listed.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use crate::course::roster::{Roster, csv_field};
-use crate::course::token::normalise_id;
 use crate::course::{Course, Token};
 use crate::error;
 use crate::grade::class::{self, Graded, Suspicion};
+use crate::grade::identity::{self, Claim};
 use crate::grade::{self, Facts, Status, report};
 use crate::lab::submission::{self, Invalid};
 use crate::lab::{self, Lab, Source};
@@ -21,17 +23,21 @@ use crate::sys::process::user_files::{self, Limits};
 pub struct Args {
     /// The lab (e.g. 0-demo)
     pub lab: String,
-    /// A folder of submissions (one folder or .tar per learner, named by
-    /// learner id or mapped by the roster), or one submission
+    /// A folder of submissions (one folder or archive per learner, named
+    /// as `kdiag lab submit` names it, by learner id, or mapped by the
+    /// roster's folder column), or one submission
     pub path: PathBuf,
     /// The course file (kdiag course init): derives each learner's seed
     #[arg(long, value_name = "FILE")]
     pub course: PathBuf,
-    /// The class list (CSV): learner ids, and a folder column when folders
-    /// are not named by id; learners without a submission are listed too
+    /// The class list (CSV): learner ids (id, email, login, ... columns all
+    /// name the learner), and a folder column when folders are not named
+    /// by id; the learner a manifest names must be in it, and learners
+    /// without a submission are listed too
     #[arg(long, value_name = "CSV")]
     pub roster: Option<PathBuf>,
-    /// Grade PATH as one submission of this learner
+    /// Grade PATH as one submission handed in by this learner (who must
+    /// be the learner its manifest names)
     #[arg(long, value_name = "ID")]
     pub learner: Option<String>,
     /// Output: csv, json or junit for a class; text, json, gradescope,
@@ -67,112 +73,194 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         lab: &lab,
         checks: &checks.checks,
         course: &course,
+        roster: roster.as_ref(),
         truths: HashMap::new(),
     };
     if single(&args) {
-        return grade_one(&args, &mut grader, roster.as_ref());
+        return grade_one(&args, &mut grader);
     }
     let format = args.format.unwrap_or(Format::Csv);
-    if !matches!(format, Format::Csv | Format::Json | Format::Junit) {
-        return Err(error::usage(
-            "a class is graded as csv, json or junit; gradescope, prairielearn and text are \
-             for one submission (give --learner ID, or a folder with its submission_metadata.json)",
-        ));
-    }
     let mut class: Vec<Graded> = Vec::new();
-    let entries = user_files::read_dir(&args.path)?;
-    let mut seen_learners = Vec::new();
-    for entry in entries {
+    for entry in user_files::read_dir(&args.path)? {
         let Some(name) = entry_name(&entry) else {
             continue;
         };
-        let learner = match identify(&entry, &name, roster.as_ref()) {
-            Ok(l) => l,
-            Err(why) => {
-                class.push(failed(&name, None, None, why));
-                continue;
-            }
-        };
-        seen_learners.push(normalise_id(&learner));
-        class.push(grader.grade(&name, &learner, &entry));
+        let claims = [Claim::entry(&lab.id, &name)];
+        class.push(grader.grade(&name, &entry, &claims));
     }
+    let duplicates = supersede(&mut class);
     if let Some(r) = &roster {
         for l in &r.learners {
-            if !seen_learners.contains(&normalise_id(&l.id)) {
-                let seed = course.token(&l.id).to_string();
-                class.push(failed(
-                    l.folder.as_deref().unwrap_or(&l.id),
-                    Some(l.id.clone()),
-                    Some(seed),
-                    "no submission".into(),
-                ));
+            if !class
+                .iter()
+                .any(|g| g.learner.as_deref() == Some(l.id.as_str()))
+            {
+                class.push(Graded {
+                    submission: l.folder.clone().unwrap_or_else(|| l.id.clone()),
+                    learner: Some(l.id.clone()),
+                    seed: Some(course.token(&l.id).to_string()),
+                    error: Some("no submission".into()),
+                    missing: true,
+                    ..Graded::default()
+                });
             }
         }
     }
     let suspicious = class::suspicious(&checks.checks, &class);
     let max = grader.max();
     match format {
-        Format::Json => println!("{}", json(&lab.id, max, &class, &suspicious)?),
+        Format::Json => println!("{}", json(&lab.id, max, &class, &suspicious, &duplicates)?),
         Format::Junit => {
-            let suites: Vec<(String, Vec<grade::CheckResult>)> = class
+            let subjects: Vec<(report::Subject, Vec<grade::CheckResult>)> = class
                 .iter()
-                .map(|g| (g.submission.clone(), results_or_error(g, max)))
+                .map(|g| (subject(&lab.id, g, &suspicious), results_or_error(g, max)))
+                .collect();
+            let suites: Vec<report::Suite> = class
+                .iter()
+                .zip(&subjects)
+                .map(|(g, (subject, results))| report::Suite {
+                    name: &g.submission,
+                    subject,
+                    results,
+                })
                 .collect();
             print!("{}", report::junit(&lab.id, &suites));
         }
         _ => print!("{}", csv(&class, max, &suspicious)),
     }
-    let errors = class.iter().filter(|g| g.error.is_some()).count();
-    eprintln!(
-        "Graded {} submissions for lab {} ({errors} could not be graded).",
-        class.len(),
-        lab.id
-    );
+    eprintln!("{}", tally(&lab.id, &class));
+    for d in &duplicates {
+        eprintln!("  {d}");
+    }
     if !suspicious.is_empty() {
-        eprintln!("Suspicious ({}):", suspicious.len());
+        eprintln!("Flagged ({}):", suspicious.len());
         for s in &suspicious {
-            eprintln!("  {}: {} [{}]", s.submissions.join(", "), s.detail, s.kind);
+            eprintln!("  {} [{}]", s.detail, s.kind);
         }
     }
     Ok(error::OK)
 }
 
-/// Whether PATH is one submission rather than a folder of them.
+/// "Graded N submissions for lab L: G graded, U could not be graded, S
+/// superseded by a newer one, M missing."
+fn tally(lab: &str, class: &[Graded]) -> String {
+    let missing = class.iter().filter(|g| g.missing).count();
+    let superseded = class
+        .iter()
+        .filter(|g| {
+            g.error
+                .as_deref()
+                .is_some_and(|e| e.starts_with(SUPERSEDED))
+        })
+        .count();
+    let errors = class.iter().filter(|g| g.error.is_some()).count() - missing - superseded;
+    format!(
+        "{} submissions for lab {lab}: {} graded, {errors} could not be graded, {superseded} \
+         superseded by a newer one, {missing} missing (learners of the roster who handed nothing in).",
+        class.len() - missing,
+        class.len() - missing - superseded - errors,
+    )
+}
+
+const SUPERSEDED: &str = "superseded:";
+
+/// Two or more gradable submissions of one learner: the newest by its
+/// manifest's time is graded, the others are marked superseded. Returns a
+/// line per learner concerned.
+fn supersede(class: &mut [Graded]) -> Vec<String> {
+    let mut by_learner: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, g) in class.iter().enumerate() {
+        if let (Some(l), None) = (&g.learner, &g.error) {
+            by_learner.entry(l.clone()).or_default().push(i);
+        }
+    }
+    let mut lines = Vec::new();
+    for (learner, mut all) in by_learner.into_iter().filter(|(_, v)| v.len() > 1) {
+        // Newest last; the same time (or none) falls back to the name.
+        all.sort_by(|&a, &b| {
+            (class[a].created, &class[a].submission).cmp(&(class[b].created, &class[b].submission))
+        });
+        let newest = *all.last().expect("two or more");
+        let kept = class[newest].submission.clone();
+        let older: Vec<String> = all[..all.len() - 1]
+            .iter()
+            .map(|&i| class[i].submission.clone())
+            .collect();
+        for &i in &all[..all.len() - 1] {
+            class[i].error = Some(format!(
+                "{SUPERSEDED} learner {learner} also handed in {kept}, made later; that one is graded"
+            ));
+            class[i].results.clear();
+        }
+        lines.push(format!(
+            "learner {learner} handed in {} submissions: graded the newest, {kept} (not {})",
+            all.len(),
+            older.join(", ")
+        ));
+    }
+    lines
+}
+
+/// Whether PATH is one submission rather than a folder of them: the
+/// one-submission formats, a file, a folder with answers, Gradescope's
+/// metadata beside it, or --learner.
 fn single(args: &Args) -> bool {
     let p = &args.path;
-    args.learner.is_some()
+    matches!(
+        args.format,
+        Some(Format::Text | Format::Gradescope | Format::Prairielearn)
+    ) || args.learner.is_some()
         || p.is_file()
-        || p.join(submission::ANSWERS).is_file()
-        || metadata_for(p).is_some()
+        || std::fs::symlink_metadata(p.join(submission::ANSWERS)).is_ok()
+        || metadata_beside(p).is_some()
 }
 
 /// Gradescope's metadata for submission folder `p`: beside it
-/// (/autograder/submission_metadata.json) or inside it.
-fn metadata_for(p: &Path) -> Option<PathBuf> {
-    let inside = p.join(GRADESCOPE_METADATA);
-    let beside = p.parent().map(|d| d.join(GRADESCOPE_METADATA));
-    [Some(inside), beside]
-        .into_iter()
-        .flatten()
-        .find(|m| m.is_file())
+/// (/autograder/submission_metadata.json), never inside it (the learner
+/// writes what is inside).
+fn metadata_beside(p: &Path) -> Option<PathBuf> {
+    let beside = p.parent()?.join(GRADESCOPE_METADATA);
+    std::fs::symlink_metadata(&beside).is_ok().then_some(beside)
 }
 
-fn grade_one(args: &Args, grader: &mut Grader, roster: Option<&Roster>) -> anyhow::Result<u8> {
+/// The platform's word on who handed in the one submission at `path`.
+fn platform_claims(args: &Args) -> Result<Vec<Claim>, String> {
+    let mut claims = Vec::new();
+    if let Some(meta) = metadata_beside(&args.path) {
+        let text =
+            user_files::read_to_string(&meta, &Limits::input()).map_err(|e| e.to_string())?;
+        claims.push(identity::gradescope_claim(
+            &meta.display().to_string(),
+            &text,
+        )?);
+    }
+    if let Some(l) = &args.learner {
+        claims.push(Claim {
+            source: "--learner".into(),
+            names: vec![l.clone()],
+            file_name: false,
+        });
+    }
+    Ok(claims)
+}
+
+fn grade_one(args: &Args, grader: &mut Grader) -> anyhow::Result<u8> {
     let format = args.format.unwrap_or(Format::Text);
     let name = entry_name(&args.path).unwrap_or_else(|| args.path.display().to_string());
-    let learner = match &args.learner {
-        Some(l) => Ok(l.clone()),
-        None => identify(&args.path, &name, roster),
-    };
-    let g = match learner {
-        Ok(l) => grader.grade(&name, &l, &args.path),
-        Err(why) => failed(&name, None, None, why),
+    let g = match platform_claims(args) {
+        Ok(claims) => grader.grade(&name, &args.path, &claims),
+        Err(why) => Graded {
+            submission: name.clone(),
+            error: Some(why),
+            ..Graded::default()
+        },
     };
     let max = grader.max();
+    let subject = subject(&grader.lab.id, &g, &[]);
     let out = match (format, &g.error) {
         (Format::Csv, _) => csv(std::slice::from_ref(&g), max, &[]),
-        (f, Some(why)) => report::render_invalid(report_format(f), &grader.lab.id, why, max),
-        (f, None) => report::render(report_format(f), &grader.lab.id, &g.results),
+        (f, Some(why)) => report::render_invalid(report_format(f), &subject, why, max),
+        (f, None) => report::render(report_format(f), &subject, &g.results),
     };
     print!("{out}");
     Ok(match &g.error {
@@ -180,6 +268,23 @@ fn grade_one(args: &Args, grader: &mut Grader, roster: Option<&Roster>) -> anyho
         None if grade::all_graded_passed(&g.results) => error::OK,
         None => error::FAILURE,
     })
+}
+
+/// Whom `g`'s report is about, with its flags in `suspicious`.
+fn subject(lab: &str, g: &Graded, suspicious: &[Suspicion]) -> report::Subject {
+    report::Subject {
+        lab: lab.to_string(),
+        learner: g.learner.clone(),
+        seed: g.seed.clone(),
+        warnings: g.warnings.clone(),
+        // Only the flagged submission: the learner copied from is named in
+        // the flag, never flagged.
+        flags: suspicious
+            .iter()
+            .filter(|s| s.submissions[0] == g.submission)
+            .map(|s| s.detail.clone())
+            .collect(),
+    }
 }
 
 fn report_format(f: Format) -> report::Format {
@@ -192,63 +297,22 @@ fn report_format(f: Format) -> report::Format {
     }
 }
 
-/// A submission's name: a folder's, or an archive's without `.tar`;
-/// None for other files.
+/// A submission's name: a folder's, or an archive's without its suffix;
+/// None for dot files and Gradescope's metadata. Any other file is named
+/// too, so that it is refused by name rather than ignored.
 fn entry_name(p: &Path) -> Option<String> {
     let file = p.file_name()?.to_string_lossy().into_owned();
     if file.starts_with('.') || file == GRADESCOPE_METADATA {
         return None;
     }
-    if p.is_dir() {
-        return Some(file);
-    }
-    file.strip_suffix(".tar").map(str::to_string)
-}
-
-/// Who submitted `entry`: Gradescope's metadata when present, else the
-/// roster's mapping of its name, else its name.
-fn identify(entry: &Path, name: &str, roster: Option<&Roster>) -> Result<String, String> {
-    let known = |id: &str| roster.is_none_or(|r| r.by_id(id).is_some());
-    if let Some(meta) = metadata_for(entry) {
-        let text =
-            user_files::read_to_string(&meta, &Limits::input()).map_err(|e| e.to_string())?;
-        let id =
-            class::gradescope_learner(&text, |id| roster.is_some_and(|r| r.by_id(id).is_some()))
-                .ok_or_else(|| format!("{}: no submitter in it", meta.display()))?;
-        if !known(&id) {
-            return Err(format!(
-                "learner {id} (from {GRADESCOPE_METADATA}) is not in the roster"
-            ));
-        }
-        return Ok(id);
-    }
-    match roster {
-        Some(r) => r
-            .by_folder(name)
-            .map(|l| l.id.clone())
-            .ok_or_else(|| format!("{name} is not a learner or folder of the roster")),
-        None => Ok(name.to_string()),
-    }
-}
-
-fn failed(name: &str, learner: Option<String>, seed: Option<String>, why: String) -> Graded {
-    Graded {
-        submission: name.to_string(),
-        learner,
-        seed,
-        results: Vec::new(),
-        error: Some(why),
-        manifest_seed: None,
-        answers: None,
-        evidence: None,
-        facts: None,
-    }
+    Some(submission::strip_archive_suffix(&file).to_string())
 }
 
 struct Grader<'a> {
     lab: &'a Lab,
     checks: &'a [grade::Check],
     course: &'a Course,
+    roster: Option<&'a Roster>,
     /// Truth by seed: learners sharing a variant share its computation.
     truths: HashMap<Token, Facts>,
 }
@@ -262,59 +326,82 @@ impl Grader<'_> {
             .sum()
     }
 
-    fn grade(&mut self, name: &str, learner: &str, path: &Path) -> Graded {
-        let seed = self.course.token(learner);
-        let facts = match self.truths.get(&seed) {
-            Some(f) => f.clone(),
-            None => match lab::facts(self.lab, &seed) {
-                Ok(f) => {
-                    self.truths.insert(seed.clone(), f.clone());
-                    f
-                }
-                Err(e) => {
-                    return failed(
-                        name,
-                        Some(learner.into()),
-                        Some(seed.to_string()),
-                        format!("{e:#}"),
-                    );
-                }
-            },
+    /// Grade the submission at `path` as the learner its manifest names,
+    /// if `claims` (the platform's word) and the roster agree.
+    fn grade(&mut self, name: &str, path: &Path, claims: &[Claim]) -> Graded {
+        let failed = |learner: Option<String>, why: String| Graded {
+            submission: name.to_string(),
+            seed: learner.as_ref().map(|l| self.course.token(l).to_string()),
+            learner,
+            error: Some(why),
+            ..Graded::default()
         };
         let sub = match submission::open(path) {
             Ok(s) => s,
             Err(Invalid(why)) => {
-                return failed(name, Some(learner.into()), Some(seed.to_string()), why);
+                return failed(identity::resolve(None, claims, self.roster).ok(), why);
             }
         };
+        let manifest = sub.manifest.as_ref();
+        if let Some(m) = manifest.filter(|m| m.lab != self.lab.id) {
+            return failed(
+                None,
+                format!(
+                    "this submission is for lab {} (its manifest says so), not {}: grade it with \
+                     kdiag grade {} (learner {})",
+                    m.lab, self.lab.id, m.lab, m.learner
+                ),
+            );
+        }
+        let learner =
+            match identity::resolve(manifest.map(|m| m.learner.as_str()), claims, self.roster) {
+                Ok(l) => l,
+                Err(why) => return failed(None, why),
+            };
+        let seed = self.course.token(&learner);
+        let facts = match self.facts(&seed) {
+            Ok(f) => f,
+            Err(why) => return failed(Some(learner), why),
+        };
+        let mut warnings = grade::unknown_keys(self.checks, &sub.answers);
+        if let Some(m) = manifest.filter(|m| m.seed != seed.as_str()) {
+            warnings.push(format!(
+                "the submission was made with seed {} ({}), not learner {learner}'s course seed \
+                 {seed}: its answers are checked against {seed}",
+                m.seed, m.seed_source
+            ));
+        }
         let results = grade::evaluate(self.checks, &sub.answers, &facts, &sub.evidence, None);
         Graded {
             submission: name.to_string(),
-            learner: Some(learner.to_string()),
+            learner: Some(learner),
             seed: Some(seed.to_string()),
             results,
             error: None,
-            manifest_seed: sub.manifest.as_ref().map(|m| m.seed.clone()),
+            manifest_seed: manifest.map(|m| m.seed.clone()),
+            created: manifest.map_or(0, |m| m.created),
+            warnings,
+            missing: false,
             answers: Some(sub.answers),
             evidence: Some(sub.evidence),
             facts: Some(facts),
         }
+    }
+
+    fn facts(&mut self, seed: &Token) -> Result<Facts, String> {
+        if let Some(f) = self.truths.get(seed) {
+            return Ok(f.clone());
+        }
+        let f = lab::facts(self.lab, seed).map_err(|e| format!("{e:#}"))?;
+        self.truths.insert(seed.clone(), f.clone());
+        Ok(f)
     }
 }
 
 fn results_or_error(g: &Graded, max: f64) -> Vec<grade::CheckResult> {
     match &g.error {
         None => g.results.clone(),
-        Some(why) => vec![grade::CheckResult {
-            id: "submission".into(),
-            step: "submission".into(),
-            name: "submission".into(),
-            status: Status::Error,
-            graded: true,
-            score: 0.0,
-            max_score: max,
-            message: why.clone(),
-        }],
+        Some(why) => vec![report::invalid_result(why, max)],
     }
 }
 
@@ -322,16 +409,6 @@ fn counts(g: &Graded) -> (usize, usize) {
     let graded: Vec<_> = g.results.iter().filter(|r| r.graded).collect();
     let passed = graded.iter().filter(|r| r.status == Status::Passed).count();
     (passed, graded.len() - passed)
-}
-
-fn flags(g: &Graded, suspicious: &[Suspicion]) -> String {
-    let mut kinds: Vec<&str> = suspicious
-        .iter()
-        .filter(|s| s.submissions.contains(&g.submission))
-        .map(|s| s.kind)
-        .collect();
-    kinds.dedup();
-    kinds.join(" ")
 }
 
 fn csv(class: &[Graded], max: f64, suspicious: &[Suspicion]) -> String {
@@ -346,13 +423,19 @@ fn csv(class: &[Graded], max: f64, suspicious: &[Suspicion]) -> String {
             csv_field(g.learner.as_deref().unwrap_or("")),
             g.seed.as_deref().unwrap_or(""),
             csv_field(g.error.as_deref().unwrap_or("")),
-            flags(g, suspicious),
+            csv_field(&subject("", g, suspicious).flags.join("; ")),
         ));
     }
     out
 }
 
-fn json(lab: &str, max: f64, class: &[Graded], suspicious: &[Suspicion]) -> anyhow::Result<String> {
+fn json(
+    lab: &str,
+    max: f64,
+    class: &[Graded],
+    suspicious: &[Suspicion],
+    duplicates: &[String],
+) -> anyhow::Result<String> {
     let rows: Vec<serde_json::Value> = class
         .iter()
         .map(|g| {
@@ -367,6 +450,9 @@ fn json(lab: &str, max: f64, class: &[Graded], suspicious: &[Suspicion]) -> anyh
                 "passed": passed,
                 "failed": failed,
                 "error": g.error,
+                "missing": g.missing,
+                "warnings": g.warnings,
+                "flags": subject(lab, g, suspicious).flags,
                 "checks": g.results,
             })
         })
@@ -376,5 +462,6 @@ fn json(lab: &str, max: f64, class: &[Graded], suspicious: &[Suspicion]) -> anyh
         "max_score": max,
         "submissions": rows,
         "suspicious": suspicious,
+        "duplicates": duplicates,
     }))?)
 }

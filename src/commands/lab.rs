@@ -609,24 +609,21 @@ fn submit(
         Err(_) => default_seed()?,
     };
     let learner = learner.unwrap_or_else(user_name);
-    let packed = submission::pack(&checks, &answers, &dir.path, &learner, seed.as_str())?;
-    let safe: String = learner
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let out = out.unwrap_or_else(|| {
-        PathBuf::from(if folder {
-            format!("kdiag-{}-{safe}", lab.id)
-        } else {
-            format!("kdiag-{}-{safe}.tar", lab.id)
-        })
-    });
+    let seed_source = if seed == token::self_study_token(&user_name()) {
+        submission::SeedSource::SelfStudy
+    } else {
+        submission::SeedSource::Given
+    };
+    let packed = submission::pack(
+        &checks,
+        &answers,
+        &dir.path,
+        &learner,
+        seed.as_str(),
+        seed_source,
+    )?;
+    let name = submission::default_name(&lab.id, &learner);
+    let out = out.unwrap_or_else(|| PathBuf::from(if folder { name } else { name + ".tar" }));
     if folder {
         submission::write_folder(&out, &packed)?;
     } else {

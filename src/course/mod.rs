@@ -65,11 +65,15 @@ impl Course {
     /// owner only: anyone with the secret can derive every learner's truth.
     pub fn create(&self, path: &Path) -> anyhow::Result<()> {
         match std::fs::symlink_metadata(path) {
-            Ok(_) => anyhow::bail!(
-                "{} already exists; kdiag will not replace a course's secret \
-                 (every seed handed out depends on it): choose another --out",
-                path.display()
-            ),
+            // A usage error (exit 2): the command asked for something kdiag
+            // will not do.
+            Ok(_) => {
+                return Err(crate::error::usage(format!(
+                    "{} already exists; kdiag will not replace a course's secret \
+                     (every seed handed out depends on it): choose another --out",
+                    path.display()
+                )));
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(e).with_context(|| format!("cannot use {}", path.display())),
         }

@@ -2,7 +2,9 @@
 //! learner id is the first column named one of [`ID_COLUMNS`] (so an LMS
 //! export with an `email` or `sid` column works as it is); an optional
 //! `folder` (or `submission`) column names the learner's submission folder
-//! when it is not the id itself.
+//! when it is not the id itself. The other id columns (an `email` beside
+//! the `id`) are the learner's aliases: a platform that names learners by
+//! email finds them by it.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -34,6 +36,18 @@ pub struct Learner {
     pub id: String,
     /// The submission folder's name, if the roster maps one.
     pub folder: Option<String>,
+    /// The learner's values in the other id columns (email, login, ...).
+    pub aliases: Vec<String>,
+}
+
+impl Learner {
+    /// Whether `name` is this learner's id or one of their aliases.
+    pub fn is(&self, name: &str) -> bool {
+        let norm = super::token::normalise_id(name);
+        std::iter::once(&self.id)
+            .chain(&self.aliases)
+            .any(|v| super::token::normalise_id(v) == norm)
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -63,6 +77,9 @@ impl Roster {
             )
         })?;
         let folder_col = find(FOLDER_COLUMNS);
+        let alias_cols: Vec<usize> = (0..lower.len())
+            .filter(|&c| c != id_col && ID_COLUMNS.contains(&lower[c].as_str()))
+            .collect();
         let mut learners = Vec::new();
         let mut seen = HashSet::new();
         for (n, row) in rows {
@@ -84,9 +101,16 @@ impl Roster {
                 .and_then(|c| row.get(c))
                 .map(|s| s.trim().to_string())
                 .filter(|s| !s.is_empty());
+            let aliases = alias_cols
+                .iter()
+                .filter_map(|&c| row.get(c))
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect();
             learners.push(Learner {
                 id: id.to_string(),
                 folder,
+                aliases,
             });
         }
         Ok(Roster { learners })
@@ -108,6 +132,15 @@ impl Roster {
         self.learners
             .iter()
             .find(|l| super::token::normalise_id(&l.id) == norm)
+    }
+}
+
+impl Roster {
+    /// The learner `name` names in any id column (id, email, login, ...):
+    /// the id first, so an alias never hides another learner's id.
+    pub fn by_any(&self, name: &str) -> Option<&Learner> {
+        self.by_id(name)
+            .or_else(|| self.learners.iter().find(|l| l.is(name)))
     }
 }
 
@@ -176,6 +209,23 @@ mod tests {
             "Ada's folder is sub-1"
         );
         assert_eq!(r.by_id("ada@example.org").unwrap().id, "ADA@example.org");
+    }
+
+    #[test]
+    fn other_id_columns_are_aliases() {
+        let r = Roster::parse(
+            "r.csv",
+            "id,Email,name
+1234,ada@example.org,Ada
+55,,Bob
+",
+        )
+        .unwrap();
+        assert_eq!(r.learners[0].aliases, ["ada@example.org"]);
+        assert_eq!(r.by_any("ADA@example.org").unwrap().id, "1234");
+        assert_eq!(r.by_any("1234").unwrap().id, "1234");
+        assert!(r.by_any("Ada").is_none(), "a name is not an id");
+        assert!(r.learners[1].aliases.is_empty());
     }
 
     #[test]

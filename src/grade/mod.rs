@@ -1,7 +1,8 @@
 //! Checks → results → formats. `checks.rs` loads a lab's checks,
 //! `facts.rs` is the truth they compare with (from the learner's seed, plus
 //! the live run's in the lab), `forms.rs` how answers compare,
-//! `evidence.rs` reads the files answers point to. `evaluate` here turns
+//! `evidence.rs` reads the files answers point to, `identity.rs` decides
+//! which learner a submission is graded as. `evaluate` here turns
 //! answers into one `CheckResult` per check; `report.rs` renders them for
 //! people and autograders; `class.rs` grades a directory of submissions and
 //! looks for copied answers.
@@ -12,6 +13,7 @@ pub mod class;
 pub mod evidence;
 pub mod facts;
 pub mod forms;
+pub mod identity;
 pub mod report;
 
 use serde::Serialize;
@@ -207,6 +209,23 @@ pub fn answer_key<'a>(
             .map(str::to_string),
         None => forms::canonical(c.form, answer),
     }
+}
+
+/// A warning naming the answer keys no check of the lab reads (a typo,
+/// another lab's answers): they score nothing, and the learner should know.
+pub fn unknown_keys(checks: &[Check], answers: &Answers) -> Vec<String> {
+    let unknown: Vec<String> = answers
+        .keys()
+        .into_iter()
+        .filter(|k| !checks.iter().any(|c| &c.id == k))
+        .collect();
+    if unknown.is_empty() {
+        return Vec::new();
+    }
+    vec![format!(
+        "answers no check of this lab reads (ignored): {}",
+        unknown.join(", ")
+    )]
 }
 
 /// Total and maximum score of the graded checks.

@@ -2,11 +2,74 @@
 //! results.json, JUnit XML, PrairieLearn's results.json. In every format
 //! `score` and `max_score` count the graded checks only; live checks are
 //! listed as not graded. A submission that cannot be graded at all still
-//! gets a valid document saying why (`render_invalid`).
+//! gets a valid document saying why (`render_invalid`). Every document
+//! names its `Subject`: the learner and the seed graded against, what the
+//! grader noticed, and any copy flag (for the instructor's eyes: hidden in
+//! Gradescope, outside what PrairieLearn shows the student).
 
 use std::fmt::Write as _;
 
+use serde::Serialize;
+
 use super::{CheckResult, Status, totals};
+
+/// Whom a report is about.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Subject {
+    pub lab: String,
+    /// The learner graded (None when a learner's own answers are checked
+    /// by seed alone).
+    pub learner: Option<String>,
+    /// The seed whose truth the answers were compared with.
+    pub seed: Option<String>,
+    /// What the grader noticed and the reader should know (unknown answer
+    /// keys, a manifest made with another seed).
+    pub warnings: Vec<String>,
+    /// Copy flags, each complete: the learners, the facts, the odds.
+    pub flags: Vec<String>,
+}
+
+impl Subject {
+    pub fn lab(lab: &str) -> Subject {
+        Subject {
+            lab: lab.to_string(),
+            ..Subject::default()
+        }
+    }
+
+    /// "lab 0-demo, learner ada, seed abcd-efgh-jkmn" (what is known).
+    pub fn who(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(l) = &self.learner {
+            parts.push(format!("learner {l}"));
+        }
+        if let Some(s) = &self.seed {
+            parts.push(format!("seed {s}"));
+        }
+        if parts.is_empty() {
+            return format!("lab {}", self.lab);
+        }
+        format!("lab {}, {}", self.lab, parts.join(", "))
+    }
+
+    /// The lines a person reads before the results.
+    fn preamble(&self) -> String {
+        let mut out = format!("For {}.\n", self.who());
+        for w in &self.warnings {
+            let _ = writeln!(out, "warning: {w}");
+        }
+        out
+    }
+
+    fn data(&self) -> serde_json::Value {
+        serde_json::json!({
+            "learner": self.learner,
+            "seed": self.seed,
+            "warnings": self.warnings,
+            "flags": self.flags,
+        })
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -17,25 +80,46 @@ pub enum Format {
     Prairielearn,
 }
 
-/// Render `results` of lab `lab`.
-pub fn render(format: Format, lab: &str, results: &[CheckResult]) -> String {
+/// Render `results` of `subject`.
+pub fn render(format: Format, subject: &Subject, results: &[CheckResult]) -> String {
     match format {
-        Format::Text => text(results),
-        Format::Json => json(lab, results),
-        Format::Gradescope => gradescope(results),
-        Format::Junit => junit(lab, &[(lab.to_string(), results.to_vec())]),
-        Format::Prairielearn => prairielearn(results),
+        Format::Text => text(subject, results),
+        Format::Json => json(subject, results),
+        Format::Gradescope => gradescope(subject, results),
+        Format::Junit => junit(
+            &subject.lab,
+            &[Suite {
+                name: &subject.lab,
+                subject,
+                results,
+            }],
+        ),
+        Format::Prairielearn => prairielearn(subject, results),
     }
 }
 
 /// The document for a submission that cannot be graded (missing,
 /// unreadable, oversized, not a submission): score 0 and the reason.
 /// `max_score` is what the graded checks are worth.
-pub fn render_invalid(format: Format, lab: &str, why: &str, max_score: f64) -> String {
+pub fn render_invalid(format: Format, subject: &Subject, why: &str, max_score: f64) -> String {
+    let lab = subject.lab.as_str();
     match format {
-        Format::Text => format!("cannot grade: {why}\n0/{max_score} points\n"),
+        Format::Text => {
+            let mut out = format!(
+                "{}cannot grade: {why}\n0/{max_score} points\n",
+                subject.preamble()
+            );
+            for f in &subject.flags {
+                let _ = writeln!(out, "flag: {f}");
+            }
+            out
+        }
         Format::Json => pretty(serde_json::json!({
             "lab": lab,
+            "learner": subject.learner,
+            "seed": subject.seed,
+            "warnings": subject.warnings,
+            "flags": subject.flags,
             "gradable": false,
             "error": why,
             "score": 0.0,
@@ -44,34 +128,64 @@ pub fn render_invalid(format: Format, lab: &str, why: &str, max_score: f64) -> S
         })),
         Format::Gradescope => pretty(serde_json::json!({
             "score": 0.0,
-            "output": format!("Not graded: {why}"),
-            "tests": [],
+            "output": format!("{}Not graded: {why}", subject.preamble()),
+            "extra_data": subject.data(),
+            "tests": flag_tests(subject),
         })),
         // One test case in error: the submission itself.
         Format::Junit => junit(
             lab,
-            &[(
-                lab.to_string(),
-                vec![CheckResult {
-                    id: "submission".into(),
-                    step: "submission".into(),
-                    name: "submission".into(),
-                    status: Status::Error,
-                    graded: true,
-                    score: 0.0,
-                    max_score,
-                    message: why.into(),
-                }],
-            )],
+            &[Suite {
+                name: lab,
+                subject,
+                results: &[invalid_result(why, max_score)],
+            }],
         ),
         // gradable: false costs the student no attempt.
         Format::Prairielearn => pretty(serde_json::json!({
             "gradable": false,
             "score": 0.0,
-            "message": why,
+            "message": format!("{}{why}", subject.preamble()),
             "format_errors": [why],
+            "kdiag": subject.data(),
         })),
     }
+}
+
+/// The one result of a submission that could not be graded: an error
+/// worth the whole lab.
+pub fn invalid_result(why: &str, max_score: f64) -> CheckResult {
+    CheckResult {
+        id: "submission".into(),
+        step: "submission".into(),
+        name: "submission".into(),
+        status: Status::Error,
+        graded: true,
+        score: 0.0,
+        max_score,
+        message: why.into(),
+    }
+}
+
+/// Gradescope tests for copy flags: worth nothing, failed, hidden from the
+/// student (the instructor sees them).
+fn flag_tests(subject: &Subject) -> Vec<serde_json::Value> {
+    subject
+        .flags
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            serde_json::json!({
+                "name": format!("Copy check {}", i + 1),
+                "score": 0.0,
+                "max_score": 0.0,
+                "status": "failed",
+                "visibility": "hidden",
+                "output": f,
+                "tags": ["copy flag"],
+            })
+        })
+        .collect()
 }
 
 fn pretty(v: serde_json::Value) -> String {
@@ -102,8 +216,8 @@ pub fn summary(results: &[CheckResult]) -> String {
     out
 }
 
-fn text(results: &[CheckResult]) -> String {
-    let mut out = String::new();
+fn text(subject: &Subject, results: &[CheckResult]) -> String {
+    let mut out = subject.preamble();
     for r in results {
         let mark = match r.status {
             Status::Passed => "ok  ",
@@ -118,13 +232,20 @@ fn text(results: &[CheckResult]) -> String {
         out.push('\n');
     }
     let _ = writeln!(out, "{}", summary(results));
+    for f in &subject.flags {
+        let _ = writeln!(out, "flag: {f}");
+    }
     out
 }
 
-fn json(lab: &str, results: &[CheckResult]) -> String {
+fn json(subject: &Subject, results: &[CheckResult]) -> String {
     let (score, max_score) = totals(results);
     pretty(serde_json::json!({
-        "lab": lab,
+        "lab": subject.lab,
+        "learner": subject.learner,
+        "seed": subject.seed,
+        "warnings": subject.warnings,
+        "flags": subject.flags,
         "gradable": true,
         "score": score,
         "max_score": max_score,
@@ -132,9 +253,9 @@ fn json(lab: &str, results: &[CheckResult]) -> String {
     }))
 }
 
-fn gradescope(results: &[CheckResult]) -> String {
+fn gradescope(subject: &Subject, results: &[CheckResult]) -> String {
     let (score, _) = totals(results);
-    let tests: Vec<serde_json::Value> = results
+    let mut tests: Vec<serde_json::Value> = results
         .iter()
         .enumerate()
         .map(|(i, r)| {
@@ -155,14 +276,16 @@ fn gradescope(results: &[CheckResult]) -> String {
             t
         })
         .collect();
+    tests.extend(flag_tests(subject));
     pretty(serde_json::json!({
         "score": score,
-        "output": summary(results),
+        "output": format!("{}{}", subject.preamble(), summary(results)),
+        "extra_data": subject.data(),
         "tests": tests,
     }))
 }
 
-fn prairielearn(results: &[CheckResult]) -> String {
+fn prairielearn(subject: &Subject, results: &[CheckResult]) -> String {
     let (score, max) = totals(results);
     let tests: Vec<serde_json::Value> = results
         .iter()
@@ -179,16 +302,30 @@ fn prairielearn(results: &[CheckResult]) -> String {
     pretty(serde_json::json!({
         "gradable": true,
         "score": if max > 0.0 { score / max } else { 0.0 },
-        "message": summary(results),
+        "message": format!("{}{}", subject.preamble(), summary(results)),
         "tests": tests,
+        // Kept with the submission, shown to the instructor, not rendered
+        // for the student.
+        "kdiag": subject.data(),
     }))
 }
 
-/// JUnit XML: one `<testsuite>` per (name, results), a `<testcase>` per
-/// check; failures and errors carry the message, live checks are skipped.
-pub fn junit(lab: &str, suites: &[(String, Vec<CheckResult>)]) -> String {
+/// One JUnit test suite: a submission's results and whom they are about.
+pub struct Suite<'a> {
+    pub name: &'a str,
+    pub subject: &'a Subject,
+    pub results: &'a [CheckResult],
+}
+
+/// JUnit XML: one `<testsuite>` per suite, its learner, seed, warnings and
+/// flags as properties, a `<testcase>` per check; failures and errors carry
+/// the message, live checks are skipped.
+pub fn junit(lab: &str, suites: &[Suite]) -> String {
     let count = |rs: &[CheckResult], s: Status| rs.iter().filter(|r| r.status == s).count();
-    let all: Vec<CheckResult> = suites.iter().flat_map(|(_, r)| r.iter().cloned()).collect();
+    let all: Vec<CheckResult> = suites
+        .iter()
+        .flat_map(|s| s.results.iter().cloned())
+        .collect();
     let mut out = format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\">\n",
         xml(lab),
@@ -197,7 +334,12 @@ pub fn junit(lab: &str, suites: &[(String, Vec<CheckResult>)]) -> String {
         count(&all, Status::Error),
         count(&all, Status::NotGraded),
     );
-    for (name, results) in suites {
+    for Suite {
+        name,
+        subject,
+        results,
+    } in suites
+    {
         let _ = writeln!(
             out,
             "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\">",
@@ -207,7 +349,20 @@ pub fn junit(lab: &str, suites: &[(String, Vec<CheckResult>)]) -> String {
             count(results, Status::Error),
             count(results, Status::NotGraded),
         );
-        for r in results {
+        let props: Vec<(&str, &str)> = [("learner", &subject.learner), ("seed", &subject.seed)]
+            .into_iter()
+            .filter_map(|(k, v)| Some((k, v.as_deref()?)))
+            .chain(subject.warnings.iter().map(|w| ("warning", w.as_str())))
+            .chain(subject.flags.iter().map(|f| ("flag", f.as_str())))
+            .collect();
+        if !props.is_empty() {
+            out.push_str("    <properties>\n");
+            for (k, v) in props {
+                let _ = writeln!(out, "      <property name=\"{k}\" value=\"{}\"/>", xml(v));
+            }
+            out.push_str("    </properties>\n");
+        }
+        for r in results.iter() {
             let _ = write!(
                 out,
                 "    <testcase classname=\"{}.{}\" name=\"{}\"",
@@ -286,10 +441,14 @@ mod tests {
         ]
     }
 
+    fn demo() -> Subject {
+        Subject::lab("0-demo")
+    }
+
     #[test]
     fn autograder_formats_count_graded_checks_only() {
         let g: serde_json::Value =
-            serde_json::from_str(&render(Format::Gradescope, "0-demo", &results())).unwrap();
+            serde_json::from_str(&render(Format::Gradescope, &demo(), &results())).unwrap();
         assert_eq!(g["score"], 2.0);
         let tests = g["tests"].as_array().unwrap();
         assert_eq!(tests.len(), 4);
@@ -298,16 +457,16 @@ mod tests {
         assert_eq!(max, 6.0);
         assert!(tests[3].get("status").is_none());
         let p: serde_json::Value =
-            serde_json::from_str(&render(Format::Prairielearn, "0-demo", &results())).unwrap();
+            serde_json::from_str(&render(Format::Prairielearn, &demo(), &results())).unwrap();
         assert!((p["score"].as_f64().unwrap() - 1.0 / 3.0).abs() < 1e-9);
         let j: serde_json::Value =
-            serde_json::from_str(&render(Format::Json, "0-demo", &results())).unwrap();
+            serde_json::from_str(&render(Format::Json, &demo(), &results())).unwrap();
         assert_eq!(
             (j["score"].as_f64(), j["max_score"].as_f64()),
             (Some(2.0), Some(6.0))
         );
         assert_eq!(j["checks"][3]["status"], "not_graded");
-        let x = render(Format::Junit, "0-demo", &results());
+        let x = render(Format::Junit, &demo(), &results());
         assert!(
             x.contains("tests=\"4\" failures=\"1\" errors=\"1\" skipped=\"1\""),
             "{x}"
@@ -316,7 +475,7 @@ mod tests {
             x.contains("message=\"x &lt; y &amp; &quot;z&quot;\""),
             "{x}"
         );
-        let t = render(Format::Text, "0-demo", &results());
+        let t = render(Format::Text, &demo(), &results());
         assert!(
             t.ends_with(
                 "1/3 checks passed, 2/6 points (who.pid checked live by the lab, not graded)\n"
@@ -329,22 +488,72 @@ mod tests {
     fn an_ungradable_submission_is_a_valid_document_in_every_format() {
         let why = "answers.toml:1:2: expected a value";
         let g: serde_json::Value =
-            serde_json::from_str(&render_invalid(Format::Gradescope, "0-demo", why, 10.0)).unwrap();
+            serde_json::from_str(&render_invalid(Format::Gradescope, &demo(), why, 10.0)).unwrap();
         assert_eq!(g["score"], 0.0);
         assert!(g["output"].as_str().unwrap().contains(why));
         let p: serde_json::Value =
-            serde_json::from_str(&render_invalid(Format::Prairielearn, "0-demo", why, 10.0))
+            serde_json::from_str(&render_invalid(Format::Prairielearn, &demo(), why, 10.0))
                 .unwrap();
-        assert_eq!(
-            (p["gradable"].as_bool(), p["message"].as_str()),
-            (Some(false), Some(why))
-        );
+        assert_eq!(p["gradable"].as_bool(), Some(false));
+        assert!(p["message"].as_str().unwrap().ends_with(why), "{p:#}");
         let j: serde_json::Value =
-            serde_json::from_str(&render_invalid(Format::Json, "0-demo", why, 10.0)).unwrap();
+            serde_json::from_str(&render_invalid(Format::Json, &demo(), why, 10.0)).unwrap();
         assert_eq!(j["max_score"], 10.0);
-        let x = render_invalid(Format::Junit, "0-demo", why, 10.0);
+        let x = render_invalid(Format::Junit, &demo(), why, 10.0);
         assert!(
             x.contains("errors=\"1\"") && x.contains("<error message="),
+            "{x}"
+        );
+    }
+
+    #[test]
+    fn every_format_names_the_learner_the_seed_and_the_flags() {
+        let subject = Subject {
+            lab: "0-demo".into(),
+            learner: Some("ada".into()),
+            seed: Some("abcd-efgh-jkmn".into()),
+            warnings: vec!["unknown key x.y".into()],
+            flags: vec!["copied from bob & co".into()],
+        };
+        for f in [
+            Format::Text,
+            Format::Json,
+            Format::Gradescope,
+            Format::Junit,
+            Format::Prairielearn,
+        ] {
+            for doc in [
+                render(f, &subject, &results()),
+                render_invalid(f, &subject, "why", 10.0),
+            ] {
+                for want in [
+                    "ada",
+                    "abcd-efgh-jkmn",
+                    "unknown key x.y",
+                    "copied from bob",
+                ] {
+                    assert!(doc.contains(want), "{f:?} lacks {want}: {doc}");
+                }
+            }
+        }
+        let g: serde_json::Value =
+            serde_json::from_str(&render(Format::Gradescope, &subject, &results())).unwrap();
+        assert_eq!(g["extra_data"]["learner"], "ada");
+        let flag = g["tests"].as_array().unwrap().last().unwrap().clone();
+        assert_eq!(
+            (flag["visibility"].as_str(), flag["max_score"].as_f64()),
+            (Some("hidden"), Some(0.0))
+        );
+        let p: serde_json::Value =
+            serde_json::from_str(&render(Format::Prairielearn, &subject, &results())).unwrap();
+        assert_eq!(p["kdiag"]["flags"][0], "copied from bob & co");
+        assert!(
+            !p["message"].as_str().unwrap().contains("copied"),
+            "flags are not the student's"
+        );
+        let x = render(Format::Junit, &subject, &results());
+        assert!(
+            x.contains("<property name=\"flag\" value=\"copied from bob &amp; co\"/>"),
             "{x}"
         );
     }

@@ -163,14 +163,14 @@ pub fn make(
             .iter()
             .map(|r| format!("artifacts/{}", r.file)),
     );
-    let manifest = Manifest {
-        format_version: 1,
-        lab: checks.lab.clone(),
-        kdiag_version: env!("CARGO_PKG_VERSION").to_string(),
-        learner: learner.to_string(),
-        seed: seed.to_string(),
+    // The instructor's reference is made with the course's seed.
+    let manifest = Manifest::new(
+        &checks.lab,
+        learner,
+        seed.as_str(),
+        submission::SeedSource::Given,
         files,
-    };
+    );
     user_files::write(&out.join(ANSWERS), answers.to_toml())?;
     user_files::write(&out.join(MANIFEST), toml::to_string(&manifest)?)?;
     Ok(())

@@ -5,8 +5,10 @@
 //! grade` read either, so a submission scores the same on the learner's
 //! laptop, in `kdiag grade` and in an autograder's container.
 //!
-//! The manifest says what the learner claims; the grader takes the seed
-//! from the learner's id, and only reports a manifest that disagrees.
+//! The manifest is the one place a submission names its learner: `grade`
+//! grades the learner it names (who must agree with the roster and with
+//! the platform that collected it), with the seed derived from that
+//! learner's id; a manifest seed that differs is reported.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,15 +31,71 @@ const TAR_LIMITS: tar::Limits = tar::Limits {
     max_file_bytes: MAX_ARTIFACT_BYTES,
 };
 
+/// The manifest format `lab submit` writes (1 had no seed source or time).
+pub const MANIFEST_VERSION: u32 = 2;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
     pub format_version: u32,
     pub lab: String,
     pub kdiag_version: String,
+    /// The learner id the submission is graded as.
     pub learner: String,
+    /// The seed the learner's runs used, and where it came from.
     pub seed: String,
+    #[serde(default)]
+    pub seed_source: SeedSource,
+    /// When `lab submit` made it (seconds since the epoch): the newest of
+    /// two submissions of one learner is graded.
+    #[serde(default)]
+    pub created: u64,
     /// Every file of the submission but the manifest.
     pub files: Vec<String>,
+}
+
+impl Manifest {
+    /// The manifest of a submission made now by this kdiag.
+    pub fn new(
+        lab: &str,
+        learner: &str,
+        seed: &str,
+        seed_source: SeedSource,
+        files: Vec<String>,
+    ) -> Manifest {
+        Manifest {
+            format_version: MANIFEST_VERSION,
+            lab: lab.to_string(),
+            kdiag_version: env!("CARGO_PKG_VERSION").to_string(),
+            learner: learner.to_string(),
+            seed: seed.to_string(),
+            seed_source,
+            created: now(),
+            files,
+        }
+    }
+}
+
+/// Where the seed of a learner's runs came from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SeedSource {
+    /// Given to the lab (--seed or $KDIAG_SEED): a course's token.
+    Given,
+    /// Derived from the user name: study without a course.
+    SelfStudy,
+    /// A manifest older than the field.
+    #[default]
+    Unknown,
+}
+
+impl std::fmt::Display for SeedSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SeedSource::Given => "given to the lab",
+            SeedSource::SelfStudy => "self-study, from the user name",
+            SeedSource::Unknown => "not recorded",
+        })
+    }
 }
 
 /// A submission ready to check: the answers, how to read the files they
@@ -67,22 +125,24 @@ pub fn open(path: &Path) -> Result<Submission, Invalid> {
     let meta = std::fs::symlink_metadata(path)
         .map_err(|e| Invalid(format!("{}: {}", path.display(), io_reason(&e))))?;
     if meta.is_dir() {
-        if is_file(&path.join(ANSWERS)) {
+        // An answers.toml that is not a regular file (a FIFO, a link, a
+        // device) is read to be refused by what it is, not missed.
+        if std::fs::symlink_metadata(path.join(ANSWERS)).is_ok() {
             return open_folder(path);
         }
         let tars: Vec<PathBuf> = user_files::read_dir(path)
             .map_err(|e| Invalid(e.to_string()))?
             .into_iter()
-            .filter(|p| p.extension().is_some_and(|e| e == "tar"))
+            .filter(|p| is_archive_name(p))
             .collect();
         return match tars.as_slice() {
             [one] => open_archive(one),
             [] => Err(Invalid(format!(
-                "{}: no {ANSWERS} and no .tar archive: not a submission (kdiag lab submit makes one)",
+                "{}: no {ANSWERS} and no archive: not a submission (kdiag lab submit makes one)",
                 path.display()
             ))),
             _ => Err(Invalid(format!(
-                "{}: holds {} .tar archives; a submission is one",
+                "{}: holds {} archives; a submission is one",
                 path.display(),
                 tars.len()
             ))),
@@ -145,9 +205,61 @@ fn open_folder(dir: &Path) -> Result<Submission, Invalid> {
     Ok(sub)
 }
 
+/// Whether `p` names an archive kdiag reads (or refuses by name): what a
+/// class folder's entry may be besides a folder.
+pub fn is_archive_name(p: &Path) -> bool {
+    let name = p.file_name().map(|n| n.to_string_lossy().to_lowercase());
+    name.is_some_and(|n| ARCHIVE_SUFFIXES.iter().any(|s| n.ends_with(s)))
+}
+
+const ARCHIVE_SUFFIXES: &[&str] = &[".tar", ".tar.gz", ".tgz", ".zip", ".tar.xz", ".tar.bz2"];
+
+/// `name` without its archive suffix.
+pub fn strip_archive_suffix(name: &str) -> &str {
+    let lower = name.to_lowercase();
+    ARCHIVE_SUFFIXES
+        .iter()
+        .find(|s| lower.ends_with(*s))
+        .map_or(name, |s| &name[..name.len() - s.len()])
+}
+
+/// The tar data of archive `path`: as it is, or gunzipped (within the
+/// archive limit); other compressions are refused by name.
+fn tar_data(path: &Path, data: Vec<u8>) -> Result<Vec<u8>, Invalid> {
+    let refuse = |what: &str| {
+        Invalid(format!(
+            "{}: a {what}; kdiag reads the .tar that kdiag lab submit writes (or it gzipped): \
+             hand that in",
+            path.display()
+        ))
+    };
+    match data.as_slice() {
+        [0x1f, 0x8b, ..] => {
+            use std::io::Read;
+            let mut out = Vec::new();
+            flate2::read::GzDecoder::new(data.as_slice())
+                .take(MAX_ARCHIVE_BYTES + 1)
+                .read_to_end(&mut out)
+                .map_err(|e| Invalid(format!("{}: a damaged gzip file: {e}", path.display())))?;
+            if out.len() as u64 > MAX_ARCHIVE_BYTES {
+                return Err(Invalid(format!(
+                    "{}: unpacks to over {MAX_ARCHIVE_BYTES} bytes, the limit of a submission",
+                    path.display()
+                )));
+            }
+            Ok(out)
+        }
+        [b'P', b'K', 3, 4, ..] | [b'P', b'K', 5, 6, ..] => Err(refuse("zip archive")),
+        [0xfd, b'7', b'z', b'X', b'Z', 0, ..] => Err(refuse("xz-compressed file")),
+        [b'B', b'Z', b'h', ..] => Err(refuse("bzip2-compressed file")),
+        _ => Ok(data),
+    }
+}
+
 fn open_archive(path: &Path) -> Result<Submission, Invalid> {
     let data = user_files::read(path, &Limits::submission().max(MAX_ARCHIVE_BYTES))
         .map_err(|e| Invalid(reason(e)))?;
+    let data = tar_data(path, data)?;
     let mut files =
         tar::read(&data, &TAR_LIMITS).map_err(|e| Invalid(format!("{}: {e}", path.display())))?;
     // An archive of a folder (sub/answers.toml): its files are the submission.
@@ -201,6 +313,7 @@ pub fn pack(
     base: &Path,
     learner: &str,
     seed: &str,
+    seed_source: SeedSource,
 ) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
     let mut answers = answers.clone();
     let mut artifacts: BTreeMap<String, Vec<u8>> = BTreeMap::new();
@@ -218,19 +331,26 @@ pub fn pack(
     }
     let mut files = vec![(ANSWERS.to_string(), answers.to_toml().into_bytes())];
     files.extend(artifacts);
-    let manifest = Manifest {
-        format_version: 1,
-        lab: checks.lab.clone(),
-        kdiag_version: env!("CARGO_PKG_VERSION").to_string(),
-        learner: learner.to_string(),
-        seed: seed.to_string(),
-        files: files.iter().map(|(n, _)| n.clone()).collect(),
-    };
+    let names = files.iter().map(|(n, _)| n.clone()).collect();
+    let manifest = Manifest::new(&checks.lab, learner, seed, seed_source, names);
     files.push((
         MANIFEST.to_string(),
         toml::to_string(&manifest)?.into_bytes(),
     ));
     Ok(files)
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// The file name `lab submit` gives learner `learner`'s submission of
+/// `lab` (without `.tar`): what a class folder's entry may be called.
+pub fn default_name(lab: &str, learner: &str) -> String {
+    format!("kdiag-{lab}-{}", crate::grade::identity::safe_name(learner))
 }
 
 /// `artifacts/<file name>`, made unique and short enough for tar.
@@ -260,11 +380,7 @@ fn artifact_name(c: &Check, path: &Path, taken: &BTreeMap<String, Vec<u8>>) -> S
 
 /// Write packed files as a tar archive at `path` (as the user).
 pub fn write_archive(path: &Path, files: &[(String, Vec<u8>)]) -> anyhow::Result<()> {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let data = tar::write(files, now).map_err(|e| anyhow::anyhow!(e))?;
+    let data = tar::write(files, now()).map_err(|e| anyhow::anyhow!(e))?;
     user_files::write(path, data)?;
     Ok(())
 }
@@ -318,7 +434,15 @@ mod tests {
         let mut a = Answers::default();
         a.set("who.comm", "io-app").unwrap();
         a.set(&key, "my trace.folded").unwrap();
-        let files = pack(&checks(), &a, d.path(), "ada", "abcd-efgh-jkmn").unwrap();
+        let files = pack(
+            &checks(),
+            &a,
+            d.path(),
+            "ada",
+            "abcd-efgh-jkmn",
+            SeedSource::Given,
+        )
+        .unwrap();
         let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, [ANSWERS, "artifacts/my_trace.folded", MANIFEST]);
 
@@ -332,6 +456,8 @@ mod tests {
             assert_eq!(sub.evidence.read(&path).unwrap(), b"a;b 1\n");
             let m = sub.manifest.unwrap();
             assert_eq!((m.learner.as_str(), m.lab.as_str()), ("ada", "0-demo"));
+            assert_eq!(m.seed_source, SeedSource::Given);
+            assert!(m.created > 1_700_000_000, "{}", m.created);
         }
         // A folder holding one archive is that submission.
         let upload = d.path().join("upload");
@@ -343,6 +469,64 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .contains("not empty")
+        );
+    }
+
+    #[test]
+    fn an_answers_file_that_is_not_a_regular_file_is_named_as_what_it_is() {
+        let d = tempfile::tempdir().unwrap();
+        let sub = |name: &str| {
+            let dir = d.path().join(name);
+            std::fs::create_dir(&dir).unwrap();
+            dir
+        };
+        let fifo = sub("fifo");
+        let c = std::ffi::CString::new(fifo.join(ANSWERS).to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        let link = sub("link");
+        std::fs::write(d.path().join("real.toml"), "[who]\ncomm = 'x'\n").unwrap();
+        std::os::unix::fs::symlink(d.path().join("real.toml"), link.join(ANSWERS)).unwrap();
+        let device = sub("device");
+        std::os::unix::fs::symlink("/dev/zero", device.join(ANSWERS)).unwrap();
+        let big = sub("big");
+        let f = std::fs::File::create(big.join(ANSWERS)).unwrap();
+        f.set_len(2 << 30).unwrap(); // sparse
+        for (dir, want) in [
+            (&fifo, "is a FIFO"),
+            (&link, "is a symbolic link"),
+            (&device, "is a symbolic link"),
+            (&big, "over"),
+        ] {
+            let e = open(dir).unwrap_err();
+            assert!(e.0.contains(want), "{}: {e}", dir.display());
+        }
+        let e = open_answers(Path::new("/dev/zero"), true).unwrap_err();
+        assert!(e.0.contains("a character device"), "{e}");
+    }
+
+    #[test]
+    fn gzipped_archives_are_read_and_zips_refused_by_name() {
+        use std::io::Write;
+        let d = tempfile::tempdir().unwrap();
+        let files = vec![(ANSWERS.to_string(), b"[who]\ncomm = 'io-app'\n".to_vec())];
+        let tar = tar::write(&files, 0).unwrap();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&tar).unwrap();
+        let path = d.path().join("ada.tar.gz");
+        std::fs::write(&path, gz.finish().unwrap()).unwrap();
+        assert_eq!(
+            open(&path).unwrap().answers.get("who.comm").unwrap(),
+            "io-app"
+        );
+        let zip = d.path().join("ada.zip");
+        std::fs::write(&zip, b"PK\x03\x04rest of a zip").unwrap();
+        let e = open(&zip).unwrap_err();
+        assert!(e.0.contains("a zip archive; kdiag reads the .tar"), "{e}");
+        assert!(is_archive_name(&zip) && is_archive_name(&path));
+        assert_eq!(
+            strip_archive_suffix("kdiag-0-demo-ada.TAR.GZ"),
+            "kdiag-0-demo-ada"
         );
     }
 

@@ -146,7 +146,7 @@ fn main() {
     }
     let copiers: std::collections::BTreeSet<&str> = found
         .iter()
-        .filter(|f| f["kind"] == "other_variant")
+        .filter(|f| f["kind"] == "copy")
         .map(|f| f["submissions"][0].as_str().unwrap())
         .collect();
     let kinds: Vec<String> = kinds.iter().map(|(k, n)| format!("{n} {k}")).collect();
