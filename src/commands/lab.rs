@@ -11,7 +11,7 @@ use std::time::SystemTime;
 use anyhow::Context;
 
 use super::args::Files;
-use crate::course::{Course, Token};
+use crate::course::{Course, Token, token};
 use crate::error;
 use crate::grade::answers;
 use crate::grade::{self, CheckResult, Evidence, Status};
