@@ -11,6 +11,7 @@ pub mod fold;
 pub mod io_filter;
 pub mod io_pattern;
 pub mod kthread;
+pub mod limits;
 pub mod memory_trend;
 pub mod offcpu;
 pub mod ps;
