@@ -17,6 +17,9 @@ use crate::model::limits::{CgroupLimits, CpuQuota, IoLimit, MemoryLimit, Pressur
 pub const THROTTLED_SHARE: f64 = 0.1;
 /// A cgroup whose requests reach this share of its I/O limit is held by it.
 pub const AT_LIMIT: f64 = 0.8;
+/// Pages read back after the limit evicted them, per second, that make
+/// the limit the verdict (400 KiB/s of 4 KiB pages).
+pub const REFAULTS_PER_S: f64 = 100.0;
 /// A CPU's worth of idle time on average (half of one, at least) while the
 /// target waited for a CPU: not competition for the CPUs.
 pub const IDLE_CPUS: f64 = 0.5;
@@ -42,10 +45,15 @@ pub fn judge(o: &Observation, class: Class, summary: &str) -> Option<Finding> {
     if let Some(f) = oom_killed(o) {
         return Some(f);
     }
+    // Thrashing under a memory limit shows as storage waits, kernel time
+    // (reclaim) or run-queue time, whichever the machine makes largest.
     match class {
-        Class::Sched => cpu_quota(o).or_else(|| not_competition(o, summary)),
-        Class::Io | Class::Paging | Class::Blocked => memory_limit(o).or_else(|| io_limit(o)),
-        _ => None,
+        Class::Idle | Class::MemoryTrend => None,
+        Class::Sched => memory_limit(o)
+            .or_else(|| cpu_quota(o))
+            .or_else(|| not_competition(o, summary)),
+        Class::Io | Class::Paging => memory_limit(o).or_else(|| io_limit(o)),
+        _ => memory_limit(o),
     }
 }
 
@@ -194,7 +202,8 @@ fn memory_limit(o: &Observation) -> Option<Finding> {
         .iter()
         .filter_map(|c| Some((c, c.memory.as_ref()?)))
         .filter(|(_, m)| m.max.is_some() || m.high.is_some())
-        .filter(|(_, m)| m.failcnt + m.max_events + m.high_events > 0 && m.refaults > 0)
+        .filter(|(_, m)| m.failcnt + m.max_events + m.high_events > 0)
+        .filter(|(_, m)| m.refaults as f64 >= REFAULTS_PER_S * o.window_s)
         .max_by_key(|(_, m)| m.refaults)?;
     Some(Finding {
         verdict: Class::MemoryLimit,
@@ -265,6 +274,9 @@ pub fn evidence(o: &Observation, verdict: Class) -> Vec<String> {
                 }
             ));
         }
+    }
+    if let Some(r) = runs_as(o) {
+        e.push(r);
     }
     let none = |what: &str| format!("Limits: no {what} on its cgroups{}", quota_places(o));
     match verdict {
@@ -458,6 +470,17 @@ fn pids_under(o: &Observation, c: &CgroupLimits) -> Vec<i32> {
         .filter(|x| x.version == c.version && x.controllers == c.controllers && below(&x.path))
         .flat_map(|x| x.pids.iter().copied())
         .collect()
+}
+
+/// "Runs as: systemd service nginx (cgroup /system.slice/nginx.service)",
+/// from its own cgroups: the v2 one first, then v1's (systemd's first).
+fn runs_as(o: &Observation) -> Option<String> {
+    let mut own: Vec<&CgroupLimits> = o.limits.cgroups.iter().filter(|c| !c.ancestor).collect();
+    own.sort_by_key(|c| (c.version != 2, c.controllers != "name=systemd"));
+    own.iter().find_map(|c| {
+        let r = crate::analysis::runs_as::runs_as(&c.path)?;
+        Some(format!("Runs as: {} (cgroup {})", r.text(), c.path))
+    })
 }
 
 #[cfg(test)]

@@ -282,3 +282,21 @@ fn pressure_reads_as_shares() {
         "CPU some 12%, I/O some 40% full 30%"
     );
 }
+
+#[test]
+fn who_it_runs_as_comes_from_its_own_cgroup() {
+    let mut o = waiting_for_storage();
+    let mut systemd = cgroup("/system.slice/postgresql.service", 1, "name=systemd");
+    systemd.pids = vec![42];
+    let mut above = cgroup("/system.slice/other.service", 2, "");
+    above.ancestor = true;
+    o.limits.cgroups = vec![above, systemd];
+    let d = classify(&o);
+    assert!(
+        has(
+            &d,
+            "Runs as: systemd service postgresql (cgroup /system.slice/postgresql.service)"
+        ),
+        "{d:#?}"
+    );
+}

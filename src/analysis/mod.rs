@@ -15,6 +15,7 @@ pub mod limits;
 pub mod memory_trend;
 pub mod offcpu;
 pub mod ps;
+pub mod runs_as;
 pub mod top;
 pub mod trend;
 pub mod tsa;
