@@ -481,9 +481,12 @@ fn evidence(
         (ThreadState::Other, "Other waits"),
         (ThreadState::Sleeping, "Sleeping by design"),
     ] {
+        // The breakdown is of that state's time: say what share of all
+        // the thread time that is.
         let r = top_reasons(b, state, 4);
         if !r.is_empty() {
-            e.push(format!("{label}: {r}"));
+            let of = b.seconds(state) * 100.0 / b.total_s.max(1e-9);
+            e.push(format!("{label} ({of:.0}% of the thread time): {r}"));
         }
     }
     if b.off_samples > 0 {

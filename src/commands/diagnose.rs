@@ -441,6 +441,9 @@ fn watch_and_drill(args: &Args, interrupt: &Interrupt) -> anyhow::Result<Diagnos
             );
         }
     }
+    // The cost of everything: the watch, the drill-downs, the exec trace.
+    let (cpu_s, max_rss_kib) = crate::sys::process::rusage::own_usage();
+    (o.cost.run_cpu_s, o.cost.max_rss_kib) = (Some(cpu_s), max_rss_kib);
     // Classified before the drill-down when it was still running.
     let diagnosis = verdict.unwrap_or_else(|| classify(&o));
     let diagnosis = match why.as_ref().and_then(|w| w.exec.as_ref()) {

@@ -333,8 +333,12 @@ pub struct Ended {
 #[serde(default)]
 pub struct Cost {
     pub cpu_s: f64,
-    /// Peak resident memory of kdiag.
+    /// Peak resident memory of kdiag (over the whole run when `run_cpu_s`
+    /// is set).
     pub max_rss_kib: u64,
+    /// CPU of the whole run, drill-downs included (None in records made
+    /// before kdiag measured it).
+    pub run_cpu_s: Option<f64>,
 }
 
 impl Observation {
