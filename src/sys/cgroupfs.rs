@@ -173,6 +173,12 @@ pub fn mount_dir<'a>(place: &Place, mounts: &'a [Mount]) -> Option<&'a Path> {
         .map(|m| m.dir.as_path())
 }
 
+/// A device ("MAJ:MIN") and its keys, `max` as None.
+pub type DeviceKeys = (String, Vec<(String, Option<u64>)>);
+
+/// A pressure file's stall totals in microseconds: some, and full.
+pub type StallTotals = (u64, Option<u64>);
+
 /// A cgroup file's text; None when absent or unreadable.
 pub fn read(dir: &Path, file: &str) -> Option<String> {
     fs::read_to_string(dir.join(file)).ok()
@@ -199,7 +205,7 @@ pub fn keyed(text: &str, key: &str) -> Option<u64> {
 /// Nested keyed lines per device ("8:0 rbps=max wbps=max riops=200
 /// wiops=max" in io.max, "8:0 rbytes=.. wbytes=.. rios=.. wios=.." in
 /// io.stat): the device and its keys, `max` as None.
-pub fn per_device(text: &str) -> Vec<(String, Vec<(String, Option<u64>)>)> {
+pub fn per_device(text: &str) -> Vec<DeviceKeys> {
     text.lines()
         .filter_map(|l| {
             let mut w = l.split_whitespace();
@@ -238,7 +244,7 @@ pub fn v1_device_lines(text: &str) -> Vec<(String, String, u64)> {
 /// Stall time totals of a pressure file (PSI: "some avg10=.. avg60=..
 /// avg300=.. total=US" and "full ..."), in microseconds: (some, full);
 /// `full` is None where the kernel gives none (cpu before 5.13, system-wide).
-pub fn pressure(text: &str) -> Option<(u64, Option<u64>)> {
+pub fn pressure(text: &str) -> Option<StallTotals> {
     let total = |kind: &str| {
         text.lines()
             .find(|l| l.starts_with(kind))?
@@ -251,7 +257,7 @@ pub fn pressure(text: &str) -> Option<(u64, Option<u64>)> {
 }
 
 /// mountinfo escapes space, tab, newline and backslash as \ooo.
-fn unescape_str(s: &str) -> String {
+fn unescape_bytes(s: &str) -> Vec<u8> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -271,11 +277,17 @@ fn unescape_str(s: &str) -> String {
             }
         }
     }
-    String::from_utf8_lossy(&out).into_owned()
+    out
 }
 
-fn unescape(s: &str) -> PathBuf {
-    PathBuf::from(unescape_str(s))
+fn unescape_str(s: &str) -> String {
+    String::from_utf8_lossy(&unescape_bytes(s)).into_owned()
+}
+
+/// A mountinfo path field as a path (any bytes).
+pub fn unescape(s: &str) -> PathBuf {
+    use std::os::unix::ffi::OsStringExt;
+    PathBuf::from(std::ffi::OsString::from_vec(unescape_bytes(s)))
 }
 
 #[cfg(test)]

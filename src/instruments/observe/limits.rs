@@ -10,8 +10,11 @@ use std::path::{Path, PathBuf};
 use crate::model::limits::{
     CgroupLimits, CpuQuota, IoLimit, Limits, MemoryLimit, PidsLimit, Pressure, Stall, SystemCpus,
 };
-use crate::sys::cgroupfs::{self, Mount, Place};
+use crate::sys::cgroupfs::{self, Mount, Place, StallTotals};
 use crate::sys::monotonic_ns;
+
+/// Stall totals of cpu, io and memory pressure.
+type Psi = [Option<StallTotals>; 3];
 
 /// The v1 hierarchies read (others, like freezer or devices, limit nothing
 /// diagnose can see); `name=systemd` only names the unit.
@@ -21,7 +24,7 @@ pub struct Watch {
     mounts: Vec<Mount>,
     cgroups: BTreeMap<PathBuf, Entry>,
     seen: HashSet<i32>,
-    system: (Option<[Option<(u64, Option<u64>)>; 3]>, Option<(u64, u64)>),
+    system: (Option<Psi>, Option<(u64, u64)>),
     t0: u64,
 }
 
@@ -47,7 +50,7 @@ struct Counters {
     events: [u64; 4],
     refaults: u64,
     pids_refused: u64,
-    pressure: [Option<(u64, Option<u64>)>; 3],
+    pressure: Psi,
 }
 
 impl Watch {
@@ -352,7 +355,7 @@ fn counters(p: &Place) -> Counters {
     c
 }
 
-fn system_pressure() -> Option<[Option<(u64, Option<u64>)>; 3]> {
+fn system_pressure() -> Option<Psi> {
     let read = |f: &str| {
         std::fs::read_to_string(format!("/proc/pressure/{f}"))
             .ok()
@@ -363,11 +366,7 @@ fn system_pressure() -> Option<[Option<(u64, Option<u64>)>; 3]> {
 }
 
 /// Stall totals at two moments as shares of the `secs` between them.
-fn stalls(
-    a: &[Option<(u64, Option<u64>)>; 3],
-    b: &[Option<(u64, Option<u64>)>; 3],
-    secs: f64,
-) -> Pressure {
+fn stalls(a: &Psi, b: &Psi, secs: f64) -> Pressure {
     let share = |x: u64, y: u64| (y.saturating_sub(x) as f64 / 1e6 / secs).min(1.0);
     let stall = |i: usize| {
         let ((s0, f0), (s1, f1)) = (a[i]?, b[i]?);
