@@ -23,26 +23,7 @@ fn one_at_a_time() -> MutexGuard<'static, ()> {
 
 /// tests/programs/NAME.c built with cc (once per test run).
 fn fixture(name: &str) -> PathBuf {
-    static BUILT: Mutex<()> = Mutex::new(());
-    let _g = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/programs/{name}.c"));
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("diagnose-{name}"));
-    let fresh = |o: &Path| {
-        let (Ok(a), Ok(b)) = (o.metadata(), src.metadata()) else {
-            return false;
-        };
-        a.modified().unwrap() >= b.modified().unwrap()
-    };
-    if !fresh(&out) {
-        let ok = Command::new("cc")
-            .args(["-O1", "-pthread", "-Wall", "-o"])
-            .arg(&out)
-            .arg(&src)
-            .status()
-            .expect("cc is installed");
-        assert!(ok.success(), "cc {}", src.display());
-    }
-    out
+    common::c_fixture(name)
 }
 
 /// The JSON report of `kdiag diagnose --json ARGS`, which must succeed.

@@ -6,6 +6,7 @@
 //! points after Gregg's USE and TSA methods, not laws.
 
 use crate::analysis::io_pattern::human_bytes;
+use crate::analysis::limits;
 use crate::analysis::memory_trend::{self, Trend};
 use crate::analysis::tsa::{self, Budget};
 use crate::analysis::why::Drill;
@@ -40,7 +41,7 @@ pub fn classify(o: &Observation) -> Diagnosis {
         .filter(|_| o.scope != Scope::Process)
         .map_or(o.pid, |m| m.pid);
 
-    let (verdict, confidence, mut summary) = if let Some(z) = &o.zombie {
+    let (verdict, confidence, summary) = if let Some(z) = &o.zombie {
         (
             Class::Zombie,
             Confidence::High,
@@ -80,14 +81,25 @@ pub fn classify(o: &Observation) -> Diagnosis {
     } else {
         dominant(o, &b)
     };
+    // What limits it from outside may explain, or contradict, the states.
+    let found = limits::judge(o, verdict, &summary);
+    let states_said = found.as_ref().map(|_| (verdict, summary.clone()));
+    let (verdict, confidence, mut summary) = match &found {
+        Some(f) => (f.verdict, f.confidence, f.summary.clone()),
+        None => (verdict, confidence, summary),
+    };
     if let Some(p) = &periodic
         && !matches!(verdict, Class::Zombie | Class::Stopped)
     {
         summary.push_str(&format!("; {}", periodic_text(p)));
     }
 
-    let evidence = evidence(o, &b, trend.as_ref(), periodic.as_ref(), &busiest);
-    let next = next(verdict, o, target);
+    let mut evidence = evidence(o, &b, trend.as_ref(), periodic.as_ref(), &busiest);
+    evidence.extend(limits::evidence(o, verdict));
+    if let Some((class, said)) = states_said.filter(|s| s.0 != verdict) {
+        evidence.insert(0, format!("Thread states alone: {}: {said}", class.name()));
+    }
+    let next = found.map_or_else(|| next(verdict, o, target), |f| f.next);
     Diagnosis {
         verdict,
         confidence,
@@ -469,9 +481,12 @@ fn evidence(
         (ThreadState::Other, "Other waits"),
         (ThreadState::Sleeping, "Sleeping by design"),
     ] {
+        // The breakdown is of that state's time: say what share of all
+        // the thread time that is.
         let r = top_reasons(b, state, 4);
         if !r.is_empty() {
-            e.push(format!("{label}: {r}"));
+            let of = b.seconds(state) * 100.0 / b.total_s.max(1e-9);
+            e.push(format!("{label} ({of:.0}% of the thread time): {r}"));
         }
     }
     if b.off_samples > 0 {
@@ -585,6 +600,8 @@ fn next(verdict: Class, o: &Observation, pid: i32) -> Vec<String> {
             .unwrap_or_default(),
         Class::Idle => vec![],
         Class::Exec => vec![Drill::Exec.command(pid)],
+        // Found in the limits, with their own next steps.
+        Class::CpuQuota | Class::IoLimit | Class::MemoryLimit | Class::OomKill => vec![],
     }
 }
 

@@ -117,6 +117,25 @@ fn stack_names(s: &SignalEvent) -> Vec<String> {
         .collect()
 }
 
+/// Leave out the programs killed by a signal from one of `senders`
+/// (kdiag stopping the command it ran at the end of its window): they ran,
+/// and their end is no exec failure.
+pub fn not_stopped_by(
+    findings: Vec<Finding>,
+    events: &[TraceEvent],
+    senders: &[u32],
+) -> Vec<Finding> {
+    findings
+        .into_iter()
+        .filter(|f| {
+            f.family != Family::Killed
+                || !events.iter().any(|e| {
+                    matches!(e, TraceEvent::Signal(s) if s.pid == f.pid && senders.contains(&s.sender_pid))
+                })
+        })
+        .collect()
+}
+
 /// Explain every exec attempt in `events`, in order.
 pub fn explain(events: &[TraceEvent], files: &[FileFacts]) -> Vec<Finding> {
     let execs: Vec<(usize, &ExecEvent)> = events

@@ -87,6 +87,10 @@ pub fn plan(verdict: Class, states: &[StateShare], all: bool) -> Vec<Drill> {
         // or by design (where it sleeps).
         Class::Lock | Class::Blocked | Class::Idle => vec![Drill::Offcpu],
         Class::Sched => vec![Drill::Sched],
+        // What it spends its quota on; where the limit makes it wait.
+        Class::CpuQuota => vec![Drill::Cpu],
+        Class::IoLimit | Class::MemoryLimit => vec![Drill::Offcpu, Drill::Storage],
+        Class::OomKill => vec![],
         // Exec tracing runs during the whole watch.
         Class::Stopped | Class::MemoryTrend | Class::Zombie | Class::Exec => vec![],
     };

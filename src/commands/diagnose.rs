@@ -322,6 +322,8 @@ fn watch_and_drill(args: &Args, interrupt: &Interrupt) -> anyhow::Result<Diagnos
     let meta = meta();
     let window = Duration::from_secs_f64(args.duration);
     let mut child = None;
+    // Who stops a command at the end: its signals are no exec failure.
+    let mut stoppers = vec![std::process::id()];
     let (pid, scope, execs) = match args.pid {
         Some(pid) => {
             if pid <= 0 || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
@@ -357,10 +359,11 @@ fn watch_and_drill(args: &Args, interrupt: &Interrupt) -> anyhow::Result<Diagnos
                 argv: words(&args.command),
             };
             let execs = watch_execs(args.why, c.pid, Some(spawned));
+            stoppers.extend(c.supervisor_pid());
             drop(null);
             c.release().context("releasing the command")?;
             if let Some(source) = c.exec_error().context("starting the command")? {
-                let exec = exec_drill(args, c.pid as i32, execs);
+                let exec = exec_drill(args, c.pid as i32, execs, &stoppers);
                 could_not_run(args, exec.and_then(Result::ok).as_ref());
                 return Err(error::CannotRun {
                     program,
@@ -409,7 +412,7 @@ fn watch_and_drill(args: &Args, interrupt: &Interrupt) -> anyhow::Result<Diagnos
     if let Some(c) = child.as_mut() {
         c.stop(Duration::from_secs(2));
     }
-    match exec_drill(args, pid, execs) {
+    match exec_drill(args, pid, execs, &stoppers) {
         Some(Ok(e)) => why.get_or_insert_with(Why::default).exec = Some(e),
         Some(Err(skipped)) => why.get_or_insert_with(Why::default).skipped.push(skipped),
         None => {}
@@ -438,6 +441,9 @@ fn watch_and_drill(args: &Args, interrupt: &Interrupt) -> anyhow::Result<Diagnos
             );
         }
     }
+    // The cost of everything: the watch, the drill-downs, the exec trace.
+    let (cpu_s, max_rss_kib) = crate::sys::process::rusage::own_usage();
+    (o.cost.run_cpu_s, o.cost.max_rss_kib) = (Some(cpu_s), max_rss_kib);
     // Classified before the drill-down when it was still running.
     let diagnosis = verdict.unwrap_or_else(|| classify(&o));
     let diagnosis = match why.as_ref().and_then(|w| w.exec.as_ref()) {
@@ -622,17 +628,20 @@ fn watch_execs(mode: WhyMode, pid: u32, spawned: Option<Spawned>) -> Option<anyh
 }
 
 /// The exec trace's result: the execs explained as exec-trace explains
-/// them, when one failed (or always with --why all); or why it could not
-/// run, with the command that would.
+/// them (leaving out kdiag's own stopping of the command, by `stoppers`),
+/// when one failed (or always with --why all); or why it could not run,
+/// with the command that would.
 fn exec_drill(
     args: &Args,
     pid: i32,
     execs: Option<anyhow::Result<Watch>>,
+    stoppers: &[u32],
 ) -> Option<Result<ExecDrill, String>> {
     let trace = execs?.and_then(Watch::finish);
     match trace {
         Ok(t) => {
             let findings = exec_failure::explain(&t.events, &t.files);
+            let findings = exec_failure::not_stopped_by(findings, &t.events, stoppers);
             let e = summary::execs(&t.events, &findings, t.tier.name(), t.lost);
             (args.why == WhyMode::All || !e.failures.is_empty()).then_some(Ok(e))
         }

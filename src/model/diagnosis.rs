@@ -37,6 +37,15 @@ pub enum Class {
     Zombie,
     /// What it starts cannot run: its execs (or its children's) fail.
     Exec,
+    /// Waiting for its cgroup's CPU quota (CFS bandwidth), not for a CPU.
+    CpuQuota,
+    /// Its storage waits are its cgroup's I/O limit, not the device.
+    IoLimit,
+    /// Reclaim under its cgroup's memory limit: what it reads is evicted
+    /// and read again.
+    MemoryLimit,
+    /// The OOM killer killed processes of its memory cgroup.
+    OomKill,
 }
 
 impl Class {
@@ -53,6 +62,10 @@ impl Class {
             Class::Idle => "idle",
             Class::Zombie => "zombie",
             Class::Exec => "exec",
+            Class::CpuQuota => "cpu-quota",
+            Class::IoLimit => "io-limit",
+            Class::MemoryLimit => "memory-limit",
+            Class::OomKill => "oom-kill",
         }
     }
 }
@@ -146,6 +159,8 @@ pub struct Observation {
     pub cost: Cost,
     /// The time series, one point per interval.
     pub trend: crate::model::trend::Trend,
+    /// What limits it from outside: cgroups, pressure, the machine's CPUs.
+    pub limits: crate::model::limits::Limits,
 }
 
 /// One process of the tree.
@@ -318,8 +333,12 @@ pub struct Ended {
 #[serde(default)]
 pub struct Cost {
     pub cpu_s: f64,
-    /// Peak resident memory of kdiag.
+    /// Peak resident memory of kdiag (over the whole run when `run_cpu_s`
+    /// is set).
     pub max_rss_kib: u64,
+    /// CPU of the whole run, drill-downs included (None in records made
+    /// before kdiag measured it).
+    pub run_cpu_s: Option<f64>,
 }
 
 impl Observation {

@@ -60,14 +60,19 @@ pub fn report(
     writeln!(out, "\n{}", cost_line(o))
 }
 
-/// "kdiag's own cost: 12 ms of CPU in 5.0 s (0.24% of one CPU), 4.1 MiB peak RSS".
+/// "kdiag's own cost: 12 ms of CPU in 5.0 s (0.24% of one CPU) watching,
+/// 180 ms in all (...), 4.1 MiB peak RSS; ...".
 pub fn cost_line(o: &Observation) -> String {
     format!(
-        "kdiag's own cost: {:.0} ms of CPU in {:.1} s ({:.2}% of one CPU), {:.1} MiB peak RSS; \
+        "kdiag's own cost: {:.0} ms of CPU in {:.1} s ({:.2}% of one CPU){}, {:.1} MiB peak RSS; \
          {} samples of up to {} thread{} every {} ms",
         o.cost.cpu_s * 1e3,
         o.window_s,
         o.cost.cpu_s * 100.0 / o.window_s.max(1e-3),
+        o.cost.run_cpu_s.map_or(String::new(), |c| format!(
+            " watching, {:.0} ms in all (start, drill-downs, exec trace)",
+            c * 1e3
+        )),
         o.cost.max_rss_kib as f64 / 1024.0,
         o.sampling.samples,
         o.sampling.threads_per_tick,

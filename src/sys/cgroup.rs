@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::model::block::DevId;
+use crate::sys::cgroupfs::unescape;
 use crate::sys::process::owner::Owner;
 
 #[derive(Debug, thiserror::Error)]
@@ -321,32 +322,6 @@ fn parse_cgroup_mounts(mountinfo: &str) -> Vec<(PathBuf, Version)> {
             }
         })
         .collect()
-}
-
-/// mountinfo escapes space, tab, newline and backslash as \ooo.
-fn unescape(s: &str) -> PathBuf {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let octal = b.get(i + 1..i + 4).and_then(|o| {
-            std::str::from_utf8(o)
-                .ok()
-                .and_then(|o| u8::from_str_radix(o, 8).ok())
-        });
-        match (b[i], octal) {
-            (b'\\', Some(c)) => {
-                out.push(c);
-                i += 4;
-            }
-            (c, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    use std::os::unix::ffi::OsStringExt;
-    PathBuf::from(std::ffi::OsString::from_vec(out))
 }
 
 /// A new cgroup name `kdiag-PID-START-N`: this kdiag (pid and start time,

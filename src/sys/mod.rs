@@ -6,6 +6,7 @@
 
 pub mod bpf;
 pub mod cgroup;
+pub mod cgroupfs;
 pub mod disks;
 pub mod kallsyms;
 pub mod perf;

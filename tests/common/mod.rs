@@ -356,3 +356,29 @@ pub fn workload_truth(name: &str, seed: &str) -> serde_json::Value {
     assert!(out.status.success(), "{}", stderr(&out));
     serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["expect"].clone()
 }
+
+/// tests/programs/NAME.c built with cc (once per test run, again
+/// when the source is newer).
+pub fn c_fixture(name: &str) -> PathBuf {
+    static BUILT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _g = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    let src =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/programs/{name}.c"));
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("diagnose-{name}"));
+    let fresh = |o: &std::path::Path| {
+        let (Ok(a), Ok(b)) = (o.metadata(), src.metadata()) else {
+            return false;
+        };
+        a.modified().unwrap() >= b.modified().unwrap()
+    };
+    if !fresh(&out) {
+        let ok = Command::new("cc")
+            .args(["-O1", "-pthread", "-Wall", "-o"])
+            .arg(&out)
+            .arg(&src)
+            .status()
+            .expect("cc is installed");
+        assert!(ok.success(), "cc {}", src.display());
+    }
+    out
+}

@@ -8,6 +8,7 @@
 
 pub mod competition;
 mod kthread;
+mod limits;
 mod sampling;
 pub mod series;
 mod tree;
@@ -85,6 +86,7 @@ pub fn observe(pid: i32, opts: &Options, stop: &AtomicBool) -> anyhow::Result<Ob
     let mut next_point = t0 + opts.interval;
     let mut threads = tree.threads();
     let mut live = tree.live_threads();
+    let mut limits = limits::Watch::start(&pids(&threads));
     while t0.elapsed() < opts.window && !stop.load(Ordering::Relaxed) {
         let now = Instant::now();
         let t = now - t0;
@@ -107,6 +109,7 @@ pub fn observe(pid: i32, opts: &Options, stop: &AtomicBool) -> anyhow::Result<Ob
             }
             threads = tree.threads();
             live = tree.live_threads();
+            limits.scan(&pids(&threads));
             r.forget_except(&threads.iter().copied().collect());
         }
         if point {
@@ -127,6 +130,7 @@ pub fn observe(pid: i32, opts: &Options, stop: &AtomicBool) -> anyhow::Result<Ob
         series.point(t, &mut tree, &mut r, &mut sampler, &o.memory.series);
     }
     o.window_s = t0.elapsed().as_secs_f64();
+    o.limits = limits.finish();
     o.trend = series.finish(pid, &mut r);
     tree.finish(&mut r);
     if tree.ended() {
@@ -150,6 +154,14 @@ pub fn observe(pid: i32, opts: &Options, stop: &AtomicBool) -> anyhow::Result<Ob
     o.cost = Cost {
         cpu_s: cpu1 - cpu0,
         max_rss_kib,
+        run_cpu_s: None,
     };
     Ok(o)
+}
+
+/// The processes of (pid, tid) pairs.
+fn pids(threads: &[(i32, i32)]) -> Vec<i32> {
+    let mut v: Vec<i32> = threads.iter().map(|t| t.0).collect();
+    v.dedup();
+    v
 }

@@ -188,6 +188,12 @@ fn readable(fd: &File, timeout: Option<Duration>) -> io::Result<bool> {
 }
 
 impl HeldChild {
+    /// The supervisor's pid while it runs: the sender of the signals that
+    /// stop the command.
+    pub fn supervisor_pid(&self) -> Option<u32> {
+        self.supervisor.map(|p| p as u32)
+    }
+
     /// Start a supervisor and under it a command that will run `argv` (as
     /// the sudo invoker, if any) once released; it gets the terminal.
     pub fn spawn<S: AsRef<OsStr>>(argv: &[S]) -> io::Result<HeldChild> {

@@ -1,0 +1,471 @@
+//! What limits the tree from outside, for diagnose: the cgroups of each
+//! member (every hierarchy, v1 and v2, found when the member is first
+//! seen) and their ancestors that set a limit, read when first seen and at
+//! the end of the window; the machine's pressure and idle CPUs at both
+//! ends. Counters become the change over the window (`model::limits`).
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use crate::model::limits::{
+    CgroupLimits, CpuQuota, IoLimit, Limits, MemoryLimit, PidsLimit, Pressure, Stall, SystemCpus,
+};
+use crate::sys::cgroupfs::{self, Mount, Place, StallTotals};
+use crate::sys::monotonic_ns;
+
+/// Stall totals of cpu, io and memory pressure.
+type Psi = [Option<StallTotals>; 3];
+
+/// The v1 hierarchies read (others, like freezer or devices, limit nothing
+/// diagnose can see); `name=systemd` only names the unit.
+const V1_READ: [&str; 5] = ["cpu", "memory", "blkio", "pids", "name=systemd"];
+
+pub struct Watch {
+    mounts: Vec<Mount>,
+    cgroups: BTreeMap<PathBuf, Entry>,
+    seen: HashSet<i32>,
+    system: (Option<Psi>, Option<(u64, u64)>),
+    t0: u64,
+}
+
+struct Entry {
+    place: Place,
+    /// The member's own cgroup (not only an ancestor of one).
+    own: bool,
+    pids: Vec<i32>,
+    start: Counters,
+    /// When it was first read (monotonic ns).
+    since: u64,
+}
+
+/// The counters of one cgroup at one moment.
+#[derive(Default, Clone)]
+struct Counters {
+    periods: u64,
+    throttled: u64,
+    throttled_ns: u64,
+    /// Per device: reads, writes, read bytes, write bytes.
+    io: BTreeMap<String, [u64; 4]>,
+    failcnt: u64,
+    events: [u64; 4],
+    refaults: u64,
+    pids_refused: u64,
+    pressure: Psi,
+}
+
+impl Watch {
+    /// Start with the target's first members.
+    pub fn start(pids: &[i32]) -> Watch {
+        let mut w = Watch {
+            mounts: cgroupfs::mounts(),
+            cgroups: BTreeMap::new(),
+            seen: HashSet::new(),
+            system: (system_pressure(), cpu_ticks()),
+            t0: monotonic_ns(),
+        };
+        w.scan(pids);
+        w
+    }
+
+    /// Place members not seen before (their cgroups' counters start now).
+    pub fn scan(&mut self, pids: &[i32]) {
+        for &pid in pids {
+            if !self.seen.insert(pid) {
+                continue;
+            }
+            let Some(text) = cgroupfs::read(Path::new(&format!("/proc/{pid}")), "cgroup") else {
+                continue;
+            };
+            for place in cgroupfs::places(&text, &self.mounts) {
+                if !place.v2
+                    && !place
+                        .controllers
+                        .iter()
+                        .any(|c| V1_READ.contains(&c.as_str()))
+                {
+                    continue;
+                }
+                let top = cgroupfs::mount_dir(&place, &self.mounts)
+                    .unwrap_or(&place.dir)
+                    .to_path_buf();
+                // The root sets no limit, and its counters are the machine's.
+                let up = place.ancestors(&top).into_iter().enumerate();
+                for (i, p) in up.filter(|(_, p)| p.path != "/") {
+                    let e = self.cgroups.entry(p.dir.clone()).or_insert_with(|| Entry {
+                        start: counters(&p),
+                        place: p,
+                        own: false,
+                        pids: vec![],
+                        since: monotonic_ns(),
+                    });
+                    if i == 0 {
+                        e.own = true;
+                        e.pids.push(pid);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The limits and what they did, from first sight to now.
+    pub fn finish(self) -> Limits {
+        let now = monotonic_ns();
+        let secs = |since: u64| (now.saturating_sub(since) as f64 / 1e9).max(1e-3);
+        let mut cgroups = Vec::new();
+        for e in self.cgroups.into_values() {
+            let end = counters(&e.place);
+            let c = limits_of(&e, &end, secs(e.since));
+            let limits_something = c.cpu.as_ref().is_some_and(|q| q.quota_us.is_some())
+                || !c.io.is_empty()
+                || c.memory
+                    .as_ref()
+                    .is_some_and(|m| m.max.is_some() || m.high.is_some() || m.oom_kill > 0)
+                || c.pids_limit.is_some();
+            if limits_something || e.own {
+                cgroups.push(c);
+            }
+        }
+        let (pressure, cpus) = self.system;
+        let window = secs(self.t0);
+        Limits {
+            cgroups,
+            pressure: pressure
+                .zip(system_pressure())
+                .map(|(a, b)| stalls(&a, &b, window)),
+            cpus: cpus.zip(cpu_ticks()).map(|((i0, t0), (i1, t1))| {
+                let n = cpu_count();
+                SystemCpus {
+                    cpus: n,
+                    idle: n as f64 * (i1.saturating_sub(i0)) as f64
+                        / (t1.saturating_sub(t0)).max(1) as f64,
+                }
+            }),
+        }
+    }
+}
+
+fn limits_of(e: &Entry, end: &Counters, secs: f64) -> CgroupLimits {
+    let (p, s) = (&e.place, &e.start);
+    let d = |a: u64, b: u64| b.saturating_sub(a);
+    let read = |f: &str| cgroupfs::read(&p.dir, f);
+    let cpu = p.has("cpu").then(|| {
+        let (quota_us, period_us) = if p.v2 {
+            let t = read("cpu.max").unwrap_or_default();
+            let mut w = t.split_whitespace();
+            let q = w.next().and_then(cgroupfs::limit);
+            (q, w.next().and_then(|x| x.parse().ok()).unwrap_or(100_000))
+        } else {
+            (
+                read("cpu.cfs_quota_us").and_then(|t| cgroupfs::limit(&t)),
+                read("cpu.cfs_period_us")
+                    .and_then(|t| t.trim().parse().ok())
+                    .unwrap_or(100_000),
+            )
+        };
+        CpuQuota {
+            quota_us,
+            period_us,
+            periods: d(s.periods, end.periods),
+            throttled: d(s.throttled, end.throttled),
+            throttled_s: d(s.throttled_ns, end.throttled_ns) as f64 / 1e9,
+        }
+    });
+    let io = io_limits(p)
+        .into_iter()
+        .map(|mut l| {
+            let zero = [0; 4];
+            let (a, b) = (
+                s.io.get(&l.device).unwrap_or(&zero),
+                end.io.get(&l.device).unwrap_or(&zero),
+            );
+            [l.reads, l.writes, l.read_bytes, l.write_bytes] = [0, 1, 2, 3].map(|i| d(a[i], b[i]));
+            l.disk = disk_name(&l.device);
+            l
+        })
+        .collect();
+    let memory = p.has("memory").then(|| {
+        let n = |f: &str| {
+            read(f)
+                .and_then(|t| t.trim().parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        let lim = |f: &str| read(f).and_then(|t| cgroupfs::limit(&t));
+        MemoryLimit {
+            max: lim(if p.v2 {
+                "memory.max"
+            } else {
+                "memory.limit_in_bytes"
+            }),
+            high: if p.v2 { lim("memory.high") } else { None },
+            current: n(if p.v2 {
+                "memory.current"
+            } else {
+                "memory.usage_in_bytes"
+            }),
+            failcnt: d(s.failcnt, end.failcnt),
+            high_events: d(s.events[0], end.events[0]),
+            max_events: d(s.events[1], end.events[1]),
+            oom: d(s.events[2], end.events[2]),
+            oom_kill: d(s.events[3], end.events[3]),
+            refaults: d(s.refaults, end.refaults),
+        }
+    });
+    let pids_limit = p.has("pids").then_some(()).and_then(|()| {
+        Some(PidsLimit {
+            max: read("pids.max").and_then(|t| cgroupfs::limit(&t))?,
+            current: read("pids.current")
+                .and_then(|t| t.trim().parse().ok())
+                .unwrap_or(0),
+            refused: d(s.pids_refused, end.pids_refused),
+        })
+    });
+    let pressure = (p.v2 && s.pressure.iter().any(Option::is_some))
+        .then(|| stalls(&s.pressure, &end.pressure, secs));
+    CgroupLimits {
+        version: if p.v2 { 2 } else { 1 },
+        controllers: p.controllers.join(","),
+        path: p.path.clone(),
+        dir: p.dir.display().to_string(),
+        pids: e.pids.clone(),
+        ancestor: !e.own,
+        cpu,
+        io,
+        memory,
+        pids_limit,
+        pressure,
+    }
+}
+
+/// The I/O limits set on a cgroup, one per device (counters zero).
+fn io_limits(p: &Place) -> Vec<IoLimit> {
+    let mut out: BTreeMap<String, IoLimit> = BTreeMap::new();
+    let mut set = |dev: &str, key: &str, v: Option<u64>| {
+        let l = out.entry(dev.to_string()).or_insert_with(|| IoLimit {
+            device: dev.to_string(),
+            ..Default::default()
+        });
+        match key {
+            "riops" => l.read_iops = v,
+            "wiops" => l.write_iops = v,
+            "rbps" => l.read_bps = v,
+            "wbps" => l.write_bps = v,
+            _ => {}
+        }
+    };
+    if p.v2 {
+        for (dev, keys) in
+            cgroupfs::per_device(&cgroupfs::read(&p.dir, "io.max").unwrap_or_default())
+        {
+            for (k, v) in keys {
+                set(&dev, &k, v);
+            }
+        }
+    } else if p.has("blkio") {
+        for (file, key) in [
+            ("blkio.throttle.read_iops_device", "riops"),
+            ("blkio.throttle.write_iops_device", "wiops"),
+            ("blkio.throttle.read_bps_device", "rbps"),
+            ("blkio.throttle.write_bps_device", "wbps"),
+        ] {
+            for (dev, _, v) in
+                cgroupfs::v1_device_lines(&cgroupfs::read(&p.dir, file).unwrap_or_default())
+            {
+                set(&dev, key, Some(v));
+            }
+        }
+    }
+    out.into_values()
+        .filter(|l| {
+            l.read_iops.is_some()
+                || l.write_iops.is_some()
+                || l.read_bps.is_some()
+                || l.write_bps.is_some()
+        })
+        .collect()
+}
+
+fn counters(p: &Place) -> Counters {
+    let read = |f: &str| cgroupfs::read(&p.dir, f).unwrap_or_default();
+    let mut c = Counters::default();
+    if p.has("cpu") {
+        let stat = read("cpu.stat");
+        let k = |key| cgroupfs::keyed(&stat, key).unwrap_or(0);
+        c.periods = k("nr_periods");
+        c.throttled = k("nr_throttled");
+        c.throttled_ns = if p.v2 {
+            k("throttled_usec") * 1000
+        } else {
+            k("throttled_time")
+        };
+    }
+    if p.v2 {
+        for (dev, keys) in cgroupfs::per_device(&read("io.stat")) {
+            let k = |name: &str| {
+                keys.iter()
+                    .find(|(n, _)| n == name)
+                    .and_then(|(_, v)| *v)
+                    .unwrap_or(0)
+            };
+            c.io.insert(dev, [k("rios"), k("wios"), k("rbytes"), k("wbytes")]);
+        }
+    } else if p.has("blkio") {
+        // The _recursive files count the cgroup's descendants too (an
+        // ancestor's limit binds their sum).
+        let pick = |f: &str| {
+            let r = read(&format!("{f}_recursive"));
+            if r.is_empty() { read(f) } else { r }
+        };
+        for (slot, file) in [
+            (0, "blkio.throttle.io_serviced"),
+            (2, "blkio.throttle.io_service_bytes"),
+        ] {
+            for (dev, op, n) in cgroupfs::v1_device_lines(&pick(file)) {
+                let e = c.io.entry(dev).or_default();
+                match op.as_str() {
+                    "Read" => e[slot] = n,
+                    "Write" => e[slot + 1] = n,
+                    _ => {}
+                }
+            }
+        }
+    }
+    if p.has("memory") {
+        let stat = read("memory.stat");
+        let k = |key| cgroupfs::keyed(&stat, key);
+        if p.v2 {
+            let ev = read("memory.events");
+            c.events =
+                ["high", "max", "oom", "oom_kill"].map(|e| cgroupfs::keyed(&ev, e).unwrap_or(0));
+            c.refaults = k("workingset_refault_anon").unwrap_or(0)
+                + k("workingset_refault_file").unwrap_or(0);
+        } else {
+            c.failcnt = read("memory.failcnt").trim().parse().unwrap_or(0);
+            c.events[3] = cgroupfs::keyed(&read("memory.oom_control"), "oom_kill").unwrap_or(0);
+            c.refaults = match k("total_workingset_refault_file") {
+                Some(f) => f + k("total_workingset_refault_anon").unwrap_or(0),
+                None => k("total_workingset_refault").unwrap_or(0),
+            };
+        }
+    }
+    if p.v2 {
+        c.pids_refused = cgroupfs::keyed(&read("pids.events"), "max").unwrap_or(0);
+        c.pressure = ["cpu.pressure", "io.pressure", "memory.pressure"]
+            .map(|f| cgroupfs::pressure(&read(f)));
+    }
+    c
+}
+
+fn system_pressure() -> Option<Psi> {
+    let read = |f: &str| {
+        std::fs::read_to_string(format!("/proc/pressure/{f}"))
+            .ok()
+            .and_then(|t| cgroupfs::pressure(&t))
+    };
+    let p = ["cpu", "io", "memory"].map(read);
+    p.iter().any(Option::is_some).then_some(p)
+}
+
+/// Stall totals at two moments as shares of the `secs` between them.
+fn stalls(a: &Psi, b: &Psi, secs: f64) -> Pressure {
+    let share = |x: u64, y: u64| (y.saturating_sub(x) as f64 / 1e6 / secs).min(1.0);
+    let stall = |i: usize| {
+        let ((s0, f0), (s1, f1)) = (a[i]?, b[i]?);
+        Some(Stall {
+            some: share(s0, s1),
+            // The kernel gives cpu "full" as zeros where it has no meaning.
+            full: f0.zip(f1).map(|(x, y)| share(x, y)),
+        })
+    };
+    Pressure {
+        cpu: stall(0),
+        io: stall(1),
+        memory: stall(2),
+    }
+}
+
+/// Idle (idle + iowait) and all ticks of every CPU (/proc/stat).
+fn cpu_ticks() -> Option<(u64, u64)> {
+    let b = std::fs::read("/proc/stat").ok()?;
+    let (t, _) = crate::sys::procfs::parse::proc_stat(&b);
+    let all = t.user + t.nice + t.system + t.idle + t.iowait + t.irq + t.softirq + t.steal;
+    (all > 0).then_some((t.idle + t.iowait, all))
+}
+
+fn cpu_count() -> usize {
+    // SAFETY: sysconf has no memory effects.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    n.max(1) as usize
+}
+
+/// "vda" for "254:0" (/sys/dev/block/MAJ:MIN links to the device).
+fn disk_name(dev: &str) -> Option<String> {
+    let node = std::fs::canonicalize(format!("/sys/dev/block/{dev}")).ok()?;
+    Some(node.file_name()?.to_string_lossy().into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The captured v2 cgroup at `stage` (start or end of the window).
+    fn place(stage: &str) -> Place {
+        Place {
+            v2: true,
+            controllers: vec![],
+            path: "/system.slice/web.service".into(),
+            dir: Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/data/cgroupfs/v2")
+                .join(stage)
+                .join("system.slice/web.service"),
+        }
+    }
+
+    #[test]
+    fn a_v2_cgroup_read_at_both_ends() {
+        let e = Entry {
+            start: counters(&place("start")),
+            place: place("end"),
+            own: true,
+            pids: vec![7],
+            since: 0,
+        };
+        let c = limits_of(&e, &counters(&place("end")), 3.0);
+        assert_eq!(
+            (c.version, c.path.as_str()),
+            (2, "/system.slice/web.service")
+        );
+        assert_eq!(
+            c.cpu,
+            Some(CpuQuota {
+                quota_us: Some(20_000),
+                period_us: 100_000,
+                periods: 30,
+                throttled: 30,
+                throttled_s: 2.4,
+            })
+        );
+        assert_eq!(c.io.len(), 1);
+        let io = &c.io[0];
+        assert_eq!(
+            (io.device.as_str(), io.read_iops, io.write_iops),
+            ("254:0", Some(200), None)
+        );
+        assert_eq!((io.reads, io.read_bytes), (600, 2_457_600));
+        let m = c.memory.unwrap();
+        assert_eq!(
+            (m.max, m.high, m.current),
+            (Some(50_331_648), None, 50_311_168)
+        );
+        assert_eq!(
+            (m.max_events, m.oom, m.oom_kill, m.refaults),
+            (900, 1, 1, 60_012)
+        );
+        let p = c.pids_limit.unwrap();
+        assert_eq!((p.max, p.current, p.refused), (64, 3, 2));
+        let psi = c.pressure.unwrap();
+        let cpu = psi.cpu.unwrap();
+        assert!((cpu.some - 0.8).abs() < 1e-9, "{cpu:?}");
+        let io = psi.io.unwrap();
+        assert!((io.some - 0.95).abs() < 1e-9 && (io.full.unwrap() - 0.9).abs() < 1e-9);
+    }
+}
