@@ -537,7 +537,7 @@ fn reference_submissions_earn_full_marks_the_same_way_everywhere() {
     for (name, from) in [("ada", "ada"), ("ada-with-bobs", bob.as_str())] {
         let dir = forged.join(name);
         std::fs::create_dir_all(dir.join("artifacts")).unwrap();
-        for f in ["answers.toml", "artifacts/profile.folded"] {
+        for f in ["answers.toml", "artifacts/0-demo-profile.folded"] {
             std::fs::copy(subs.join(from).join(f), dir.join(f)).unwrap();
         }
         std::fs::copy(
