@@ -160,6 +160,19 @@ fn every_bad_elf_defect_is_traced_and_explained() {
                     "{what}: sched_prepare_exec: {v:#}"
                 );
             }
+            // Events in kernel time order: execve's return comes after
+            // everything that happened during the call (the point of no
+            // return, the signal the kernel generated).
+            let all = v["events"].as_array().unwrap();
+            let times: Vec<u64> = all.iter().map(|e| e["time_ns"].as_u64().unwrap()).collect();
+            assert!(times.is_sorted(), "{what}: not in time order: {v:#}");
+            let at = |kind: &str| all.iter().position(|e| e["event"] == kind);
+            if let (Some(p), Some(x)) = (at("prepare-exec"), at("exec")) {
+                assert!(
+                    p < x,
+                    "{what}: execve's return before the point of no return: {v:#}"
+                );
+            }
         }
     }
 }

@@ -538,7 +538,7 @@ fn reference_submissions_earn_full_marks_the_same_way_everywhere() {
     ] {
         let dir = forged.join(name);
         std::fs::create_dir_all(dir.join("artifacts")).unwrap();
-        for f in ["answers.toml", "artifacts/profile.folded"] {
+        for f in ["answers.toml", "artifacts/0-demo-profile.folded"] {
             std::fs::copy(subs.join(from).join(f), dir.join(f)).unwrap();
         }
         std::fs::write(dir.join("manifest.toml"), manifest).unwrap();

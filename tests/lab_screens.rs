@@ -124,6 +124,8 @@ fn row(pid: i32, comm: &str, state: char, cpu: f64, write: f64, command: &str) -
         mem_percent: 0.1,
         res_kib: 2048,
         state,
+        in_state: 0,
+        threads: 1,
         read_rate: Some(0.0),
         write_rate: Some(write),
         vcsw_rate: if comm == "io-app" { 305.0 } else { 2.0 },
@@ -185,6 +187,8 @@ fn procs(secs: f64, write: f64) -> Data {
                 running: 2,
                 sleeping: 121,
                 disk: 1,
+                threads_r: 2,
+                threads_d: 1,
                 ..Default::default()
             },
             rows,

@@ -55,3 +55,32 @@ fn ps_rows_from_captured_proc_trees() {
     }
     assert!(cases > 0, "no captured trees under {}", data.display());
 }
+
+/// tests/data/procfs/bio: the bio workload under its read throttle, 20 of
+/// its 22 threads in D while the main thread sleeps. top's row says D with
+/// how many, and the header counts the threads as the load average does.
+#[test]
+fn top_shows_the_threads_in_d_of_the_bio_workload() {
+    use kdiag::analysis::top;
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/procfs/bio");
+    let mut reader = Reader::with_root(root);
+    reader.top_extras = true;
+    let procs = reader.all(false).expect("processes");
+    let bio = procs.iter().find(|p| p.comm == "bio").expect("bio");
+    assert_eq!(bio.state, 'S', "the captured main thread sleeps");
+    let rows = top::rows(&[], &procs, 1.0, 100, 1 << 20);
+    let row = rows.iter().find(|r| r.pid == bio.pid).unwrap();
+    assert_eq!(kdiag::tui::top::state_cell(row), "D 20/22");
+    let counts = top::task_counts(&procs);
+    assert_eq!((counts.disk, counts.threads_d), (1, 20));
+    // The thread view: each thread its own row and state.
+    let threads = reader.all(true).expect("threads");
+    let rows = top::thread_rows(&[], &threads, 1.0, 100, 1 << 20);
+    assert_eq!(rows.len(), 22);
+    assert_eq!(rows.iter().filter(|r| r.state == 'D').count(), 20);
+    assert!(
+        rows.iter()
+            .all(|r| kdiag::tui::top::state_cell(r).len() == 1)
+    );
+    assert_eq!(top::task_counts(&threads).threads_d, 20);
+}

@@ -11,13 +11,18 @@ use crate::model::system::CpuTimes;
 /// One line of top's table.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TopRow {
+    /// The process, or in the thread view the thread (its TID).
     pub pid: i32,
     pub user: String,
     /// CPU over the last interval; 100 = one whole CPU.
     pub cpu_percent: f64,
     pub mem_percent: f64,
     pub res_kib: u64,
+    /// The state that matters among the row's threads (`process_state`), with
+    /// how many of its `threads` are in it (0 when only the main thread was read).
     pub state: char,
+    pub in_state: u32,
+    pub threads: u32,
     /// Storage bytes per second; `None` when /proc/PID/io is not readable.
     pub read_rate: Option<f64>,
     pub write_rate: Option<f64>,
@@ -26,6 +31,20 @@ pub struct TopRow {
     pub ivcsw_rate: f64,
     pub comm: String,
     pub command: String,
+}
+
+/// The state that matters among a process's threads, and how many are in
+/// it: D when any thread waits uninterruptibly (what the load average counts
+/// and what a process stuck on a device shows), else R when any runs, else
+/// the main thread's (with no count).
+pub fn process_state(p: &Process) -> (char, u32) {
+    if p.threads_d > 0 {
+        ('D', p.threads_d)
+    } else if p.threads_r > 0 {
+        ('R', p.threads_r)
+    } else {
+        (p.state, 0)
+    }
 }
 
 /// Rows for `cur`, with rates against `prev` taken `secs` earlier. A process
@@ -38,6 +57,29 @@ pub fn rows(
     secs: f64,
     hz: u64,
     mem_total_kib: u64,
+) -> Vec<TopRow> {
+    rows_of(prev, cur, secs, hz, mem_total_kib, false)
+}
+
+/// The same for threads (`procfs::Reader::all(true)`): one row per thread,
+/// keyed by its TID, each with its own state.
+pub fn thread_rows(
+    prev: &[Process],
+    cur: &[Process],
+    secs: f64,
+    hz: u64,
+    mem_total_kib: u64,
+) -> Vec<TopRow> {
+    rows_of(prev, cur, secs, hz, mem_total_kib, true)
+}
+
+fn rows_of(
+    prev: &[Process],
+    cur: &[Process],
+    secs: f64,
+    hz: u64,
+    mem_total_kib: u64,
+    threads: bool,
 ) -> Vec<TopRow> {
     let before: HashMap<(i32, u64), &Process> =
         prev.iter().map(|p| ((p.tid, p.start_ticks), p)).collect();
@@ -55,13 +97,20 @@ pub fn rows(
                 let now = p.io.as_ref().map(f)?;
                 Some(rate(now, b.io.as_ref().map(f).unwrap_or(0)))
             };
+            let (state, in_state) = if threads {
+                (p.state, 1)
+            } else {
+                process_state(p)
+            };
             TopRow {
-                pid: p.pid,
+                pid: if threads { p.tid } else { p.pid },
                 user: p.user.clone(),
                 cpu_percent: ticks as f64 * 100.0 / (secs * hz.max(1) as f64),
                 mem_percent: crate::analysis::ps::mem_percent(p.rss_kib, mem_total_kib),
                 res_kib: p.rss_kib,
-                state: p.state,
+                state,
+                in_state,
+                threads: if threads { 1 } else { p.num_threads.max(1) },
                 read_rate: io(|i| i.read_bytes),
                 write_rate: io(|i| i.write_bytes),
                 vcsw_rate: rate(p.voluntary_ctxt, b.voluntary_ctxt),
@@ -115,7 +164,9 @@ pub fn cpu_split(prev: &CpuTimes, cur: &CpuTimes) -> CpuSplit {
     }
 }
 
-/// Tasks by state letter, as top's "Tasks:" line counts them.
+/// Processes by the state that matters among their threads, as top's
+/// "Tasks:" line counts them, and the threads the load average counts:
+/// runnable (R) and uninterruptible (D), every thread of every process.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct TaskCounts {
     pub total: usize,
@@ -124,6 +175,8 @@ pub struct TaskCounts {
     pub disk: usize,
     pub stopped: usize,
     pub zombie: usize,
+    pub threads_r: usize,
+    pub threads_d: usize,
 }
 
 pub fn task_counts(procs: &[Process]) -> TaskCounts {
@@ -132,7 +185,9 @@ pub fn task_counts(procs: &[Process]) -> TaskCounts {
         ..Default::default()
     };
     for p in procs {
-        match p.state {
+        c.threads_r += p.threads_r as usize;
+        c.threads_d += p.threads_d as usize;
+        match process_state(p).0 {
             'R' => c.running += 1,
             // Idle kernel threads sleep too (top counts I as sleeping).
             'S' | 'I' => c.sleeping += 1,
@@ -337,11 +392,18 @@ mod tests {
             .chars()
             .map(|c| Process {
                 state: c,
+                threads_d: u32::from(c == 'D'),
+                threads_r: u32::from(c == 'R'),
                 ..Default::default()
             })
             .collect();
+        // The main thread sleeps, 12 of 20 threads wait on the disk, 1 runs:
+        // the process counts as D, its threads in the load.
         v.push(Process {
-            state: 'D',
+            state: 'S',
+            num_threads: 20,
+            threads_d: 12,
+            threads_r: 1,
             ..Default::default()
         });
         let c = task_counts(&v);
@@ -349,6 +411,11 @@ mod tests {
             (c.total, c.running, c.sleeping, c.disk, c.stopped, c.zombie),
             (9, 1, 3, 2, 2, 1)
         );
+        assert_eq!((c.threads_r, c.threads_d), (2, 13));
+        let r = rows(&[], &v[8..], 1.0, 100, 1000);
+        assert_eq!((r[0].state, r[0].in_state, r[0].threads), ('D', 12, 20));
+        let t = thread_rows(&[], &v[..1], 1.0, 100, 1000);
+        assert_eq!((t[0].state, t[0].in_state, t[0].threads), ('R', 1, 1));
     }
 
     #[test]

@@ -84,6 +84,13 @@ fn live(mut collector: Collector, delay: Duration) -> anyhow::Result<u8> {
     let mut next = Instant::now() + delay;
     let mut detail_for = None;
     while !state.quit && !stop.load(Ordering::Relaxed) {
+        if state.threads != collector.threads {
+            // Rows change kind: start the rates afresh, from a new baseline.
+            collector.threads = state.threads;
+            collector.prev = collector.processes()?;
+            state.selected = None;
+            next = Instant::now() + delay.min(Duration::from_millis(500));
+        }
         if state.detail_pid() != detail_for {
             detail_for = state.detail_pid();
             state.detail = detail_for.map(procfs::details);
@@ -124,6 +131,8 @@ struct Collector {
     prev: Vec<Process>,
     prev_cpu: CpuTimes,
     prev_at: Instant,
+    /// One row per thread (top's `H`).
+    threads: bool,
 }
 
 impl Collector {
@@ -136,6 +145,7 @@ impl Collector {
             prev: Vec::new(),
             prev_cpu: CpuTimes::default(),
             prev_at: Instant::now(),
+            threads: false,
         };
         c.prev = c.processes()?;
         if !c.pids.is_empty() && c.prev.is_empty() {
@@ -149,13 +159,17 @@ impl Collector {
 
     fn processes(&mut self) -> anyhow::Result<Vec<Process>> {
         if self.pids.is_empty() {
-            return self.reader.all(false).context("cannot list /proc");
+            return self.reader.all(self.threads).context("cannot list /proc");
         }
-        Ok(self
-            .pids
-            .iter()
-            .filter_map(|&p| self.reader.process(p))
-            .collect())
+        let mut procs = Vec::new();
+        for &p in &self.pids {
+            if self.threads {
+                procs.extend(self.reader.threads(p));
+            } else {
+                procs.extend(self.reader.process(p));
+            }
+        }
+        Ok(procs)
     }
 
     fn sample(&mut self) -> anyhow::Result<Data> {
@@ -163,8 +177,13 @@ impl Collector {
         let system = procfs::system().context("cannot read /proc system files")?;
         let now = Instant::now();
         let secs = now.duration_since(self.prev_at).as_secs_f64();
+        let rows = if self.threads {
+            analysis::thread_rows
+        } else {
+            analysis::rows
+        };
         let data = Data {
-            rows: analysis::rows(&self.prev, &procs, secs, system.hz, system.memory.total_kib),
+            rows: rows(&self.prev, &procs, secs, system.hz, system.memory.total_kib),
             cpu: analysis::cpu_split(&self.prev_cpu, &system.cpu),
             tasks: analysis::task_counts(&procs),
             system,

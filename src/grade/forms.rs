@@ -7,6 +7,7 @@
 
 use serde::Deserialize;
 
+use super::policy;
 use crate::model::errno::ERRNOS;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -34,6 +35,12 @@ pub enum Form {
     /// A duration in seconds: a number, with an optional unit (`s`, `min`,
     /// `h`): `1.5 min` = `90 s` = `90`.
     Seconds,
+    /// A block request's type, the kernel's rwbs letters (`policy::rwbs_matches`).
+    Rwbs,
+    /// An ELF field, with or without `p_`/`e_` (`policy::elf_field`).
+    ElfField,
+    /// A name prefix, with or without its trailing separator (`policy::prefix`).
+    Prefix,
 }
 
 impl Form {
@@ -64,6 +71,9 @@ pub fn canonical(form: Form, answer: &str) -> Option<String> {
         Form::Signal => signal(s).map(|n| n.to_string()),
         Form::Number => number(s).map(|n| n.to_string()),
         Form::Seconds => seconds(s).map(|n| n.to_string()),
+        Form::Rwbs => policy::rwbs(s),
+        Form::ElfField => policy::elf_field(s),
+        Form::Prefix => policy::prefix(s),
     }
 }
 
@@ -123,6 +133,9 @@ fn seconds(s: &str) -> Option<f64> {
 
 /// Whether two answers are the same in `form`.
 pub fn same(form: Form, answer: &str, expected: &str) -> bool {
+    if form == Form::Rwbs {
+        return policy::rwbs_matches(answer, expected);
+    }
     match (canonical(form, answer), canonical(form, expected)) {
         (Some(a), Some(b)) => a == b,
         _ => false,
@@ -219,7 +232,7 @@ fn syscall(s: &str) -> Option<String> {
         .find_map(|p| s.strip_prefix(p))
         .unwrap_or(s);
     let ok = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-    ok.then(|| name.to_string())
+    ok.then(|| policy::libc_syscall(name).to_string())
 }
 
 fn function(s: &str) -> Option<String> {
@@ -343,6 +356,14 @@ mod tests {
         assert!(!same(Form::Syscall, "vfs_write", "write"));
         assert!(!same(Form::Syscall, "pwrite64", "write"));
         assert!(!same(Form::Syscall, "__x64_sys_read", "write"));
+        // The libc wrapper that enters the kernel through it is the same call.
+        assert!(same(Form::Syscall, "nanosleep", "clock_nanosleep"));
+        assert!(same(Form::Syscall, "nanosleep()", "clock_nanosleep"));
+        assert!(!same(Form::Syscall, "futex", "clock_nanosleep"));
+        assert!(same(Form::Rwbs, "W", "WS"));
+        assert!(same(Form::Rwbs, "R", "RS"));
+        assert!(same(Form::ElfField, "memsz", "p_memsz"));
+        assert!(same(Form::Prefix, "cache-upd", "cache-upd-"));
     }
 
     #[test]

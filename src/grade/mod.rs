@@ -1,6 +1,7 @@
 //! Checks → results → formats. `checks.rs` loads a lab's checks,
 //! `facts.rs` is the truth they compare with (from the learner's seed, plus
-//! the live run's in the lab), `forms.rs` how answers compare,
+//! the live run's in the lab), `forms.rs` how answers compare (`policy.rs`
+//! the course's rules for kernel letters and names),
 //! `evidence.rs` reads the files answers point to, `identity.rs` decides
 //! which learner a submission is graded as. `evaluate` here turns
 //! answers into one `CheckResult` per check; `report.rs` renders them for
@@ -14,6 +15,7 @@ pub mod evidence;
 pub mod facts;
 pub mod forms;
 pub mod identity;
+pub mod policy;
 pub mod report;
 
 use serde::Serialize;
@@ -77,7 +79,7 @@ fn evaluate_one(c: &Check, answers: &Answers, facts: &Facts, evidence: &Evidence
     } else {
         match outcome(c, answers, facts, evidence) {
             Ok(true) => (Status::Passed, String::new()),
-            Ok(false) => (Status::Failed, c.fail.clone()),
+            Ok(false) => (Status::Failed, policy::fail_message(&c.id, &c.fail)),
             Err(Missing::Answer) => (Status::Failed, format!("no answer for {} yet", c.id)),
             Err(Missing::Artifact(why)) => (Status::Failed, format!("{}: {why}", c.id)),
             Err(Missing::Fact(f)) => (

@@ -44,6 +44,11 @@ pub struct Process {
     pub locked_kib: u64,
     pub voluntary_ctxt: u64,
     pub nonvoluntary_ctxt: u64,
+    /// Threads in uninterruptible sleep (D) and running (R), counted over
+    /// every thread when top's extras are read (a process's own stat file
+    /// has its main thread's state only); 0 otherwise.
+    pub threads_d: u32,
+    pub threads_r: u32,
     /// Storage I/O from /proc/PID/io; `None` when it was not read or not permitted.
     pub io: Option<Io>,
 }

@@ -34,6 +34,8 @@ pub struct State {
     pub selected: Option<i32>,
     pub show_detail: bool,
     pub detail: Option<Details>,
+    /// One row per thread (`H`) instead of per process.
+    pub threads: bool,
     pub quit: bool,
 }
 
@@ -48,6 +50,7 @@ impl Default for State {
             selected: None,
             show_detail: false,
             detail: None,
+            threads: false,
             quit: false,
         }
     }
@@ -103,6 +106,7 @@ pub fn update(state: &mut State, key: Key) {
     match key {
         Key::Char('q') => state.quit = true,
         Key::Char('/') => state.editing = true,
+        Key::Char('H') => state.threads = !state.threads,
         Key::Char(c) => {
             if let Some(col) = Column::from_key(c) {
                 if state.sort == col {
@@ -146,8 +150,8 @@ pub fn header_lines(d: &Data) -> Vec<String> {
             s.load[2]
         ),
         format!(
-            "Tasks: {} total, {} running (R), {} sleeping (S), {} disk (D), {} stopped (T), {} zombie (Z)",
-            t.total, t.running, t.sleeping, t.disk, t.stopped, t.zombie
+            "Tasks: {} total, {} running, {} sleeping, {} disk (D), {} stopped, {} zombie · threads: {} running, {} in D",
+            t.total, t.running, t.sleeping, t.disk, t.stopped, t.zombie, t.threads_r, t.threads_d
         ),
         format!(
             "%Cpu(s): {:4.1} us, {:4.1} sy, {:4.1} ni, {:4.1} id, {:4.1} wa, {:4.1} hi, {:4.1} si, {:4.1} st",
@@ -195,13 +199,23 @@ pub fn cells(r: &TopRow) -> Vec<String> {
         format!("{:.1}", r.cpu_percent),
         format!("{:.1}", r.mem_percent),
         human_bytes(r.res_kib as f64 * 1024.0),
-        r.state.to_string(),
+        state_cell(r),
         rate(r.read_rate),
         rate(r.write_rate),
         format!("{:.0}", r.vcsw_rate),
         format!("{:.0}", r.ivcsw_rate),
         r.command.clone(),
     ]
+}
+
+/// A row's state, with how many of its threads are in it when it has
+/// several: "D 12/20" (the main thread may well sleep meanwhile).
+pub fn state_cell(r: &TopRow) -> String {
+    if r.threads > 1 && r.in_state > 0 {
+        format!("{} {}/{}", r.state, r.in_state, r.threads)
+    } else {
+        r.state.to_string()
+    }
 }
 
 /// The two key help lines: actions, then the sort keys.
@@ -223,7 +237,14 @@ pub fn help_lines(state: &State) -> [String; 2] {
         format!("  [filter: {}]", state.filter)
     };
     [
-        format!("q quit  / filter  ↑↓ select  Enter details  same sort key: reverse{filter}"),
+        format!(
+            "q quit  / filter  ↑↓ select  Enter details  H {}  same sort key: reverse{filter}",
+            if state.threads {
+                "processes"
+            } else {
+                "threads"
+            }
+        ),
         sort,
     ]
 }
@@ -299,13 +320,15 @@ pub fn render(frame: &mut Frame, state: &State) {
         };
         Row::new(cells(r)).style(style)
     });
+    // S as wide as its widest cell ("D 12/20").
+    let state_width = rows.iter().map(|r| state_cell(r).len()).max().unwrap_or(1);
     let widths = [
         Constraint::Length(7),
         Constraint::Length(8),
         Constraint::Length(5),
         Constraint::Length(5),
         Constraint::Length(6),
-        Constraint::Length(1),
+        Constraint::Length(state_width as u16),
         Constraint::Length(7),
         Constraint::Length(7),
         Constraint::Length(6),
@@ -344,6 +367,8 @@ mod tests {
             mem_percent: 0.5,
             res_kib: 2048,
             state,
+            in_state: 0,
+            threads: 1,
             read_rate: read,
             write_rate: read.map(|r| r / 2.0),
             vcsw_rate: 12.0,
@@ -393,10 +418,16 @@ mod tests {
                     disk: 1,
                     stopped: 0,
                     zombie: 1,
+                    threads_r: 1,
+                    threads_d: 12,
                 },
                 rows: vec![
                     row(100, "busy", 'R', 99.5, Some(0.0)),
-                    row(200, "writer", 'D', 2.0, Some(4.0 * 1048576.0)),
+                    TopRow {
+                        in_state: 12,
+                        threads: 20,
+                        ..row(200, "writer", 'D', 2.0, Some(4.0 * 1048576.0))
+                    },
                     row(300, "defunct", 'Z', 0.0, None),
                     row(400, "idle", 'S', 0.0, Some(0.0)),
                 ],
@@ -416,17 +447,17 @@ mod tests {
             screen(&term),
             [
                 "kdiag top - up 1 day, 2:03, load average: 2.50, 1.00, 0.25                                          ",
-                "Tasks: 4 total, 1 running (R), 1 sleeping (S), 1 disk (D), 0 stopped (T), 1 zombie (Z)              ",
+                "Tasks: 4 total, 1 running, 1 sleeping, 1 disk (D), 0 stopped, 1 zombie · threads: 1 running, 12 in D",
                 "%Cpu(s): 50.0 us, 10.0 sy,  0.0 ni, 35.0 id,  5.0 wa,  0.0 hi,  0.0 si,  0.0 st                     ",
                 "MiB Mem :   8192.0 total,   4096.0 free,   3072.0 used,   1024.0 buff/cache                         ",
                 "MiB Swap:   1024.0 total,   1024.0 free,      0.0 used.   6144.0 avail Mem                          ",
-                "PID     USER     %CPU▼ %MEM  RES    S READ/s  WRITE/s VCSW/s IVCSW/s COMMAND                        ",
-                "100     root     99.5  0.5   2.0M   R 0       0       12     1       /usr/bin/busy --flag           ",
-                "200     root     2.0   0.5   2.0M   D 4.0M    2.0M    12     1       /usr/bin/writer --flag         ",
-                "300     root     0.0   0.5   2.0M   Z -       -       12     1       /usr/bin/defunct --flag        ",
-                "400     root     0.0   0.5   2.0M   S 0       0       12     1       /usr/bin/idle --flag           ",
+                "PID     USER     %CPU▼ %MEM  RES    S       READ/s  WRITE/s VCSW/s IVCSW/s COMMAND                  ",
+                "100     root     99.5  0.5   2.0M   R       0       0       12     1       /usr/bin/busy --flag     ",
+                "200     root     2.0   0.5   2.0M   D 12/20 4.0M    2.0M    12     1       /usr/bin/writer --flag   ",
+                "300     root     0.0   0.5   2.0M   Z       -       -       12     1       /usr/bin/defunct --flag  ",
+                "400     root     0.0   0.5   2.0M   S       0       0       12     1       /usr/bin/idle --flag     ",
                 "                                                                                                    ",
-                "q quit  / filter  ↑↓ select  Enter details  same sort key: reverse                                  ",
+                "q quit  / filter  ↑↓ select  Enter details  H threads  same sort key: reverse                       ",
                 "sort: p=PID u=USER c=%CPU m=%MEM r=RES s=S i=READ/s w=WRITE/s v=VCSW/s n=IVCSW/s o=COMMAND          ",
             ]
         );

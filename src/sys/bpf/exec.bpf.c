@@ -209,6 +209,10 @@ static __always_inline int leave(long ret)
 	if (out) {
 		bpf_probe_read_kernel(out, sizeof(*out), e);
 		out->ret = ret;
+		// Stamped at the return, as the perf tier does: sorted by time,
+		// the line with the result follows what happened during the call
+		// (the point of no return, the signal).
+		out->ts = bpf_ktime_get_ns();
 		// After a successful exec, comm is the new program's.
 		bpf_get_current_comm(out->comm, sizeof(out->comm));
 		bpf_ringbuf_submit(out, 0);

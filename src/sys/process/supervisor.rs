@@ -23,7 +23,6 @@
 //! S runs in a forked copy of kdiag, which may have threads: between fork
 //! and exit it makes only async-signal-safe calls (raw system calls on
 //! buffers prepared before the fork, no allocation, no locks).
-//! Measured facts behind this design: /work/shared/research/wave2-facts.md §3.
 
 use std::ffi::CStr;
 use std::os::fd::RawFd;

@@ -63,8 +63,8 @@ pub struct Reader {
     users: users::Users,
     ttys: tty::TtyNames,
     /// Also read what top shows and ps does not: /proc/PID/io, and context
-    /// switches summed over all threads (a process's status file counts only
-    /// its main thread's).
+    /// switches and threads in D and R summed over all threads (a process's
+    /// status file counts only its main thread's).
     pub top_extras: bool,
 }
 
@@ -148,7 +148,7 @@ impl Reader {
         let mut p = self.task(&dir)?;
         p.cmdline = self.cmdline(pid);
         if self.top_extras && p.num_threads > 1 {
-            self.sum_thread_switches(&mut p, &dir);
+            self.sum_threads(&mut p, &dir);
         }
         Some(p)
     }
@@ -180,6 +180,8 @@ impl Reader {
         p.user = self.users.name(p.uid).to_owned();
         p.tty = self.ttys.name(p.tty_nr);
         if self.top_extras {
+            p.threads_d = u32::from(p.state == 'D');
+            p.threads_r = u32::from(p.state == 'R');
             // Not permitted (another user's process without root): stays None.
             p.io = self
                 .read(dir, "io")
@@ -189,19 +191,23 @@ impl Reader {
         Some(p)
     }
 
-    fn sum_thread_switches(&mut self, p: &mut Process, dir: &str) {
+    fn sum_threads(&mut self, p: &mut Process, dir: &str) {
         let Ok(tasks) = std::fs::read_dir(format!("{dir}/task")) else {
             return;
         };
-        let (mut v, mut n) = (0, 0);
+        let (mut v, mut n, mut d, mut r) = (0, 0, 0, 0);
         for t in tasks.flatten() {
             let tdir = format!("{dir}/task/{}", t.file_name().to_string_lossy());
             if self.read(&tdir, "status").is_ok() {
                 let s = parse::status(self.data());
                 v += s.voluntary_ctxt;
                 n += s.nonvoluntary_ctxt;
+                d += u32::from(s.state == 'D');
+                r += u32::from(s.state == 'R');
             }
         }
+        p.threads_d = d;
+        p.threads_r = r;
         // Threads that exited took their counts with them: never go backwards
         // below the leader's own numbers.
         p.voluntary_ctxt = v.max(p.voluntary_ctxt);

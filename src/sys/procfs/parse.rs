@@ -88,6 +88,8 @@ pub fn stat(b: &[u8]) -> Option<Stat> {
 /// Fields of /proc/PID/status that /proc/PID/stat lacks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Status {
+    /// The task's state letter (the "State:" line), '?' when absent.
+    pub state: char,
     pub euid: u32,
     pub locked_kib: u64,
     /// VmRSS, which procps prints; absent for kernel threads and zombies.
@@ -108,7 +110,10 @@ pub struct Status {
 }
 
 pub fn status(b: &[u8]) -> Status {
-    let mut s = Status::default();
+    let mut s = Status {
+        state: '?',
+        ..Status::default()
+    };
     for line in b.split(|&c| c == b'\n') {
         let Some(colon) = line.iter().position(|&c| c == b':') else {
             continue;
@@ -116,6 +121,7 @@ pub fn status(b: &[u8]) -> Status {
         let (key, rest) = (&line[..colon], &line[colon + 1..]);
         match key {
             // Real, effective, saved, filesystem: ps shows the effective one.
+            b"State" => s.state = rest.trim_ascii_start().first().map_or('?', |&c| c as char),
             b"Uid" => s.euid = nth_int(rest, 1).unwrap_or(0) as u32,
             b"VmRSS" => s.rss_kib = nth_int(rest, 0).map(|v| v as u64),
             b"VmLck" => s.locked_kib = nth_int(rest, 0).unwrap_or(0) as u64,
@@ -323,6 +329,8 @@ pub fn process(st: Stat, status: Status, page_kib: u64) -> Process {
         locked_kib: status.locked_kib,
         voluntary_ctxt: status.voluntary_ctxt,
         nonvoluntary_ctxt: status.nonvoluntary_ctxt,
+        threads_d: 0,
+        threads_r: 0,
         io: None,
     }
 }

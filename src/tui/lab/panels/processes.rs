@@ -1,6 +1,8 @@
 //! who: every process, as `kdiag top` shows them, sortable; the learner
 //! moves the selection with the arrow keys and picks a process with Enter.
 
+use std::cell::Cell;
+
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -9,7 +11,7 @@ use ratatui::widgets::{Paragraph, Row, Table as TableWidget, TableState};
 
 use crate::analysis::top::{self as analysis, Column, TopRow};
 use crate::tui::keys::Key;
-use crate::tui::top::{Data, cells};
+use crate::tui::top::{Data, cells, state_cell};
 
 /// One sample of every process.
 #[derive(Debug, Clone, Default)]
@@ -54,6 +56,8 @@ pub struct Table {
     pub descending: bool,
     /// The highlighted row, kept across refreshes by PID.
     pub selected: Option<i32>,
+    /// The width last drawn at: `s` sorts only by the columns it shows.
+    pub width: Cell<u16>,
 }
 
 impl Default for Table {
@@ -63,6 +67,7 @@ impl Default for Table {
             sort: Column::Cpu,
             descending: true,
             selected: None,
+            width: Cell::new(u16::MAX),
         }
     }
 }
@@ -101,11 +106,19 @@ impl Table {
             Key::Home => self.selected = go(0),
             Key::End => self.selected = go(last),
             Key::Char('s') => {
-                let i = SORTS
+                let shown = shown(self.width.get(), &rows);
+                let sorts: Vec<Column> = SORTS
+                    .into_iter()
+                    .filter(|c| shown.iter().any(|(s, _)| s == c))
+                    .collect();
+                let i = sorts
                     .iter()
                     .position(|c| *c == self.sort)
                     .map_or(0, |i| i + 1);
-                self.sort = SORTS[i % SORTS.len()];
+                self.sort = sorts
+                    .get(i % sorts.len().max(1))
+                    .copied()
+                    .unwrap_or(Column::Cpu);
                 self.descending = self.sort.descending_by_default();
             }
             Key::Char('r') => self.descending = !self.descending,
@@ -122,28 +135,21 @@ impl Table {
         // The sort first: the counts' width varies with the load, and what
         // does not fit is cut.
         let line = format!(
-            "sorted by {}{} (s: sort, r: reverse) · {} tasks, {} running, {} in disk wait (D) · CPU {:.0}% user, {:.0}% system, {:.0}% I/O wait",
+            "sorted by {}{} (s: sort, r: reverse) · {} processes · threads {} running, {} in disk wait (D) · CPU {:.0}% user, {:.0}% system, {:.0}% I/O wait",
             self.sort.title(),
             if self.descending { "▼" } else { "▲" },
             t.total,
-            t.running,
-            t.disk,
+            t.threads_r,
+            t.threads_d,
             c.us,
             c.sy,
             c.wa,
         );
         f.render_widget(Paragraph::new(Line::from(line)), head);
 
-        // As many columns as fit, in the order of COLUMNS, shown in top's order.
-        let mut room = area.width;
-        let mut shown: Vec<(Column, u16)> = Vec::new();
-        for (col, w) in COLUMNS {
-            if w < room || shown.len() < 3 {
-                room = room.saturating_sub(w + 1);
-                shown.push((col, w));
-            }
-        }
-        shown.sort_by_key(|(c, _)| Column::ALL.iter().position(|a| a == c));
+        self.width.set(area.width);
+        let rows = self.rows();
+        let shown = shown(area.width, &rows);
         let titles = shown.iter().map(|(c, _)| {
             let arrow = match (*c == self.sort, self.descending) {
                 (false, _) => "",
@@ -153,7 +159,6 @@ impl Table {
             format!("{}{arrow}", c.title())
         });
         let header = Row::new(titles).style(Style::new().add_modifier(Modifier::REVERSED));
-        let rows = self.rows();
         let body_rows = rows.iter().map(|r| {
             let mut all = cells(r);
             // The program's name rather than its path: what the learner
@@ -195,6 +200,23 @@ impl Table {
         let mut ts = TableState::default().with_selected(at);
         f.render_stateful_widget(table, body, &mut ts);
     }
+}
+
+/// As many columns as fit in `width`, in the order of COLUMNS, given in
+/// top's order; S as wide as its widest cell ("D 12/20").
+fn shown(width: u16, rows: &[TopRow]) -> Vec<(Column, u16)> {
+    let mut room = width;
+    let mut shown: Vec<(Column, u16)> = Vec::new();
+    let state = rows.iter().map(|r| state_cell(r).len()).max().unwrap_or(1) as u16;
+    for (col, w) in COLUMNS {
+        let w = if col == Column::State { state } else { w };
+        if w < room || shown.len() < 3 {
+            room = room.saturating_sub(w + 1);
+            shown.push((col, w));
+        }
+    }
+    shown.sort_by_key(|(c, _)| Column::ALL.iter().position(|a| a == c));
+    shown
 }
 
 /// A row's command line with the program's path replaced by its name.

@@ -1,0 +1,77 @@
+//! Docs show what a reader types, not the machine they were written on:
+//! no home directory, worktree, build folder or temporary folder of ours
+//! in README.md or docs/ (the binary is `kdiag`; a checkout's relative
+//! `target/release/kdiag` after `cargo build` is an instruction), only the documented
+//! examples (`/home/you`, the perf map `/tmp/perf-PID.map`, kdiag's own
+//! `/tmp/kdiag-UID` folders).
+
+use std::path::Path;
+
+/// Paths of a developer's machine, each with the examples it allows.
+const FORBIDDEN: &[(&str, &[&str])] = &[
+    ("/work/", &[]),
+    ("/root/", &[]),
+    ("/home/", &["/home/you"]),
+    // A build folder given as a path of ours (a checkout's own relative
+    // `target/release/kdiag`, after `cargo build`, is an instruction).
+    ("/target/", &[]),
+    ("/tmp/", &["/tmp/perf-", "/tmp/kdiag-"]),
+];
+
+fn machine_paths(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        for (bad, allowed) in FORBIDDEN {
+            for (at, _) in line.match_indices(bad) {
+                let rest = &line[at..];
+                // Inside a longer path (/var/tmp/, /home/you/work/) it is not one.
+                let inside = !bad.starts_with("/target")
+                    && line[..at].ends_with(|c: char| c.is_alphanumeric());
+                if !inside && !allowed.iter().any(|a| rest.starts_with(a)) {
+                    found.push(format!("line {}: {}", n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn docs_show_no_path_of_the_machine_they_were_written_on() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("README.md")];
+    for e in std::fs::read_dir(root.join("docs")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "md") {
+            files.push(p);
+        }
+    }
+    assert!(files.len() > 5, "README.md and docs/*.md");
+    let mut bad = Vec::new();
+    for f in &files {
+        for hit in machine_paths(&std::fs::read_to_string(f).unwrap()) {
+            bad.push(format!(
+                "{}: {hit}",
+                f.strip_prefix(root).unwrap().display()
+            ));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "paths of this machine in the docs (write `kdiag`):\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn the_check_finds_what_it_should() {
+    assert_eq!(
+        machine_paths("$ sudo /work/wt/x/target/release/kdiag lab").len(),
+        2
+    );
+    assert_eq!(machine_paths("./target/debug/kdiag top").len(), 1);
+    assert!(machine_paths("cargo build && sudo target/release/kdiag lab").is_empty());
+    assert_eq!(machine_paths("/root/.rustup/toolchains/x/rustc").len(), 1);
+    assert!(machine_paths("see /tmp/perf-PID.map and /home/you/a, /var/tmp/x").is_empty());
+    assert_eq!(machine_paths("--scratch /tmp/cbdoc4").len(), 1);
+}
