@@ -35,10 +35,6 @@ pub fn classify(o: &Observation) -> Diagnosis {
     };
     let trend = memory_trend::trend(&o.memory.series, o.window_s);
     let busiest = busiest(o);
-    let target = busiest
-        .first()
-        .filter(|_| o.scope != Scope::Process)
-        .map_or(o.pid, |m| m.pid);
 
     let (verdict, confidence, mut summary) = if let Some(z) = &o.zombie {
         (
@@ -86,7 +82,19 @@ pub fn classify(o: &Observation) -> Diagnosis {
         summary.push_str(&format!("; {}", periodic_text(p)));
     }
 
-    let evidence = evidence(o, &b, trend.as_ref(), periodic.as_ref(), &busiest);
+    let mut evidence = evidence(o, &b, trend.as_ref(), periodic.as_ref(), &busiest);
+    // The next command looks at the member that carries the verdict (the
+    // one waiting on storage for `io`), else the busiest.
+    let carriers = crate::analysis::carriers::carriers(o, verdict);
+    if let Some(line) = crate::analysis::carriers::line(&carriers, verdict) {
+        evidence.push(line);
+    }
+    let target = carriers
+        .first()
+        .map(|c| c.pid)
+        .or(busiest.first().map(|m| m.pid))
+        .filter(|_| o.scope != Scope::Process)
+        .unwrap_or(o.pid);
     let next = next(verdict, o, target);
     Diagnosis {
         verdict,
@@ -96,6 +104,7 @@ pub fn classify(o: &Observation) -> Diagnosis {
         working_threads: working,
         periodic,
         busiest,
+        carriers,
         evidence,
         next,
         trend: crate::analysis::trend::shapes(&o.trend),

@@ -2,6 +2,7 @@
 //! detection, rules. Unit-tested on fixtures without privileges.
 
 pub mod calendar;
+pub mod carriers;
 pub mod classify;
 pub mod doctor;
 pub mod drill;

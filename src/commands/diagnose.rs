@@ -506,6 +506,13 @@ fn drill(
     if drills.is_empty() {
         return None;
     }
+    // In a tree, the members that carry the verdict (never a parent that
+    // only waits for them); else the target as given.
+    let carriers: Vec<i32> = match d.carriers.as_slice() {
+        [] => vec![pid],
+        c => c.iter().map(|c| c.pid).collect(),
+    };
+    let carriers = carriers.as_slice();
     let mut found = Why {
         window_s: window.as_secs_f64(),
         ..Default::default()
@@ -522,7 +529,7 @@ fn drill(
             found.skipped.push(format!(
                 "{}: needs root; run: {}",
                 d.what(),
-                by_hand(args, d, pid)
+                by_hand(args, d, carriers)
             ));
         } else {
             runs.push(d);
@@ -545,7 +552,12 @@ fn drill(
     let results: Vec<(Drill, anyhow::Result<Found>)> = std::thread::scope(|s| {
         let running: Vec<_> = runs
             .iter()
-            .map(|&d| (d, s.spawn(move || collect(d, pid, target, window, stop))))
+            .map(|&d| {
+                (
+                    d,
+                    s.spawn(move || collect(d, carriers, target, window, stop)),
+                )
+            })
             .collect();
         running
             .into_iter()
@@ -566,7 +578,7 @@ fn drill(
             Err(e) => found.skipped.push(format!(
                 "{}: {e:#}; run: {}",
                 d.what(),
-                by_hand(args, d, pid)
+                by_hand(args, d, carriers)
             )),
         }
     }
@@ -581,20 +593,22 @@ enum Found {
     Sched(Competition),
 }
 
-/// Run one drill-down on `pid` (whose tree is `target`) for `window`.
+/// Run one drill-down for `window` on the members that carry the verdict
+/// (`carriers`) of the tree `target` (whose CPU competitors are the other
+/// processes).
 fn collect(
     d: Drill,
-    pid: i32,
+    carriers: &[i32],
     target: &[i32],
     window: Duration,
     stop: &AtomicBool,
 ) -> anyhow::Result<Found> {
     Ok(match d {
-        Drill::Cpu => Found::Cpu(profile::sample(pid, DRILL_HZ, window, stop)?),
-        Drill::Offcpu => Found::Offcpu(offcpu::record(pid, window, stop)?.0),
+        Drill::Cpu => Found::Cpu(profile::sample_all(carriers, DRILL_HZ, window, stop)?),
+        Drill::Offcpu => Found::Offcpu(offcpu::record_all(carriers, window, stop)?.0),
         Drill::Storage => {
             let (ios, tier, lost) = block::record(window, stop)?;
-            Found::Storage(summary::storage(&ios, target, tier.name(), lost))
+            Found::Storage(summary::storage(&ios, carriers, tier.name(), lost))
         }
         Drill::Sched => Found::Sched(competition::record(target, window, stop)?),
         Drill::Exec => anyhow::bail!("exec tracing runs during the watch"),
@@ -639,16 +653,16 @@ fn exec_drill(
         Err(e) => Some(Err(format!(
             "{}: {e:#}; run: {}",
             Drill::Exec.what(),
-            by_hand(args, Drill::Exec, pid)
+            by_hand(args, Drill::Exec, &[pid])
         ))),
     }
 }
 
-/// The command that runs drill-down `d` by hand: on `pid`; for a command
+/// The command that runs drill-down `d` by hand: on `pids`; for a command
 /// kdiag started (and stops), diagnose again under sudo.
-fn by_hand(args: &Args, d: Drill, pid: i32) -> String {
+fn by_hand(args: &Args, d: Drill, pids: &[i32]) -> String {
     if args.command.is_empty() {
-        return d.command(pid);
+        return d.command_for(pids);
     }
     format!(
         "sudo kdiag diagnose -d {} --why {} -- {}",
