@@ -12,6 +12,7 @@ pub mod fold;
 pub mod io_filter;
 pub mod io_pattern;
 pub mod kthread;
+pub mod locks;
 pub mod memory_trend;
 pub mod offcpu;
 pub mod ps;

@@ -127,6 +127,10 @@ pub struct Observation {
     pub bucket_s: f64,
     /// Futex addresses threads waited on as on a contended mutex.
     pub locks: Vec<LockWaits>,
+    /// What blocked threads waited in, by their user stacks (a runtime's
+    /// lock, a condition): read after the verdict when threads waited on
+    /// futexes or semaphores.
+    pub runtime_locks: Vec<crate::model::locks::RuntimeLock>,
     pub memory: Memory,
     /// Set when the target itself is a zombie.
     pub zombie: Option<Zombie>,

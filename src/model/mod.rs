@@ -10,6 +10,7 @@ pub mod errno;
 pub mod exec;
 pub mod flame;
 pub mod lab;
+pub mod locks;
 pub mod offcpu;
 pub mod process;
 pub mod profile;

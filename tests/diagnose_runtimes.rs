@@ -1,5 +1,7 @@
-//! `kdiag diagnose --tree`: the drill-downs trace the members that carry
-//! the verdict, never a parent that only waits for them.
+//! `kdiag diagnose` on the software people run: with `--tree` the
+//! drill-downs trace the members that carry the verdict, never a parent
+//! that only waits for them; runtimes' locks (the CPython GIL, a JVM
+//! monitor) are named from the waiting threads' stacks.
 
 mod common;
 
@@ -143,4 +145,122 @@ fn a_tree_is_drilled_into_the_members_that_work_not_the_sleeping_parent() {
             "{next}"
         );
     }
+}
+
+/// A process of the test's own, killed (with what it started) at the end.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Start `cmd` and wait for it to print its first line.
+fn started(cmd: &mut Command) -> Proc {
+    let mut child = Proc(cmd.stdout(Stdio::piped()).spawn().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.0.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    child
+}
+
+/// The runtime lock the verdict names: asserted to be `kind` of `runtime`
+/// taken in a function containing `function`, and `lock` the verdict.
+fn assert_runtime_lock(v: &Value, runtime: &str, kind: &str, function: &str) -> f64 {
+    let d = &v["diagnosis"];
+    let o = &v["observation"];
+    let locks = o["runtime_locks"].as_array().unwrap();
+    let l = locks
+        .iter()
+        .find(|l| l["lock"] == true)
+        .unwrap_or_else(|| panic!("no lock in {locks:?}"));
+    assert_eq!(
+        (l["runtime"].as_str(), l["kind"].as_str()),
+        (Some(runtime), Some(kind)),
+        "{l}"
+    );
+    let stack: Vec<&str> = l["stack"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f.as_str())
+        .collect();
+    assert!(stack.iter().any(|f| f.contains(function)), "{stack:?}");
+    assert_eq!(d["verdict"], "lock", "{d}");
+    let summary = d["summary"].as_str().unwrap();
+    assert!(summary.contains(&format!("{runtime}: {kind}")), "{summary}");
+    locks
+        .iter()
+        .filter(|k| k["kind"] == kind)
+        .map(|k| k["share"].as_f64().unwrap())
+        .sum()
+}
+
+/// Four CPU-bound Python threads take turns at the GIL: three wait for it
+/// at any moment, in take_gil under a futex condition wait (never a
+/// contended mutex). The verdict is `lock`, naming the GIL. At nice -15
+/// the threads get their CPU on a busy machine: the test is about the
+/// lock, not the competition.
+#[test]
+fn python_threads_competing_for_the_gil_are_a_lock() {
+    if !require_root("python_threads_competing_for_the_gil_are_a_lock") {
+        return;
+    }
+    let Some(python) = common::require_program(
+        "python_threads_competing_for_the_gil_are_a_lock",
+        &["python3"],
+        "python3",
+    ) else {
+        return;
+    };
+    let script = "import threading, time\n\
+        def spin():\n    x = 0\n    while True:\n        x += 1\n\
+        for _ in range(4):\n    threading.Thread(target=spin, daemon=True).start()\n\
+        print('ready', flush=True)\ntime.sleep(600)\n";
+    let p = started(Command::new("nice").args(["-n", "-15", python, "-c", script]));
+    let pid = p.0.id().to_string();
+    let v = common::diagnose_json(&["-d", "2", "-p", &pid]);
+    let share = assert_runtime_lock(&v, "CPython", "the GIL", "take_gil");
+    // 3 of its 5 threads wait for the GIL at any moment (the main one
+    // sleeps): 60%, less while a woken waiter waits for a CPU.
+    assert!(
+        share >= 0.3,
+        "GIL share {share}: {}",
+        v["observation"]["runtime_locks"]
+    );
+}
+
+/// Four Java threads take turns at one `synchronized` block (the holder
+/// sleeps 2 ms in it): the others are BLOCKED, parked in
+/// ObjectMonitor::enter. The verdict is `lock`, naming the monitor; the
+/// JVM's own idle threads (GC workers on semaphores, Object.wait) are not
+/// counted as lock waits.
+#[test]
+fn a_contended_java_monitor_is_a_lock() {
+    if !require_root("a_contended_java_monitor_is_a_lock") {
+        return;
+    }
+    let Some(java) = common::require_program(
+        "a_contended_java_monitor_is_a_lock",
+        &["java"],
+        "openjdk-17-jdk-headless",
+    ) else {
+        return;
+    };
+    let source = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/programs/Contend.java");
+    let p = started(Command::new(java).arg(source));
+    let pid = p.0.id().to_string();
+    let v = common::diagnose_json(&["-d", "2", "-p", &pid]);
+    let share = assert_runtime_lock(
+        &v,
+        "JVM",
+        "a monitor (synchronized)",
+        "ObjectMonitor::enter",
+    );
+    assert!(share > 0.0, "{share}");
 }
