@@ -158,38 +158,4 @@ mod tests {
         o.scope = Scope::Process;
         assert!(carriers(&o, Class::Cpu).is_empty());
     }
-
-    /// A tree waiting on storage: the next command names the member that
-    /// waits, not the one busiest on CPU.
-    #[test]
-    fn io_next_names_the_member_waiting_on_storage() {
-        use ThreadState::*;
-        let mut o = tree(vec![
-            member(1, 0.0, &[(Sleeping, 200)]),
-            member(2, 0.3, &[(OnCpu, 30)]),
-            member(3, 0.05, &[(Storage, 170)]),
-        ]);
-        o.pid = 1;
-        o.window_s = 2.0;
-        o.totals.thread_s = 6.0;
-        o.totals.threads = 3;
-        o.totals.user_s = 0.35;
-        o.totals.run_delay_s = Some(0.0);
-        o.syscalls_readable = true;
-        o.sample('S', "", "pause", "", 200);
-        o.sample('R', "", "", "", 30);
-        o.sample('D', "folio_wait_bit_common", "read", "file", 170);
-        let d = crate::analysis::classify::classify(&o);
-        assert_eq!(d.verdict, Class::Io, "{d:#?}");
-        assert_eq!(d.busiest[0].pid, 2);
-        assert_eq!(pids(&d.carriers), [3]);
-        assert!(d.next[0].contains("iosnoop -p 3 "), "{:?}", d.next);
-        assert!(
-            d.evidence
-                .iter()
-                .any(|e| e == "Members carrying `io`: p3 (PID 3) 100% (the drill-downs trace them)"),
-            "{:?}",
-            d.evidence
-        );
-    }
 }

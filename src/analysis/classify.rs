@@ -346,10 +346,11 @@ fn top_wait_points(o: &Observation, most: usize) -> String {
 /// thread was on CPU or runnable 90% of that time: the holder works while
 /// holding it".
 fn lock_text(o: &Observation) -> Option<String> {
-    if let Some(t) = crate::analysis::locks::text(o) {
-        return Some(t);
-    }
-    let l = o.locks.first()?;
+    // A contended mutex's address says more (its holder); else the lock
+    // the waiters' stacks named.
+    let Some(l) = o.locks.first() else {
+        return crate::analysis::locks::text(o);
+    };
     let holder = if l.running_share >= 0.5 {
         "the holder works while holding it"
     } else {
