@@ -89,10 +89,10 @@ fn weight(m: &Member, verdict: Class) -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn member(pid: i32, cpu: f64, states: &[(ThreadState, u64)]) -> Member {
+    pub(crate) fn member(pid: i32, cpu: f64, states: &[(ThreadState, u64)]) -> Member {
         Member {
             pid,
             comm: format!("p{pid}"),
@@ -102,7 +102,7 @@ mod tests {
         }
     }
 
-    fn tree(members: Vec<Member>) -> Observation {
+    pub(crate) fn tree(members: Vec<Member>) -> Observation {
         Observation {
             scope: Scope::Tree,
             members,

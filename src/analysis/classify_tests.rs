@@ -323,25 +323,7 @@ fn failed_execs_are_the_verdict_of_an_idle_looking_service() {
     assert_eq!(with_exec_failures(zombie.clone(), &exec, 42), zombie);
 }
 
-// The members of a tree, and the runtime locks their stacks showed.
-
-fn member_of(pid: i32, cpu: f64, states: &[(ThreadState, u64)]) -> Member {
-    Member {
-        pid,
-        comm: format!("p{pid}"),
-        user_s: cpu,
-        states: states.iter().copied().collect(),
-        ..Default::default()
-    }
-}
-
-fn tree_of(members: Vec<Member>) -> Observation {
-    Observation {
-        scope: Scope::Tree,
-        members,
-        ..Default::default()
-    }
-}
+use crate::analysis::carriers::tests::{member as member_of, tree as tree_of};
 
 #[test]
 fn io_next_names_the_member_waiting_on_storage() {

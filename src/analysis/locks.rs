@@ -39,6 +39,18 @@ const fn lock(inner: &'static str, runtime: &'static str, kind: &'static str) ->
     }
 }
 
+/// A stripped CPython's GIL wait: its timed condition wait under `outer`.
+const fn gil_under(outer: &'static str) -> Pattern {
+    Pattern {
+        inner: "pthread_cond_timedwait",
+        outer: Some(outer),
+        runtime: "CPython",
+        kind: "the GIL",
+        function: "take_gil",
+        lock: true,
+    }
+}
+
 /// The table, most specific first: a runtime's lock is recognised before
 /// the glibc call it waits in.
 pub const PATTERNS: &[Pattern] = &[
@@ -47,30 +59,9 @@ pub const PATTERNS: &[Pattern] = &[
     // A stripped CPython names no take_gil: the interpreter's own timed
     // condition waits under the calls that take the GIL back are GIL
     // waits (Python-level locks wait in sem_wait instead).
-    Pattern {
-        inner: "pthread_cond_timedwait",
-        outer: Some("PyEval_RestoreThread"),
-        runtime: "CPython",
-        kind: "the GIL",
-        function: "take_gil",
-        lock: true,
-    },
-    Pattern {
-        inner: "pthread_cond_timedwait",
-        outer: Some("_PyEval_EvalFrameDefault"),
-        runtime: "CPython",
-        kind: "the GIL",
-        function: "take_gil",
-        lock: true,
-    },
-    Pattern {
-        inner: "pthread_cond_timedwait",
-        outer: Some("PyEval_AcquireThread"),
-        runtime: "CPython",
-        kind: "the GIL",
-        function: "take_gil",
-        lock: true,
-    },
+    gil_under("PyEval_RestoreThread"),
+    gil_under("_PyEval_EvalFrameDefault"),
+    gil_under("PyEval_AcquireThread"),
     lock("PyThread_acquire_lock", "CPython", "a threading lock"),
     // HotSpot: BLOCKED on `synchronized`, and java.util.concurrent.
     lock("ObjectMonitor::enter", "JVM", "a monitor (synchronized)"),
