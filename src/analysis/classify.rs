@@ -346,8 +346,12 @@ fn top_wait_points(o: &Observation, most: usize) -> String {
 /// thread was on CPU or runnable 90% of that time: the holder works while
 /// holding it".
 fn lock_text(o: &Observation) -> Option<String> {
-    // A contended mutex's address says more (its holder); else the lock
-    // the waiters' stacks named.
+    // A runtime's lock the waiters' stacks named (the GIL, a monitor)
+    // says most; a plain mutex's address says its holder; else glibc's.
+    let runtime = o.runtime_locks.iter().find(|l| l.lock);
+    if runtime.is_some_and(|l| l.runtime != "glibc") {
+        return crate::analysis::locks::text(o);
+    }
     let Some(l) = o.locks.first() else {
         return crate::analysis::locks::text(o);
     };
