@@ -36,10 +36,6 @@ pub fn classify(o: &Observation) -> Diagnosis {
     };
     let trend = memory_trend::trend(&o.memory.series, o.window_s);
     let busiest = busiest(o);
-    let target = busiest
-        .first()
-        .filter(|_| o.scope != Scope::Process)
-        .map_or(o.pid, |m| m.pid);
 
     let (verdict, confidence, summary) = if let Some(z) = &o.zombie {
         (
@@ -99,6 +95,18 @@ pub fn classify(o: &Observation) -> Diagnosis {
     if let Some((class, said)) = states_said.filter(|s| s.0 != verdict) {
         evidence.insert(0, format!("Thread states alone: {}: {said}", class.name()));
     }
+    // The next command looks at the member that carries the verdict (the
+    // one waiting on storage for `io`), else the busiest.
+    let carriers = crate::analysis::carriers::carriers(o, verdict);
+    if let Some(line) = crate::analysis::carriers::line(&carriers, verdict) {
+        evidence.push(line);
+    }
+    let target = carriers
+        .first()
+        .map(|c| c.pid)
+        .or(busiest.first().map(|m| m.pid))
+        .filter(|_| o.scope != Scope::Process)
+        .unwrap_or(o.pid);
     let next = found.map_or_else(|| next(verdict, o, target), |f| f.next);
     Diagnosis {
         verdict,
@@ -108,6 +116,7 @@ pub fn classify(o: &Observation) -> Diagnosis {
         working_threads: working,
         periodic,
         busiest,
+        carriers,
         evidence,
         next,
         trend: crate::analysis::trend::shapes(&o.trend),
@@ -349,7 +358,15 @@ fn top_wait_points(o: &Observation, most: usize) -> String {
 /// thread was on CPU or runnable 90% of that time: the holder works while
 /// holding it".
 fn lock_text(o: &Observation) -> Option<String> {
-    let l = o.locks.first()?;
+    // A runtime's lock the waiters' stacks named (the GIL, a monitor)
+    // says most; a plain mutex's address says its holder; else glibc's.
+    let runtime = o.runtime_locks.iter().find(|l| l.lock);
+    if runtime.is_some_and(|l| l.runtime != "glibc") {
+        return crate::analysis::locks::text(o);
+    }
+    let Some(l) = o.locks.first() else {
+        return crate::analysis::locks::text(o);
+    };
     let holder = if l.running_share >= 0.5 {
         "the holder works while holding it"
     } else {

@@ -322,3 +322,111 @@ fn failed_execs_are_the_verdict_of_an_idle_looking_service() {
     let zombie = classify(&z);
     assert_eq!(with_exec_failures(zombie.clone(), &exec, 42), zombie);
 }
+
+use crate::analysis::carriers::tests::{member as member_of, tree as tree_of};
+
+#[test]
+fn io_next_names_the_member_waiting_on_storage() {
+    use ThreadState::*;
+    let mut o = tree_of(vec![
+        member_of(1, 0.0, &[(Sleeping, 200)]),
+        member_of(2, 0.3, &[(OnCpu, 30)]),
+        member_of(3, 0.05, &[(Storage, 170)]),
+    ]);
+    o.pid = 1;
+    o.window_s = 2.0;
+    o.totals.thread_s = 6.0;
+    o.totals.threads = 3;
+    o.totals.user_s = 0.35;
+    o.totals.run_delay_s = Some(0.0);
+    o.syscalls_readable = true;
+    o.sample('S', "", "pause", "", 200);
+    o.sample('R', "", "", "", 30);
+    o.sample('D', "folio_wait_bit_common", "read", "file", 170);
+    let d = classify(&o);
+    assert_eq!(d.verdict, Class::Io, "{d:#?}");
+    assert_eq!(d.busiest[0].pid, 2);
+    assert_eq!(d.carriers.iter().map(|c| c.pid).collect::<Vec<_>>(), [3]);
+    assert!(d.next[0].contains("iosnoop -p 3 "), "{:?}", d.next);
+    assert!(
+        d.evidence
+            .iter()
+            .any(|e| e == "Members carrying `io`: p3 (PID 3) 100% (the drill-downs trace them)"),
+        "{:?}",
+        d.evidence
+    );
+}
+
+fn profile_of(stacks: &[(&[&str], u64)]) -> crate::model::profile::Profile {
+    crate::model::profile::Profile {
+        stacks: stacks
+            .iter()
+            .map(|(f, n)| crate::model::profile::Stack {
+                comm: "python3".into(),
+                frames: f
+                    .iter()
+                    .map(|n| crate::model::profile::Frame::user(*n))
+                    .collect(),
+                samples: *n,
+                weight: *n,
+                user_depth: 0,
+                state: None,
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+/// Four threads, each waiting for the GIL about half the time: the
+/// observation's futex waits become lock waits, and the verdict says so.
+#[test]
+fn gil_waits_become_the_lock_verdict() {
+    let p = profile_of(&[
+        (
+            &[
+                "PyEval_RestoreThread",
+                "python3.11+0x1",
+                "pthread_cond_timedwait",
+            ],
+            90,
+        ),
+        (
+            &[
+                "_PyEval_EvalFrameDefault",
+                "python3.11+0x1",
+                "pthread_cond_timedwait",
+            ],
+            10,
+        ),
+        (&["main", "sleep"], 5),
+    ]);
+    let locks = crate::analysis::locks::attribute(&p, 200);
+    assert_eq!(locks.len(), 2, "{locks:?}");
+    assert_eq!(locks[0].kind, "the GIL");
+    assert_eq!(locks[0].caller.as_deref(), Some("PyEval_RestoreThread"));
+    assert_eq!(locks[0].share, 0.45);
+
+    let mut o = Observation {
+        pid: 7,
+        window_s: 2.0,
+        syscalls_readable: true,
+        ..Default::default()
+    };
+    o.totals.thread_s = 8.0;
+    o.totals.threads = 4;
+    o.totals.user_s = 1.8;
+    o.totals.run_delay_s = Some(1.0);
+    o.sample('R', "", "", "", 100);
+    o.sample('S', "futex_do_wait", "futex", "futex", 100);
+    let before = classify(&o);
+    assert_ne!(before.verdict, Class::Lock);
+    assert!(crate::analysis::locks::relabel(&mut o, &locks));
+    o.runtime_locks = locks;
+    let d = classify(&o);
+    assert_eq!(d.verdict, Class::Lock, "{d:#?}");
+    assert!(
+            d.summary.contains("CPython: the GIL (take_gil, taken in PyEval_RestoreThread): threads waited for it 50% of their time"),
+            "{}",
+            d.summary
+        );
+}

@@ -2,6 +2,7 @@
 //! detection, rules. Unit-tested on fixtures without privileges.
 
 pub mod calendar;
+pub mod carriers;
 pub mod classify;
 pub mod doctor;
 pub mod drill;
@@ -12,6 +13,7 @@ pub mod io_filter;
 pub mod io_pattern;
 pub mod kthread;
 pub mod limits;
+pub mod locks;
 pub mod memory_trend;
 pub mod offcpu;
 pub mod ps;

@@ -46,12 +46,20 @@ pub fn needs_wchan(state: char, syscall: &str, on: &str) -> bool {
     state == 'D' || by_syscall(false, syscall, on).is_none()
 }
 
+/// What a futex or semaphore wait is on once the waiters' stacks showed
+/// a runtime's lock.
+pub const RUNTIME_LOCK: &str = "runtime-lock";
+
 fn by_syscall(d: bool, syscall: &str, on: &str) -> Option<Wait> {
     let stream = matches!(on, "pipe" | "socket" | "terminal" | "char-device" | "event");
     let storage = matches!(on, "file" | "block-device" | "directory");
     Some(match syscall {
         "fault" if d => w(Storage, "page fault"),
         "futex" if on == "mutex" => w(Lock, "mutex (futex)"),
+        // A runtime's lock, named by the waiters' stacks (`analysis::locks`).
+        "futex" | "futex_waitv" | "semop" | "semtimedop" if on == RUNTIME_LOCK => {
+            w(Lock, "runtime lock")
+        }
         "futex" | "futex_waitv" => w(Sleeping, "condition (futex)"),
         "nanosleep" | "clock_nanosleep" => w(Sleeping, "timer"),
         "poll" | "ppoll" | "select" | "pselect6" | "epoll_wait" | "epoll_pwait"

@@ -70,6 +70,21 @@ impl Drill {
     }
 }
 
+impl Drill {
+    /// The command that runs it by hand on several processes: offcpu takes
+    /// them all, the others the first (the one with most of the verdict).
+    pub fn command_for(self, pids: &[i32]) -> String {
+        match (self, pids) {
+            (Drill::Offcpu, [_, _, ..]) => {
+                let list: Vec<String> = pids.iter().map(i32::to_string).collect();
+                format!("sudo kdiag offcpu -p {} -d 3", list.join(","))
+            }
+            (_, [first, ..]) => self.command(*first),
+            (_, []) => self.command(0),
+        }
+    }
+}
+
 /// The drill-downs run after the verdict; `all`: every one, whatever it is.
 /// `states` is the verdict's thread-state breakdown (a strong storage
 /// runner-up adds the storage drill-down). Exec tracing is not planned

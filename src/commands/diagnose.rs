@@ -20,17 +20,18 @@ use anyhow::Context;
 
 use crate::analysis::classify::{classify, with_exec_failures};
 use crate::analysis::why::{self, Drill};
-use crate::analysis::{drill as summary, exec_failure};
+use crate::analysis::{drill as summary, exec_failure, locks};
 use crate::error::{self, usage};
 use crate::instruments::exec::watch::{Watch, watch};
 use crate::instruments::exec::{Filter, Spawned};
 use crate::instruments::observe::{Options, competition, observe};
-use crate::instruments::{block, offcpu, profile};
+use crate::instruments::{block, blocked, offcpu, profile};
 use crate::model::diagnose_run::{DiagnoseRun, RunMeta};
 use crate::model::diagnosis::{Diagnosis, Observation, Scope};
 use crate::model::drill::Why;
 use crate::model::drill::{Competition, ExecDrill};
 use crate::model::exec::Exit;
+use crate::model::locks::RuntimeLock;
 use crate::model::profile::Profile;
 use crate::render;
 use crate::sys::process::interrupt::Interrupt;
@@ -401,13 +402,17 @@ fn watch_and_drill(args: &Args, interrupt: &Interrupt) -> anyhow::Result<Diagnos
         .ok()
         .filter(|o| o.ended.is_none())
         .map(classify);
+    let mut runtime_locks = Vec::new();
     let mut why = verdict.as_ref().and_then(|d| {
         let window = Duration::from_secs_f64(args.duration.min(DRILL_S));
         let target: Vec<i32> = observed
             .as_ref()
             .map(|o| o.members.iter().map(|m| m.pid).collect())
             .unwrap_or_default();
-        drill(args, pid, d, &target, window, &interrupt.stop_flag())
+        let sweep = observed.as_ref().is_ok_and(locks::worth_a_look);
+        let (why, found) = drill(args, pid, d, &target, sweep, window, &interrupt.stop_flag());
+        runtime_locks = found;
+        why
     });
     if let Some(c) = child.as_mut() {
         c.stop(Duration::from_secs(2));
@@ -444,8 +449,15 @@ fn watch_and_drill(args: &Args, interrupt: &Interrupt) -> anyhow::Result<Diagnos
     // The cost of everything: the watch, the drill-downs, the exec trace.
     let (cpu_s, max_rss_kib) = crate::sys::process::rusage::own_usage();
     (o.cost.run_cpu_s, o.cost.max_rss_kib) = (Some(cpu_s), max_rss_kib);
-    // Classified before the drill-down when it was still running.
-    let diagnosis = verdict.unwrap_or_else(|| classify(&o));
+    // Classified before the drill-down when it was still running; again
+    // when the waiters' stacks showed a runtime's lock where the futex
+    // alone looked like a condition.
+    let relabelled = locks::relabel(&mut o, &runtime_locks);
+    o.runtime_locks = runtime_locks;
+    let diagnosis = match verdict {
+        Some(d) if !relabelled => d,
+        _ => classify(&o),
+    };
     let diagnosis = match why.as_ref().and_then(|w| w.exec.as_ref()) {
         Some(exec) => with_exec_failures(diagnosis, exec, pid),
         None => diagnosis,
@@ -496,22 +508,32 @@ fn observe_live(
 
 /// Run the drill-downs `--why` and the diagnosis call for on `pid` (whose
 /// tree is `target`), all at once for `window`; None when there are none.
+/// With `sweep`, the blocked threads' stacks are read meanwhile, and what
+/// they waited in comes back beside the drill-downs.
 fn drill(
     args: &Args,
     pid: i32,
     d: &Diagnosis,
     target: &[i32],
+    sweep: bool,
     window: Duration,
     stop: &AtomicBool,
-) -> Option<Why> {
+) -> (Option<Why>, Vec<RuntimeLock>) {
     let drills = match args.why {
-        WhyMode::None => return None,
+        WhyMode::None => return (None, Vec::new()),
         WhyMode::Auto => why::plan(d.verdict, &d.states, false),
         WhyMode::All => why::plan(d.verdict, &d.states, true),
     };
     if drills.is_empty() {
-        return None;
+        return (None, Vec::new());
     }
+    // In a tree, the members that carry the verdict (never a parent that
+    // only waits for them); else the target as given.
+    let carriers: Vec<i32> = match d.carriers.as_slice() {
+        [] => vec![pid],
+        c => c.iter().map(|c| c.pid).collect(),
+    };
+    let carriers = carriers.as_slice();
     let mut found = Why {
         window_s: window.as_secs_f64(),
         ..Default::default()
@@ -528,14 +550,14 @@ fn drill(
             found.skipped.push(format!(
                 "{}: needs root; run: {}",
                 d.what(),
-                by_hand(args, d, pid)
+                by_hand(args, d, carriers)
             ));
         } else {
             runs.push(d);
         }
     }
     if runs.is_empty() {
-        return Some(found);
+        return (Some(found), Vec::new());
     }
     if !args.json {
         let what: Vec<&str> = runs.iter().map(|d| d.what()).collect();
@@ -548,11 +570,20 @@ fn drill(
     }
     // At once: the block requests and the blocking paths are of the same
     // seconds, and the wait is one window whatever the number.
+    let mut runtime_locks = Vec::new();
     let results: Vec<(Drill, anyhow::Result<Found>)> = std::thread::scope(|s| {
         let running: Vec<_> = runs
             .iter()
-            .map(|&d| (d, s.spawn(move || collect(d, pid, target, window, stop))))
+            .map(|&d| {
+                (
+                    d,
+                    s.spawn(move || collect(d, carriers, target, window, stop)),
+                )
+            })
             .collect();
+        if sweep && let Ok(w) = blocked::sweep(carriers, window, stop) {
+            runtime_locks = locks::attribute(&w.profile, w.thread_samples);
+        }
         running
             .into_iter()
             .map(|(d, t)| {
@@ -572,11 +603,11 @@ fn drill(
             Err(e) => found.skipped.push(format!(
                 "{}: {e:#}; run: {}",
                 d.what(),
-                by_hand(args, d, pid)
+                by_hand(args, d, carriers)
             )),
         }
     }
-    Some(found)
+    (Some(found), runtime_locks)
 }
 
 /// What one drill-down collected.
@@ -587,20 +618,22 @@ enum Found {
     Sched(Competition),
 }
 
-/// Run one drill-down on `pid` (whose tree is `target`) for `window`.
+/// Run one drill-down for `window` on the members that carry the verdict
+/// (`carriers`) of the tree `target` (whose CPU competitors are the other
+/// processes).
 fn collect(
     d: Drill,
-    pid: i32,
+    carriers: &[i32],
     target: &[i32],
     window: Duration,
     stop: &AtomicBool,
 ) -> anyhow::Result<Found> {
     Ok(match d {
-        Drill::Cpu => Found::Cpu(profile::sample(pid, DRILL_HZ, window, stop)?),
-        Drill::Offcpu => Found::Offcpu(offcpu::record(pid, window, stop)?.0),
+        Drill::Cpu => Found::Cpu(profile::sample_all(carriers, DRILL_HZ, window, stop)?),
+        Drill::Offcpu => Found::Offcpu(offcpu::record_all(carriers, window, stop)?.0),
         Drill::Storage => {
             let (ios, tier, lost) = block::record(window, stop)?;
-            Found::Storage(summary::storage(&ios, target, tier.name(), lost))
+            Found::Storage(summary::storage(&ios, carriers, tier.name(), lost))
         }
         Drill::Sched => Found::Sched(competition::record(target, window, stop)?),
         Drill::Exec => anyhow::bail!("exec tracing runs during the watch"),
@@ -648,16 +681,16 @@ fn exec_drill(
         Err(e) => Some(Err(format!(
             "{}: {e:#}; run: {}",
             Drill::Exec.what(),
-            by_hand(args, Drill::Exec, pid)
+            by_hand(args, Drill::Exec, &[pid])
         ))),
     }
 }
 
-/// The command that runs drill-down `d` by hand: on `pid`; for a command
+/// The command that runs drill-down `d` by hand: on `pids`; for a command
 /// kdiag started (and stops), diagnose again under sudo.
-fn by_hand(args: &Args, d: Drill, pid: i32) -> String {
+fn by_hand(args: &Args, d: Drill, pids: &[i32]) -> String {
     if args.command.is_empty() {
-        return d.command(pid);
+        return d.command_for(pids);
     }
     format!(
         "sudo kdiag diagnose -d {} --why {} -- {}",

@@ -5,6 +5,7 @@
 //! each other and commands never name a tier's type.
 
 pub mod block;
+pub mod blocked;
 pub mod doctor;
 pub mod elf;
 pub mod exec;

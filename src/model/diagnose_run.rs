@@ -230,6 +230,7 @@ mod tests {
                 working_threads: 1.0,
                 periodic: None,
                 busiest: vec![],
+                carriers: vec![],
                 evidence: vec!["CPU: 1 CPU".into()],
                 next: vec![],
                 trend: Default::default(),

@@ -140,6 +140,10 @@ pub struct Observation {
     pub bucket_s: f64,
     /// Futex addresses threads waited on as on a contended mutex.
     pub locks: Vec<LockWaits>,
+    /// What blocked threads waited in, by their user stacks (a runtime's
+    /// lock, a condition): read after the verdict when threads waited on
+    /// futexes or semaphores.
+    pub runtime_locks: Vec<crate::model::locks::RuntimeLock>,
     pub memory: Memory,
     /// Set when the target itself is a zombie.
     pub zombie: Option<Zombie>,
@@ -184,6 +188,9 @@ pub struct Member {
     pub write_bytes: Option<u64>,
     pub minor_faults: u64,
     pub major_faults: u64,
+    /// Its threads' samples by state (`analysis::carriers` picks the
+    /// members a verdict's drill-downs look at).
+    pub states: std::collections::BTreeMap<ThreadState, u64>,
 }
 
 /// Counter deltas summed over the tree.
@@ -404,6 +411,14 @@ pub struct MemberShare {
     pub cpu_share: f64,
 }
 
+/// A member's share of the tree's time in the verdict's state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Carrier {
+    pub pid: i32,
+    pub comm: String,
+    pub share: f64,
+}
+
 /// A verdict with the numbers behind it and what to run next.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Diagnosis {
@@ -419,6 +434,10 @@ pub struct Diagnosis {
     pub periodic: Option<Periodic>,
     /// The members with most of the tree's CPU (with more than one member).
     pub busiest: Vec<MemberShare>,
+    /// The members in the verdict's state (storage for `io`, blocked for
+    /// `lock`, on CPU for `cpu`), most first: what the drill-downs trace.
+    #[serde(default)]
+    pub carriers: Vec<Carrier>,
     pub evidence: Vec<String>,
     /// The instrument to run for the "why", as a command line.
     pub next: Vec<String>,

@@ -11,6 +11,7 @@ pub mod exec;
 pub mod flame;
 pub mod lab;
 pub mod limits;
+pub mod locks;
 pub mod offcpu;
 pub mod process;
 pub mod profile;

@@ -140,14 +140,14 @@ pub fn observe(pid: i32, opts: &Options, stop: &AtomicBool) -> anyhow::Result<Ob
         });
     }
     o.kernel_thread = drivers.map(|d| d.finish(&mut r, &tree.names));
-    sampler.into_observation(&mut o, BUCKET.as_secs_f64());
-    o.sampling.interval_ms = TICK.as_millis() as u64;
     let (members, mut totals) = tree.report(crate::sys::procfs::hz() as f64);
     if !o.delay_accounting {
         totals.blkio_delay_s = None;
     }
     o.members = members;
     o.totals = totals;
+    sampler.into_observation(&mut o, BUCKET.as_secs_f64());
+    o.sampling.interval_ms = TICK.as_millis() as u64;
     o.stopped = tree.stopped.take();
     (o.memory.start, o.memory.end) = tree.smaps();
     let (cpu1, max_rss_kib) = own_usage();

@@ -8,7 +8,7 @@
 //! (the kind of file behind a descriptor, or for a futex whether it is a
 //! contended mutex).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::analysis::waits;
 use crate::model::diagnosis::{LockWaits, Observation, ThreadState};
@@ -57,6 +57,8 @@ pub struct Sampler {
     most_per_tick: usize,
     /// Syscall files read / refused.
     syscall_reads: (u64, u64),
+    /// Each process's samples by state.
+    by_member: HashMap<i32, BTreeMap<ThreadState, u64>>,
 }
 
 impl Sampler {
@@ -73,6 +75,7 @@ impl Sampler {
             samples: 0,
             most_per_tick: 0,
             syscall_reads: (0, 0),
+            by_member: HashMap::new(),
         }
     }
 
@@ -120,6 +123,12 @@ impl Sampler {
                 running.insert(pid);
             }
             let state = waits::classify(st.state, &wchan, &call, on).state;
+            *self
+                .by_member
+                .entry(pid)
+                .or_default()
+                .entry(state)
+                .or_default() += 1;
             seen += 1;
             working += usize::from(state != ThreadState::Sleeping);
             *self
@@ -198,8 +207,11 @@ impl Sampler {
         }
     }
 
-    /// Put what was sampled into the observation.
+    /// Put what was sampled into the observation (its members first).
     pub fn into_observation(mut self, o: &mut Observation, bucket_s: f64) {
+        for m in &mut o.members {
+            m.states = self.by_member.remove(&m.pid).unwrap_or_default();
+        }
         self.take_interval(&mut Observation::default());
         for ((state, wchan, call, on), n) in self.counts {
             o.sample(state, &wchan, &call, on, n);

@@ -449,6 +449,7 @@ impl Tree {
                 write_bytes: io.map(|(a, b)| d(b.write_bytes, a.write_bytes)),
                 minor_faults: d(p.last.minflt, p.base.minflt),
                 major_faults: d(p.last.majflt, p.base.majflt),
+                states: Default::default(),
             };
             t.user_s += m.user_s;
             t.system_s += m.system_s;

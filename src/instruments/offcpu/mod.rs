@@ -50,8 +50,19 @@ pub fn record(
     window: Duration,
     stop: &std::sync::atomic::AtomicBool,
 ) -> anyhow::Result<(Profile, Attach)> {
+    record_all(&[pid], window, stop)
+}
+
+/// `record` of several processes at once (and the children they start),
+/// into one profile: diagnose's drill-down on the members of a tree that
+/// carry its verdict, filtered in the kernel by their tgids.
+pub fn record_all(
+    pids: &[i32],
+    window: Duration,
+    stop: &std::sync::atomic::AtomicBool,
+) -> anyhow::Result<(Profile, Attach)> {
     let options = Options {
-        tgids: vec![pid as u32],
+        tgids: pids.iter().map(|&p| p as u32).collect(),
         follow: true,
         min_block_ns: 1_000,
         states: crate::model::offcpu::StateFilter::All,
@@ -60,9 +71,8 @@ pub fn record(
     let attach = tracer.attach();
     let start = std::time::Instant::now();
     super::for_window(window, stop, |wait| tracer.poll(wait))?;
-    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
     let mut p = Profile {
-        target: format!("PID {pid} ({})", comm.trim()),
+        target: crate::instruments::profile::target_name(pids),
         ..Default::default()
     };
     p.cost.wall_secs = start.elapsed().as_secs_f64();

@@ -81,7 +81,17 @@ pub struct Sampler {
 /// cycles where asked and the machine has a PMU, else cpu-clock, with a
 /// note saying why.
 pub fn open(request: Request, pid: Option<i32>) -> anyhow::Result<Sampler> {
-    let target = pid.map_or(Target::AllCpus, Target::Process);
+    open_on(request, pid.as_slice())
+}
+
+/// [`open`] on several processes at once, one ring per CPU for all their
+/// threads (diagnose's drill-down on the members that carry its verdict);
+/// none: every CPU.
+pub fn open_on(request: Request, pids: &[i32]) -> anyhow::Result<Sampler> {
+    let session = |spec: &EventSpec, pages| match pids {
+        [] => Session::open(std::slice::from_ref(spec), Target::AllCpus, pages),
+        pids => Session::open_processes(std::slice::from_ref(spec), pids, pages),
+    };
     let shape = |spec: EventSpec| {
         let mut spec = spec.with_callchain().with_task_events();
         if let Some(bytes) = request.stack_size {
@@ -112,7 +122,7 @@ pub fn open(request: Request, pid: Option<i32>) -> anyhow::Result<Sampler> {
     let clock = shape(EventSpec::cpu_clock(request.freq));
     let (session, event, event_note) = if request.cycles {
         let cycles = shape(EventSpec::cycles(request.freq));
-        match Session::open(std::slice::from_ref(&cycles), target, pages) {
+        match session(&cycles, pages) {
             Ok(s) => (s, cycles.name(), None),
             // No PMU (a VM): cpu-clock, as bcc's profile does. Any other
             // refusal is retried with cpu-clock too, so the error names the
@@ -123,12 +133,12 @@ pub fn open(request: Request, pid: Option<i32>) -> anyhow::Result<Sampler> {
                 } else {
                     format!("cycles unavailable: {e:#}")
                 };
-                let s = Session::open(std::slice::from_ref(&clock), target, pages)?;
+                let s = session(&clock, pages)?;
                 (s, clock.name(), Some(note))
             }
         }
     } else {
-        let s = Session::open(std::slice::from_ref(&clock), target, pages)?;
+        let s = session(&clock, pages)?;
         (s, clock.name(), None)
     };
     if !request.on_exec {
@@ -140,7 +150,7 @@ pub fn open(request: Request, pid: Option<i32>) -> anyhow::Result<Sampler> {
         request,
         event: event.into(),
         event_note,
-        captured: pid.map(|p| p as u32).into_iter().collect(),
+        captured: pids.iter().map(|&p| p as u32).collect(),
     };
     sampler.recorder = sampler.new_recorder();
     Ok(sampler)
@@ -213,14 +223,39 @@ impl Sampler {
 /// `stop` is set: what `kdiag profile -p PID -d SECS` records, for callers
 /// that want it in one piece (diagnose's drill-down).
 pub fn sample(pid: i32, hz: u64, window: Duration, stop: &AtomicBool) -> anyhow::Result<Profile> {
-    let mut sampler = open(Request::clock(hz), Some(pid))?;
+    sample_all(&[pid], hz, window, stop)
+}
+
+/// `sample` of several processes at once, into one profile (diagnose's
+/// drill-down on the members of a tree that carry its verdict).
+pub fn sample_all(
+    pids: &[i32],
+    hz: u64,
+    window: Duration,
+    stop: &AtomicBool,
+) -> anyhow::Result<Profile> {
+    let mut sampler = open_on(Request::clock(hz), pids)?;
     let start = Instant::now();
     super::for_window(window, stop, |wait| sampler.poll(wait))?;
     let mut p = Profile {
-        target: format!("PID {pid} ({})", super::target::comm_of(pid)),
+        target: target_name(pids),
         ..Default::default()
     };
     p.cost.wall_secs = start.elapsed().as_secs_f64();
     sampler.finish(&mut p);
     Ok(p)
+}
+
+/// `PID 42 (burn)`, or `PIDs 42 (burn), 43 (burn)`: what a profile of
+/// `pids` covers.
+pub fn target_name(pids: &[i32]) -> String {
+    let named: Vec<String> = pids
+        .iter()
+        .map(|&p| format!("{p} ({})", super::target::comm_of(p)))
+        .collect();
+    format!(
+        "PID{} {}",
+        if pids.len() == 1 { "" } else { "s" },
+        named.join(", ")
+    )
 }

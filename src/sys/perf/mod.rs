@@ -79,20 +79,38 @@ impl Session {
             bail!("events sharing a ring must record the same sample fields");
         }
         let pages = pages.max(1).next_power_of_two();
-        let Target::Process(pid) = target else {
-            return Self::open_tasks(specs, &[-1], false, pages, sample_type);
+        match target {
+            Target::AllCpus => Self::open_tasks(specs, &[-1], false, pages, sample_type),
+            Target::Process(pid) => Self::open_processes(specs, &[pid], pages),
+        }
+    }
+
+    /// Open every spec for several processes (their threads and the
+    /// children they start from now on), all writing into one ring per
+    /// CPU. The first process's errors are the ones reported; the others
+    /// may have ended meanwhile.
+    pub fn open_processes(
+        specs: &[EventSpec],
+        pids: &[i32],
+        pages: usize,
+    ) -> anyhow::Result<Session> {
+        let Some(first) = specs.first() else {
+            bail!("no events to open")
         };
+        let sample_type = first.sample_type();
+        let pages = pages.max(1).next_power_of_two();
         // inherit follows threads and children created from now on; threads
         // that already exist need an event each, as `perf record -p` does. A
         // thread created while we attach may be followed on some CPUs only:
         // if the thread list changed meanwhile, attach again (nothing has
         // been enabled yet, so nothing is counted twice).
+        let threads = || -> Vec<i32> { pids.iter().flat_map(|&p| threads_of(p)).collect() };
         let mut tries = 0;
         loop {
-            let tasks = threads_of(pid);
+            let tasks = threads();
             let session = Self::open_tasks(specs, &tasks, true, pages, sample_type)?;
             tries += 1;
-            if tries == 5 || threads_of(pid).iter().all(|t| tasks.contains(t)) {
+            if tries == 5 || threads().iter().all(|t| tasks.contains(t)) {
                 return Ok(session);
             }
         }

@@ -1,0 +1,413 @@
+//! Locks by what holds them: blocked threads' user stacks matched against
+//! a table of the ways runtimes wait (the CPython GIL, JVM monitors and
+//! parking, Go's runtime locks and semaphores, PostgreSQL's lock sleeps,
+//! glibc's mutexes, rwlocks, semaphores and condition variables). A
+//! futex wait alone cannot tell a lock from a condition; the stack can.
+//! The table is data: a runtime added is a row added. Pure.
+
+use std::collections::HashMap;
+
+use crate::analysis::waits::RUNTIME_LOCK;
+use crate::model::diagnosis::Observation;
+use crate::model::locks::RuntimeLock;
+use crate::model::profile::{Frame, Profile};
+
+/// One way of waiting: a stack with a frame named `inner` (and, when
+/// given, a frame named `outer` at most three frames further out) waits
+/// for `kind` of `runtime`, taken by `function`. Names match as
+/// substrings (C++ names carry their arguments, glibc's have aliases
+/// with underscores).
+#[derive(Debug, Clone, Copy)]
+pub struct Pattern {
+    pub inner: &'static str,
+    pub outer: Option<&'static str>,
+    pub runtime: &'static str,
+    pub kind: &'static str,
+    pub function: &'static str,
+    /// A lock (false: a condition, sleeping by design).
+    pub lock: bool,
+}
+
+const fn lock(inner: &'static str, runtime: &'static str, kind: &'static str) -> Pattern {
+    Pattern {
+        inner,
+        outer: None,
+        runtime,
+        kind,
+        function: inner,
+        lock: true,
+    }
+}
+
+/// A stripped CPython's GIL wait: its timed condition wait under `outer`.
+const fn gil_under(outer: &'static str) -> Pattern {
+    Pattern {
+        inner: "pthread_cond_timedwait",
+        outer: Some(outer),
+        runtime: "CPython",
+        kind: "the GIL",
+        function: "take_gil",
+        lock: true,
+    }
+}
+
+/// The table, most specific first: a runtime's lock is recognised before
+/// the glibc call it waits in.
+pub const PATTERNS: &[Pattern] = &[
+    // CPython ≤ 3.12: the GIL is a condition variable and a mutex.
+    lock("take_gil", "CPython", "the GIL"),
+    // A stripped CPython names no take_gil: the interpreter's own timed
+    // condition waits under the calls that take the GIL back are GIL
+    // waits (Python-level locks wait in sem_wait instead).
+    gil_under("PyEval_RestoreThread"),
+    gil_under("_PyEval_EvalFrameDefault"),
+    gil_under("PyEval_AcquireThread"),
+    lock("PyThread_acquire_lock", "CPython", "a threading lock"),
+    // HotSpot: BLOCKED on `synchronized`, and java.util.concurrent.
+    lock("ObjectMonitor::enter", "JVM", "a monitor (synchronized)"),
+    lock("ObjectMonitor::EnterI", "JVM", "a monitor (synchronized)"),
+    Pattern {
+        inner: "ObjectMonitor::wait",
+        outer: None,
+        runtime: "JVM",
+        kind: "Object.wait (a condition)",
+        function: "ObjectMonitor::wait",
+        lock: false,
+    },
+    lock(
+        "Parker::park",
+        "JVM",
+        "LockSupport.park (a java.util.concurrent lock)",
+    ),
+    // The JVM's own workers (GC, JIT) wait for work on semaphores.
+    Pattern {
+        inner: "PosixSemaphore::wait",
+        outer: None,
+        runtime: "JVM",
+        kind: "a worker waiting for work",
+        function: "PosixSemaphore::wait",
+        lock: false,
+    },
+    // PostgreSQL: heavyweight locks sleep in ProcSleep, lightweight ones
+    // in PGSemaphoreLock.
+    lock(
+        "ProcSleep",
+        "PostgreSQL",
+        "a heavyweight lock (row or table)",
+    ),
+    lock(
+        "PGSemaphoreLock",
+        "PostgreSQL",
+        "a lightweight lock (semaphore)",
+    ),
+    // Go: the runtime's own locks and sync.Mutex's semaphore.
+    lock("sync.(*Mutex).lockSlow", "Go", "a sync.Mutex"),
+    lock("sync.(*RWMutex)", "Go", "a sync.RWMutex"),
+    lock("runtime.semacquire", "Go", "a semaphore (semacquire)"),
+    lock("runtime.lock", "Go", "a runtime lock"),
+    // glibc.
+    lock("pthread_mutex_lock", "glibc", "a mutex"),
+    lock("pthread_mutex_timedlock", "glibc", "a mutex"),
+    lock("__lll_lock_wait", "glibc", "a mutex"),
+    lock("pthread_rwlock_rdlock", "glibc", "a rwlock (read)"),
+    lock("pthread_rwlock_wrlock", "glibc", "a rwlock (write)"),
+    lock("sem_wait", "glibc", "a semaphore"),
+    lock("sem_timedwait", "glibc", "a semaphore"),
+    lock("sem_clockwait", "glibc", "a semaphore"),
+    lock("semop", "glibc", "a System V semaphore"),
+    lock("semtimedop", "glibc", "a System V semaphore"),
+    Pattern {
+        inner: "pthread_cond_",
+        outer: None,
+        runtime: "glibc",
+        kind: "a condition variable",
+        function: "pthread_cond_wait",
+        lock: false,
+    },
+];
+
+/// Threads seen waiting on futexes or semaphores this share of the
+/// samples or more: their stacks are worth reading after the verdict.
+pub const WORTH_A_LOOK: f64 = 0.1;
+
+/// Whether the observation's threads waited enough in futexes or
+/// semaphores for their stacks to matter (a runtime's lock may hide there).
+pub fn worth_a_look(o: &Observation) -> bool {
+    let all: u64 = o.samples.iter().map(|s| s.count).sum();
+    let waits: u64 = o
+        .samples
+        .iter()
+        .filter(|s| {
+            matches!(
+                s.syscall.as_str(),
+                "futex" | "futex_waitv" | "semop" | "semtimedop"
+            )
+        })
+        .map(|s| s.count)
+        .sum();
+    all > 0 && waits as f64 >= WORTH_A_LOOK * all as f64
+}
+
+/// How far out `outer` may be from `inner`.
+const OUTER_WITHIN: usize = 3;
+
+/// The pattern a stack (outermost first) waits in, and where its inner
+/// frame is.
+pub fn matching(frames: &[Frame]) -> Option<(&'static Pattern, usize)> {
+    PATTERNS.iter().find_map(|p| {
+        let i = frames
+            .iter()
+            .rposition(|f| !f.kernel && f.name.contains(p.inner))?;
+        let Some(outer) = p.outer else {
+            return Some((p, i));
+        };
+        let from = i.saturating_sub(OUTER_WITHIN);
+        frames[from..i]
+            .iter()
+            .any(|f| f.name.contains(outer))
+            .then_some((p, i))
+    })
+}
+
+/// A frame with a name (not `[unknown]`, not `module+0xOFFSET`).
+fn named(f: &Frame) -> bool {
+    !f.kernel && !f.name.starts_with('[') && !f.name.contains("+0x")
+}
+
+/// What the stacks of `p` (one sample per thread seen waiting, per sweep)
+/// waited in, of `thread_samples` taken in all: each kind once, most
+/// first. Stacks no pattern matches are left out.
+pub fn attribute(p: &Profile, thread_samples: u64) -> Vec<RuntimeLock> {
+    type Key = (&'static str, &'static str, &'static str, Option<String>);
+    let mut by: HashMap<Key, (u64, u64, Vec<String>)> = HashMap::new();
+    for s in &p.stacks {
+        let Some((pat, i)) = matching(&s.frames) else {
+            continue;
+        };
+        let caller = s.frames[..i]
+            .iter()
+            .rev()
+            .find(|f| named(f) && !PATTERNS.iter().any(|q| f.name.contains(q.inner)))
+            .map(|f| f.name.clone());
+        let e = by
+            .entry((pat.runtime, pat.kind, pat.function, caller))
+            .or_default();
+        e.0 += s.samples;
+        if s.samples > e.1 {
+            e.1 = s.samples;
+            e.2 = s.frames.iter().map(|f| f.name.clone()).collect();
+        }
+    }
+    let lock_of = |kind: &str| PATTERNS.iter().any(|p| p.kind == kind && p.lock);
+    let mut v: Vec<RuntimeLock> = by
+        .into_iter()
+        .map(
+            |((runtime, kind, function, caller), (n, _, stack))| RuntimeLock {
+                runtime: runtime.into(),
+                kind: kind.into(),
+                lock: lock_of(kind),
+                function: function.into(),
+                caller,
+                samples: n,
+                share: n as f64 / thread_samples.max(1) as f64,
+                stack,
+            },
+        )
+        .collect();
+    v.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.kind.cmp(&b.kind)));
+    v
+}
+
+/// Count as lock waits the share of the observation's futex and semaphore
+/// waits that the stacks showed waiting for a runtime's lock (they were
+/// "condition (futex)", sleeping by design). Returns whether any moved.
+pub fn relabel(o: &mut Observation, locks: &[RuntimeLock]) -> bool {
+    let lock_share: f64 = locks.iter().filter(|l| l.lock).map(|l| l.share).sum();
+    let waits = |s: &crate::model::diagnosis::ThreadSamples| {
+        matches!(s.syscall.as_str(), "futex" | "futex_waitv") && s.on == "futex"
+    };
+    let all: u64 = o.samples.iter().map(|s| s.count).sum();
+    let futex: u64 = o.samples.iter().filter(|s| waits(s)).map(|s| s.count).sum();
+    if lock_share <= 0.0 || futex == 0 || all == 0 {
+        return false;
+    }
+    // The stacks were sampled in another window: the same share of the
+    // thread time, at most every futex wait.
+    let moved = (lock_share / (futex as f64 / all as f64)).min(1.0);
+    let mut out = Vec::new();
+    for s in std::mem::take(&mut o.samples) {
+        if !waits(&s) {
+            out.push(s);
+            continue;
+        }
+        let n = (s.count as f64 * moved).round() as u64;
+        if n > 0 {
+            let mut l = s.clone();
+            l.on = RUNTIME_LOCK.into();
+            l.count = n;
+            out.push(l);
+        }
+        if s.count > n {
+            let mut rest = s;
+            rest.count -= n;
+            out.push(rest);
+        }
+    }
+    out.sort_by(|a, b| b.count.cmp(&a.count).then(a.cmp(b)));
+    o.samples = out;
+    true
+}
+
+/// "CPython: the GIL (take_gil, taken in PyEval_RestoreThread): threads
+/// waited for it 48% of their time": the lock waited for most.
+pub fn text(o: &Observation) -> Option<String> {
+    let l = o.runtime_locks.iter().find(|l| l.lock)?;
+    let share: f64 = o
+        .runtime_locks
+        .iter()
+        .filter(|k| k.runtime == l.runtime && k.kind == l.kind)
+        .map(|k| k.share)
+        .sum();
+    Some(format!(
+        "{}: {} ({}{}): threads waited for it {:.0}% of their time",
+        l.runtime,
+        l.kind,
+        l.function,
+        l.caller
+            .as_ref()
+            .map_or(String::new(), |c| format!(", taken in {c}")),
+        share * 100.0
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stack(names: &[&str]) -> Vec<Frame> {
+        names.iter().map(|n| Frame::user(*n)).collect()
+    }
+
+    fn kind(names: &[&str]) -> Option<&'static str> {
+        matching(&stack(names)).map(|(p, _)| p.kind)
+    }
+
+    #[test]
+    fn each_runtime_by_its_stack() {
+        assert_eq!(
+            kind(&[
+                "_PyEval_EvalFrameDefault",
+                "take_gil",
+                "pthread_cond_timedwait@@GLIBC_2.3.2"
+            ]),
+            Some("the GIL")
+        );
+        // Stripped CPython: the interpreter's timed wait under RestoreThread.
+        assert_eq!(
+            kind(&[
+                "PyEval_RestoreThread",
+                "python3.11+0x2a6f1b",
+                "___pthread_cond_timedwait",
+                "__futex_abstimed_wait_common"
+            ]),
+            Some("the GIL")
+        );
+        assert_eq!(
+            kind(&[
+                "[unknown]",
+                "ObjectMonitor::enter(JavaThread*)",
+                "ObjectMonitor::EnterI(JavaThread*)",
+                "PlatformEvent::park()",
+                "___pthread_cond_wait"
+            ]),
+            Some("a monitor (synchronized)")
+        );
+        assert_eq!(
+            kind(&[
+                "Unsafe_Park",
+                "Parker::park(bool, long)",
+                "___pthread_cond_wait"
+            ]),
+            Some("LockSupport.park (a java.util.concurrent lock)")
+        );
+        assert_eq!(
+            kind(&[
+                "LockAcquireExtended",
+                "WaitOnLock",
+                "ProcSleep",
+                "WaitLatch",
+                "epoll_wait"
+            ]),
+            Some("a heavyweight lock (row or table)")
+        );
+        assert_eq!(
+            kind(&[
+                "LWLockAcquire",
+                "PGSemaphoreLock",
+                "sem_wait@@GLIBC_2.34",
+                "__new_sem_wait_slow64"
+            ]),
+            Some("a lightweight lock (semaphore)")
+        );
+        assert_eq!(
+            kind(&[
+                "main.worker",
+                "sync.(*Mutex).Lock",
+                "sync.(*Mutex).lockSlow",
+                "sync.runtime_SemacquireMutex",
+                "runtime.semacquire1",
+                "runtime.park_m",
+                "runtime.futexsleep"
+            ]),
+            Some("a sync.Mutex")
+        );
+        assert_eq!(
+            kind(&[
+                "runtime.mallocgc",
+                "runtime.lock2",
+                "runtime.futexsleep",
+                "runtime.futex"
+            ]),
+            Some("a runtime lock")
+        );
+        assert_eq!(
+            kind(&["worker", "___pthread_mutex_lock", "__lll_lock_wait"]),
+            Some("a mutex")
+        );
+        assert_eq!(
+            kind(&["worker", "___pthread_rwlock_wrlock"]),
+            Some("a rwlock (write)")
+        );
+        assert_eq!(
+            kind(&["worker", "__new_sem_wait_slow64"]),
+            Some("a semaphore")
+        );
+        assert_eq!(kind(&["worker", "semop"]), Some("a System V semaphore"));
+        assert_eq!(
+            kind(&[
+                "G1ConcurrentRefineThread::run_service()",
+                "PosixSemaphore::wait()",
+                "__new_sem_wait_slow64"
+            ]),
+            Some("a worker waiting for work")
+        );
+        assert_eq!(
+            kind(&["queue_get", "___pthread_cond_wait"]),
+            Some("a condition variable")
+        );
+        assert_eq!(kind(&["main", "__futex_abstimed_wait_common"]), None);
+    }
+
+    #[test]
+    fn a_condition_under_a_stripped_interpreter_far_from_restore_is_a_condition() {
+        let frames = [
+            "PyEval_RestoreThread",
+            "a+0x1",
+            "b+0x2",
+            "c+0x3",
+            "d+0x4",
+            "pthread_cond_timedwait",
+        ];
+        assert_eq!(kind(&frames), Some("a condition variable"));
+    }
+}

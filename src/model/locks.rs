@@ -1,0 +1,27 @@
+//! Locks by what holds them: what blocked threads were seen waiting in,
+//! named by the runtime that waits that way (`analysis::locks`' table).
+
+use serde::{Deserialize, Serialize};
+
+/// One kind of wait, found in blocked threads' user stacks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RuntimeLock {
+    /// "CPython", "JVM", "Go", "PostgreSQL", "glibc".
+    pub runtime: String,
+    /// "the GIL", "a monitor (synchronized)", "a condition variable", ...
+    pub kind: String,
+    /// A lock threads wait for each other on (false: a condition, which
+    /// is sleeping by design).
+    pub lock: bool,
+    /// The function that takes it (`take_gil`, `ObjectMonitor::enter`).
+    pub function: String,
+    /// The nearest named function outside the lock's own, when known.
+    pub caller: Option<String>,
+    /// Thread samples seen waiting this way, and their share of all the
+    /// thread samples taken.
+    pub samples: u64,
+    pub share: f64,
+    /// The most common stack waiting this way, outermost first.
+    pub stack: Vec<String>,
+}

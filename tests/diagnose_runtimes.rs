@@ -1,0 +1,266 @@
+//! `kdiag diagnose` on the software people run: with `--tree` the
+//! drill-downs trace the members that carry the verdict, never a parent
+//! that only waits for them; runtimes' locks (the CPython GIL, a JVM
+//! monitor) are named from the waiting threads' stacks.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::require_root;
+use serde_json::Value;
+
+/// A parent asleep in pause() with two children (named kdiag-kid) that
+/// spin 10 ms, read 4 KiB of `file` from the disk (its cache dropped
+/// first), sleep 5 ms, again until the parent is gone.
+const FAMILY: &str = r#"
+import os, random, signal, sys, time
+path, parent = sys.argv[1], os.getpid()
+def kid():
+    with open('/proc/self/comm', 'w') as f:
+        f.write('kdiag-kid')
+    fd = os.open(path, os.O_RDONLY)
+    pages = os.fstat(fd).st_size // 4096
+    while os.getppid() == parent:
+        end = time.perf_counter() + 0.01
+        while time.perf_counter() < end:
+            pass
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.pread(fd, 4096, random.randrange(pages) * 4096)
+        time.sleep(0.005)
+    os._exit(0)
+kids = [os.fork() for _ in range(2)]
+if 0 in kids:
+    kid()
+print(*kids, flush=True)
+signal.pause()
+"#;
+
+struct Family {
+    parent: Child,
+    kids: Vec<i64>,
+}
+
+impl Drop for Family {
+    fn drop(&mut self) {
+        // The children leave when their parent is gone.
+        let _ = self.parent.kill();
+        let _ = self.parent.wait();
+    }
+}
+
+fn family(file: &std::path::Path) -> Family {
+    let mut parent = Command::new("python3")
+        .args(["-c", FAMILY])
+        .arg(file)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(parent.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let kids = line
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    // The children have named themselves.
+    let t = Instant::now();
+    let family = Family { parent, kids };
+    while family.kids.iter().any(|k| {
+        std::fs::read_to_string(format!("/proc/{k}/comm")).unwrap_or_default() != "kdiag-kid\n"
+    }) {
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "the children did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    family
+}
+
+/// Every folded line of a drill-down's flame graph is a child's.
+fn only_kids(why: &Value, flame: &str) -> usize {
+    let lines = why[flame]["lines"].as_array().expect(flame);
+    assert!(!lines.is_empty(), "{flame}: nothing recorded: {why}");
+    for l in lines {
+        let l = l.as_str().unwrap();
+        assert!(l.starts_with("kdiag-kid;"), "{flame} has {l}");
+    }
+    lines.len()
+}
+
+/// `--tree` on a parent that sleeps while its children work: the verdict's
+/// carriers are the children, and the CPU profile, the off-CPU profile
+/// and the block I/O trace all hold their samples and only theirs.
+#[test]
+fn a_tree_is_drilled_into_the_members_that_work_not_the_sleeping_parent() {
+    if !require_root("a_tree_is_drilled_into_the_members_that_work_not_the_sleeping_parent") {
+        return;
+    }
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let file = dir.path().join("data");
+    let mut f = std::fs::File::create(&file).unwrap();
+    f.write_all(&vec![7u8; 8 << 20]).unwrap();
+    f.sync_all().unwrap();
+    let fam = family(&file);
+    let parent = fam.parent.id().to_string();
+    let v = common::diagnose_json(&["-d", "2", "--why", "all", "-p", &parent, "--tree"]);
+    let d = &v["diagnosis"];
+    let carriers: Vec<i64> = d["carriers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["pid"].as_i64().unwrap())
+        .collect();
+    let mut sorted = carriers.clone();
+    sorted.sort();
+    let mut kids = fam.kids.clone();
+    kids.sort();
+    assert_eq!(sorted, kids, "verdict {}: {d}", d["verdict"]);
+    let why = &v["why"];
+    assert!(why["skipped"].as_array().unwrap().is_empty(), "{why}");
+    only_kids(why, "cpu_flame");
+    only_kids(why, "offcpu_flame");
+    assert!(why["cpu"]["samples"].as_u64().unwrap() > 0, "{why}");
+    assert!(why["offcpu"]["total_ns"].as_u64().unwrap() > 0, "{why}");
+    let storage = &why["storage"];
+    assert!(storage["reads"].as_u64().unwrap() > 0, "{storage}");
+    for s in storage["submitters"].as_array().unwrap() {
+        if s["kernel"].is_null() {
+            let pid = s["pid"].as_i64().unwrap();
+            assert!(fam.kids.contains(&pid), "{pid} is not a child: {storage}");
+        }
+    }
+    // The command to run next names a child (`sched`, when the machine is
+    // busy, names `kdiag top`).
+    let next = d["next"][0].as_str().unwrap();
+    if d["verdict"] != "sched" {
+        assert!(
+            fam.kids.iter().any(|k| next.contains(&format!("-p {k} "))),
+            "{next}"
+        );
+    }
+}
+
+/// A process of the test's own, killed (with what it started) at the end.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Start `cmd` and wait for it to print its first line.
+fn started(cmd: &mut Command) -> Proc {
+    let mut child = Proc(cmd.stdout(Stdio::piped()).spawn().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.0.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    child
+}
+
+/// The runtime lock the verdict names: asserted to be `kind` of `runtime`
+/// taken in a function containing `function`, and `lock` the verdict.
+fn assert_runtime_lock(v: &Value, runtime: &str, kind: &str, function: &str) -> f64 {
+    let d = &v["diagnosis"];
+    let o = &v["observation"];
+    let locks = o["runtime_locks"].as_array().unwrap();
+    let l = locks
+        .iter()
+        .find(|l| l["lock"] == true)
+        .unwrap_or_else(|| panic!("no lock in {locks:?}"));
+    assert_eq!(
+        (l["runtime"].as_str(), l["kind"].as_str()),
+        (Some(runtime), Some(kind)),
+        "{l}"
+    );
+    let stack: Vec<&str> = l["stack"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f.as_str())
+        .collect();
+    assert!(stack.iter().any(|f| f.contains(function)), "{stack:?}");
+    assert_eq!(d["verdict"], "lock", "{d}");
+    let summary = d["summary"].as_str().unwrap();
+    assert!(summary.contains(&format!("{runtime}: {kind}")), "{summary}");
+    locks
+        .iter()
+        .filter(|k| k["kind"] == kind)
+        .map(|k| k["share"].as_f64().unwrap())
+        .sum()
+}
+
+/// Four CPU-bound Python threads take turns at the GIL: three wait for it
+/// at any moment, in take_gil under a futex condition wait (never a
+/// contended mutex). The verdict is `lock`, naming the GIL. At nice -15
+/// the threads get their CPU on a busy machine: the test is about the
+/// lock, not the competition.
+#[test]
+fn python_threads_competing_for_the_gil_are_a_lock() {
+    if !require_root("python_threads_competing_for_the_gil_are_a_lock") {
+        return;
+    }
+    let Some(python) = common::require_program(
+        "python_threads_competing_for_the_gil_are_a_lock",
+        &["python3"],
+        "python3",
+    ) else {
+        return;
+    };
+    let script = "import threading, time\n\
+        def spin():\n    x = 0\n    while True:\n        x += 1\n\
+        for _ in range(4):\n    threading.Thread(target=spin, daemon=True).start()\n\
+        print('ready', flush=True)\ntime.sleep(600)\n";
+    let p = started(Command::new("nice").args(["-n", "-15", python, "-c", script]));
+    let pid = p.0.id().to_string();
+    let v = common::diagnose_json(&["-d", "2", "-p", &pid]);
+    let share = assert_runtime_lock(&v, "CPython", "the GIL", "take_gil");
+    // 3 of its 5 threads wait for the GIL at any moment (the main one
+    // sleeps): 60%, less while a woken waiter waits for a CPU.
+    assert!(
+        share >= 0.3,
+        "GIL share {share}: {}",
+        v["observation"]["runtime_locks"]
+    );
+}
+
+/// Four Java threads take turns at one `synchronized` block (the holder
+/// sleeps 2 ms in it): the others are BLOCKED, parked in
+/// ObjectMonitor::enter. The verdict is `lock`, naming the monitor; the
+/// JVM's own idle threads (GC workers on semaphores, Object.wait) are not
+/// counted as lock waits.
+#[test]
+fn a_contended_java_monitor_is_a_lock() {
+    if !require_root("a_contended_java_monitor_is_a_lock") {
+        return;
+    }
+    let Some(java) = common::require_program(
+        "a_contended_java_monitor_is_a_lock",
+        &["java"],
+        "openjdk-17-jdk-headless",
+    ) else {
+        return;
+    };
+    let source = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/programs/Contend.java");
+    let p = started(Command::new(java).arg(source));
+    let pid = p.0.id().to_string();
+    let v = common::diagnose_json(&["-d", "2", "-p", &pid]);
+    let share = assert_runtime_lock(
+        &v,
+        "JVM",
+        "a monitor (synchronized)",
+        "ObjectMonitor::enter",
+    );
+    assert!(share > 0.0, "{share}");
+}
