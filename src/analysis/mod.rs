@@ -18,4 +18,5 @@ pub mod top;
 pub mod trend;
 pub mod tsa;
 pub mod waits;
+pub mod watch;
 pub mod why;

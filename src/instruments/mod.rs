@@ -10,6 +10,7 @@ pub mod exec;
 pub mod observe;
 pub mod offcpu;
 pub mod profile;
+pub mod watch;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};

@@ -18,3 +18,4 @@ pub mod signal;
 pub mod stacks;
 pub mod system;
 pub mod trend;
+pub mod watch;

@@ -8,7 +8,7 @@
 
 pub mod competition;
 mod kthread;
-mod sampling;
+pub mod sampling;
 pub mod series;
 mod tree;
 

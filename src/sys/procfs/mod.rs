@@ -8,6 +8,7 @@
 
 pub mod maps;
 pub mod parse;
+pub mod pressure;
 pub mod syscalls;
 pub mod task;
 pub mod tty;
