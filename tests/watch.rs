@@ -215,14 +215,16 @@ fn prometheus_scrapes_the_verdict_and_thread_state_rates() {
         r.first()?["metric"]["verdict"].as_str().map(String::from)
     });
     assert_eq!(verdict, "cpu");
-    // One thread burning: about one on-CPU second per second.
-    let rate = within(Duration::from_secs(60), "an on-CPU rate", || {
-        let r = query(
-            &prom,
-            "rate(kdiag_thread_seconds_total{group=\"cpu-burn\",state=\"on_cpu\"}[10s])",
-        );
-        r.first()?["value"][1].as_str()?.parse::<f64>().ok()
+    // One thread burning: about one on-CPU second per second, over 15 s of
+    // scrapes (the counter steps once a scan: fewer points would alias).
+    let on_cpu = "kdiag_thread_seconds_total{group=\"cpu-burn\",state=\"on_cpu\"}";
+    within(Duration::from_secs(60), "15 s of on-CPU samples", || {
+        let r = query(&prom, &format!("count_over_time({on_cpu}[15s])"));
+        let n: f64 = r.first()?["value"][1].as_str()?.parse().ok()?;
+        (n >= 13.0).then_some(())
     });
+    let r = query(&prom, &format!("rate({on_cpu}[15s])"));
+    let rate: f64 = r[0]["value"][1].as_str().unwrap().parse().unwrap();
     assert!((0.5..=1.2).contains(&rate), "on-CPU rate {rate}");
     let psi = query(&prom, "kdiag_pressure_cpu_waiting_seconds_total");
     assert_eq!(psi.len(), 1, "PSI exported once, without labels");
