@@ -22,4 +22,5 @@ pub mod top;
 pub mod trend;
 pub mod tsa;
 pub mod waits;
+pub mod watch;
 pub mod why;

@@ -20,6 +20,7 @@ pub mod profile;
 pub mod ps;
 pub mod time;
 pub mod top;
+pub mod watch;
 pub mod workload;
 
 use clap::Subcommand;
@@ -50,6 +51,8 @@ pub enum Command {
     Workload(workload::Args),
     /// Watch a process and say what dominates: CPU, a CPU queue, storage, a lock, memory growth
     Diagnose(diagnose::Args),
+    /// Watch the machine with diagnose's model, always on, and export it to Prometheus
+    Watch(watch::Args),
     /// Run a guided lab: a misbehaving workload, step by step, with checks
     Lab(lab::Args),
     /// Record a finding for a lab's checks
@@ -97,6 +100,7 @@ pub fn run(command: Command, app: fn() -> clap::Command) -> anyhow::Result<u8> {
         Command::ElfCheck(args) => elf_check::run(args),
         Command::Workload(args) => workload::run(args),
         Command::Diagnose(args) => diagnose::run(args),
+        Command::Watch(args) => watch::run(args),
         Command::Lab(args) => lab::run(args),
         Command::Answer(args) => answer::run(args),
         Command::Check(args) => check::run(args),

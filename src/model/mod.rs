@@ -20,3 +20,4 @@ pub mod signal;
 pub mod stacks;
 pub mod system;
 pub mod trend;
+pub mod watch;

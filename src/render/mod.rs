@@ -13,6 +13,7 @@ pub mod iosnoop;
 pub mod offcpu;
 pub mod pprof;
 pub mod profile;
+pub mod prometheus;
 pub mod ps;
 pub mod speedscope;
 pub mod svg_chart;

@@ -9,7 +9,7 @@
 pub mod competition;
 mod kthread;
 mod limits;
-mod sampling;
+pub mod sampling;
 pub mod series;
 mod tree;
 

@@ -414,6 +414,14 @@ pub fn remove_file(path: &Path) -> Result<(), UserFileError> {
     }
 }
 
+/// Rename `from` to `to` as the user, replacing `to` (a symbolic link
+/// itself, never its target): how a file is replaced atomically.
+pub fn rename(from: &Path, to: &Path) -> Result<(), UserFileError> {
+    as_user(|| std::fs::rename(from, to))
+        .and_then(|r| r)
+        .map_err(|e| UserFileError::from_errno(to, e, acting()))
+}
+
 /// The entries of a directory the user names, as the user, sorted.
 pub fn read_dir(dir: &Path) -> Result<Vec<PathBuf>, UserFileError> {
     let list = as_user(|| -> io::Result<Vec<PathBuf>> {

@@ -9,6 +9,7 @@
 pub mod maps;
 pub mod parse;
 pub mod stack;
+pub mod pressure;
 pub mod syscalls;
 pub mod task;
 pub mod tty;

@@ -1,0 +1,332 @@
+//! `kdiag watch`'s collector: every interval a scan of /proc reads each
+//! watched process's counters (stat, the main thread's schedstat, io) and
+//! closes the interval of each group (diagnose's model judges it,
+//! `analysis::watch`); every tick between scans a few threads of a few
+//! groups are sampled with diagnose's own `Sampler` (state, system call,
+//! what it waits on). The cost is bounded whatever the machine runs: one
+//! read of three small files per process per interval, and at most
+//! `GROUPS_PER_TICK` × `THREADS_PER_GROUP` thread samples per tick, the
+//! busiest groups first.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use crate::analysis::watch::{Interval, judge};
+use crate::instruments::observe::sampling::Sampler;
+use crate::model::diagnosis::{Observation, ThreadSamples};
+use crate::model::watch::{Cost, Group, Snapshot};
+use crate::sys::procfs::{self, parse, pressure, task::TaskReader};
+
+/// Groups sampled per tick: half the busiest, half in rotation over the rest.
+const GROUPS_PER_TICK: usize = 16;
+/// Threads sampled per group per tick, in rotation over the group's threads.
+const THREADS_PER_GROUP: usize = 4;
+/// A group not seen for this many scans is forgotten (its counters restart
+/// if it comes back, which Prometheus' rate() reads as a reset).
+const FORGET_AFTER_SCANS: u64 = 10;
+
+/// How processes are grouped into series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GroupBy {
+    /// The process name (comm)
+    Name,
+    /// The cgroup the process is in
+    Cgroup,
+}
+
+/// Which processes are watched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    All,
+    Pid(i32),
+    /// A cgroup directory and every cgroup below it.
+    Cgroup(PathBuf),
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub scope: Scope,
+    pub group_by: GroupBy,
+    /// Groups exported, the busiest first.
+    pub top: usize,
+}
+
+/// A process's counters at the last scan.
+struct Proc {
+    start: u64,
+    group: String,
+    cpu_ticks: u64,
+    major: u64,
+    read: u64,
+    write: u64,
+    run_delay_ns: u64,
+}
+
+/// A group: its totals since watch started and the interval under way.
+#[derive(Default)]
+struct GroupAcc {
+    total: Group,
+    interval: Interval,
+    major: u64,
+    read: u64,
+    write: u64,
+    /// (pid, thread count) of its processes at the last scan.
+    pids: Vec<(i32, u32)>,
+    /// Its threads, listed when it is first sampled in an interval.
+    tids: Option<Vec<(i32, i32)>>,
+    cursor: usize,
+    sampler: Option<Sampler>,
+    /// The last interval's samples, used again when an interval has none.
+    samples: Vec<ThreadSamples>,
+    seen_scan: u64,
+}
+
+pub struct Watcher {
+    opts: Options,
+    reader: TaskReader,
+    procs: HashMap<i32, Proc>,
+    groups: HashMap<String, GroupAcc>,
+    /// Group names, the busiest of the last interval first.
+    order: Vec<String>,
+    rotation: usize,
+    last: Option<(Instant, f64)>,
+    scans: u64,
+    hz: f64,
+    samples_total: u64,
+}
+
+impl Watcher {
+    pub fn new(opts: Options) -> Watcher {
+        Watcher {
+            opts,
+            reader: TaskReader::default(),
+            procs: HashMap::new(),
+            groups: HashMap::new(),
+            order: Vec::new(),
+            rotation: 0,
+            last: None,
+            scans: 0,
+            hz: procfs::hz() as f64,
+            samples_total: 0,
+        }
+    }
+
+    fn pids(&self) -> anyhow::Result<Vec<i32>> {
+        Ok(match &self.opts.scope {
+            Scope::All => procfs::pids()?,
+            Scope::Pid(p) => vec![*p],
+            Scope::Cgroup(dir) => pressure::cgroup_pids(dir)
+                .map_err(|e| anyhow::anyhow!("cannot read cgroup {}: {e}", dir.display()))?,
+        })
+    }
+
+    /// Read every watched process's counters, close the interval of every
+    /// group and return the exposition's content.
+    pub fn scan(&mut self) -> anyhow::Result<Snapshot> {
+        let began = Instant::now();
+        let uptime = std::fs::read("/proc/uptime").map_or(0.0, |b| parse::uptime(&b));
+        let dt = self.last.map(|(t, _)| t.elapsed().as_secs_f64());
+        let first = self.last.is_none();
+        self.scans += 1;
+        let pids = self.pids()?;
+        let mut procs = HashMap::with_capacity(pids.len());
+        for g in self.groups.values_mut() {
+            g.pids.clear();
+        }
+        for pid in pids {
+            let Some(st) = self.reader.stat_once(pid) else {
+                continue; // gone, or a kernel-side race
+            };
+            let cached = self
+                .procs
+                .remove(&pid)
+                .filter(|p| p.start == st.start_ticks);
+            let group = match (&cached, self.opts.group_by) {
+                (Some(p), _) => p.group.clone(),
+                (None, GroupBy::Name) => st.comm.clone(),
+                (None, GroupBy::Cgroup) => std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+                    .map_or_else(|_| "/".to_string(), |t| pressure::cgroup_of(&t)),
+            };
+            let io = self.reader.io(pid).unwrap_or_default();
+            let run_delay_ns = self.reader.schedstat(pid, pid).map_or(0, |s| s.1);
+            let now = Proc {
+                start: st.start_ticks,
+                group,
+                cpu_ticks: st.utime + st.stime,
+                major: st.majflt,
+                read: io.read_bytes,
+                write: io.write_bytes,
+                run_delay_ns,
+            };
+            let g = self
+                .groups
+                .entry(now.group.clone())
+                .or_insert_with(|| GroupAcc {
+                    total: Group {
+                        name: now.group.clone(),
+                        ..Group::default()
+                    },
+                    ..GroupAcc::default()
+                });
+            g.seen_scan = self.scans;
+            g.pids.push((pid, st.num_threads));
+            if let Some(dt) = dt {
+                // A process new since the last scan counts from its start.
+                let (base, lived) = match &cached {
+                    Some(p) => (p, dt),
+                    None => (
+                        &ZERO,
+                        (uptime - st.start_ticks as f64 / self.hz).clamp(0.0, dt),
+                    ),
+                };
+                let i = &mut g.interval;
+                i.cpu_s += now.cpu_ticks.saturating_sub(base.cpu_ticks) as f64 / self.hz;
+                i.run_delay_s += now.run_delay_ns.saturating_sub(base.run_delay_ns) as f64 / 1e9;
+                i.thread_s += st.num_threads as f64 * lived;
+                i.threads += st.num_threads as usize;
+                i.processes += 1;
+                g.major += now.major.saturating_sub(base.major);
+                g.read += now.read.saturating_sub(base.read);
+                g.write += now.write.saturating_sub(base.write);
+            }
+            procs.insert(pid, now);
+        }
+        self.procs = procs;
+        let live: HashSet<(i32, i32)> = self.procs.keys().map(|&p| (p, p)).collect();
+        self.reader.forget_except(&live);
+        let scans = self.scans;
+        self.groups
+            .retain(|_, g| scans - g.seen_scan < FORGET_AFTER_SCANS);
+        if !first {
+            self.close_intervals(dt.unwrap_or(0.0));
+        }
+        self.rank();
+        self.last = Some((Instant::now(), uptime));
+        let scan_s = began.elapsed().as_secs_f64();
+        Ok(self.snapshot(scan_s, dt.unwrap_or(0.0)))
+    }
+
+    fn close_intervals(&mut self, dt: f64) {
+        for g in self.groups.values_mut() {
+            let mut o = Observation::default();
+            if let Some(mut s) = g.sampler.take() {
+                s.take_interval(&mut o);
+            }
+            if !o.samples.is_empty() {
+                g.samples = o.samples;
+            }
+            let mut i = std::mem::take(&mut g.interval);
+            i.window_s = dt;
+            let (secs, working, verdict) = judge(&i, &g.samples);
+            // Until a thread of the group has been sampled its off-CPU
+            // time has no state: only the counters' states count, and it
+            // has no verdict (it is not exported).
+            let known = !g.samples.is_empty();
+            let t = &mut g.total;
+            for (k, (acc, s)) in t.thread_seconds.iter_mut().zip(secs).enumerate() {
+                if known || k < 2 {
+                    *acc += s;
+                }
+            }
+            t.major_faults += std::mem::take(&mut g.major);
+            t.read_bytes += std::mem::take(&mut g.read);
+            t.write_bytes += std::mem::take(&mut g.write);
+            if known {
+                t.verdict = Some(verdict);
+            }
+            t.working_s = if known { working } else { secs[0] + secs[1] };
+            t.processes = i.processes;
+            t.threads = i.threads;
+            g.tids = None;
+        }
+    }
+
+    /// The groups, the busiest of the last interval first: they are
+    /// sampled first and exported first.
+    fn rank(&mut self) {
+        let mut order: Vec<(&String, f64)> = self
+            .groups
+            .iter()
+            .map(|(n, g)| (n, g.total.working_s))
+            .collect();
+        order.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+        self.order = order.into_iter().map(|(n, _)| n.clone()).collect();
+    }
+
+    /// Sample a few threads of a few groups (between scans, every tick).
+    pub fn sample(&mut self) {
+        let half = GROUPS_PER_TICK / 2;
+        let mut picked: Vec<String> = self.order.iter().take(half).cloned().collect();
+        let rest = self.order.len().saturating_sub(half);
+        for k in 0..half.min(rest) {
+            picked.push(self.order[half + (self.rotation + k) % rest].clone());
+        }
+        self.rotation = self.rotation.wrapping_add(half);
+        for name in picked {
+            let Some(g) = self.groups.get_mut(&name) else {
+                continue;
+            };
+            let tids = g.tids.get_or_insert_with(|| {
+                let mut v = Vec::new();
+                for &(pid, n) in &g.pids {
+                    if n <= 1 {
+                        v.push((pid, pid));
+                    } else {
+                        v.extend(procfs::tids(pid).into_iter().map(|t| (pid, t)));
+                    }
+                }
+                v
+            });
+            if tids.is_empty() {
+                continue;
+            }
+            let n = THREADS_PER_GROUP.min(tids.len());
+            let slice: Vec<(i32, i32)> =
+                (0..n).map(|k| tids[(g.cursor + k) % tids.len()]).collect();
+            g.cursor = (g.cursor + n) % tids.len();
+            let sampler = g
+                .sampler
+                .get_or_insert_with(|| Sampler::new(THREADS_PER_GROUP));
+            sampler.tick(&mut self.reader, &slice, slice.len(), 0);
+            self.samples_total += n as u64;
+        }
+    }
+
+    fn snapshot(&mut self, scan_s: f64, interval_s: f64) -> Snapshot {
+        let mut groups: Vec<Group> = self
+            .order
+            .iter()
+            .filter_map(|n| self.groups.get(n))
+            .filter(|g| g.total.verdict.is_some())
+            .take(self.opts.top)
+            .map(|g| g.total.clone())
+            .collect();
+        groups.sort_by(|a, b| a.name.cmp(&b.name));
+        let me = std::process::id() as i32;
+        let st = self.reader.stat_once(me).unwrap_or_default();
+        Snapshot {
+            groups,
+            pressure: pressure::read(),
+            cost: Cost {
+                cpu_s: (st.utime + st.stime) as f64 / self.hz,
+                // SAFETY: sysconf has no preconditions.
+                rss_bytes: st.rss_pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64,
+                scan_s,
+                processes: self.procs.len(),
+                samples_total: self.samples_total,
+            },
+            interval_s,
+        }
+    }
+}
+
+static ZERO: Proc = Proc {
+    start: 0,
+    group: String::new(),
+    cpu_ticks: 0,
+    major: 0,
+    read: 0,
+    write: 0,
+    run_delay_ns: 0,
+};

@@ -1,0 +1,284 @@
+//! `kdiag watch` against a real Prometheus: a CPU-bound workload in a cgroup
+//! of the test's own, watched with `--cgroup` and served on `--listen`; the
+//! exposition passes `promtool check metrics`, and Prometheus, scraping it
+//! every second, answers PromQL queries with the workload's verdict and its
+//! on-CPU rate. Every process the test starts is killed by a guard; every
+//! wait has a deadline.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{kdiag, require_program, require_root, workload};
+use serde_json::Value;
+
+/// A child killed (and reaped) when the test ends, however it ends.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A v1 cpu cgroup of the test's own with the largest weight, so the
+/// workload gets its CPU whatever else the machine runs (its verdict is
+/// `cpu`, not `sched`); removed at the end.
+struct OwnCpu(PathBuf);
+
+impl OwnCpu {
+    fn new() -> OwnCpu {
+        let root = Path::new("/sys/fs/cgroup/cpu");
+        let dir = root.join(format!("kdiagtest-watch-{}", std::process::id()));
+        std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        let own = OwnCpu(dir);
+        std::fs::write(own.0.join("cpu.shares"), "262144").unwrap();
+        own
+    }
+}
+
+impl Drop for OwnCpu {
+    fn drop(&mut self) {
+        let end = Instant::now() + Duration::from_secs(3);
+        while std::fs::remove_dir(&self.0).is_err() && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// GET `path` from `addr` (HTTP/1.0: the body is never chunked); the
+/// status and the body.
+fn get(addr: &str, path: &str) -> std::io::Result<(u16, String)> {
+    let mut s = TcpStream::connect(addr)?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n")?;
+    let mut text = String::new();
+    s.read_to_string(&mut text)?;
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map_or("", |x| x.1).to_string();
+    Ok((status, body))
+}
+
+fn encode(q: &str) -> String {
+    q.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The result vector of an instant PromQL query.
+fn query(prom: &str, q: &str) -> Vec<Value> {
+    let Ok((200, body)) = get(prom, &format!("/api/v1/query?query={}", encode(q))) else {
+        return Vec::new();
+    };
+    let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    v["data"]["result"].as_array().cloned().unwrap_or_default()
+}
+
+/// Poll `f` every 500 ms until it gives Some, for at most `limit`.
+fn within<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let end = Instant::now() + limit;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < end, "no {what} within {limit:?}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+#[test]
+fn prometheus_scrapes_the_verdict_and_thread_state_rates() {
+    const TEST: &str = "prometheus_scrapes_the_verdict_and_thread_state_rates";
+    if !require_root(TEST)
+        || require_program(TEST, &["prometheus"], "prometheus").is_none()
+        || require_program(TEST, &["promtool"], "prometheus").is_none()
+    {
+        return;
+    }
+    let own = OwnCpu::new();
+    let procs = own.0.join("cgroup.procs");
+    let burn = workload("cpu-burn");
+    let script = format!(
+        "echo $$ > {} && exec {} --threads 1 --duration 120",
+        procs.display(),
+        burn.display()
+    );
+    let _burn = Guard(Command::new("sh").args(["-c", &script]).spawn().unwrap());
+
+    let mut watch = Guard(
+        kdiag()
+            .args([
+                "watch",
+                "--interval",
+                "1",
+                "--listen",
+                "127.0.0.1:0",
+                "--cgroup",
+            ])
+            .arg(&own.0)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    // The address it bound, from its first line.
+    let mut line = String::new();
+    BufReader::new(watch.0.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("kdiag watch: serving http://")
+        .and_then(|s| s.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+        .to_string();
+
+    // The exposition is valid by Prometheus' own linter once a group is in it.
+    let text = within(Duration::from_secs(20), "cpu-burn in /metrics", || {
+        let (_, body) = get(&addr, "/metrics").ok()?;
+        body.contains("kdiag_verdict{group=\"cpu-burn\"")
+            .then_some(body)
+    });
+    let mut check = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    check
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = check.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool check metrics: {}{}\n{text}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!text.contains("pid="), "no series per PID:\n{text}");
+
+    // A real Prometheus scraping it every second.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: kdiag\n    static_configs:\n      - targets: ['{addr}']\n"
+        ),
+    )
+    .unwrap();
+    let prom = format!("127.0.0.1:{}", free_port());
+    let _prometheus = Guard(
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address={prom}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    within(Duration::from_secs(30), "Prometheus ready", || {
+        matches!(get(&prom, "/-/ready"), Ok((200, _))).then_some(())
+    });
+    let verdict = within(Duration::from_secs(60), "a verdict in Prometheus", || {
+        let r = query(&prom, "kdiag_verdict{group=\"cpu-burn\"} == 1");
+        r.first()?["metric"]["verdict"].as_str().map(String::from)
+    });
+    assert_eq!(verdict, "cpu");
+    // One thread burning: about one on-CPU second per second, over 15 s of
+    // scrapes (the counter steps once a scan: fewer points would alias).
+    let on_cpu = "kdiag_thread_seconds_total{group=\"cpu-burn\",state=\"on_cpu\"}";
+    within(Duration::from_secs(60), "15 s of on-CPU samples", || {
+        let r = query(&prom, &format!("count_over_time({on_cpu}[15s])"));
+        let n: f64 = r.first()?["value"][1].as_str()?.parse().ok()?;
+        (n >= 13.0).then_some(())
+    });
+    let r = query(&prom, &format!("rate({on_cpu}[15s])"));
+    let rate: f64 = r[0]["value"][1].as_str().unwrap().parse().unwrap();
+    assert!((0.5..=1.2).contains(&rate), "on-CPU rate {rate}");
+    let psi = query(&prom, "kdiag_pressure_cpu_waiting_seconds_total");
+    assert_eq!(psi.len(), 1, "PSI exported once, without labels");
+
+    // SIGTERM ends watch: the listener closes, exit code 128+15.
+    // SAFETY: kill on the child's own pid.
+    unsafe { libc::kill(watch.0.id() as i32, libc::SIGTERM) };
+    let status = within(Duration::from_secs(10), "watch's exit", || {
+        watch.0.try_wait().unwrap()
+    });
+    assert_eq!(status.code(), Some(143));
+    assert!(TcpStream::connect(&addr).is_err(), "the listener closed");
+}
+
+#[test]
+fn textfile_is_written_atomically_and_bad_input_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = kdiag()
+        .args([
+            "watch",
+            "--interval",
+            "1",
+            "--duration",
+            "2.5",
+            "--textfile",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["kdiag.prom"], "only the file, no temporary left");
+    let text = std::fs::read_to_string(dir.path().join("kdiag.prom")).unwrap();
+    assert!(text.contains("# TYPE kdiag_verdict gauge"), "{text}");
+    assert!(text.contains("kdiag_thread_seconds_total{group="), "{text}");
+
+    let missing = dir.path().join("missing");
+    let out = kdiag()
+        .args(["watch", "--textfile"])
+        .arg(&missing)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a directory"));
+    let out = kdiag()
+        .args(["watch", "--interval", "0.5"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
