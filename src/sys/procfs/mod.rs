@@ -8,8 +8,8 @@
 
 pub mod maps;
 pub mod parse;
-pub mod stack;
 pub mod pressure;
+pub mod stack;
 pub mod syscalls;
 pub mod task;
 pub mod tty;
