@@ -76,15 +76,18 @@ pub fn line(carriers: &[Carrier], verdict: Class) -> Option<String> {
 fn weight(m: &Member, verdict: Class) -> f64 {
     let samples = |s: ThreadState| m.states.get(&s).copied().unwrap_or(0) as f64;
     match verdict {
-        Class::Cpu => m.user_s + m.system_s,
+        Class::Cpu | Class::CpuQuota => m.user_s + m.system_s,
         Class::Sched => m.run_delay_s.unwrap_or(m.user_s + m.system_s),
-        Class::Io => samples(ThreadState::Storage),
+        Class::Io | Class::IoLimit => samples(ThreadState::Storage),
+        // Evicted pages read again: file pages are storage waits, anonymous
+        // ones paging.
+        Class::MemoryLimit => samples(ThreadState::Storage) + samples(ThreadState::Paging),
         Class::Paging => samples(ThreadState::Paging),
         Class::Lock => samples(ThreadState::Lock),
         Class::Blocked => samples(ThreadState::Other),
         Class::Stopped => samples(ThreadState::Stopped),
         Class::Idle => samples(ThreadState::Sleeping),
-        Class::MemoryTrend | Class::Zombie | Class::Exec => 0.0,
+        Class::MemoryTrend | Class::Zombie | Class::Exec | Class::OomKill => 0.0,
     }
 }
 
