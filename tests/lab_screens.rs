@@ -396,11 +396,16 @@ fn what_panels_a_wrong_answer_and_a_hint() {
         "{t}"
     );
     assert!(t.contains("io-app             13812 WS"), "{t}");
-    press(&mut s, &mut d, &typed("W"));
+    // A read for writes: wrong under the course's rule (W alone would be
+    // right for WS: grade/policy.rs).
+    press(&mut s, &mut d, &typed("R"));
     press(&mut s, &mut d, &[Key::Char('h')]);
     let t = screen("what-wrong-hint", &s, 120, 40);
     assert!(t.contains("✗ Type of its block requests"), "{t}");
-    assert!(t.contains("not yet: what.io_type does not match"), "{t}");
+    assert!(
+        t.contains("not yet: what.io_type is not the operation of the requests"),
+        "{t}"
+    );
     assert!(t.contains("hint: The TYPE column"), "{t}");
     press(&mut s, &mut d, &[Key::Char('v')]);
     let t = screen("what-process", &s, 120, 40);
