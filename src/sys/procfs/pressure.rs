@@ -19,22 +19,15 @@ pub fn read() -> Vec<Pressure> {
         .collect()
 }
 
-/// Parse one pressure file: "some avg10=… total=MICROSECONDS" and, when
-/// the kernel keeps it, the same for "full".
+/// One pressure file as seconds of stall: "some" (some tasks waiting) and,
+/// when the kernel keeps it, "full" (all of them), parsed by the one PSI
+/// reader, `sys::cgroupfs::pressure`.
 pub fn parse(resource: &str, text: &str) -> Option<Pressure> {
-    let total = |kind: &str| -> Option<f64> {
-        let line = text.lines().find(|l| l.starts_with(kind))?;
-        let us: u64 = line
-            .split_whitespace()
-            .find_map(|f| f.strip_prefix("total="))?
-            .parse()
-            .ok()?;
-        Some(us as f64 / 1e6)
-    };
+    let (some_us, full_us) = crate::sys::cgroupfs::pressure(text)?;
     Some(Pressure {
         resource: resource.to_string(),
-        waiting_s: total("some ")?,
-        stalled_s: total("full "),
+        waiting_s: some_us as f64 / 1e6,
+        stalled_s: full_us.map(|us| us as f64 / 1e6),
     })
 }
 
