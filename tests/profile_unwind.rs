@@ -485,15 +485,18 @@ fn jitdump_names_node_functions() {
     let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
     let all = report["profile"]["samples"].as_u64().unwrap();
     let text = std::fs::read_to_string(&folded).unwrap();
-    // V8 names code "JS:*name file:line:col" (optimised) or "JS:~name ..."
-    // (interpreted). What it inlines is its own choice: an optimised
+    // V8 names code "JS:*name file:line:col" (optimised, TurboFan),
+    // "JS:~name ..." (interpreted), "JS:^name" (baseline, Sparkplug) or
+    // "JS:+name" (Maglev): which tier runs when depends on the load. What it inlines is its own choice: an optimised
     // outerLoop may hold middleStep and leafWork, so a correct profile has,
     // in nearly every sample, the script's functions by name in call order
     // from outerLoop down to the leaf, the rest inlined into the last one.
     // Unnamed JIT code (`[anon]`, the jitdump not read) matches none.
     const CHAIN: [&str; 3] = ["outerLoop", "middleStep", "leafWork"];
     let script_fn = |f: &str| {
-        let name = f.strip_prefix("JS:")?.trim_start_matches(['*', '~']);
+        let name = f
+            .strip_prefix("JS:")?
+            .trim_start_matches(['*', '~', '^', '+']);
         CHAIN
             .iter()
             .position(|c| name.starts_with(&format!("{c} ")))

@@ -86,6 +86,10 @@ fn cases() -> BTreeMap<&'static str, Case> {
             Reader("diagnose --replay {P}", Some(256 * MIB)),
         ),
         (
+            "watch --textfile",
+            DirWriter("watch --duration 1 --interval 1 --textfile {P}"),
+        ),
+        (
             "lab submit --out",
             Writer("lab submit 0-demo --dir {STATE} --out {P}"),
         ),

@@ -268,14 +268,24 @@ fn textfile_is_written_atomically_and_bad_input_is_a_usage_error() {
     assert!(text.contains("# TYPE kdiag_verdict gauge"), "{text}");
     assert!(text.contains("kdiag_thread_seconds_total{group="), "{text}");
 
-    let missing = dir.path().join("missing");
+    // A file where the directory should be is refused, and left alone.
+    let file = dir.path().join("kdiag.prom");
     let out = kdiag()
         .args(["watch", "--textfile"])
-        .arg(&missing)
+        .arg(&file)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not a directory"));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .contains("# TYPE kdiag_verdict gauge")
+    );
     let out = kdiag()
         .args(["watch", "--interval", "0.5"])
         .output()

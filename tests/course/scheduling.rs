@@ -59,8 +59,9 @@ fn steps_show_the_learners_own_command() {
     // The command as a shell reads it: continuation lines joined.
     let shell: Vec<&str> = seen.split_whitespace().filter(|w| *w != "\\").collect();
     let exe = env!("CARGO_BIN_EXE_kdiag");
-    let want =
-        format!("{exe} time -v -o 2-scheduling-fork.txt {exe} workload run scheduling 1 --seed sched-c-3");
+    let want = format!(
+        "{exe} time -v -o 2-scheduling-fork.txt {exe} workload run scheduling 1 --seed sched-c-3"
+    );
     assert!(shell.join(" ").contains(&want), "{seen}");
     lab.send("quit");
     lab.finish();

@@ -31,7 +31,9 @@ pub struct Args {
     #[arg(long, short = 'p', value_name = "PID", value_parser = super::args::pid::<i32>, conflicts_with = "cgroup")]
     pub pid: Option<i32>,
     /// Watch the processes of a cgroup directory and every cgroup below it
-    #[arg(long, value_name = "PATH")]
+    // A cgroup, not a user's file: kdiag reads the kernel's cgroup.procs
+    // (world-readable) under /sys/fs/cgroup, never a path's contents.
+    #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::Other)]
     pub cgroup: Option<PathBuf>,
     /// Group processes by name (default) or by cgroup: one set of series per group
     #[arg(long, value_name = "BY", default_value = "name")]
@@ -130,14 +132,19 @@ fn cgroup_dir(c: &std::path::Path) -> anyhow::Result<PathBuf> {
     } else {
         PathBuf::from("/sys/fs/cgroup").join(c.strip_prefix("/").unwrap_or(c))
     };
-    if !full.join("cgroup.procs").is_file() {
-        return Err(error::usage(format!(
+    // Resolved, and on the cgroup file system only: `..` or a link must not
+    // make root read a cgroup.procs elsewhere for the user.
+    let resolved = full
+        .canonicalize()
+        .ok()
+        .filter(|p| p.starts_with("/sys/fs/cgroup") && p.join("cgroup.procs").is_file());
+    resolved.ok_or_else(|| {
+        error::usage(format!(
             "--cgroup {}: no cgroup at {} (give a directory under /sys/fs/cgroup, e.g. cpu/system.slice)",
             c.display(),
             full.display()
-        )));
-    }
-    Ok(full)
+        ))
+    })
 }
 
 fn print_table(s: &Snapshot) {

@@ -16,15 +16,10 @@ pub struct Textfile {
 }
 
 impl Textfile {
-    /// Check that `dir` is a directory; a temporary file a killed kdiag
-    /// left there is removed.
+    /// Make `dir` (as the user, like every directory a user names), and
+    /// remove a temporary file a killed kdiag left there.
     pub fn new(dir: &Path) -> anyhow::Result<Textfile> {
-        if !dir.is_dir() {
-            return Err(crate::error::usage(format!(
-                "--textfile {}: not a directory (give node_exporter's --collector.textfile.directory)",
-                dir.display()
-            )));
-        }
+        user_files::create_dir_all(dir)?;
         let t = Textfile {
             path: dir.join("kdiag.prom"),
             temp: dir.join(".kdiag.prom.tmp"),
