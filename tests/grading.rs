@@ -47,20 +47,7 @@ fn course(dir: &Path, ids: &[&str]) -> (PathBuf, BTreeMap<String, String>) {
 
 /// A learner's reference answers as `kdiag lab solution` prints them.
 fn solution(course: &Path, learner: &str) -> String {
-    let out = kdiag()
-        .args([
-            "lab",
-            "solution",
-            "0-demo",
-            "--course",
-            s(course),
-            "--learner",
-            learner,
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    stdout(&out)
+    common::lab_solution(course, learner)
 }
 
 /// The graded rows of `kdiag grade --format json`, by submission.

@@ -16,21 +16,7 @@ fn s(p: &Path) -> &str {
 
 /// Learner `id`'s reference answers, without the evidence file.
 fn reference(course: &Path, id: &str) -> Vec<(String, String)> {
-    let out = kdiag()
-        .args([
-            "lab",
-            "solution",
-            "0-demo",
-            "--course",
-            s(course),
-            "--learner",
-            id,
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    String::from_utf8(out.stdout)
-        .unwrap()
+    common::lab_solution(course, id)
         .lines()
         .filter(|l| !l.starts_with("profile ="))
         .map(|l| match l.split_once(" = ") {

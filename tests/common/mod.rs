@@ -7,7 +7,7 @@ pub mod lab_run;
 pub mod profile_files;
 pub mod screens;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
@@ -81,6 +81,19 @@ pub fn require_program(test: &str, names: &[&'static str], package: &str) -> Opt
 /// stdout as a String.
 pub fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Learner `learner`'s reference answers for 0-demo under `course`, as
+/// `kdiag lab solution` prints them (answers.toml lines).
+pub fn lab_solution(course: &Path, learner: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_kdiag"))
+        .args(["lab", "solution", "0-demo", "--course"])
+        .arg(course)
+        .args(["--learner", learner])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    stdout(&out)
 }
 
 /// stderr as a String.
