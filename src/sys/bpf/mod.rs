@@ -1,20 +1,16 @@
 //! Loading kdiag's compiled BPF objects (tier B) with aya, with errors a user
 //! can act on. The C sources and their compiled objects live here (built by
 //! `build.sh`); each instrument's loader lives with the instrument
-//! (`instruments/<name>/bpf.rs`) and loads its object from the list below.
+//! (`instruments/<name>/bpf.rs`) and loads its object from `objects` below.
 
 use anyhow::Context;
 
-/// The compiled objects, embedded so that a build needs no clang.
+/// The compiled objects, embedded so that a build needs no clang: one
+/// static per committed `*.bpf.o` of this folder (`offcpu.bpf.o` is
+/// `OFFCPU`), documented by its source's leading comment; build.rs writes
+/// the list, so no object is left out and none is kept by hand.
 pub mod objects {
-    /// iosnoop: block requests followed by their kernel pointer.
-    pub static BIOSNOOP: &[u8] = aya::include_bytes_aligned!("biosnoop.bpf.o");
-    /// exec-trace and execsnoop: execs with their file names and arguments.
-    pub static EXEC: &[u8] = aya::include_bytes_aligned!("exec.bpf.o");
-    /// offcpu: blocked time by stack, summed in the kernel on sched_switch.
-    pub static OFFCPU: &[u8] = aya::include_bytes_aligned!("offcpu.bpf.o");
-    /// doctor: trivial programs that show which program types load.
-    pub static PROBE: &[u8] = aya::include_bytes_aligned!("probe.bpf.o");
+    include!(concat!(env!("OUT_DIR"), "/bpf_objects.rs"));
 }
 
 /// Load a compiled BPF object; `what` names the feature for error messages.
