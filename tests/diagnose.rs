@@ -11,6 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use common::own_cpu::OwnCpu;
 use common::{Kids, free_pid, kdiag, run_kdiag, stderr, workload};
 use serde_json::Value;
 
@@ -163,61 +164,13 @@ fn expected_class(name: &str) -> String {
     truth["expect"]["class"].as_str().unwrap().to_string()
 }
 
-/// A v1 cpu cgroup of the test's own with the largest weight
-/// (`cpu.shares`): a workload in it gets its CPU whatever else the machine
-/// runs, so its verdict is about the workload, not the machine's load
-/// (beside `stress-ng --cpu 2` io-app was otherwise starved: `sched`, with
-/// no storage wait left in the evidence). None without root or a v1 cpu
-/// hierarchy; the workloads then compete as they are.
-struct OwnCpu(PathBuf);
-
-impl OwnCpu {
-    fn new(name: &str) -> Option<OwnCpu> {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            return None;
-        }
-        let root = Path::new("/sys/fs/cgroup/cpu");
-        if !root.join("cpu.shares").exists() {
-            return None;
-        }
-        let dir = root.join(format!("kdiagtest-{name}-{}", std::process::id()));
-        std::fs::create_dir(&dir).ok()?;
-        let own = OwnCpu(dir);
-        std::fs::write(own.0.join("cpu.shares"), "262144").ok()?;
-        Some(own)
-    }
-
-    /// A command line that runs `bin` in this cgroup.
-    fn wrap(&self, bin: &str) -> Vec<String> {
-        let procs = self.0.join("cgroup.procs");
-        let script = format!("echo $$ > {} && exec {bin}", procs.display());
-        vec!["sh".into(), "-c".into(), script]
-    }
-}
-
-impl Drop for OwnCpu {
-    fn drop(&mut self) {
-        // Its processes are gone (all_gone); rmdir once they have left.
-        let end = Instant::now() + Duration::from_secs(2);
-        while std::fs::remove_dir(&self.0).is_err() && Instant::now() < end {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
 #[test]
 fn verdicts_match_what_the_workloads_do() {
     let _g = one_at_a_time();
     let own = OwnCpu::new("verdicts");
     for name in ["cpu-burn", "io-app", "lock-contend", "mem-leak"] {
-        let bin = workload(name);
-        let argv = match &own {
-            Some(own) => own.wrap(bin.to_str().unwrap()),
-            None => vec![bin.to_str().unwrap().to_string()],
-        };
-        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-        let report = diagnose_cmd("2.5", &argv);
+        let argv = OwnCpu::argv(own.as_ref(), workload(name).to_str().unwrap());
+        let report = diagnose_cmd("2.5", &OwnCpu::refs(&argv));
         assert_class(&report, &expected_class(name), name);
         all_gone(&report).unwrap_or_else(|e| panic!("{name}: {e}"));
     }
@@ -384,13 +337,16 @@ fn reading_a_file_through_mmap_after_dropping_its_cache_is_storage() {
         }
         f.sync_all().unwrap();
     }
-    let v = diagnose_cmd(
-        "2.5",
-        &[
-            fixture("mmap_read").to_str().unwrap(),
-            file.to_str().unwrap(),
-        ],
+    // In a cgroup of its own: beside other load its CPU wait outgrew the
+    // storage wait (`sched`, 50% against 39%).
+    let own = OwnCpu::new("mmap");
+    let script = format!(
+        "{}exec {} {}",
+        OwnCpu::enter(own.as_ref()),
+        fixture("mmap_read").display(),
+        file.display()
     );
+    let v = diagnose_cmd("2.5", &["sh", "-c", &script]);
     assert_eq!(verdict(&v), "io", "{}", pretty(&v));
     let o = &v["observation"];
     assert!(
@@ -425,7 +381,11 @@ fn the_why_is_run_for_the_verdict() {
             .unwrap();
         serde_json::from_slice::<Value>(&out.stdout).unwrap()["expect"].clone()
     };
-    let cpu = diagnose_cmd("2", &[workload("cpu-burn").to_str().unwrap()]);
+    // In a cgroup of its own with the largest weight: beside other load
+    // cpu-burn got 0.16 of a CPU and read `sched`.
+    let own = OwnCpu::new("why");
+    let argv = |name: &str| OwnCpu::argv(own.as_ref(), workload(name).to_str().unwrap());
+    let cpu = diagnose_cmd("2", &OwnCpu::refs(&argv("cpu-burn")));
     assert_eq!(verdict(&cpu), "cpu", "{}", pretty(&cpu));
     let why = &cpu["why"];
     assert!(why["offcpu"].is_null(), "{why}");
@@ -434,7 +394,7 @@ fn the_why_is_run_for_the_verdict() {
     let first = top.iter().find(|f| f["kernel"] == false).unwrap();
     assert!(first["name"].as_str().unwrap().ends_with(&hottest), "{why}");
 
-    let lock = diagnose_cmd("2", &[workload("lock-contend").to_str().unwrap()]);
+    let lock = diagnose_cmd("2", &OwnCpu::refs(&argv("lock-contend")));
     assert_eq!(verdict(&lock), "lock", "{}", pretty(&lock));
     let why = &lock["why"];
     assert!(why["cpu"].is_null(), "{why}");

@@ -13,6 +13,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use common::lab_run::pid_alive;
+use common::own_cpu::OwnCpu;
 use common::{Tmux, kdiag, run_kdiag, stderr, stdout, workload};
 use kdiag::model::trend::{Series, Trend};
 use kdiag::tui::diagnose::{self, State};
@@ -110,7 +111,12 @@ fn io_stall_is_periodic_at_its_period() {
 #[test]
 fn a_steady_burn_is_steady_and_a_late_start_is_a_change() {
     let _g = one_at_a_time();
-    let v = diagnose(&["-d", "8"], &[&bin("cpu-burn"), "--seed", "7"]);
+    // In a cgroup of its own with the largest weight: beside other load
+    // cpu-burn got 0.14 of a CPU, and its start no longer showed.
+    let own = OwnCpu::new("trend");
+    let enter = OwnCpu::enter(own.as_ref());
+    let steady = format!("{enter}exec {} --seed 7", bin("cpu-burn"));
+    let v = diagnose(&["-d", "8"], &["sh", "-c", &steady]);
     let cpu = shape(&v, "CPU");
     if cpu["class"] != "steady" {
         // Only another load on the machine moves it: then its wait for a
@@ -120,7 +126,7 @@ fn a_steady_burn_is_steady_and_a_late_start_is_a_change() {
         eprintln!("cpu-burn's CPU moved with its wait for a CPU: {cpu}");
     }
     // Asleep for 3 s, then burning: one change, at about 3 s.
-    let script = format!("sleep 3; exec {} --seed 7", bin("cpu-burn"));
+    let script = format!("{enter}sleep 3; exec {} --seed 7", bin("cpu-burn"));
     let v = diagnose(&["-d", "8", "--interval", "0.5"], &["sh", "-c", &script]);
     let cpu = shape(&v, "CPU");
     assert_eq!(cpu["class"], "change", "{cpu:#}");

@@ -77,6 +77,8 @@ struct Report {
     tier: Tier,
     duration_s: f64,
     lost_events: u64,
+    /// Completions the kernel had but never delivered (its notes say why).
+    unseen_completions: u64,
     requests: Vec<BlockIo>,
     processes: Vec<ProcessIo>,
     pattern: IoPattern,
@@ -194,6 +196,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     drop(out);
     let elapsed = began.elapsed().as_secs_f64();
     let lost = source.lost();
+    let unseen = source.unseen();
     let tier = source.tier();
     for note in source.notes() {
         eprintln!("{note}");
@@ -239,6 +242,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             tier,
             duration_s: elapsed,
             lost_events: lost,
+            unseen_completions: unseen,
             requests: kept,
             processes,
             pattern,

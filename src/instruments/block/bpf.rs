@@ -184,11 +184,22 @@ impl Source for BlockBpf {
     }
 
     fn notes(&self) -> Vec<String> {
-        Vec::new()
+        match self.unseen() {
+            0 => Vec::new(),
+            n => vec![format!(
+                "BPF tier: the kernel skipped kdiag's block programs {n} times (one was already \
+                 running on that CPU when a completion interrupt came: recursion_misses); \
+                 up to {n} requests are missing."
+            )],
+        }
     }
 }
 
 impl BlockSource for BlockBpf {
+    fn unseen(&self) -> u64 {
+        crate::sys::bpf::recursion_misses(&self.ebpf).unwrap_or(0)
+    }
+
     fn has_io_start(&self) -> bool {
         self.has_io_start
     }

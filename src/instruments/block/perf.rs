@@ -310,6 +310,11 @@ impl BlockSource for BlockPerf {
     fn has_io_start(&self) -> bool {
         self.has_io_start
     }
+
+    fn unseen(&self) -> u64 {
+        self.undelivered()
+            .map_or(0, |(counted, delivered)| counted - delivered)
+    }
 }
 
 /// A request between issue and completion.

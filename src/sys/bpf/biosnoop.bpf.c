@@ -140,10 +140,17 @@ static __always_inline void current_task(struct task_id *t)
 	bpf_get_current_comm(t->comm, sizeof(t->comm));
 }
 
-// One word per CPU for ptr_bits().
+// One word per CPU and per program for ptr_bits(). A program in process
+// context (issue, io_start) can be interrupted between its store and its
+// load by the completion interrupt running block_rq_complete on the same
+// CPU: with one shared word the interrupted program read the completing
+// request's pointer and tracked the wrong request, whose own completion was
+// then dropped unseen. The kernel never nests a program in itself (it counts
+// recursion_misses instead), so a word of its own cannot be overwritten.
+enum { SLOT_IO_START, SLOT_INSERT, SLOT_ISSUE, SLOT_COMPLETE, SLOTS };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, SLOTS);
 	__type(key, __u32);
 	__type(value, __u64);
 } scratch SEC(".maps");
@@ -151,10 +158,9 @@ struct {
 // A trusted pointer's value as a plain number, to hash it: the verifier
 // allows no arithmetic on the pointer itself, but a word read back from a
 // map is a scalar. (Storing a pointer in a map needs root, as do we.)
-static __always_inline __u64 ptr_bits(void *p)
+static __always_inline __u64 ptr_bits(void *p, __u32 slot)
 {
-	__u32 zero = 0;
-	__u64 *w = bpf_map_lookup_elem(&scratch, &zero);
+	__u64 *w = bpf_map_lookup_elem(&scratch, &slot);
 	if (!w)
 		return 0;
 	*w = (__u64)p;
@@ -271,7 +277,7 @@ static __always_inline __u32 log2_slot(__u64 v)
 SEC("tp_btf/block_io_start")
 int BPF_PROG(block_io_start, struct request *rq)
 {
-	__u64 key = ptr_bits(rq);
+	__u64 key = ptr_bits(rq, SLOT_IO_START);
 	if (!key || !wanted(rq))
 		return 0;
 	struct inflight *f = track(key, true);
@@ -285,7 +291,7 @@ int BPF_PROG(block_io_start, struct request *rq)
 SEC("tp_btf/block_rq_insert")
 int BPF_PROG(block_rq_insert, struct request *rq)
 {
-	__u64 key = ptr_bits(rq);
+	__u64 key = ptr_bits(rq, SLOT_INSERT);
 	if (!key || !wanted(rq))
 		return 0;
 	struct inflight *f = track(key, false);
@@ -297,7 +303,7 @@ int BPF_PROG(block_rq_insert, struct request *rq)
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(block_rq_issue, struct request *rq)
 {
-	__u64 key = ptr_bits(rq);
+	__u64 key = ptr_bits(rq, SLOT_ISSUE);
 	if (!key || !wanted(rq))
 		return 0;
 	struct inflight *f = track(key, false);
@@ -319,7 +325,7 @@ int BPF_PROG(block_rq_issue, struct request *rq)
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
 {
-	__u64 key = ptr_bits(rq);
+	__u64 key = ptr_bits(rq, SLOT_COMPLETE);
 	if (!key)
 		return 0;
 	struct slot s = find(key);

@@ -49,3 +49,28 @@ fn has_bpf_caps() -> bool {
         .unwrap_or(0);
     eff & (1 << CAP_BPF) != 0 && eff & (1 << CAP_PERFMON) != 0
 }
+
+/// How many times the kernel skipped the loaded object's programs because
+/// one was already running on that CPU (a completion interrupt landing on a
+/// run of the same program): `recursion_misses` in each program's fdinfo,
+/// summed. Those events never reach the program, so nothing else counts
+/// them. None when the kernel does not report it (before 5.12).
+pub fn recursion_misses(ebpf: &aya::Ebpf) -> Option<u64> {
+    use std::os::fd::{AsFd, AsRawFd};
+    let mut total = None;
+    for (_, program) in ebpf.programs() {
+        let Ok(fd) = program.fd() else { continue };
+        let path = format!("/proc/self/fdinfo/{}", fd.as_fd().as_raw_fd());
+        let Ok(info) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        let misses = info
+            .lines()
+            .find_map(|l| l.strip_prefix("recursion_misses:"))
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        if let Some(m) = misses {
+            total = Some(total.unwrap_or(0) + m);
+        }
+    }
+    total
+}
