@@ -2,7 +2,7 @@
 //! (crate workloads/) installed next to kdiag's own executable. Their
 //! ground truth comes from the same crate as a library, in-process.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
@@ -13,10 +13,23 @@ use crate::sys::cgroup::{self, Cgroup, CgroupError};
 /// The bundled workloads: name and what is wrong with it.
 pub use kdiag_workloads::WORKLOADS;
 
-/// The directory holding kdiag's own executable, where the workloads live.
+/// Where the workloads live: next to kdiag's own executable (a build,
+/// target/release), or, as the .deb installs them, in `lib/kdiag` beside
+/// the executable's `bin` directory (/usr/bin/kdiag → /usr/lib/kdiag).
 pub fn bin_dir() -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe().context("cannot find kdiag's own executable")?;
-    Ok(exe.parent().map(PathBuf::from).unwrap_or_default())
+    Ok(workloads_dir(exe.parent().unwrap_or(Path::new("/"))))
+}
+
+/// The installed layout's directory when the executable's own holds no
+/// workload, else the executable's (whose errors then name it).
+fn workloads_dir(exe_dir: &Path) -> PathBuf {
+    let holds_one = |dir: &Path| kdiag_workloads::names().any(|n| dir.join(n).is_file());
+    let installed = exe_dir
+        .parent()
+        .map(|prefix| prefix.join("lib/kdiag"))
+        .filter(|dir| !holds_one(exe_dir) && holds_one(dir));
+    installed.unwrap_or_else(|| exe_dir.to_path_buf())
 }
 
 fn check_name(name: &str) -> anyhow::Result<()> {
@@ -47,7 +60,8 @@ pub fn binary(name: &str) -> anyhow::Result<PathBuf> {
 pub fn build_hint(dir: &std::path::Path) -> String {
     format!(
         "build the workloads with `cargo build --release --workspace` \
-         (they must sit next to kdiag, in {}; for a debug kdiag use `cargo build --workspace`)",
+         (they must sit next to kdiag, in {}; for a debug kdiag use `cargo build --workspace`), \
+         or install the kdiag package (which puts them in /usr/lib/kdiag)",
         dir.display()
     )
 }
@@ -117,6 +131,28 @@ pub fn throttle_advice(name: &str, err: &CgroupError) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn workloads_are_found_next_to_kdiag_or_in_the_installed_layout() {
+        let root = tempfile::tempdir().unwrap();
+        let (bin, lib) = (
+            root.path().join("usr/bin"),
+            root.path().join("usr/lib/kdiag"),
+        );
+        std::fs::create_dir_all(&bin).unwrap();
+        // Nothing anywhere: kdiag's own directory, which the errors name.
+        assert_eq!(workloads_dir(&bin), bin);
+        std::fs::create_dir_all(&lib).unwrap();
+        assert_eq!(workloads_dir(&bin), bin, "an empty lib/kdiag is not chosen");
+        std::fs::write(lib.join("io-app"), "").unwrap();
+        assert_eq!(workloads_dir(&bin), lib, "the package's layout");
+        std::fs::write(bin.join("io-app"), "").unwrap();
+        assert_eq!(
+            workloads_dir(&bin),
+            bin,
+            "a build's own workloads come first"
+        );
+    }
 
     #[test]
     fn truth_is_computed_in_process() {

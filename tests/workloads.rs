@@ -488,3 +488,49 @@ fn build_module_compiles_where_headers_exist() {
         kdir.display()
     );
 }
+
+#[test]
+fn an_installed_kdiag_finds_its_workloads_in_usr_lib_kdiag() {
+    // The .deb's layout (packaging/): kdiag in usr/bin, the workloads in
+    // usr/lib/kdiag. Hard links, not copies or symlinks: /proc/self/exe
+    // names the link that ran, and no 80 MB is copied.
+    let root = tempfile::Builder::new()
+        .prefix("kdiag-installed")
+        .tempdir_in(bin_dir())
+        .unwrap();
+    let (bin, lib) = (
+        root.path().join("usr/bin"),
+        root.path().join("usr/lib/kdiag"),
+    );
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::create_dir_all(&lib).unwrap();
+    std::fs::hard_link(env!("CARGO_BIN_EXE_kdiag"), bin.join("kdiag")).unwrap();
+    let installed = |args: &[&str]| Command::new(bin.join("kdiag")).args(args).output().unwrap();
+
+    let out = installed(&["workload", "run", "scheduling", "0", "2"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("install the kdiag package"),
+        "says where the workloads come from: {}",
+        stderr(&out)
+    );
+
+    let list: serde_json::Value =
+        serde_json::from_slice(&run_kdiag(&["workload", "list", "--json"]).stdout).unwrap();
+    for w in list.as_array().unwrap() {
+        let name = w["name"].as_str().unwrap();
+        std::fs::hard_link(workload(name), lib.join(name)).unwrap();
+    }
+    let out = installed(&["workload", "list", "--json"]);
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for w in list.as_array().unwrap() {
+        assert_eq!(w["built"], true, "{w}");
+        assert_eq!(
+            w["path"],
+            lib.join(w["name"].as_str().unwrap()).display().to_string()
+        );
+    }
+    let out = installed(&["workload", "run", "scheduling", "0", "20"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("20 threads"), "{}", stdout(&out));
+}
