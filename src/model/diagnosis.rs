@@ -46,6 +46,9 @@ pub enum Class {
     MemoryLimit,
     /// The OOM killer killed processes of its memory cgroup.
     OomKill,
+    /// A thread stuck in one call the whole window while work waits for
+    /// it (connections queued, bytes unread, threads on its lock).
+    Stall,
 }
 
 impl Class {
@@ -66,6 +69,7 @@ impl Class {
             Class::IoLimit => "io-limit",
             Class::MemoryLimit => "memory-limit",
             Class::OomKill => "oom-kill",
+            Class::Stall => "stall",
         }
     }
 }
@@ -165,6 +169,9 @@ pub struct Observation {
     pub trend: crate::model::trend::Trend,
     /// What limits it from outside: cgroups, pressure, the machine's CPUs.
     pub limits: crate::model::limits::Limits,
+    /// Threads that never ran in the window while work waited for their
+    /// process.
+    pub stalls: Vec<crate::model::stalls::Stall>,
 }
 
 /// One process of the tree.

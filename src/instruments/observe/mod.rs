@@ -11,6 +11,7 @@ mod kthread;
 mod limits;
 pub mod sampling;
 pub mod series;
+mod stalls;
 mod tree;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -87,6 +88,7 @@ pub fn observe(pid: i32, opts: &Options, stop: &AtomicBool) -> anyhow::Result<Ob
     let mut threads = tree.threads();
     let mut live = tree.live_threads();
     let mut limits = limits::Watch::start(&pids(&threads));
+    let stalls = stalls::Watch::start(&mut r, &threads);
     while t0.elapsed() < opts.window && !stop.load(Ordering::Relaxed) {
         let now = Instant::now();
         let t = now - t0;
@@ -147,6 +149,7 @@ pub fn observe(pid: i32, opts: &Options, stop: &AtomicBool) -> anyhow::Result<Ob
     o.members = members;
     o.totals = totals;
     sampler.into_observation(&mut o, BUCKET.as_secs_f64());
+    o.stalls = stalls.finish(&mut r, &o.locks);
     o.sampling.interval_ms = TICK.as_millis() as u64;
     o.stopped = tree.stopped.take();
     (o.memory.start, o.memory.end) = tree.smaps();
