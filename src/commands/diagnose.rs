@@ -49,6 +49,16 @@ pub struct Args {
     /// With -p: also every process it starts (and their descendants)
     #[arg(long, requires = "pid")]
     pub tree: bool,
+    /// Every process of a cgroup (a directory under /sys/fs/cgroup, or its
+    /// path there, e.g. cpu/system.slice/nginx.service) and below, as a tree
+    // A cgroup, not a user's file: kdiag reads the kernel's cgroup.procs
+    // under /sys/fs/cgroup only (args::cgroup_dir), never a path's contents.
+    #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::Other, conflicts_with_all = ["pid", "command"])]
+    pub cgroup: Option<PathBuf>,
+    /// Every process of a systemd unit (nginx, nginx.service,
+    /// session-2.scope), its cgroup found by name in the cgroup trees
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["pid", "command", "cgroup"])]
+    pub unit: Option<String>,
     /// Seconds to watch it (fractions, ms, m and h allowed; at most a week)
     #[arg(
         short = 'd',
@@ -82,7 +92,7 @@ pub struct Args {
     pub record: Option<PathBuf>,
     /// Show the report of a run saved with --record again (no process is
     /// watched; any machine, no root)
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["pid", "tree", "command", "record", "live", "interval"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["pid", "tree", "cgroup", "unit", "command", "record", "live", "interval"])]
     pub replay: Option<PathBuf>,
     /// Also write the report to FILE as text, json or html (one
     /// self-contained page with charts and flame graphs); repeatable
@@ -119,9 +129,15 @@ const MAX_POINTS: f64 = 20_000.0;
 
 /// The checks on the arguments as a whole (values are checked when parsed).
 pub fn validate(args: &Args) -> anyhow::Result<()> {
-    if args.replay.is_none() && args.pid.is_some() != args.command.is_empty() {
+    let targets = [
+        args.pid.is_some(),
+        args.cgroup.is_some(),
+        args.unit.is_some(),
+        !args.command.is_empty(),
+    ];
+    if args.replay.is_none() && targets.iter().filter(|&&t| t).count() != 1 {
         return Err(usage(
-            "say what to diagnose: -p PID, or -- CMD ARGS (or --replay FILE)",
+            "say what to diagnose: -p PID, --cgroup PATH, --unit NAME, or -- CMD ARGS (or --replay FILE)",
         ));
     }
     let mut files: Vec<&Path> = args.record.iter().map(PathBuf::as_path).collect();
@@ -325,14 +341,33 @@ fn watch_and_drill(args: &Args, interrupt: &Interrupt) -> anyhow::Result<Diagnos
     let mut child = None;
     // Who stops a command at the end: its signals are no exec failure.
     let mut stoppers = vec![std::process::id()];
-    let (pid, scope, execs) = match args.pid {
+    let cgroup = match (&args.cgroup, &args.unit) {
+        (Some(c), _) => Some(super::args::cgroup_dir("--cgroup", c)?),
+        (_, Some(u)) => Some(super::args::unit_dir(u)?),
+        _ => None,
+    };
+    // A cgroup's processes are watched from its first, with every other
+    // one and all they start.
+    let first = cgroup.as_deref().map(|dir| {
+        let pids = crate::sys::procfs::pressure::cgroup_pids(dir).unwrap_or_default();
+        pids.first().copied().ok_or_else(|| {
+            usage(format!(
+                "{} has no process: nothing to diagnose (give a cgroup with processes in it)",
+                dir.display()
+            ))
+        })
+    });
+    let (pid, scope, execs) = match args.pid.map(Ok).or(first) {
         Some(pid) => {
+            let pid = pid?;
             if pid <= 0 || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
                 return Err(error::NoSuchProcess::one(pid));
             }
             (
                 pid,
-                if args.tree {
+                if cgroup.is_some() {
+                    Scope::Cgroup
+                } else if args.tree {
                     Scope::Tree
                 } else {
                     Scope::Process
@@ -377,16 +412,17 @@ fn watch_and_drill(args: &Args, interrupt: &Interrupt) -> anyhow::Result<Diagnos
             (pid, Scope::Command, execs)
         }
     };
-    let what = if scope == Scope::Process {
-        ""
-    } else {
-        " and its descendants"
+    let what = match (&cgroup, scope) {
+        (Some(dir), _) => format!(" and every process of {}", dir.display()),
+        (None, Scope::Process) => String::new(),
+        _ => " and its descendants".into(),
     };
     let opts = Options {
         window,
         scope,
         interval: Duration::from_secs_f64(interval(args)),
         live: None,
+        cgroup,
     };
     let observed = if args.live {
         observe_live(pid, opts, interrupt, format!("PID {pid}{what}"))?
@@ -723,7 +759,7 @@ fn could_not_run(args: &Args, exec: Option<&ExecDrill>) -> &'static str {
             };
             return "an exec failed, as explained above";
         }
-        None if args.pid.is_none() && !crate::sys::process::privilege::is_root() => {
+        None if !args.command.is_empty() && !crate::sys::process::privilege::is_root() => {
             eprintln!(
                 "For why it could not run: sudo kdiag exec-trace -- {}",
                 words(&args.command).join(" ")

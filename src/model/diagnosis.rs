@@ -123,6 +123,8 @@ pub enum Scope {
     Tree,
     /// A command kdiag started and everything it started (`-- CMD`).
     Command,
+    /// Every process of a cgroup and what they start (`--cgroup`, `--unit`).
+    Cgroup,
 }
 
 /// One process (or a process tree) over a window.
@@ -132,6 +134,8 @@ pub struct Observation {
     pub pid: i32,
     pub comm: String,
     pub scope: Scope,
+    /// The cgroup watched (scope `cgroup`), as its directory here.
+    pub cgroup: Option<String>,
     pub window_s: f64,
     pub members: Vec<Member>,
     /// Sums over the members.

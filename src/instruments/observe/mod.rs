@@ -39,6 +39,8 @@ pub struct Options {
     pub interval: Duration,
     /// Where each point goes as it is taken (a live view).
     pub live: Option<Sender<Reading>>,
+    /// Every process of this cgroup (and below) is a member too.
+    pub cgroup: Option<std::path::PathBuf>,
 }
 
 /// Watch `pid` (and with a tree or command scope, its descendants) for
@@ -57,12 +59,13 @@ pub fn observe(pid: i32, opts: &Options, stop: &AtomicBool) -> anyhow::Result<Ob
     let follow = opts.scope != Scope::Process;
     let delayacct =
         std::fs::read_to_string("/proc/sys/kernel/task_delayacct").is_ok_and(|s| s.trim() == "1");
-    let mut tree = tree::Tree::start(&mut r, pid, follow, adopter, delayacct)
+    let mut tree = tree::Tree::start(&mut r, pid, follow, adopter, opts.cgroup.clone(), delayacct)
         .ok_or_else(|| crate::error::NoSuchProcess::one(pid))?;
     let mut o = Observation {
         pid,
         comm: tree.comm(),
         scope: opts.scope,
+        cgroup: opts.cgroup.as_ref().map(|d| d.display().to_string()),
         delay_accounting: delayacct,
         ..Default::default()
     };
