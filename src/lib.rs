@@ -10,6 +10,7 @@ pub mod analysis;
 pub mod cli;
 pub mod commands;
 pub mod course;
+pub mod diagnose;
 pub mod error;
 pub mod grade;
 pub mod instruments;

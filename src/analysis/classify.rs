@@ -602,13 +602,12 @@ fn next(verdict: Class, o: &Observation, pid: i32) -> Vec<String> {
         return vec![format!("kdiag diagnose -p {}", d.pid)];
     }
     match verdict {
-        Class::Cpu => vec![format!("sudo kdiag profile -p {pid} -d 10 --svg cpu.svg")],
-        Class::Sched => vec!["kdiag top".into(), "sudo kdiag profile -a -d 10".into()],
-        Class::Io | Class::Paging => vec![format!("sudo kdiag iosnoop -p {pid} --summary 5")],
-        Class::Lock | Class::MemoryTrend | Class::Blocked => vec![
-            format!("kdiag top -p {pid}"),
-            format!("sudo kdiag profile -p {pid} -d 10"),
-        ],
+        Class::Cpu => vec![Drill::Cpu.command(pid)],
+        Class::Sched => vec![Drill::Sched.command(pid), Drill::Cpu.command_for(&[])],
+        Class::Io | Class::Paging => vec![Drill::Storage.command(pid)],
+        Class::Lock | Class::MemoryTrend | Class::Blocked => {
+            vec![format!("kdiag top -p {pid}"), Drill::Cpu.command(pid)]
+        }
         Class::Stopped => match &o.stopped {
             Some(s) if s.tracer_pid.is_none() => vec![format!("kill -CONT {}", s.pid)],
             _ => vec![],

@@ -9,6 +9,7 @@
 //! verdict says it is not competition and that no limit was found.
 
 use crate::analysis::io_pattern::human_bytes;
+use crate::analysis::why::Drill;
 use crate::model::diagnosis::{Class, Confidence, Observation};
 use crate::model::limits::{CgroupLimits, CpuQuota, IoLimit, MemoryLimit, Pressure, Stall};
 
@@ -119,10 +120,7 @@ fn cpu_quota(o: &Observation) -> Option<Finding> {
             q.throttled,
             q.periods,
         ),
-        next: vec![
-            format!("cat {}/cpu.stat", c.dir),
-            format!("sudo kdiag profile -p {} -d 10", o.pid),
-        ],
+        next: vec![format!("cat {}/cpu.stat", c.dir), Drill::Cpu.command(o.pid)],
     })
 }
 
@@ -190,7 +188,7 @@ fn io_limit(o: &Observation) -> Option<Finding> {
                     "blkio.throttle.read_iops_device"
                 }
             ),
-            format!("sudo kdiag iosnoop -p {} --summary 5", o.pid),
+            Drill::Storage.command(o.pid),
         ],
     })
 }
@@ -218,7 +216,7 @@ fn memory_limit(o: &Observation) -> Option<Finding> {
         ),
         next: vec![
             format!("cat {}/memory.stat", c.dir),
-            format!("sudo kdiag iosnoop -p {} --summary 5", o.pid),
+            Drill::Storage.command(o.pid),
         ],
     })
 }

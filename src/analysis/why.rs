@@ -24,6 +24,11 @@ const FLAME_STACKS: usize = 300;
 /// the kernel, storage the runner-up).
 pub const STRONG_STORAGE: f64 = 0.25;
 
+/// Seconds of a CPU profile run by hand, and of a trace (off-CPU, block
+/// I/O): the suggested commands' lengths.
+const PROFILE_S: u32 = 5;
+const TRACE_S: u32 = 3;
+
 /// One drill-down.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -58,29 +63,25 @@ impl Drill {
         self != Drill::Sched
     }
 
-    /// The command that runs it by hand on `pid`.
+    /// The command that runs it by hand on `pid`: what a skipped
+    /// drill-down says to run, and what the verdict suggests next.
     pub fn command(self, pid: i32) -> String {
-        match self {
-            Drill::Cpu => format!("sudo kdiag profile -p {pid} -d 5"),
-            Drill::Offcpu => format!("sudo kdiag offcpu -p {pid} -d 3"),
-            Drill::Storage => format!("sudo kdiag iosnoop -p {pid} --summary 3"),
-            Drill::Sched => "kdiag top".to_string(),
-            Drill::Exec => format!("sudo kdiag exec-trace -p {pid}"),
-        }
+        self.command_for(&[pid])
     }
-}
 
-impl Drill {
-    /// The command that runs it by hand on several processes: offcpu takes
-    /// them all, the others the first (the one with most of the verdict).
+    /// The one place a drill-down's command is written: by hand on `pids`;
+    /// offcpu takes them all, the others the first (the one with most of
+    /// the verdict); none: the CPU profile of every process.
     pub fn command_for(self, pids: &[i32]) -> String {
-        match (self, pids) {
-            (Drill::Offcpu, [_, _, ..]) => {
-                let list: Vec<String> = pids.iter().map(i32::to_string).collect();
-                format!("sudo kdiag offcpu -p {} -d 3", list.join(","))
-            }
-            (_, [first, ..]) => self.command(*first),
-            (_, []) => self.command(0),
+        let list: Vec<String> = pids.iter().map(i32::to_string).collect();
+        let first = list.first().map_or("0", String::as_str);
+        match self {
+            Drill::Cpu if pids.is_empty() => format!("sudo kdiag profile -a -d {PROFILE_S}"),
+            Drill::Cpu => format!("sudo kdiag profile -p {first} -d {PROFILE_S}"),
+            Drill::Offcpu => format!("sudo kdiag offcpu -p {} -d {TRACE_S}", list.join(",")),
+            Drill::Storage => format!("sudo kdiag iosnoop -p {first} --summary {TRACE_S}"),
+            Drill::Sched => "kdiag top".to_string(),
+            Drill::Exec => format!("sudo kdiag exec-trace -p {first}"),
         }
     }
 }

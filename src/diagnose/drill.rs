@@ -1,0 +1,175 @@
+//! The drill-downs after the verdict: the ones `--why` and the verdict call
+//! for run at once, each on a thread, on the members that carry the verdict
+//! (with the blocked threads' lock sweep beside them when it is worth a
+//! look); one that cannot run says what to run by hand.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use super::{Request, WhyMode, words};
+use crate::analysis::drill as summary;
+use crate::analysis::locks;
+use crate::analysis::why::{self, Drill};
+use crate::instruments::observe::competition;
+use crate::instruments::{block, blocked, offcpu, profile};
+use crate::model::diagnosis::Diagnosis;
+use crate::model::drill::{Competition, StorageDrill, Why};
+use crate::model::locks::RuntimeLock;
+use crate::model::profile::Profile;
+
+/// Seconds a drill-down runs at most (the watch's own length if shorter).
+const DRILL_S: f64 = 3.0;
+/// The drill-down's CPU profile frequency.
+const DRILL_HZ: u64 = 499;
+
+/// Run the drill-downs `--why` and the diagnosis call for on `pid` (whose
+/// tree is `target`), all at once for one window; None when there are
+/// none. With `sweep`, the blocked threads' stacks are read meanwhile, and
+/// what they waited in comes back beside the drill-downs.
+pub(super) fn drill(
+    req: &Request,
+    pid: i32,
+    d: &Diagnosis,
+    target: &[i32],
+    sweep: bool,
+    stop: &AtomicBool,
+) -> (Option<Why>, Vec<RuntimeLock>) {
+    let window = Duration::from_secs_f64(req.duration.min(DRILL_S));
+    let drills = match req.why {
+        WhyMode::None => return (None, Vec::new()),
+        WhyMode::Auto => why::plan(d.verdict, &d.states, false),
+        WhyMode::All => why::plan(d.verdict, &d.states, true),
+    };
+    if drills.is_empty() {
+        return (None, Vec::new());
+    }
+    // In a tree, the members that carry the verdict (never a parent that
+    // only waits for them); else the target as given.
+    let carriers: Vec<i32> = match d.carriers.as_slice() {
+        [] => vec![pid],
+        c => c.iter().map(|c| c.pid).collect(),
+    };
+    let carriers = carriers.as_slice();
+    let mut found = Why {
+        window_s: window.as_secs_f64(),
+        ..Default::default()
+    };
+    let root = crate::sys::process::privilege::is_root();
+    let mut runs = Vec::new();
+    for d in drills {
+        if stop.load(Ordering::Relaxed) || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            found.skipped.push(format!(
+                "{}: PID {pid} is gone or kdiag was interrupted",
+                d.what()
+            ));
+        } else if d.needs_root() && !root {
+            found.skipped.push(format!(
+                "{}: needs root; run: {}",
+                d.what(),
+                by_hand(req, d, carriers)
+            ));
+        } else {
+            runs.push(d);
+        }
+    }
+    if runs.is_empty() {
+        return (Some(found), Vec::new());
+    }
+    if !req.json {
+        let what: Vec<&str> = runs.iter().map(|d| d.what()).collect();
+        eprintln!(
+            "Thread states say {}: drilling down for {2:.1} s: {1} ...",
+            d.verdict.name(),
+            what.join(", "),
+            window.as_secs_f64()
+        );
+    }
+    // At once: the block requests and the blocking paths are of the same
+    // seconds, and the wait is one window whatever the number.
+    let mut runtime_locks = Vec::new();
+    let results: Vec<(Drill, anyhow::Result<Found>)> = std::thread::scope(|s| {
+        let running: Vec<_> = runs
+            .iter()
+            .map(|&d| {
+                (
+                    d,
+                    s.spawn(move || collect(d, carriers, target, window, stop)),
+                )
+            })
+            .collect();
+        if sweep && let Ok(w) = blocked::sweep(carriers, window, stop) {
+            runtime_locks = locks::attribute(&w.profile, w.thread_samples);
+        }
+        running
+            .into_iter()
+            .map(|(d, t)| {
+                let r = t
+                    .join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("the drill-down panicked")));
+                (d, r)
+            })
+            .collect()
+    });
+    for (d, r) in results {
+        match r {
+            Ok(Found::Cpu(p)) => found.add_cpu(&p),
+            Ok(Found::Offcpu(p)) => found.add_offcpu(&p),
+            Ok(Found::Storage(s)) => found.storage = Some(s),
+            Ok(Found::Sched(c)) => found.competition = Some(c),
+            Err(e) => found.skipped.push(format!(
+                "{}: {e:#}; run: {}",
+                d.what(),
+                by_hand(req, d, carriers)
+            )),
+        }
+    }
+    (Some(found), runtime_locks)
+}
+
+/// What one drill-down collected.
+enum Found {
+    Cpu(Profile),
+    Offcpu(Profile),
+    Storage(StorageDrill),
+    Sched(Competition),
+}
+
+/// Run one drill-down for `window` on the members that carry the verdict
+/// (`carriers`) of the tree `target` (whose CPU competitors are the other
+/// processes).
+fn collect(
+    d: Drill,
+    carriers: &[i32],
+    target: &[i32],
+    window: Duration,
+    stop: &AtomicBool,
+) -> anyhow::Result<Found> {
+    Ok(match d {
+        Drill::Cpu => Found::Cpu(profile::sample_all(carriers, DRILL_HZ, window, stop)?),
+        Drill::Offcpu => Found::Offcpu(offcpu::record_all(carriers, window, stop)?.0),
+        Drill::Storage => {
+            let (ios, tier, lost) = block::record(window, stop)?;
+            Found::Storage(summary::storage(&ios, carriers, tier.name(), lost))
+        }
+        Drill::Sched => Found::Sched(competition::record(target, window, stop)?),
+        Drill::Exec => anyhow::bail!("exec tracing runs during the watch"),
+    })
+}
+
+/// The command that runs drill-down `d` by hand: on `pids`; for a command
+/// kdiag started (and stops), diagnose again under sudo.
+pub(super) fn by_hand(req: &Request, d: Drill, pids: &[i32]) -> String {
+    if req.command.is_empty() {
+        return d.command_for(pids);
+    }
+    format!(
+        "sudo kdiag diagnose -d {} --why {} -- {}",
+        req.duration,
+        if req.why == WhyMode::All {
+            "all"
+        } else {
+            "auto"
+        },
+        words(req.command).join(" ")
+    )
+}

@@ -1,0 +1,61 @@
+//! diagnose's engine, beside the lab's (`lab::engine`): from a target (a
+//! PID, its tree, or a command kdiag starts) to one `DiagnoseRun`, without
+//! any UI. engine.rs watches and classifies, drill.rs runs the drill-downs
+//! the verdict calls for (at once, on threads), execs.rs traces execs for
+//! the whole watch. `commands/diagnose.rs` parses the arguments, opens the
+//! output files and hands the run to render/.
+
+mod drill;
+mod engine;
+mod execs;
+
+use std::ffi::OsString;
+
+pub use engine::{MAX_POINTS, interval, run};
+
+use crate::instruments::observe::Options;
+use crate::model::diagnosis::Observation;
+
+/// The drill-down after the verdict (`--why`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum WhyMode {
+    None,
+    Auto,
+    All,
+}
+
+/// Watch the target while drawing its series as they come (the live view,
+/// which the front end owns): `(pid, options, what is watched)` → what
+/// `observe` returned, or why the view failed.
+pub type Live<'a> =
+    dyn Fn(i32, Options, String) -> anyhow::Result<anyhow::Result<Observation>> + 'a;
+
+/// What to diagnose and how.
+pub struct Request<'a> {
+    /// `-p PID`; None: `command` is started.
+    pub pid: Option<i32>,
+    /// With `pid`: its descendants too.
+    pub tree: bool,
+    /// Every process of this cgroup directory (resolved on cgroupfs) and
+    /// all they start, when no `pid`.
+    pub cgroup: Option<std::path::PathBuf>,
+    /// The command to start (and stop at the end), when no `pid`.
+    pub command: &'a [OsString],
+    /// Seconds to watch.
+    pub duration: f64,
+    /// Seconds between the points of the series.
+    pub interval: f64,
+    pub why: WhyMode,
+    /// The output is JSON: no progress lines on stderr, and why a command
+    /// could not run as JSON.
+    pub json: bool,
+    /// Watch through the live view instead of plainly.
+    pub live: Option<&'a Live<'a>>,
+}
+
+/// A command's words as text.
+fn words(argv: &[OsString]) -> Vec<String> {
+    argv.iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect()
+}
