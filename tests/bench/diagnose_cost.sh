@@ -25,5 +25,5 @@ for r in $(seq "$rounds"); do
   awk -v u="$user" -v s="$sys" -v w="$wall" -v m="$rss" -v d="$secs" -v own="$own" -v r="$r" 'BEGIN {
     split(own, o, " ");
     printf "round %d: /usr/bin/time: user %.2f s + system %.2f s in %.1f s wall = %.2f%% of one CPU over the %d s window (%.2f%% over the wall time), peak RSS %.1f MiB; kdiag'"'"'s own count: %.3f s CPU, %.1f MiB\n",
-      r, u, s, w, (u + s) * 100 / d, (u + s) * 100 / w, m / 1024, o[1], o[2] / 1024 }'
+      r, u, s, w, (u + s) * 100 / d, d, (u + s) * 100 / w, m / 1024, o[1], o[2] / 1024 }'
 done
