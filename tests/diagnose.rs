@@ -614,7 +614,7 @@ fn bad_targets_are_clear_errors() {
     assert!(stderr(&out).contains(&format!("no process with PID {gone}")));
     let out = run_kdiag(&["diagnose"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("-p PID, or -- CMD"));
+    assert!(stderr(&out).contains("-p PID, --cgroup PATH, --unit NAME, or -- CMD"));
     let out = run_kdiag(&["diagnose", "-d", "0", "-p", "1"]);
     assert_eq!(out.status.code(), Some(2));
     let out = run_kdiag(&["diagnose", "--tree", "--", "true"]);

@@ -27,9 +27,14 @@ struct Cg {
 
 impl Cg {
     fn new(controller: &str) -> Cg {
+        Cg::named(controller, "")
+    }
+
+    /// One named as a systemd unit's would be (`...service`).
+    fn named(controller: &str, suffix: &str) -> Cg {
         static N: AtomicU32 = AtomicU32::new(0);
         let name = format!(
-            "kdiag-test-limits-{}-{}",
+            "kdiag-test-limits-{}-{}{suffix}",
             std::process::id(),
             N.fetch_add(1, Ordering::Relaxed)
         );
@@ -317,4 +322,63 @@ fn a_command_kdiag_stops_at_the_end_is_no_exec_failure() {
         !text.contains("Exec failures") && !text.contains("SIGTERM"),
         "{text}"
     );
+}
+
+/// `--unit NAME` and `--cgroup PATH`: every process of the cgroup is a
+/// member (two unrelated ones here), and nothing outside it is; a path off
+/// the cgroup file system and an unknown unit are refused.
+#[test]
+fn a_cgroup_and_a_unit_are_diagnosed_as_a_tree_of_their_processes() {
+    if !require_root("a_cgroup_and_a_unit_are_diagnosed_as_a_tree_of_their_processes") {
+        return;
+    }
+    let cg = Cg::named("pids", ".service");
+    let unit = cg
+        .path
+        .trim_start_matches('/')
+        .trim_end_matches(".service")
+        .to_string();
+    let spinner = Reap(cg.spawn("while :; do :; done"));
+    let sleeper = Reap(cg.spawn("sleep 30"));
+    let outside = Reap(Command::new("sleep").arg("30").spawn().unwrap());
+    let by_path = format!("pids{}", cg.path);
+    let (by_unit, by_cgroup) = std::thread::scope(|s| {
+        let c = s.spawn(|| diagnose_json(&["-d", "1", "--why", "none", "--cgroup", &by_path]));
+        let u = diagnose_json(&["-d", "1", "--why", "none", "--unit", &unit]);
+        (u, c.join().unwrap())
+    });
+    for v in [&by_unit, &by_cgroup] {
+        let o = &v["observation"];
+        assert_eq!(o["scope"], "cgroup", "{o}");
+        assert_eq!(o["cgroup"], cg.dir.display().to_string(), "{o}");
+        let members: Vec<i64> = o["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["pid"].as_i64().unwrap())
+            .collect();
+        for c in [&spinner, &sleeper] {
+            assert!(members.contains(&(c.0.id() as i64)), "{members:?}");
+        }
+        assert!(!members.contains(&(outside.0.id() as i64)), "{members:?}");
+        // The spinner's CPU is the tree's.
+        assert!(
+            o["totals"]["user_s"].as_f64().unwrap() + o["totals"]["system_s"].as_f64().unwrap()
+                > 0.1,
+            "{o}"
+        );
+    }
+    for (args, want) in [
+        (["--cgroup", "/tmp"], "no cgroup at /sys/fs/cgroup/tmp"),
+        (["--cgroup", "pids/../../../etc"], "no cgroup at"),
+        (["--unit", "kdiag-no-such-unit"], "no cgroup named for it"),
+    ] {
+        let out = kdiag()
+            .args(["diagnose", "-d", "1"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(want), "{args:?}: {}", stderr(&out));
+    }
 }

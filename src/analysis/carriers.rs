@@ -87,6 +87,8 @@ fn weight(m: &Member, verdict: Class) -> f64 {
         Class::Blocked => samples(ThreadState::Other),
         Class::Stopped => samples(ThreadState::Stopped),
         Class::Idle => samples(ThreadState::Sleeping),
+        // The stuck thread sleeps, or blocks.
+        Class::Stall => samples(ThreadState::Sleeping) + samples(ThreadState::Other),
         Class::MemoryTrend | Class::Zombie | Class::Exec | Class::OomKill => 0.0,
     }
 }

@@ -78,7 +78,9 @@ pub fn classify(o: &Observation) -> Diagnosis {
         dominant(o, &b)
     };
     // What limits it from outside may explain, or contradict, the states.
-    let found = limits::judge(o, verdict, &summary);
+    // A thread stuck while work waits for it is no quiet process.
+    let found =
+        crate::analysis::stalls::judge(o, verdict).or_else(|| limits::judge(o, verdict, &summary));
     let states_said = found.as_ref().map(|_| (verdict, summary.clone()));
     let (verdict, confidence, mut summary) = match &found {
         Some(f) => (f.verdict, f.confidence, f.summary.clone()),
@@ -92,6 +94,7 @@ pub fn classify(o: &Observation) -> Diagnosis {
 
     let mut evidence = evidence(o, &b, trend.as_ref(), periodic.as_ref(), &busiest);
     evidence.extend(limits::evidence(o, verdict));
+    evidence.extend(crate::analysis::stalls::evidence(o));
     if let Some((class, said)) = states_said.filter(|s| s.0 != verdict) {
         evidence.insert(0, format!("Thread states alone: {}: {said}", class.name()));
     }
@@ -617,7 +620,9 @@ fn next(verdict: Class, o: &Observation, pid: i32) -> Vec<String> {
         Class::Idle => vec![],
         Class::Exec => vec![Drill::Exec.command(pid)],
         // Found in the limits, with their own next steps.
-        Class::CpuQuota | Class::IoLimit | Class::MemoryLimit | Class::OomKill => vec![],
+        Class::CpuQuota | Class::IoLimit | Class::MemoryLimit | Class::OomKill | Class::Stall => {
+            vec![]
+        }
     }
 }
 

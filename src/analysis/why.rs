@@ -101,7 +101,7 @@ pub fn plan(verdict: Class, states: &[StateShare], all: bool) -> Vec<Drill> {
         Class::Io | Class::Paging => vec![Drill::Offcpu, Drill::Storage],
         // Waiting for a lock, anything else the kernel makes it wait for,
         // or by design (where it sleeps).
-        Class::Lock | Class::Blocked | Class::Idle => vec![Drill::Offcpu],
+        Class::Lock | Class::Blocked | Class::Idle | Class::Stall => vec![Drill::Offcpu],
         Class::Sched => vec![Drill::Sched],
         // What it spends its quota on; where the limit makes it wait.
         Class::CpuQuota => vec![Drill::Cpu],

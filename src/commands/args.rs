@@ -281,6 +281,34 @@ pub fn rwbs(s: &str) -> Result<String, String> {
     Ok(s.to_string())
 }
 
+/// A cgroup named by its path under /sys/fs/cgroup or in full (`flag`:
+/// the option that named it), accepted only on the cgroup file system.
+pub fn cgroup_dir(flag: &str, c: &std::path::Path) -> anyhow::Result<PathBuf> {
+    // Resolved, and on the cgroup file system only: `..` or a link must not
+    // make root read a cgroup.procs elsewhere for the user.
+    crate::sys::cgroupfs::resolve(c).ok_or_else(|| {
+        crate::error::usage(format!(
+            "{flag} {}: no cgroup at {} (give a directory under /sys/fs/cgroup, e.g. cpu/system.slice)",
+            c.display(),
+            crate::sys::cgroupfs::full_path(c).display()
+        ))
+    })
+}
+
+/// The cgroup of systemd unit `name` (`--unit`), from the cgroup trees.
+pub fn unit_dir(name: &str) -> anyhow::Result<PathBuf> {
+    if name.is_empty() || name.contains('/') {
+        return Err(crate::error::usage(format!(
+            "--unit {name}: give a unit's name (nginx, nginx.service, session-2.scope), not a path (--cgroup takes paths)"
+        )));
+    }
+    crate::sys::cgroupfs::find_unit(name).ok_or_else(|| {
+        crate::error::usage(format!(
+            "--unit {name}: no cgroup named for it under /sys/fs/cgroup (is the unit running? `systemctl status {name}`)"
+        ))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

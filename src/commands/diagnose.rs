@@ -36,6 +36,16 @@ pub struct Args {
     /// With -p: also every process it starts (and their descendants)
     #[arg(long, requires = "pid")]
     pub tree: bool,
+    /// Every process of a cgroup (a directory under /sys/fs/cgroup, or its
+    /// path there, e.g. cpu/system.slice/nginx.service) and below, as a tree
+    // A cgroup, not a user's file: kdiag reads the kernel's cgroup.procs
+    // under /sys/fs/cgroup only (args::cgroup_dir), never a path's contents.
+    #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::Other, conflicts_with_all = ["pid", "command"])]
+    pub cgroup: Option<PathBuf>,
+    /// Every process of a systemd unit (nginx, nginx.service,
+    /// session-2.scope), its cgroup found by name in the cgroup trees
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["pid", "command", "cgroup"])]
+    pub unit: Option<String>,
     /// Seconds to watch it (fractions, ms, m and h allowed; at most a week)
     #[arg(
         short = 'd',
@@ -69,7 +79,7 @@ pub struct Args {
     pub record: Option<PathBuf>,
     /// Show the report of a run saved with --record again (no process is
     /// watched; any machine, no root)
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["pid", "tree", "command", "record", "live", "interval"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["pid", "tree", "cgroup", "unit", "command", "record", "live", "interval"])]
     pub replay: Option<PathBuf>,
     /// Also write the report to FILE as text, json or html (one
     /// self-contained page with charts and flame graphs); repeatable
@@ -91,9 +101,15 @@ pub enum Format {
 
 /// The checks on the arguments as a whole (values are checked when parsed).
 pub fn validate(args: &Args) -> anyhow::Result<()> {
-    if args.replay.is_none() && args.pid.is_some() != args.command.is_empty() {
+    let targets = [
+        args.pid.is_some(),
+        args.cgroup.is_some(),
+        args.unit.is_some(),
+        !args.command.is_empty(),
+    ];
+    if args.replay.is_none() && targets.iter().filter(|&&t| t).count() != 1 {
         return Err(usage(
-            "say what to diagnose: -p PID, or -- CMD ARGS (or --replay FILE)",
+            "say what to diagnose: -p PID, --cgroup PATH, --unit NAME, or -- CMD ARGS (or --replay FILE)",
         ));
     }
     let mut files: Vec<&Path> = args.record.iter().map(PathBuf::as_path).collect();
@@ -166,6 +182,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         show(&args, &run, files)?;
         return Ok(error::OK);
     }
+    let cgroup = match (&args.cgroup, &args.unit) {
+        (Some(c), _) => Some(super::args::cgroup_dir("--cgroup", c)?),
+        (_, Some(u)) => Some(super::args::unit_dir(u)?),
+        _ => None,
+    };
     // Every file is opened (as the user) before watching: a wrong path
     // fails now, not after the window.
     let (record, files) = open_outputs(&args)?;
@@ -174,6 +195,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let request = Request {
         pid: args.pid,
         tree: args.tree,
+        cgroup,
         command: &args.command,
         duration: args.duration,
         interval: diagnose::interval(args.duration, args.interval),

@@ -57,14 +57,28 @@ pub fn run(req: &Request, interrupt: &Interrupt) -> anyhow::Result<DiagnoseRun> 
     let mut child = None;
     // Who stops a command at the end: its signals are no exec failure.
     let mut stoppers = vec![std::process::id()];
-    let (pid, scope, execs) = match req.pid {
+    // A cgroup's processes are watched from its first, with every other
+    // one and all they start.
+    let first = req.cgroup.as_deref().map(|dir| {
+        let pids = crate::sys::procfs::pressure::cgroup_pids(dir).unwrap_or_default();
+        pids.first().copied().ok_or_else(|| {
+            error::usage(format!(
+                "{} has no process: nothing to diagnose (give a cgroup with processes in it)",
+                dir.display()
+            ))
+        })
+    });
+    let (pid, scope, execs) = match req.pid.map(Ok).or(first) {
         Some(pid) => {
+            let pid = pid?;
             if pid <= 0 || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
                 return Err(error::NoSuchProcess::one(pid));
             }
             (
                 pid,
-                if req.tree {
+                if req.cgroup.is_some() {
+                    Scope::Cgroup
+                } else if req.tree {
                     Scope::Tree
                 } else {
                     Scope::Process
@@ -110,16 +124,17 @@ pub fn run(req: &Request, interrupt: &Interrupt) -> anyhow::Result<DiagnoseRun> 
             (pid, Scope::Command, execs)
         }
     };
-    let what = if scope == Scope::Process {
-        ""
-    } else {
-        " and its descendants"
+    let what = match (&req.cgroup, scope) {
+        (Some(dir), _) => format!(" and every process of {}", dir.display()),
+        (None, Scope::Process) => String::new(),
+        _ => " and its descendants".into(),
     };
     let opts = Options {
         window,
         scope,
         interval: Duration::from_secs_f64(req.interval),
         live: None,
+        cgroup: req.cgroup.clone(),
     };
     let observed = match req.live {
         Some(live) => live(pid, opts, format!("PID {pid}{what}"))?,

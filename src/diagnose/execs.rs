@@ -84,7 +84,7 @@ pub(super) fn could_not_run(req: &Request, exec: Option<&ExecDrill>) -> &'static
             };
             return "an exec failed, as explained above";
         }
-        None if req.pid.is_none() && !crate::sys::process::privilege::is_root() => {
+        None if !req.command.is_empty() && !crate::sys::process::privilege::is_root() => {
             eprintln!(
                 "For why it could not run: sudo kdiag exec-trace -- {}",
                 words(req.command).join(" ")

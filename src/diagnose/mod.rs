@@ -36,6 +36,9 @@ pub struct Request<'a> {
     pub pid: Option<i32>,
     /// With `pid`: its descendants too.
     pub tree: bool,
+    /// Every process of this cgroup directory (resolved on cgroupfs) and
+    /// all they start, when no `pid`.
+    pub cgroup: Option<std::path::PathBuf>,
     /// The command to start (and stop at the end), when no `pid`.
     pub command: &'a [OsString],
     /// Seconds to watch.

@@ -46,6 +46,9 @@ pub enum Class {
     MemoryLimit,
     /// The OOM killer killed processes of its memory cgroup.
     OomKill,
+    /// A thread stuck in one call the whole window while work waits for
+    /// it (connections queued, bytes unread, threads on its lock).
+    Stall,
 }
 
 impl Class {
@@ -66,6 +69,7 @@ impl Class {
             Class::IoLimit => "io-limit",
             Class::MemoryLimit => "memory-limit",
             Class::OomKill => "oom-kill",
+            Class::Stall => "stall",
         }
     }
 }
@@ -119,6 +123,8 @@ pub enum Scope {
     Tree,
     /// A command kdiag started and everything it started (`-- CMD`).
     Command,
+    /// Every process of a cgroup and what they start (`--cgroup`, `--unit`).
+    Cgroup,
 }
 
 /// One process (or a process tree) over a window.
@@ -128,6 +134,8 @@ pub struct Observation {
     pub pid: i32,
     pub comm: String,
     pub scope: Scope,
+    /// The cgroup watched (scope `cgroup`), as its directory here.
+    pub cgroup: Option<String>,
     pub window_s: f64,
     pub members: Vec<Member>,
     /// Sums over the members.
@@ -165,6 +173,9 @@ pub struct Observation {
     pub trend: crate::model::trend::Trend,
     /// What limits it from outside: cgroups, pressure, the machine's CPUs.
     pub limits: crate::model::limits::Limits,
+    /// Threads that never ran in the window while work waited for their
+    /// process.
+    pub stalls: Vec<crate::model::stalls::Stall>,
 }
 
 /// One process of the tree.

@@ -18,6 +18,7 @@ pub mod profile;
 pub mod rusage;
 pub mod signal;
 pub mod stacks;
+pub mod stalls;
 pub mod system;
 pub mod trend;
 pub mod watch;

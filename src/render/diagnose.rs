@@ -19,6 +19,14 @@ pub fn report(
     let others = o.members.len().saturating_sub(1);
     let what = match (o.scope, others) {
         (Scope::Process, _) => format!("PID {} ({})", o.pid, o.comm),
+        (Scope::Cgroup, _) => format!(
+            "cgroup {}: {} process{}, PID {} ({}) first",
+            o.cgroup.as_deref().unwrap_or("?"),
+            o.members.len(),
+            if o.members.len() == 1 { "" } else { "es" },
+            o.pid,
+            o.comm
+        ),
         (_, 0) => format!("PID {} ({}), no other process in its tree", o.pid, o.comm),
         _ => format!(
             "PID {} ({}) and {others} process{} of its tree",

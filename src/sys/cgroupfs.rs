@@ -290,6 +290,81 @@ pub fn unescape(s: &str) -> PathBuf {
     PathBuf::from(std::ffi::OsString::from_vec(unescape_bytes(s)))
 }
 
+/// Where the cgroup hierarchies are mounted.
+pub const ROOT: &str = "/sys/fs/cgroup";
+
+/// A cgroup named by its path under ROOT or in full, resolved: None unless
+/// it is a cgroup directory on ROOT once `..` and links are followed (so
+/// that root never reads a cgroup.procs elsewhere for a user).
+pub fn resolve(c: &Path) -> Option<PathBuf> {
+    full_path(c)
+        .canonicalize()
+        .ok()
+        .filter(|p| p.starts_with(ROOT) && p.join("cgroup.procs").is_file())
+}
+
+/// `c` under ROOT, unless it names a path there already.
+pub fn full_path(c: &Path) -> PathBuf {
+    if c.starts_with(ROOT) {
+        c.to_path_buf()
+    } else {
+        Path::new(ROOT).join(c.strip_prefix("/").unwrap_or(c))
+    }
+}
+
+/// The cgroup of systemd unit `name` (`NAME.service` when it has no unit
+/// suffix), found by its name in the cgroup trees alone (no systemd API):
+/// in the name=systemd hierarchy, else the unified one, else any v1 one.
+pub fn find_unit(name: &str) -> Option<PathBuf> {
+    const SUFFIXES: [&str; 4] = [".service", ".scope", ".slice", ".socket"];
+    let unit = if SUFFIXES.iter().any(|s| name.ends_with(s)) {
+        name.to_string()
+    } else {
+        format!("{name}.service")
+    };
+    // ROOT is the unified hierarchy itself (a v2-only machine).
+    if Path::new(ROOT).join("cgroup.procs").is_file() {
+        return find_dir(Path::new(ROOT), &unit, UNIT_DEPTH);
+    }
+    let mut trees: Vec<PathBuf> = fs::read_dir(ROOT)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    trees.sort_by_key(|p| match p.file_name().and_then(|n| n.to_str()) {
+        Some("systemd") => (0, p.clone()),
+        Some("unified") => (1, p.clone()),
+        _ => (2, p.clone()),
+    });
+    trees.iter().find_map(|t| find_dir(t, &unit, UNIT_DEPTH))
+}
+
+/// How deep a unit's cgroup may be (user@1000.service/app.slice/x.scope is 5).
+const UNIT_DEPTH: usize = 6;
+
+/// A directory named `name` under `dir`, breadth first, `depth` levels down
+/// at most.
+fn find_dir(dir: &Path, name: &str, depth: usize) -> Option<PathBuf> {
+    let mut level = vec![dir.to_path_buf()];
+    for _ in 0..depth {
+        let mut next = Vec::new();
+        for d in &level {
+            for e in fs::read_dir(d).into_iter().flatten().flatten() {
+                if !e.file_type().is_ok_and(|t| t.is_dir()) {
+                    continue;
+                }
+                if e.file_name().to_str() == Some(name) {
+                    return Some(e.path());
+                }
+                next.push(e.path());
+            }
+        }
+        level = next;
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -64,7 +64,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let interrupt = Interrupt::catch()?;
     let scope = match (&args.pid, &args.cgroup) {
         (Some(p), _) => Scope::Pid(*p),
-        (None, Some(c)) => Scope::Cgroup(cgroup_dir(c)?),
+        (None, Some(c)) => Scope::Cgroup(super::args::cgroup_dir("--cgroup", c)?),
         (None, None) => Scope::All,
     };
     let textfile = args
@@ -123,28 +123,6 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
     drop(server);
     Ok(interrupt.exit_code(error::OK, true))
-}
-
-/// A cgroup named by its path under /sys/fs/cgroup or in full.
-fn cgroup_dir(c: &std::path::Path) -> anyhow::Result<PathBuf> {
-    let full = if c.starts_with("/sys/fs/cgroup") {
-        c.to_path_buf()
-    } else {
-        PathBuf::from("/sys/fs/cgroup").join(c.strip_prefix("/").unwrap_or(c))
-    };
-    // Resolved, and on the cgroup file system only: `..` or a link must not
-    // make root read a cgroup.procs elsewhere for the user.
-    let resolved = full
-        .canonicalize()
-        .ok()
-        .filter(|p| p.starts_with("/sys/fs/cgroup") && p.join("cgroup.procs").is_file());
-    resolved.ok_or_else(|| {
-        error::usage(format!(
-            "--cgroup {}: no cgroup at {} (give a directory under /sys/fs/cgroup, e.g. cpu/system.slice)",
-            c.display(),
-            full.display()
-        ))
-    })
 }
 
 fn print_table(s: &Snapshot) {

@@ -31,6 +31,51 @@ pub struct Sweep {
     pub thread_samples: u64,
 }
 
+/// One blocked thread's user stack, outermost frame first, as the sweep
+/// reads it; empty when it is not in a call or its stack cannot be read.
+pub fn stack_of(pid: i32, tid: i32) -> Vec<String> {
+    let Some(b) = stack::blocked(pid, tid) else {
+        return Vec::new();
+    };
+    let mut recorder = Recorder::new(RecordOptions {
+        call_graph: CallGraph::Dwarf,
+        user_only: true,
+        ..Default::default()
+    });
+    recorder.capture(pid as u32);
+    record(&mut recorder, pid, tid, b);
+    let mut profile = Profile::default();
+    recorder.finish(&mut profile);
+    profile
+        .stacks
+        .into_iter()
+        .next()
+        .map_or_else(Vec::new, |s| s.frames.into_iter().map(|f| f.name).collect())
+}
+
+/// One sample of a thread asleep in a call: its registers and the bytes
+/// of its stack, unwound as a `--call-graph dwarf` sample would be.
+fn record(recorder: &mut Recorder, pid: i32, tid: i32, b: stack::Blocked) {
+    let bytes = stack::read_stack(pid, tid, b.sp, DEFAULT_STACK_SIZE as usize);
+    let sample = Sample {
+        ip: b.pc,
+        pid: pid as u32,
+        tid: tid as u32,
+        time: 0,
+        cpu: 0,
+        period: 1,
+        callchain: Default::default(),
+        raw: &[],
+        user_regs: Some(UserRegs {
+            ip: b.pc,
+            sp: b.sp,
+            bp: 0,
+        }),
+        user_stack: &bytes,
+    };
+    recorder.record(&Record::Sample(sample));
+}
+
 /// Sweep the threads of `pids` for `window` (cut short when `stop` is set).
 pub fn sweep(pids: &[i32], window: Duration, stop: &AtomicBool) -> anyhow::Result<Sweep> {
     let mut recorder = Recorder::new(RecordOptions {
@@ -59,24 +104,7 @@ pub fn sweep(pids: &[i32], window: Duration, stop: &AtomicBool) -> anyhow::Resul
             if !syscalls::name(b.nr as i64).is_some_and(|n| WAITS.contains(&n)) {
                 continue;
             }
-            let bytes = stack::read_stack(pid, tid, b.sp, DEFAULT_STACK_SIZE as usize);
-            let sample = Sample {
-                ip: b.pc,
-                pid: pid as u32,
-                tid: tid as u32,
-                time: 0,
-                cpu: 0,
-                period: 1,
-                callchain: Default::default(),
-                raw: &[],
-                user_regs: Some(UserRegs {
-                    ip: b.pc,
-                    sp: b.sp,
-                    bp: 0,
-                }),
-                user_stack: &bytes,
-            };
-            recorder.record(&Record::Sample(sample));
+            record(&mut recorder, pid, tid, b);
         }
         Ok(())
     })?;

@@ -11,6 +11,7 @@ mod kthread;
 mod limits;
 pub mod sampling;
 pub mod series;
+mod stalls;
 mod tree;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -38,6 +39,8 @@ pub struct Options {
     pub interval: Duration,
     /// Where each point goes as it is taken (a live view).
     pub live: Option<Sender<Reading>>,
+    /// Every process of this cgroup (and below) is a member too.
+    pub cgroup: Option<std::path::PathBuf>,
 }
 
 /// Watch `pid` (and with a tree or command scope, its descendants) for
@@ -56,12 +59,13 @@ pub fn observe(pid: i32, opts: &Options, stop: &AtomicBool) -> anyhow::Result<Ob
     let follow = opts.scope != Scope::Process;
     let delayacct =
         std::fs::read_to_string("/proc/sys/kernel/task_delayacct").is_ok_and(|s| s.trim() == "1");
-    let mut tree = tree::Tree::start(&mut r, pid, follow, adopter, delayacct)
+    let mut tree = tree::Tree::start(&mut r, pid, follow, adopter, opts.cgroup.clone(), delayacct)
         .ok_or_else(|| crate::error::NoSuchProcess::one(pid))?;
     let mut o = Observation {
         pid,
         comm: tree.comm(),
         scope: opts.scope,
+        cgroup: opts.cgroup.as_ref().map(|d| d.display().to_string()),
         delay_accounting: delayacct,
         ..Default::default()
     };
@@ -87,6 +91,7 @@ pub fn observe(pid: i32, opts: &Options, stop: &AtomicBool) -> anyhow::Result<Ob
     let mut threads = tree.threads();
     let mut live = tree.live_threads();
     let mut limits = limits::Watch::start(&pids(&threads));
+    let stalls = stalls::Watch::start(&mut r, &threads);
     while t0.elapsed() < opts.window && !stop.load(Ordering::Relaxed) {
         let now = Instant::now();
         let t = now - t0;
@@ -147,6 +152,7 @@ pub fn observe(pid: i32, opts: &Options, stop: &AtomicBool) -> anyhow::Result<Ob
     o.members = members;
     o.totals = totals;
     sampler.into_observation(&mut o, BUCKET.as_secs_f64());
+    o.stalls = stalls.finish(&mut r, &o.locks);
     o.sampling.interval_ms = TICK.as_millis() as u64;
     o.stopped = tree.stopped.take();
     (o.memory.start, o.memory.end) = tree.smaps();

@@ -9,6 +9,7 @@
 //! count.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::model::diagnosis::{Member, MemoryPoint, Stopped, Totals};
@@ -97,6 +98,9 @@ pub struct Tree {
     /// Processes whose parent is this PID (kdiag's supervisor, the
     /// subreaper of the command kdiag started) belong to the tree.
     adopter: Option<i32>,
+    /// The processes of this cgroup (and those below it) belong to the
+    /// tree too (`diagnose --cgroup`).
+    cgroup: Option<PathBuf>,
     members: BTreeMap<i32, Proc>,
     known: HashSet<i32>,
     /// Boot-relative clock ticks at the start of the window.
@@ -125,6 +129,7 @@ impl Tree {
         root: i32,
         follow: bool,
         adopter: Option<i32>,
+        cgroup: Option<PathBuf>,
         delayacct: bool,
     ) -> Option<Tree> {
         let st = r.stat(root, None)?;
@@ -132,6 +137,7 @@ impl Tree {
             root,
             follow,
             adopter,
+            cgroup,
             members: BTreeMap::new(),
             known: HashSet::new(),
             t0_ticks: now_ticks(),
@@ -211,12 +217,21 @@ impl Tree {
             }
         }
         self.known = pids.into_iter().collect();
+        let in_cgroup: HashSet<i32> = match &self.cgroup {
+            Some(dir) => crate::sys::procfs::pressure::cgroup_pids(dir)
+                .unwrap_or_default()
+                .into_iter()
+                .collect(),
+            None => HashSet::new(),
+        };
         // Parents before children, whatever their PIDs.
         loop {
             let joining: Vec<i32> = candidates
                 .iter()
-                .filter(|(_, st)| {
-                    self.members.contains_key(&st.ppid) || Some(st.ppid) == self.adopter
+                .filter(|(pid, st)| {
+                    self.members.contains_key(&st.ppid)
+                        || Some(st.ppid) == self.adopter
+                        || in_cgroup.contains(pid)
                 })
                 .map(|(&pid, _)| pid)
                 .collect();

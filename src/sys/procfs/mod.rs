@@ -9,6 +9,7 @@
 pub mod maps;
 pub mod parse;
 pub mod pressure;
+pub mod sockets;
 pub mod stack;
 pub mod syscalls;
 pub mod task;

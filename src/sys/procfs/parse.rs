@@ -177,6 +177,13 @@ pub fn schedstat(b: &[u8]) -> Option<(u64, u64, u64)> {
     ))
 }
 
+/// /proc/PID/task/TID/sched's `se.exec_start` (ms).
+pub fn exec_start_ms(b: &[u8]) -> Option<f64> {
+    let text = std::str::from_utf8(b).ok()?;
+    let line = text.lines().find(|l| l.starts_with("se.exec_start"))?;
+    line.rsplit(':').next()?.trim().parse().ok()
+}
+
 /// What /proc/PID/task/TID/syscall says a task is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Syscall {
@@ -372,6 +379,13 @@ fn int(b: &[u8]) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_exec_start() {
+        let b = b"cat (30111, #threads: 1)\n----\nse.exec_start                                :      10813641.110027\nse.vruntime : 1.0\n";
+        assert_eq!(exec_start_ms(b), Some(10813641.110027));
+        assert_eq!(exec_start_ms(b"policy : 0\n"), None);
+    }
 
     // Captured on the development machine: a shell, and a name with ") (".
     const STAT: &[u8] = b"4242 (we ird) (x) S 1 4242 4242 34816 4250 4194560 1123 0 0 0 \

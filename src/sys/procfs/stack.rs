@@ -57,9 +57,31 @@ pub fn read_stack(pid: i32, tid: i32, addr: u64, len: usize) -> Vec<u8> {
     buf
 }
 
+/// A thread's kernel stack (/proc/PID/task/TID/stack, root only), the
+/// innermost function first, without offsets; empty when unreadable.
+pub fn kernel(pid: i32, tid: i32) -> Vec<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stack"))
+        .map(|t| kernel_frames(&t))
+        .unwrap_or_default()
+}
+
+/// "[<0>] do_nanosleep+0x6d/0x1a0" lines → "do_nanosleep".
+fn kernel_frames(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .map(|f| f.split('+').next().unwrap_or(f).to_string())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_a_kernel_stack() {
+        let t = "[<0>] do_nanosleep+0x6d/0x1a0\n[<0>] hrtimer_nanosleep+0xd8/0x190\n";
+        assert_eq!(kernel_frames(t), ["do_nanosleep", "hrtimer_nanosleep"]);
+    }
 
     #[test]
     fn reads_the_syscall_file() {

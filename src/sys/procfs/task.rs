@@ -204,6 +204,21 @@ impl TaskReader {
         parse::schedstat(self.read(pid, Some(tid), "schedstat").ok()?)
     }
 
+    /// When a thread last went on a CPU (`se.exec_start` of
+    /// /proc/PID/task/TID/sched, ms of its run queue's clock; tid None:
+    /// the calling thread, which runs now); None without the file
+    /// (CONFIG_SCHED_DEBUG).
+    pub fn last_ran_ms(&mut self, pid: i32, tid: Option<i32>) -> Option<f64> {
+        let b = match tid {
+            Some(t) => self
+                .read_keeping(pid, Some(t), "sched", false)
+                .ok()?
+                .to_vec(),
+            None => std::fs::read("/proc/thread-self/sched").ok()?,
+        };
+        parse::exec_start_ms(&b)
+    }
+
     /// The kernel function a sleeping thread waits in; empty when running.
     pub fn wchan(&mut self, pid: i32, tid: i32) -> String {
         match self.read(pid, Some(tid), "wchan") {
