@@ -3,6 +3,7 @@
 //! not idle, and not merely blocked. Pure.
 
 use crate::analysis::limits::Finding;
+use crate::analysis::why::Drill;
 use crate::model::diagnosis::{Class, Confidence, Observation};
 use crate::model::stalls::{Stall, Waiting};
 
@@ -33,7 +34,7 @@ pub fn judge(o: &Observation, class: Class) -> Option<Finding> {
         ),
         next: vec![
             format!("sudo cat /proc/{}/task/{}/stack", s.pid, s.tid),
-            format!("sudo kdiag offcpu -p {} -d 5", s.pid),
+            Drill::Offcpu.command(s.pid),
         ],
     })
 }
