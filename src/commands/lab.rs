@@ -159,10 +159,11 @@ fn list(files: &Files) -> anyhow::Result<u8> {
         };
         let results = grade::evaluate(&checks.checks, &answers, &facts, &evidence, None);
         let (got, max) = grade::totals(&results);
-        let all = lab.steps.iter().all(|s| progress.done.contains(&s.id));
-        let status = if all {
+        // From the score, not the app's progress notes: a lab whose
+        // evidence was replaced since is no longer done.
+        let status = if max > 0.0 && got >= max {
             "done"
-        } else if !answers.keys().is_empty() || !progress.done.is_empty() {
+        } else if !answers.keys().is_empty() {
             "in progress"
         } else {
             "not started"
