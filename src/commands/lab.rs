@@ -332,6 +332,25 @@ fn run_app(
         &mut out,
         prompt,
     )
+    .map_err(unreadable_terminal)
+}
+
+/// Standard input a terminal this process may not read (EIO, ENXIO):
+/// sudo's `use_pty` with the output piped (`sudo kdiag lab ... | tee
+/// log`) leaves kdiag in the background of a terminal of sudo's own.
+fn unreadable_terminal(e: anyhow::Error) -> anyhow::Error {
+    let code = e
+        .downcast_ref::<std::io::Error>()
+        .and_then(std::io::Error::raw_os_error);
+    if !matches!(code, Some(libc::EIO | libc::ENXIO)) {
+        return e;
+    }
+    error::usage(format!(
+        "cannot read your commands: standard input is a terminal kdiag may not read ({e}); \
+         sudo does this when the output goes to a pipe. Type the commands into a pipe instead \
+         (cat | sudo kdiag lab LAB --plain | tee log), give them from a file \
+         (sudo kdiag lab LAB --plain < commands.txt | tee log), or leave out | tee"
+    ))
 }
 
 /// The lab as the app shows it: each check of a step is a question, asked
