@@ -280,15 +280,13 @@ fn highlighted(styled: &str) -> Option<u32> {
     styled.lines().find_map(|l| {
         let (_, r) = l.split_once('│')?;
         // The styles set before the row's first character.
-        let text = r.trim_start_matches(|c: char| {
-            c == '\x1b' || c == '[' || c == ';' || c.is_ascii_digit() || c == 'm'
-        });
-        let styles = &r[..r.len() - text.len()];
-        let reversed = styles.split('\x1b').any(|e| {
-            e.strip_prefix('[')
-                .and_then(|e| e.strip_suffix('m'))
-                .is_some_and(|e| e.split(';').any(|p| p == "7"))
-        });
+        let mut rest = r;
+        let mut reversed = false;
+        while let Some(seq) = rest.strip_prefix("\x1b[") {
+            let end = seq.find(|c: char| c.is_ascii_alphabetic())?;
+            reversed |= seq[..end].split(';').any(|p| p == "7");
+            rest = &seq[end + 1..];
+        }
         if !reversed {
             return None;
         }
@@ -351,7 +349,8 @@ fn sort_through(t: &Tmux, title: &str) -> Result<(), Vec<String>> {
 /// Highlight `pid`'s row with the arrows: it must be among the rows the
 /// table shows (sorted as the step says), then ↑ ↓ reach it.
 fn highlight(t: &Tmux, pid: u32) {
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut ended = false;
     loop {
         let s = styled(t);
         let (at, want) = (highlighted(&s), rows(&common::strip_ansi(&s)));
@@ -367,10 +366,11 @@ fn highlight(t: &Tmux, pid: u32) {
             want.iter().position(|&p| p == pid),
             at.and_then(|a| want.iter().position(|&p| p == a)),
         ) else {
-            // Not in sight: scroll the table down to it (the table keeps
-            // the highlighted row in sight), from the top once at the end.
-            let at_end = at.is_some() && at == want.last().copied() && want.len() < 3;
-            t.keys(&[if at_end { "Home" } else { "PageDown" }]);
+            // Not in sight: move the highlight (the table keeps it in
+            // sight) until the row shows.
+            // From the bottom up: the newest processes are the last by PID.
+            t.keys(&[if ended { "Up" } else { "End" }]);
+            ended = true;
             std::thread::sleep(Duration::from_millis(300));
             continue;
         };
@@ -498,11 +498,13 @@ fn text_agrees(lab: &str, screen: &str, pid: u32) {
             }
         }
     }
-    if lab == "4-bio" && screen.contains("in disk wait (D)") {
-        let d: u32 = screen
-            .split_once(" in disk wait (D)")
+    let header = right.lines().find(|l| l.starts_with("sorted by "));
+    if let (true, Some(header)) = (lab == "4-bio", header) {
+        // The header's count of threads in D, in any window the lab runs in.
+        let d: u32 = header
+            .split_once(" in D (disk wait)")
             .and_then(|(a, _)| a.rsplit(' ').next()?.parse().ok())
-            .unwrap();
+            .unwrap_or_else(|| panic!("the header counts the D threads: {header}"));
         let row = right
             .lines()
             .find(|l| l.split_whitespace().next() == Some(&pid.to_string()))
