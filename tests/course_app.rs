@@ -15,7 +15,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::lab_run::one_workload;
+use common::lab_run::{one_workload, workload_pid};
 use common::{Tmux, kdiag, require_root, stderr};
 use serde_json::Value;
 
@@ -215,23 +215,6 @@ fn answer(lab: &Lab, key: &str, expect: &Value, pid: u32) -> String {
     let (step, name) = key.split_once('.').unwrap();
     let v = &lab.solution["answers"][step][name];
     fill(v.as_str().unwrap(), expect, pid)
-}
-
-/// The workload's PID from the lab's progress file, once written.
-fn workload_pid(root: &Path, lab: &str) -> u32 {
-    let file = root.join(lab).join("progress.toml");
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        if let Some(pid) = std::fs::read_to_string(&file)
-            .unwrap_or_default()
-            .lines()
-            .find_map(|l| l.strip_prefix("pid = ")?.trim().parse().ok())
-        {
-            return pid;
-        }
-        assert!(Instant::now() < deadline, "no pid in {}", file.display());
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// The text right of the steps list (the step, its questions, its panel).

@@ -34,19 +34,7 @@ fn start_lab(lab: &str, root: &Path, seed: &str) -> Tmux {
 
 /// The workload's PID from the lab's notes, once written.
 fn workload_pid(root: &Path) -> u32 {
-    let file = root.join("0-demo/progress.toml");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(pid) = std::fs::read_to_string(&file)
-            .unwrap_or_default()
-            .lines()
-            .find_map(|l| l.strip_prefix("pid = ")?.trim().parse().ok())
-        {
-            return pid;
-        }
-        assert!(Instant::now() < deadline, "no pid in {}", file.display());
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    common::lab_run::workload_pid(root, "0-demo")
 }
 
 /// Loaded BPF programs, by id (the whole machine's).
