@@ -498,3 +498,102 @@ fn list_shows_status_and_score_and_reset_clears_after_asking() {
     let text = list();
     assert!(text.contains("not started"), "{text}");
 }
+
+/// Two labs' evidence made with the commands their steps suggest, in the
+/// same folder: doing 7-trend after 1-io leaves 1-io's score and status as
+/// they were, and `lab list`'s status follows the score.
+#[test]
+fn one_labs_evidence_never_changes_anothers_score() {
+    let root = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let seed = "evidence-names-1";
+    let run = |args: &[&str]| {
+        let out = kdiag()
+            .args(args)
+            .arg("--dir")
+            .arg(root.path())
+            .current_dir(cwd.path())
+            .env("KDIAG_SEED", seed)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        stdout(&out)
+    };
+    let row = |lab: &str| {
+        let list = run(&["lab", "list"]);
+        let row = list.lines().find(|l| l.starts_with(lab)).unwrap();
+        row.to_string()
+    };
+    let truth = |workload: &str, args: &[&str]| {
+        let out = kdiag()
+            .args(["workload", "describe", "--seed", seed, workload])
+            .args(args)
+            .output()
+            .unwrap();
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["expect"].clone()
+    };
+    let text = |v: &serde_json::Value| v.as_str().map_or(v.to_string(), str::to_string);
+    // The evidence file the step tells the learner to record.
+    let evidence_name = |lab: &str| {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("labs/{lab}/steps/3-why.md"));
+        let step = std::fs::read_to_string(path).unwrap();
+        let after = step.split_once("artifacts.profile ").unwrap().1;
+        after
+            .split(|c: char| c.is_whitespace() || c == '`')
+            .next()
+            .unwrap()
+            .to_string()
+    };
+
+    let io = truth("io-stall", &[]);
+    let folded = evidence_name("1-io");
+    assert!(folded.starts_with("1-io"), "{folded}");
+    std::fs::write(
+        cwd.path().join(&folded),
+        format!("io-stall;main;{} 40\n", text(&io["dirty_function"])),
+    )
+    .unwrap();
+    for (key, value) in [
+        ("who.writer", "kworker".to_string()),
+        ("who.comm", "io-stall".into()),
+        ("what.period_s", text(&io["period_s"])),
+        ("what.burst_bytes", text(&io["burst_bytes"])),
+        ("why.function", text(&io["dirty_function"])),
+        ("why.file", text(&io["file"])),
+        ("why.syscall", "syncfs".into()),
+        ("trend.pattern", "periodic".into()),
+        ("trend.without_sync", "after about 30 s".into()),
+        ("artifacts.profile", folded.clone()),
+    ] {
+        run(&["answer", "1-io", key, &value]);
+    }
+    let before = row("1-io");
+    assert!(
+        before.contains(" done ") && before.contains("16/16"),
+        "{before}"
+    );
+
+    let leak = truth("mem-leak", &["--cap", "4G"]);
+    let folded = evidence_name("7-trend");
+    assert!(folded.starts_with("7-trend"), "{folded}");
+    std::fs::write(
+        cwd.path().join(&folded),
+        format!(
+            "mem-leak;{};asm_exc_page_fault 6\n",
+            text(&leak["leak_function"])
+        ),
+    )
+    .unwrap();
+    run(&["answer", "7-trend", "artifacts.profile", &folded]);
+    assert_eq!(row("1-io"), before, "7-trend's evidence left 1-io alone");
+    let trend = row("7-trend");
+    assert!(trend.contains("in progress"), "{trend}");
+
+    // The status is the score's: 1-io's evidence gone, it is not done.
+    std::fs::remove_file(cwd.path().join(evidence_name("1-io"))).unwrap();
+    let after = row("1-io");
+    assert!(
+        after.contains("in progress") && after.contains("14/16"),
+        "{after}"
+    );
+}

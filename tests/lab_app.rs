@@ -34,19 +34,7 @@ fn start_lab(lab: &str, root: &Path, seed: &str) -> Tmux {
 
 /// The workload's PID from the lab's notes, once written.
 fn workload_pid(root: &Path) -> u32 {
-    let file = root.join("0-demo/progress.toml");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(pid) = std::fs::read_to_string(&file)
-            .unwrap_or_default()
-            .lines()
-            .find_map(|l| l.strip_prefix("pid = ")?.trim().parse().ok())
-        {
-            return pid;
-        }
-        assert!(Instant::now() < deadline, "no pid in {}", file.display());
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    common::lab_run::workload_pid(root, "0-demo")
 }
 
 /// Loaded BPF programs, by id (the whole machine's).
@@ -261,7 +249,9 @@ fn a_learner_answers_every_step_by_keys_and_leaves_nothing() {
     t.wait_for("io_type right", |s| {
         s.contains("✓ Type of its block requests")
     });
-    t.keys(&["Enter"]); // sync: the choice shown, yes
+    // sync: no choice shown until one is picked; the first is yes.
+    assert!(t.screen().contains("◂ ← → to choose ▸"));
+    t.keys(&["Right", "Enter"]);
     t.wait_for("step 2 done", |s| s.contains("score 4/15"));
 
     // Step 3: the profile panel; typed answers and the saved stacks.
@@ -293,7 +283,7 @@ fn a_learner_answers_every_step_by_keys_and_leaves_nothing() {
     t.keys(&["n"]);
     t.wait_for("the trend", |s| s.contains("storage I/O: now"));
     assert_eq!(tracing_fds(kd), 0, "the profile stopped with its panel");
-    t.keys(&["Right", "Right", "Enter"]);
+    t.keys(&["Right", "Right", "Right", "Enter"]);
     t.wait_for("pattern right", |s| s.contains("✓ Access pattern"));
     type_answer(&t, &truth["region_bytes"].to_string());
     let s = t.wait_for("the final screen", |s| s.contains("Lab complete"));

@@ -578,7 +578,10 @@ fn every_answer_right_gives_the_final_screen_and_keys_help() {
         ],
     );
     press(&mut s, &mut d, &typed("WS"));
-    press(&mut s, &mut d, &[Key::Enter, Key::Char('n')]);
+    // The choice starts unselected: Enter alone answers nothing.
+    press(&mut s, &mut d, &[Key::Enter]);
+    assert!(!s.step_done(1), "Enter alone chose nothing");
+    press(&mut s, &mut d, &[Key::Right, Key::Enter, Key::Char('n')]);
     s.update(Msg::Data(Data::Profile(Box::new(profile()))));
     for a in [
         "write",
@@ -588,7 +591,11 @@ fn every_answer_right_gives_the_final_screen_and_keys_help() {
         press(&mut s, &mut d, &typed(a));
     }
     press(&mut s, &mut d, &[Key::Enter, Key::Char('n')]);
-    press(&mut s, &mut d, &[Key::Right, Key::Right, Key::Enter]);
+    press(
+        &mut s,
+        &mut d,
+        &[Key::Right, Key::Right, Key::Right, Key::Enter],
+    );
     press(&mut s, &mut d, &typed("10 MiB"));
     assert!(s.all_done(), "{:?}", s.answers);
     assert_eq!(s.overlay, Overlay::Final);

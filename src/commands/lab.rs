@@ -159,10 +159,11 @@ fn list(files: &Files) -> anyhow::Result<u8> {
         };
         let results = grade::evaluate(&checks.checks, &answers, &facts, &evidence, None);
         let (got, max) = grade::totals(&results);
-        let all = lab.steps.iter().all(|s| progress.done.contains(&s.id));
-        let status = if all {
+        // From the score, not the app's progress notes: a lab whose
+        // evidence was replaced since is no longer done.
+        let status = if max > 0.0 && got >= max {
             "done"
-        } else if !answers.keys().is_empty() || !progress.done.is_empty() {
+        } else if !answers.keys().is_empty() {
             "in progress"
         } else {
             "not started"
@@ -331,6 +332,25 @@ fn run_app(
         &mut out,
         prompt,
     )
+    .map_err(unreadable_terminal)
+}
+
+/// Standard input a terminal this process may not read (EIO, ENXIO):
+/// sudo's `use_pty` with the output piped (`sudo kdiag lab ... | tee
+/// log`) leaves kdiag in the background of a terminal of sudo's own.
+fn unreadable_terminal(e: anyhow::Error) -> anyhow::Error {
+    let code = e
+        .downcast_ref::<std::io::Error>()
+        .and_then(std::io::Error::raw_os_error);
+    if !matches!(code, Some(libc::EIO | libc::ENXIO)) {
+        return e;
+    }
+    error::usage(format!(
+        "cannot read your commands: standard input is a terminal kdiag may not read ({e}); \
+         sudo does this when the output goes to a pipe. Type the commands into a pipe instead \
+         (cat | sudo kdiag lab LAB --plain | tee log), give them from a file \
+         (sudo kdiag lab LAB --plain < commands.txt | tee log), or leave out | tee"
+    ))
 }
 
 /// The lab as the app shows it: each check of a step is a question, asked

@@ -62,14 +62,14 @@ impl Panel {
     /// Its title on screen.
     pub fn title(self) -> &'static str {
         match self {
-            Panel::Processes => "who: processes",
-            Panel::Process => "what: the process's rates",
-            Panel::Iosnoop => "what: block requests (iosnoop)",
-            Panel::IoPattern => "why: I/O pattern",
-            Panel::Profile => "why: where the CPU goes (profile)",
-            Panel::ExecTrace => "why: failed execs (exec-trace)",
-            Panel::Offcpu => "why: where it waits (off-CPU)",
-            Panel::Trend => "trend: since the lab started",
+            Panel::Processes => "processes",
+            Panel::Process => "the process's rates",
+            Panel::Iosnoop => "block requests (iosnoop)",
+            Panel::IoPattern => "I/O pattern",
+            Panel::Profile => "where the CPU goes (profile)",
+            Panel::ExecTrace => "failed execs (exec-trace)",
+            Panel::Offcpu => "where it waits (off-CPU)",
+            Panel::Trend => "since the lab started (trend)",
         }
     }
 

@@ -40,9 +40,16 @@ impl Drop for TerminalGuard {
 }
 
 /// Leave raw mode and the alternate screen; safe to call more than once.
+/// The frame is cleared first: a terminal resized while the app ran may
+/// otherwise keep part of it when it switches back.
 fn restore() {
     let _ = terminal::disable_raw_mode();
-    let _ = execute!(io::stdout(), terminal::LeaveAlternateScreen, cursor::Show);
+    let _ = execute!(
+        io::stdout(),
+        terminal::Clear(terminal::ClearType::All),
+        terminal::LeaveAlternateScreen,
+        cursor::Show
+    );
 }
 
 /// Restore the terminal before the panic message prints, so it is readable.

@@ -146,3 +146,21 @@ pub fn pid_alive(pid: u64) -> bool {
             .starts_with('Z')
     })
 }
+
+/// The PID of `lab`'s workload under `root`, from the lab's progress file
+/// once written.
+pub fn workload_pid(root: &Path, lab: &str) -> u32 {
+    let file = root.join(lab).join("progress.toml");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Some(pid) = std::fs::read_to_string(&file)
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("pid = ")?.trim().parse().ok())
+        {
+            return pid;
+        }
+        assert!(Instant::now() < deadline, "no pid in {}", file.display());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

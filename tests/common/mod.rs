@@ -160,8 +160,13 @@ impl Tmux {
             std::thread::current().id()
         )
         .replace(['(', ')'], "");
+        // A server of its own (-L): the default one, shared with other
+        // tests, exits when its last session goes, and a session started
+        // at that moment fails.
         let ok = Command::new("tmux")
             .args([
+                "-L",
+                &name,
                 "new-session",
                 "-d",
                 "-s",
@@ -179,7 +184,7 @@ impl Tmux {
     }
 
     pub fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", &self.0];
+        let mut args = vec!["-L", &self.0, "send-keys", "-t", &self.0];
         args.extend_from_slice(keys);
         assert!(Command::new("tmux").args(&args).status().unwrap().success());
     }
@@ -187,7 +192,8 @@ impl Tmux {
     /// The pid of the pane's first process (the shell, or an `exec`ed command).
     pub fn pane_pid(&self) -> i32 {
         let out = Command::new("tmux")
-            .args(["display-message", "-p", "-t", &self.0, "#{pane_pid}"])
+            .args(["-L", &self.0, "display-message", "-p", "-t", &self.0])
+            .arg("#{pane_pid}")
             .output()
             .unwrap();
         String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
@@ -195,7 +201,17 @@ impl Tmux {
 
     pub fn screen(&self) -> String {
         let out = Command::new("tmux")
-            .args(["capture-pane", "-p", "-t", &self.0])
+            .args(["-L", &self.0, "capture-pane", "-p", "-t", &self.0])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The screen with its styles as escape sequences (`capture-pane -e`):
+    /// what tells the highlighted row.
+    pub fn screen_styled(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.0, "capture-pane", "-p", "-e", "-t", &self.0])
             .output()
             .unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned()
@@ -223,7 +239,7 @@ impl Tmux {
 impl Drop for Tmux {
     fn drop(&mut self) {
         let _ = Command::new("tmux")
-            .args(["kill-session", "-t", &self.0])
+            .args(["-L", &self.0, "kill-session", "-t", &self.0])
             .status();
     }
 }
@@ -393,6 +409,26 @@ pub fn c_fixture(name: &str) -> PathBuf {
             .status()
             .expect("cc is installed");
         assert!(ok.success(), "cc {}", src.display());
+    }
+    out
+}
+
+/// `text` without its escape sequences (CSI ... final byte).
+pub fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\x1b' {
+            out.push(c);
+            continue;
+        }
+        if chars.next() == Some('[') {
+            for c in chars.by_ref() {
+                if ('@'..='~').contains(&c) {
+                    break;
+                }
+            }
+        }
     }
     out
 }

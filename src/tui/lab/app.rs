@@ -117,6 +117,13 @@ pub fn run(mut state: State, driver: &mut dyn Driver) -> anyhow::Result<State> {
                         "the lab's workload stopped on its own ({why}); run the lab again"
                     );
                 }
+                // Answers recorded from another shell (`kdiag answer`),
+                // as the steps suggest for the files a shell command makes.
+                match driver.changed() {
+                    Ok(Some(given)) => state.update(Msg::Reloaded(given)),
+                    Ok(None) => Vec::new(),
+                    Err(e) => state.update(Msg::Problem(format!("{e:#}"))),
+                };
             }
         }
     })();

@@ -51,8 +51,9 @@ pub struct Answer {
     pub value: String,
     pub verdict: Verdict,
     pub hint_shown: bool,
-    /// For choice questions: the choice on screen.
-    pub choice: usize,
+    /// For choice questions: the choice on screen, none until the learner
+    /// picks one (so Enter alone never answers).
+    pub choice: Option<usize>,
 }
 
 impl Default for Answer {
@@ -61,7 +62,7 @@ impl Default for Answer {
             value: String::new(),
             verdict: Verdict::Unanswered,
             hint_shown: false,
-            choice: 0,
+            choice: None,
         }
     }
 }
@@ -121,7 +122,7 @@ impl State {
                             a.value.clone_from(v);
                             a.verdict = verdict.clone();
                             if let Input::Choice { choices } = &q.input {
-                                a.choice = choices.iter().position(|c| c == v).unwrap_or(0);
+                                a.choice = choices.iter().position(|c| c == v);
                             }
                         }
                         a
@@ -167,7 +168,9 @@ impl State {
         }
     }
 
-    /// The process the learner picked (from their answers).
+    /// The process the learner picked (from their answers), while that
+    /// answer holds: after a resume the workload has a new PID, and the old
+    /// one, dead, is no process to show or name in the step's text.
     pub fn picked(&self) -> Option<Chosen> {
         let mut pid = None;
         let mut comm = String::new();
@@ -176,7 +179,7 @@ impl State {
                 match q.input {
                     Input::Pick {
                         column: PickColumn::Pid,
-                    } => pid = a.value.parse().ok(),
+                    } if a.verdict == Verdict::Right => pid = a.value.parse().ok(),
                     Input::Pick {
                         column: PickColumn::Comm,
                     } => comm.clone_from(&a.value),
@@ -442,11 +445,12 @@ impl State {
                 if let Input::Choice { choices } = &q.input {
                     let n = choices.len().max(1);
                     let a = &mut self.answers[self.step][self.question];
-                    a.choice = if key == Key::Right {
-                        (a.choice + 1) % n
-                    } else {
-                        (a.choice + n - 1) % n
-                    };
+                    a.choice = Some(match (a.choice, key == Key::Right) {
+                        (None, true) => 0,
+                        (None, false) => n - 1,
+                        (Some(c), true) => (c + 1) % n,
+                        (Some(c), false) => (c + n - 1) % n,
+                    });
                 }
             }
             Key::Enter if nq > 0 => return self.enter(),
@@ -471,9 +475,12 @@ impl State {
             }
             Input::Choice { choices } => {
                 let a = &self.answers[self.step][self.question];
-                match choices.get(a.choice) {
+                match a.choice.and_then(|i| choices.get(i)) {
                     Some(c) => self.answer(vec![(q.key.clone(), c.clone())]),
-                    None => Vec::new(),
+                    None => {
+                        self.say("Choose with ← → first, then Enter.", Tone::Info);
+                        Vec::new()
+                    }
                 }
             }
             Input::Pick { .. } => self.pick(),
@@ -531,12 +538,17 @@ impl State {
                     serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n",
                 )
             }
-            _ => {
+            (Some(Panel::Profile | Panel::Offcpu | Panel::Iosnoop | Panel::IoPattern), _) => {
                 self.say(
-                    "Nothing to save yet: this answer is the data of a profile, off-CPU or iosnoop panel; \
-                     show it (v) and wait until it has data.",
+                    "Nothing to save yet: wait until the panel has data, then Enter again.",
                     Tone::Info,
                 );
+                return Vec::new();
+            }
+            _ => {
+                // No panel to save: the path of a file made in a shell
+                // (a `kdiag time -o` file), typed.
+                self.editing = Some(self.answers[self.step][self.question].value.clone());
                 return Vec::new();
             }
         };

@@ -19,10 +19,11 @@ const BAD: Color = Color::Red;
 const HINT: Color = Color::Yellow;
 
 pub fn render(f: &mut Frame, s: &State) {
+    let notice = message_lines(s, f.area().width as usize);
     let [title, body, message, keys] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Min(6),
-        Constraint::Length(1),
+        Constraint::Length(notice.len().max(1) as u16),
         Constraint::Length(1),
     ])
     .areas(f.area());
@@ -32,7 +33,7 @@ pub fn render(f: &mut Frame, s: &State) {
         Layout::horizontal([Constraint::Length(side_w), Constraint::Min(20)]).areas(body);
     steps(f, side, s);
     step(f, main, s);
-    message_line(f, message, s);
+    f.render_widget(Paragraph::new(notice), message);
     f.render_widget(
         Paragraph::new(key_line(s)).style(Style::new().add_modifier(Modifier::DIM)),
         keys,
@@ -225,7 +226,7 @@ fn step(f: &mut Frame, area: Rect, s: &State) {
         };
         let block = Block::new()
             .borders(Borders::TOP)
-            .title(format!(" {}{who}{more} ", p.title()))
+            .title(format!(" {}: {}{who}{more} ", step.id, p.title()))
             .border_style(Style::new().fg(Color::Blue));
         let inner = block.inner(panel);
         f.render_widget(block, panel);
@@ -258,22 +259,44 @@ fn question_lines(s: &State, width: usize) -> Vec<Line<'static>> {
             "live".to_string()
         };
         let lead = if focus { "▸ " } else { "  " };
-        let label_room = width.saturating_sub(value.chars().count() + points.len() + 8);
-        let label: String = q.label.chars().take(label_room.max(10)).collect();
         let mut style = Style::new();
         if focus {
             style = style.add_modifier(Modifier::BOLD);
         }
-        lines.push(Line::from(vec![
-            Span::styled(lead, style),
-            Span::styled(mark, Style::new().fg(color)),
-            Span::styled(format!(" {label}: "), style),
+        let value = vec![
             Span::styled(value, Style::new().fg(Color::Cyan)),
             Span::styled(
                 format!("  {points}"),
                 Style::new().add_modifier(Modifier::DIM),
             ),
-        ]));
+        ];
+        let one_line = q.label.chars().count() + value.iter().map(|v| v.width()).sum::<usize>() + 6;
+        let mut first = vec![
+            Span::styled(lead, style),
+            Span::styled(mark, Style::new().fg(color)),
+        ];
+        if one_line <= width {
+            first.push(Span::styled(format!(" {}: ", q.label), style));
+            first.extend(value);
+            lines.push(Line::from(first));
+        } else {
+            // A label too long for the line wraps, its value below it.
+            let label = format!("{}:", q.label);
+            for (k, part) in wrap_words(&label, width.saturating_sub(5).max(10))
+                .into_iter()
+                .enumerate()
+            {
+                if k == 0 {
+                    first.push(Span::styled(format!(" {part}"), style));
+                    lines.push(Line::from(std::mem::take(&mut first)));
+                } else {
+                    lines.push(Line::styled(format!("    {part}"), style));
+                }
+            }
+            let mut below = vec![Span::raw("      ")];
+            below.extend(value);
+            lines.push(Line::from(below));
+        }
     }
     if let (Some(q), Some(a)) = (
         step.questions.get(s.question),
@@ -303,12 +326,13 @@ fn clip(s: &str, width: usize) -> String {
 }
 
 /// What a question shows in place of its value.
-fn value_text(input: &Input, value: &str, choice: usize) -> String {
+fn value_text(input: &Input, value: &str, choice: Option<usize>) -> String {
     match input {
-        Input::Choice { choices } => {
-            let c = choices.get(choice).map_or("", String::as_str);
-            format!("◂ {c} ▸")
-        }
+        Input::Choice { choices } => match choice.and_then(|i| choices.get(i)) {
+            Some(c) => format!("◂ {c} ▸"),
+            None if !value.is_empty() => format!("◂ {value} ▸"),
+            None => "◂ ← → to choose ▸".into(),
+        },
         _ if !value.is_empty() => value.to_string(),
         Input::Pick { .. } => "[Enter: the highlighted process]".into(),
         Input::Evidence => "[Enter: save the panel's data as evidence]".into(),
@@ -317,19 +341,46 @@ fn value_text(input: &Input, value: &str, choice: usize) -> String {
     }
 }
 
-fn message_line(f: &mut Frame, area: Rect, s: &State) {
+/// The notice, wrapped to `width` (three lines at most, the last cut).
+fn message_lines(s: &State, width: usize) -> Vec<Line<'static>> {
     let Some((text, tone)) = &s.message else {
-        return;
+        return Vec::new();
     };
     let style = match tone {
         Tone::Good => Style::new().fg(GOOD).add_modifier(Modifier::BOLD),
         Tone::Bad => Style::new().fg(BAD).add_modifier(Modifier::BOLD),
         Tone::Info => Style::new().fg(HINT),
     };
-    f.render_widget(
-        Paragraph::new(clip(&format!(" {text}"), area.width as usize)).style(style),
-        area,
-    );
+    let mut lines = wrap_words(text, width.saturating_sub(1).max(10));
+    if lines.len() > 3 {
+        let rest = lines.split_off(2).join(" ");
+        lines.push(clip(&rest, width.saturating_sub(1)));
+    }
+    lines
+        .into_iter()
+        .map(|l| Line::styled(format!(" {l}"), style))
+        .collect()
+}
+
+/// `text` in lines of at most `width` characters, broken between words
+/// (a word longer than a line is cut).
+fn wrap_words(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        let fits = line.chars().count() + 1 + word.chars().count() <= width;
+        if !line.is_empty() && !fits {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines.into_iter().map(|l| clip(&l, width)).collect()
 }
 
 /// The keys that matter now.

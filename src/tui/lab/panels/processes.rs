@@ -132,15 +132,16 @@ impl Table {
             Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(area);
         let d = &self.sample.data;
         let (t, c) = (&d.tasks, &d.cpu);
-        // The sort first: the counts' width varies with the load, and what
-        // does not fit is cut.
+        // The sort and the threads' states first, short enough for an
+        // 80-column window (the steps point at both): what does not fit
+        // is cut.
         let line = format!(
-            "sorted by {}{} (s: sort, r: reverse) · {} processes · threads {} running, {} in disk wait (D) · CPU {:.0}% user, {:.0}% system, {:.0}% I/O wait",
+            "sorted by {}{} · threads {} running, {} in D (disk wait) · {} processes · CPU {:.0}% user, {:.0}% system, {:.0}% I/O wait · s sorts, r reverses",
             self.sort.title(),
             if self.descending { "▼" } else { "▲" },
-            t.total,
             t.threads_r,
             t.threads_d,
+            t.total,
             c.us,
             c.sy,
             c.wa,
