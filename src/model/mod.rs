@@ -20,4 +20,5 @@ pub mod signal;
 pub mod stacks;
 pub mod system;
 pub mod trend;
+pub mod wall;
 pub mod watch;

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::model::profile::Profile;
 use crate::model::stacks::StackSet;
+use crate::model::wall::Wall;
 use crate::render;
 
 #[derive(Debug, Default, clap::Args)]
@@ -55,6 +56,23 @@ impl ProfileFiles {
         }
         if let Some(path) = &self.speedscope {
             out.push((path.as_path(), render::speedscope::json(&set(profile))?));
+        }
+        Ok(out)
+    }
+
+    /// The files asked for, of a wall-clock profile (`kdiag profile --wall`).
+    pub fn render_wall<'a>(&'a self, wall: &Wall) -> anyhow::Result<Vec<(&'a Path, Vec<u8>)>> {
+        let mut out = Vec::new();
+        if let Some(path) = &self.folded {
+            let mut text = render::wall::folded(wall).join("\n");
+            text.push('\n');
+            out.push((path.as_path(), text.into_bytes()));
+        }
+        if let Some(path) = &self.svg {
+            out.push((path.as_path(), render::wall::svg(wall)?));
+        }
+        if self.pprof.is_some() || self.speedscope.is_some() {
+            anyhow::bail!("--pprof and --speedscope of --wall: not yet");
         }
         Ok(out)
     }
