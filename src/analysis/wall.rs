@@ -244,7 +244,7 @@ pub fn merge(h: &Halves<'_>) -> Merged {
 /// Each process's name: its main thread's, as either half saw it.
 fn process_names(h: &Halves<'_>) -> HashMap<u32, String> {
     let mut names = HashMap::new();
-    for p in [h.cpu, h.off] {
+    for p in [h.off, h.cpu] {
         for (t, s) in p.threads.iter().zip(&p.stacks) {
             if t.pid == t.tid {
                 names.entry(t.pid).or_insert_with(|| s.comm.clone());

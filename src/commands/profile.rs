@@ -120,6 +120,12 @@ pub fn validate(args: &Args) -> anyhow::Result<()> {
                  --kernel-only and --include-idle",
             ));
         }
+        if args.files.pprof.is_some() || args.files.speedscope.is_some() {
+            return Err(usage(
+                "--wall writes --folded and --svg; its --pprof and --speedscope files are not \
+                 written yet: use --folded (speedscope.app reads it too)",
+            ));
+        }
         if args.call_graph != CallGraph::Fp {
             return Err(usage(
                 "--wall walks stacks by frame pointers (as the off-CPU half does): drop --call-graph",
@@ -267,13 +273,7 @@ fn run_wall(args: Args) -> anyhow::Result<u8> {
             f.error
         );
     }
-    let offcpu_from = match recording.fallback.take() {
-        None => wall_model::OffcpuFrom::Bpf,
-        Some(f) => wall_model::OffcpuFrom::Proc {
-            interval_ms: 0,
-            why: format!("{:#}", f.error),
-        },
-    };
+    let fallback = recording.fallback.take().map(|f| format!("{:#}", f.error));
     let (started, started_unix_ns) = target::utc_now();
     let t0 = Instant::now();
     let cpu0 = target::self_cpu_secs();
@@ -300,14 +300,12 @@ fn run_wall(args: Args) -> anyhow::Result<u8> {
         waits: halves.waits.as_ref(),
         per_process: args.per_process,
     });
-    let offcpu = match (offcpu_from, &halves.collection) {
-        (wall_model::OffcpuFrom::Proc { why, .. }, Collection::Proc { interval_ms }) => {
-            wall_model::OffcpuFrom::Proc {
-                interval_ms: *interval_ms,
-                why,
-            }
-        }
-        (from, _) => from,
+    let offcpu = match halves.collection {
+        Collection::Bpf { .. } => wall_model::OffcpuFrom::Bpf,
+        Collection::Proc { interval_ms } => wall_model::OffcpuFrom::Proc {
+            interval_ms,
+            why: fallback.unwrap_or_else(|| "--tier proc".into()),
+        },
     };
     let mut wall = wall_model::Wall {
         target,

@@ -60,7 +60,8 @@ impl ProfileFiles {
         Ok(out)
     }
 
-    /// The files asked for, of a wall-clock profile (`kdiag profile --wall`).
+    /// The files asked for, of a wall-clock profile (`kdiag profile --wall`):
+    /// folded stacks and the SVG (the command refuses --pprof and --speedscope).
     pub fn render_wall<'a>(&'a self, wall: &Wall) -> anyhow::Result<Vec<(&'a Path, Vec<u8>)>> {
         let mut out = Vec::new();
         if let Some(path) = &self.folded {
@@ -70,9 +71,6 @@ impl ProfileFiles {
         }
         if let Some(path) = &self.svg {
             out.push((path.as_path(), render::wall::svg(wall)?));
-        }
-        if self.pprof.is_some() || self.speedscope.is_some() {
-            anyhow::bail!("--pprof and --speedscope of --wall: not yet");
         }
         Ok(out)
     }
