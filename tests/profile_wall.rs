@@ -47,7 +47,7 @@ fn data_file() -> PathBuf {
     if path.metadata().map(|m| m.len()).ok() != Some(64 << 20) {
         let tmp = path.with_extension("tmp");
         let block: Vec<u8> = (0..1 << 20)
-            .map(|i: u32| (i * 2654435761u32 >> 24) as u8)
+            .map(|i: u32| (i.wrapping_mul(2654435761) >> 24) as u8)
             .collect();
         let mut f = std::fs::File::create(&tmp).unwrap();
         for _ in 0..64 {

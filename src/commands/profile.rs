@@ -235,17 +235,19 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     } else {
         render::profile::text(&mut out, &profile, &summary)?;
     }
-    // A command that ended by itself passes its status on; one kdiag
-    // stopped at the end of -d does not. Ctrl-C is how -p and -a end
-    // without -d.
-    let code = match &running {
+    Ok(interrupt.exit_code(own_exit(&running), ctrl_c_ends))
+}
+
+/// A command that ended by itself passes its status on; one kdiag stopped
+/// at the end of -d does not. (Ctrl-C is how -p and -a end without -d.)
+fn own_exit(running: &Running) -> u8 {
+    match running {
         Running::Child {
             own_status: Some(status),
             ..
         } => crate::error::status_exit(*status),
         _ => crate::error::OK,
-    };
-    Ok(interrupt.exit_code(code, ctrl_c_ends))
+    }
 }
 
 /// `--wall`: both halves opened together on the target, merged into one
@@ -349,14 +351,7 @@ fn run_wall(args: Args) -> anyhow::Result<u8> {
     } else {
         render::wall::text(&mut out, &wall)?;
     }
-    let code = match &running {
-        Running::Child {
-            own_status: Some(status),
-            ..
-        } => crate::error::status_exit(*status),
-        _ => crate::error::OK,
-    };
-    Ok(interrupt.exit_code(code, ctrl_c_ends))
+    Ok(interrupt.exit_code(own_exit(&running), ctrl_c_ends))
 }
 
 /// Open --wall's recording on `pids` (a held command's: `on_exec`).
