@@ -23,5 +23,6 @@ pub mod top;
 pub mod trend;
 pub mod tsa;
 pub mod waits;
+pub mod wall;
 pub mod watch;
 pub mod why;

@@ -10,12 +10,15 @@ use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
 use crate::analysis::fold;
-use crate::error::usage;
+use crate::error::{missing, usage};
 use crate::instruments::profile::unwind::{self, CallGraph};
 use crate::instruments::profile::{self, Request};
 use crate::instruments::target::{self, Running};
-use crate::model::profile::Profile;
+use crate::instruments::{Ask, Tier, wall};
+use crate::model::offcpu::Collection;
+use crate::model::profile::{ProbeCost, Profile};
 use crate::model::stacks::StackSet;
+use crate::model::wall as wall_model;
 use crate::render;
 use crate::render::files::ProfileFiles;
 use crate::sys::process::interrupt::Interrupt;
@@ -57,6 +60,17 @@ pub struct Args {
     /// Bytes of user stack copied per sample for dwarf/auto (multiple of 8, at most 65528)
     #[arg(long, value_name = "BYTES", default_value_t = unwind::DEFAULT_STACK_SIZE as u64)]
     pub stack_size: u64,
+    /// Wall-clock profile: every thread's time on the CPU (sampled) and off it (blocked, by
+    /// stack and kind: run-queue, storage, lock, sleep, wait), in one unit; -p PID or -- CMD
+    #[arg(long)]
+    pub wall: bool,
+    /// With --wall: one root per process instead of one per thread
+    #[arg(long, requires = "wall")]
+    pub per_process: bool,
+    /// With --wall: where off-CPU time comes from
+    #[arg(long, default_value = "auto",
+          value_parser = super::args::tier("BPF where the kernel allows it, else /proc without stacks", OFFCPU_TIERS))]
+    pub tier: Ask,
     #[command(flatten)]
     pub files: ProfileFiles,
     /// Print the profile as JSON
@@ -66,6 +80,18 @@ pub struct Args {
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<OsString>,
 }
+
+/// --wall's off-CPU tiers.
+const OFFCPU_TIERS: &[(Tier, &str)] = &[
+    (
+        Tier::Bpf,
+        "sched_switch BPF programs: off-CPU stacks and exact blocked time",
+    ),
+    (
+        Tier::Procfs,
+        "thread states sampled from /proc every 10 ms, no off-CPU stacks",
+    ),
+];
 
 /// How long a command still running at the end gets between SIGTERM and
 /// SIGKILL.
@@ -82,11 +108,40 @@ pub fn validate(args: &Args) -> anyhow::Result<()> {
         ));
     }
     unwind::check_stack_size(args.stack_size).map_err(usage)?;
+    if args.wall {
+        if args.all_cpus {
+            return Err(usage(
+                "--wall profiles the threads of -p PID or -- CMD, not every CPU",
+            ));
+        }
+        if args.user_only || args.kernel_only || args.include_idle {
+            return Err(usage(
+                "--wall keeps whole stacks of the target's threads: drop --user-only, \
+                 --kernel-only and --include-idle",
+            ));
+        }
+        if args.files.pprof.is_some() || args.files.speedscope.is_some() {
+            return Err(usage(
+                "--wall writes --folded and --svg; its --pprof and --speedscope files are not \
+                 written yet: use --folded (speedscope.app reads it too)",
+            ));
+        }
+        if args.call_graph != CallGraph::Fp {
+            return Err(usage(
+                "--wall walks stacks by frame pointers (as the off-CPU half does): drop --call-graph",
+            ));
+        }
+    } else if args.tier != Ask::Auto {
+        return Err(usage("--tier chooses --wall's off-CPU source: add --wall"));
+    }
     Ok(())
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     validate(&args)?;
+    if args.wall {
+        return run_wall(args);
+    }
     let stack_size = unwind::check_stack_size(args.stack_size).map_err(usage)?;
     let interrupt = Interrupt::catch()?;
 
@@ -105,6 +160,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         kernel_only: args.kernel_only,
         include_idle: args.include_idle,
         on_exec: !args.command.is_empty(),
+        per_thread: false,
     };
     let (mut sampler, mut running) = if args.command.is_empty() {
         let pid = args.pid;
@@ -179,15 +235,129 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     } else {
         render::profile::text(&mut out, &profile, &summary)?;
     }
-    // A command that ended by itself passes its status on; one kdiag
-    // stopped at the end of -d does not. Ctrl-C is how -p and -a end
-    // without -d.
-    let code = match &running {
+    Ok(interrupt.exit_code(own_exit(&running), ctrl_c_ends))
+}
+
+/// A command that ended by itself passes its status on; one kdiag stopped
+/// at the end of -d does not. (Ctrl-C is how -p and -a end without -d.)
+fn own_exit(running: &Running) -> u8 {
+    match running {
         Running::Child {
             own_status: Some(status),
             ..
         } => crate::error::status_exit(*status),
         _ => crate::error::OK,
+    }
+}
+
+/// `--wall`: both halves opened together on the target, merged into one
+/// profile in nanoseconds, reported per thread (or process).
+fn run_wall(args: Args) -> anyhow::Result<u8> {
+    let interrupt = Interrupt::catch()?;
+    let (mut recording, mut running, target) = match args.pid {
+        Some(pid) => {
+            target::check_pids(&[pid])?;
+            let recording = open_wall(&args, &[pid], false)?;
+            let name = format!("PID {pid} ({})", target::comm_of(pid));
+            (recording, Running::Pids(vec![pid]), name)
+        }
+        None => {
+            let child = target::spawn(&args.command)?;
+            let mut recording = open_wall(&args, &[child.pid as i32], true)?;
+            recording.watch(child.pid, &target::comm_name(&args.command[0]))?;
+            let name = target::command_line(&args.command);
+            (recording, target::release(child, &args.command)?, name)
+        }
     };
-    Ok(interrupt.exit_code(code, ctrl_c_ends))
+    if let Some(f) = &recording.fallback {
+        eprintln!(
+            "No BPF ({:#}); off-CPU time comes from /proc, without stacks.",
+            f.error
+        );
+    }
+    let fallback = recording.fallback.take().map(|f| format!("{:#}", f.error));
+    let (started, started_unix_ns) = target::utc_now();
+    let t0 = Instant::now();
+    let cpu0 = target::self_cpu_secs();
+    let limit = args.duration.map(Duration::from_secs_f64);
+    let mut ended_early = None;
+    loop {
+        recording.poll(Duration::from_millis(100))?;
+        if interrupt.is_set() || limit.is_some_and(|l| t0.elapsed() >= l) {
+            break;
+        }
+        if running.over(&mut ended_early)? {
+            break;
+        }
+    }
+    // The window ends here: finishing reads and symbolizes, after it.
+    let window = t0.elapsed();
+    let kdiag_cpu = target::self_cpu_secs() - cpu0;
+    let halves = recording.finish()?;
+    running.finish(STOP_GRACE)?;
+    let post = Instant::now();
+    let merged = crate::analysis::wall::merge(&crate::analysis::wall::Halves {
+        cpu: &halves.cpu,
+        off: &halves.off,
+        waits: halves.waits.as_ref(),
+        per_process: args.per_process,
+    });
+    let offcpu = match halves.collection {
+        Collection::Bpf { .. } => wall_model::OffcpuFrom::Bpf,
+        Collection::Proc { interval_ms } => wall_model::OffcpuFrom::Proc {
+            interval_ms,
+            why: fallback.unwrap_or_else(|| "--tier proc".into()),
+        },
+    };
+    let mut wall = wall_model::Wall {
+        target,
+        started,
+        started_unix_ns,
+        window_ns: window.as_nanos() as u64,
+        event: halves.cpu.event.clone(),
+        freq_hz: args.freq,
+        per_process: args.per_process,
+        offcpu,
+        roots: merged.roots,
+        stacks: merged.stacks,
+        modules: merged.modules,
+        lost_samples: halves.cpu.lost,
+        lost_stacks: halves.off.lost,
+        ended_early,
+        cost: ProbeCost {
+            kdiag_cpu_secs: kdiag_cpu,
+            wall_secs: window.as_secs_f64(),
+            profiled_cpu_secs: None,
+            post_secs: 0.0,
+        },
+    };
+    let ctrl_c_ends = args.command.is_empty() && args.duration.is_none();
+    if wall.roots.is_empty() {
+        let why = anyhow::anyhow!(
+            "no time of {} was recorded in {:.1} s: its threads neither ran nor blocked while \
+             traced; profile longer (-d)",
+            wall.target,
+            window.as_secs_f64()
+        );
+        return Err(interrupt.explain(why, ctrl_c_ends));
+    }
+    for (path, data) in args.files.render_wall(&wall)? {
+        user_files::write(path, &data)?;
+    }
+    wall.cost.post_secs = post.elapsed().as_secs_f64();
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        render::wall::json(&mut out, &wall)?;
+    } else {
+        render::wall::text(&mut out, &wall)?;
+    }
+    Ok(interrupt.exit_code(own_exit(&running), ctrl_c_ends))
+}
+
+/// Open --wall's recording on `pids` (a held command's: `on_exec`).
+fn open_wall(args: &Args, pids: &[i32], on_exec: bool) -> anyhow::Result<wall::Recording> {
+    wall::open(args.tier, pids, args.freq, on_exec).map_err(|e| match args.tier {
+        Ask::Only(Tier::Bpf) => missing(format!("the BPF tier cannot run here: {e:#}")),
+        _ => e,
+    })
 }

@@ -14,6 +14,7 @@ pub mod offcpu;
 pub mod procs;
 pub mod profile;
 pub mod target;
+pub mod wall;
 pub mod watch;
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -21,4 +21,5 @@ pub mod stacks;
 pub mod stalls;
 pub mod system;
 pub mod trend;
+pub mod wall;
 pub mod watch;

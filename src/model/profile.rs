@@ -151,6 +151,16 @@ pub struct ProbeCost {
     pub post_secs: f64,
 }
 
+/// The thread a stack of a per-thread profile was seen in.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+pub struct ThreadId {
+    /// The process (tgid).
+    pub pid: u32,
+    pub tid: u32,
+}
+
 /// A finished profile.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Profile {
@@ -174,6 +184,10 @@ pub struct Profile {
     /// What DWARF unwinding did, when it ran.
     pub unwind: Option<UnwindStats>,
     pub stacks: Vec<Stack>,
+    /// Per-thread profiles (`kdiag profile --wall`): `stacks[i]`'s thread,
+    /// stacks of different threads kept apart; empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<ThreadId>,
     /// The binaries frames came from (`Frame::module` indexes this).
     pub modules: Vec<Module>,
     /// Every sample kept (idle excluded unless asked for).

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::model::profile::Profile;
 use crate::model::stacks::StackSet;
+use crate::model::wall::Wall;
 use crate::render;
 
 #[derive(Debug, Default, clap::Args)]
@@ -55,6 +56,21 @@ impl ProfileFiles {
         }
         if let Some(path) = &self.speedscope {
             out.push((path.as_path(), render::speedscope::json(&set(profile))?));
+        }
+        Ok(out)
+    }
+
+    /// The files asked for, of a wall-clock profile (`kdiag profile --wall`):
+    /// folded stacks and the SVG (the command refuses --pprof and --speedscope).
+    pub fn render_wall<'a>(&'a self, wall: &Wall) -> anyhow::Result<Vec<(&'a Path, Vec<u8>)>> {
+        let mut out = Vec::new();
+        if let Some(path) = &self.folded {
+            let mut text = render::wall::folded(wall).join("\n");
+            text.push('\n');
+            out.push((path.as_path(), text.into_bytes()));
+        }
+        if let Some(path) = &self.svg {
+            out.push((path.as_path(), render::wall::svg(wall)?));
         }
         Ok(out)
     }

@@ -387,7 +387,10 @@ impl Tracer {
         let sideband = Session::open(&[EventSpec::sideband()], Target::AllCpus, SIDEBAND_PAGES)
             .context("opening the sideband of process mappings")?;
         sideband.enable()?;
-        let mut recorder = Recorder::new(RecordOptions::default());
+        let mut recorder = Recorder::new(RecordOptions {
+            per_thread: options.per_thread,
+            ..Default::default()
+        });
         for &tgid in &options.tgids {
             recorder.capture(tgid);
             for tid in crate::sys::procfs::tids(tgid as i32) {

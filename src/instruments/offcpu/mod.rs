@@ -66,6 +66,7 @@ pub fn record_all(
         follow: true,
         min_block_ns: 1_000,
         states: crate::model::offcpu::StateFilter::All,
+        per_thread: false,
     };
     let mut tracer = Tracer::start(&options)?;
     let attach = tracer.attach();

@@ -18,6 +18,8 @@ pub struct Options {
     /// Blocks shorter than this are counted, not kept.
     pub min_block_ns: u64,
     pub states: StateFilter,
+    /// Keep each thread's stacks apart (`Profile::threads`).
+    pub per_thread: bool,
 }
 
 /// A running off-CPU trace, whatever its tier. Dropping it detaches

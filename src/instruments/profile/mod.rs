@@ -45,6 +45,8 @@ pub struct Request {
     pub include_idle: bool,
     /// Events switch on when the (held) target execs.
     pub on_exec: bool,
+    /// Keep each thread's stacks apart (`Profile::threads`).
+    pub per_thread: bool,
 }
 
 impl Request {
@@ -59,6 +61,7 @@ impl Request {
             kernel_only: false,
             include_idle: false,
             on_exec: false,
+            per_thread: false,
         }
     }
 }
@@ -163,6 +166,7 @@ impl Sampler {
             user_only: self.request.user_only,
             kernel_only: self.request.kernel_only,
             call_graph: self.request.call_graph,
+            per_thread: self.request.per_thread,
         });
         for &pid in &self.captured {
             recorder.capture(pid);

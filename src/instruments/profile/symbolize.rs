@@ -25,7 +25,7 @@ use std::os::unix::fs::MetadataExt;
 
 use crate::instruments::profile::names::{Maps, Names, Place};
 use crate::instruments::profile::unwind::{CallGraph, Unwinder};
-use crate::model::profile::{Frame, OffState, Profile, Stack};
+use crate::model::profile::{Frame, OffState, Profile, Stack, ThreadId};
 use crate::sys::perf::{Record, Space};
 use crate::sys::procfs::maps::{Mapping, parse_maps};
 
@@ -38,6 +38,8 @@ pub struct RecordOptions {
     pub kernel_only: bool,
     /// How user stacks are walked (fp: the kernel's callchain as is).
     pub call_graph: CallGraph,
+    /// Keep each thread's stacks apart (`Profile::threads`).
+    pub per_thread: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -307,7 +309,8 @@ impl Recorder {
             names.resolve_file(&path, offsets);
         }
 
-        type MergeKey = (String, Option<OffState>, Vec<Frame>);
+        // Per thread, the thread is part of the key; else stacks merge by name.
+        type MergeKey = (Option<ThreadId>, String, Option<OffState>, Vec<Frame>);
         let mut merged: HashMap<MergeKey, Stack> = HashMap::new();
         for (key, count) in &self.stacks {
             let (kernel, user) = key.ips.split_at(key.kernel as usize);
@@ -326,8 +329,12 @@ impl Recorder {
                 None if key.pid == 0 => "swapper".into(),
                 None => format!("[pid {}]", key.pid),
             };
+            let thread = self.opts.per_thread.then_some(ThreadId {
+                pid: key.pid,
+                tid: key.tid,
+            });
             let s = merged
-                .entry((comm.clone(), key.state, frames.clone()))
+                .entry((thread, comm.clone(), key.state, frames.clone()))
                 .or_insert_with(|| Stack {
                     comm,
                     frames,
@@ -340,13 +347,16 @@ impl Recorder {
             s.weight += count.weight;
             s.user_depth = s.user_depth.max(user.len() as u16);
         }
-        let mut stacks: Vec<Stack> = merged.into_values().collect();
-        stacks.sort_by(|a, b| {
+        let mut stacks: Vec<(Option<ThreadId>, Stack)> =
+            merged.into_iter().map(|(k, s)| (k.0, s)).collect();
+        stacks.sort_by(|(ta, a), (tb, b)| {
             b.weight
                 .cmp(&a.weight)
                 .then_with(|| a.frames.cmp(&b.frames))
+                .then_with(|| ta.cmp(tb))
         });
-        profile.stacks = stacks;
+        profile.threads = stacks.iter().filter_map(|(t, _)| *t).collect();
+        profile.stacks = stacks.into_iter().map(|(_, s)| s).collect();
         profile.samples = self.samples;
         profile.idle_samples = self.idle;
         profile.modules = names.modules();

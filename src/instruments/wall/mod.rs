@@ -1,0 +1,90 @@
+//! `kdiag profile --wall`'s collector: the two instruments that already
+//! exist, opened together on the same targets, each keeping threads apart.
+//! The CPU half is `profile`'s sampler (cpu-clock, so a sample weighs its
+//! period in nanoseconds); the off-CPU half is `offcpu`'s source (BPF
+//! sched_switch summed in the kernel, else the /proc sampler without
+//! stacks). `analysis::wall` merges what they found.
+
+use std::time::Duration;
+
+use crate::instruments::offcpu::{self, OffcpuSource};
+use crate::instruments::profile::{self, Request, Sampler};
+use crate::instruments::{Ask, Fallback};
+use crate::model::offcpu::{Collection, StateFilter, WaitSamples};
+use crate::model::profile::{Profile, WeightUnit};
+
+/// Both halves at work. Dropping it closes every event and detaches every
+/// program.
+pub struct Recording {
+    cpu: Sampler,
+    off: Box<dyn OffcpuSource>,
+    /// Why the off-CPU half runs on /proc, when it does.
+    pub fallback: Option<Fallback>,
+}
+
+/// What both halves found.
+pub struct Halves {
+    /// cpu-clock samples per thread (weights: ns of CPU).
+    pub cpu: Profile,
+    /// Blocked time per thread (weights: ns), empty from /proc.
+    pub off: Profile,
+    /// The /proc tier's rows, when it ran.
+    pub waits: Option<WaitSamples>,
+    /// How the off-CPU half was collected.
+    pub collection: Collection,
+}
+
+/// Open both halves on `pids` (their threads and the children they start;
+/// none: a held `-- CMD` is added with [`Recording::watch`]). `on_exec`:
+/// the CPU events switch on when the held command execs. `ask` is the
+/// off-CPU half's tier (BPF, else /proc).
+pub fn open(ask: Ask, pids: &[i32], freq: u64, on_exec: bool) -> anyhow::Result<Recording> {
+    let options = offcpu::Options {
+        tgids: pids.iter().map(|&p| p as u32).collect(),
+        follow: true,
+        min_block_ns: 0,
+        states: StateFilter::All,
+        per_thread: true,
+    };
+    let (off, fallback) = offcpu::open(ask, &options, false)?;
+    let request = Request {
+        on_exec,
+        per_thread: true,
+        ..Request::clock(freq)
+    };
+    let cpu = profile::open_on(request, pids)?;
+    Ok(Recording { cpu, off, fallback })
+}
+
+impl Recording {
+    /// Watch a held `-- CMD` child, named `comm` until its exec renames it.
+    /// The CPU half must have been opened on it (`open(.., &[pid], .., true)`).
+    pub fn watch(&mut self, pid: u32, comm: &str) -> anyhow::Result<()> {
+        self.cpu.name(pid, comm);
+        self.off.watch(pid, comm)
+    }
+
+    /// Wait up to `timeout`, taking what both halves see meanwhile.
+    pub fn poll(&mut self, timeout: Duration) -> anyhow::Result<()> {
+        self.off.poll(timeout)?;
+        self.cpu.poll(Duration::ZERO)
+    }
+
+    /// Stop both halves and symbolize.
+    pub fn finish(mut self) -> anyhow::Result<Halves> {
+        self.cpu.stop()?;
+        let mut off = Profile {
+            unit: WeightUnit::Nanoseconds,
+            ..Default::default()
+        };
+        let found = self.off.finish(&mut off)?;
+        let mut cpu = Profile::default();
+        self.cpu.finish(&mut cpu);
+        Ok(Halves {
+            cpu,
+            off,
+            waits: found.waits,
+            collection: found.collection,
+        })
+    }
+}

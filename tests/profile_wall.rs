@@ -1,0 +1,400 @@
+//! `kdiag profile --wall` really tracing (root): a thread that computes,
+//! sleeps and reads with O_DIRECT for a second each (every part under its
+//! own stack, about a second of wall-clock time), a lock convoy (the
+//! waiters' time is lock time), a pipeline (one root per process), the
+//! /proc fallback (no stacks, said so), and the files.
+//!
+//! Immune to load: a part is timed by the program on the wall clock, so
+//! whatever the machine does, the time under its stack is a second; load
+//! only moves some of the compute part from on-CPU to run-queue wait, and
+//! the test asserts their sum.
+
+mod common;
+use common::*;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+/// One wall profile at a time: each one's timing is the test.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// tests/programs/NAME.c built with frame pointers (so the off-CPU and CPU
+/// stacks both walk through the program's own functions).
+fn build(name: &str) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/programs/{name}.c"));
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("wall-{name}"));
+    let ok = Command::new("cc")
+        .args(["-O1", "-fno-omit-frame-pointer", "-pthread", "-Wall", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .expect("cc is installed");
+    assert!(ok.success(), "cc {}", src.display());
+    out
+}
+
+/// A 64 MiB file on the disk the target directory is on, written and
+/// synced once: O_DIRECT reads of it reach the device.
+fn data_file() -> PathBuf {
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("wall-data");
+    if path.metadata().map(|m| m.len()).ok() != Some(64 << 20) {
+        let tmp = path.with_extension("tmp");
+        let block: Vec<u8> = (0..1 << 20)
+            .map(|i: u32| (i.wrapping_mul(2654435761) >> 24) as u8)
+            .collect();
+        let mut f = std::fs::File::create(&tmp).unwrap();
+        for _ in 0..64 {
+            std::io::Write::write_all(&mut f, &block).unwrap();
+        }
+        f.sync_all().unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
+    }
+    path
+}
+
+fn wall_json(args: &[&str]) -> Value {
+    let out = run_kdiag(args);
+    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The roots named `comm`.
+fn roots<'a>(w: &'a Value, comm: &str) -> Vec<(usize, &'a Value)> {
+    w["roots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r["root"]["comm"] == comm)
+        .collect()
+}
+
+/// Seconds of each kind under a frame named `function`, in root `root`.
+fn under(w: &Value, root: usize, function: &str) -> std::collections::BTreeMap<String, f64> {
+    let mut by_kind = std::collections::BTreeMap::new();
+    for s in w["stacks"].as_array().unwrap() {
+        if s["root"].as_u64() != Some(root as u64) {
+            continue;
+        }
+        let frames = s["frames"].as_array().unwrap();
+        if frames.iter().any(|f| f["name"] == function) {
+            *by_kind
+                .entry(s["kind"].as_str().unwrap().to_string())
+                .or_insert(0.0) += s["ns"].as_f64().unwrap() / 1e9;
+        }
+    }
+    by_kind
+}
+
+fn sum(m: &std::collections::BTreeMap<String, f64>) -> f64 {
+    m.values().sum()
+}
+
+fn within(what: &str, got: f64, want: f64, tolerance: f64, w: &Value) {
+    assert!(
+        (got - want).abs() <= want * tolerance,
+        "{what}: {got:.3} s, want {want:.3} s ± {:.0}%\n{}",
+        tolerance * 100.0,
+        serde_json::to_string_pretty(&w["roots"]).unwrap()
+    );
+}
+
+#[test]
+fn three_parts_each_under_its_own_stack() {
+    if !require_root("three_parts_each_under_its_own_stack") {
+        return;
+    }
+    let _g = serial();
+    let prog = build("wall_parts");
+    let data = data_file();
+    let w = wall_json(&[
+        "profile",
+        "--wall",
+        "-F",
+        "499",
+        "--json",
+        "--",
+        prog.to_str().unwrap(),
+        data.to_str().unwrap(),
+        "1",
+    ]);
+    assert_eq!(w["offcpu"]["kind"], "bpf", "{}", w["offcpu"]);
+    let parts = roots(&w, "parts");
+    assert_eq!(parts.len(), 1, "one thread named parts: {}", w["roots"]);
+    let (i, thread) = parts[0];
+
+    let compute = under(&w, i, "compute_part");
+    // On the CPU, or preempted and waiting for it: nothing else.
+    let running = compute.get("on_cpu").unwrap_or(&0.0) + compute.get("run_queue").unwrap_or(&0.0);
+    within("compute part on CPU + run-queue", running, 1.0, 0.10, &w);
+    // However loaded the machine, the part ran for some of its second.
+    assert!(
+        compute.get("on_cpu").copied().unwrap_or(0.0) > 0.0,
+        "{compute:?}"
+    );
+
+    let sleep = under(&w, i, "sleep_part");
+    within("sleep part", sum(&sleep), 1.0, 0.10, &w);
+    within("sleep part's sleep", sleep["sleep"], 1.0, 0.10, &w);
+
+    let read = under(&w, i, "read_part");
+    within("read part", sum(&read), 1.0, 0.10, &w);
+    assert!(
+        read.get("storage").copied().unwrap_or(0.0) > 0.5 * sum(&read),
+        "the O_DIRECT part is mostly storage: {read:?}"
+    );
+    // Each kind under its own part only.
+    for (function, kind) in [
+        ("compute_part", "sleep"),
+        ("sleep_part", "storage"),
+        ("read_part", "sleep"),
+    ] {
+        assert!(
+            under(&w, i, function).get(kind).copied().unwrap_or(0.0) < 0.01,
+            "{kind} under {function}"
+        );
+    }
+    // The thread's total is its three seconds, and at most the window.
+    let total: f64 = ["on_cpu", "run_queue", "storage", "lock", "sleep", "wait"]
+        .iter()
+        .map(|k| thread["times"][k].as_f64().unwrap() / 1e9)
+        .sum();
+    within("the thread's total", total, 3.0, 0.10, &w);
+    let window = w["window_ns"].as_f64().unwrap() / 1e9;
+    let error = thread["cpu_error_ns"].as_f64().unwrap() / 1e9;
+    assert!(total <= window + error, "{total} > {window} + {error}");
+}
+
+#[test]
+fn a_lock_convoy_is_lock_time_of_the_waiters() {
+    if !require_root("a_lock_convoy_is_lock_time_of_the_waiters") {
+        return;
+    }
+    let _g = serial();
+    let prog = build("lock_compute");
+    let w = wall_json(&[
+        "profile",
+        "--wall",
+        "-d",
+        "2",
+        "--json",
+        "--",
+        prog.to_str().unwrap(),
+        "4",
+    ]);
+    let window = w["window_ns"].as_f64().unwrap() / 1e9;
+    // The four workers: every thread but the main one.
+    let workers: Vec<&Value> = w["roots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["root"]["pid"] != r["root"]["tid"])
+        .collect();
+    assert_eq!(workers.len(), 4, "{}", w["roots"]);
+    let secs = |r: &Value, k: &str| r["times"][k].as_f64().unwrap() / 1e9;
+    let mut on_cpu = 0.0;
+    for r in &workers {
+        let total: f64 = ["on_cpu", "run_queue", "storage", "lock", "sleep", "wait"]
+            .iter()
+            .map(|k| secs(r, k))
+            .sum();
+        // Alive the whole window but for start-up: its time adds up to it.
+        within("a worker's total", total, window, 0.10, &w);
+        // Computing, waiting for the lock or for a CPU: nothing else.
+        let running_or_lock = secs(r, "on_cpu") + secs(r, "run_queue") + secs(r, "lock");
+        within(
+            "a worker's CPU, run-queue and lock time",
+            running_or_lock,
+            total,
+            0.02,
+            &w,
+        );
+        assert!(
+            secs(r, "lock") > 0.0,
+            "every worker waits for the lock: {r}"
+        );
+        on_cpu += secs(r, "on_cpu");
+    }
+    // The lock lets one worker compute at a time, however loaded the
+    // machine: their CPU time together is at most the window (two CPUs
+    // would allow twice that without the lock).
+    assert!(
+        on_cpu <= window * 1.1,
+        "on-CPU {on_cpu:.2} s in a {window:.2} s window\n{}",
+        w["roots"]
+    );
+    // And it is under the lock's stack: glibc's lock wait.
+    for s in w["stacks"].as_array().unwrap() {
+        if s["kind"] == "lock" && s["ns"].as_f64().unwrap() > 0.01e9 {
+            let names: Vec<&str> = s["frames"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| f["name"].as_str().unwrap())
+                .collect();
+            assert!(
+                names
+                    .iter()
+                    .any(|n| n.contains("lll_lock_wait") || n.contains("pthread_mutex_lock")),
+                "{names:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_pipeline_has_one_root_per_process() {
+    if !require_root("a_pipeline_has_one_root_per_process") {
+        return;
+    }
+    let _g = serial();
+    let w = wall_json(&[
+        "profile",
+        "--wall",
+        "--per-process",
+        "--json",
+        "--",
+        "sh",
+        "-c",
+        "head -c 200000000 /dev/zero | gzip -1 | wc -c >/dev/null",
+    ]);
+    // sh and the three commands it forks: four process roots.
+    let roots = w["roots"].as_array().unwrap();
+    let pids: std::collections::BTreeSet<u64> = roots
+        .iter()
+        .map(|r| r["root"]["pid"].as_u64().unwrap())
+        .collect();
+    assert_eq!((roots.len(), pids.len()), (4, 4), "{}", w["roots"]);
+    assert!(roots.iter().all(|r| r["root"]["tid"] == 0), "process roots");
+    // The root gzip's code ran in is its own, and not sh's (waiting for them).
+    let root_with = |what: &str, kind: &str| -> Vec<u64> {
+        let mut found: Vec<u64> = w["stacks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["kind"] == kind)
+            .filter(|s| {
+                s["frames"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|f| f["name"].as_str().unwrap().contains(what))
+            })
+            .map(|s| s["root"].as_u64().unwrap())
+            .collect();
+        found.sort();
+        found.dedup();
+        found
+    };
+    let gzip = root_with("gzip", "on_cpu");
+    let sh = root_with("wait4", "wait");
+    assert_eq!(gzip.len(), 1, "gzip's code in one root: {gzip:?}");
+    assert!(
+        !sh.contains(&gzip[0]),
+        "sh waits in its own root: {sh:?} {gzip:?}"
+    );
+}
+
+#[test]
+fn without_bpf_proc_fills_the_off_cpu_part_and_says_so() {
+    if !require_root("without_bpf_proc_fills_the_off_cpu_part_and_says_so") {
+        return;
+    }
+    let _g = serial();
+    let prog = build("wall_parts");
+    let data = data_file();
+    let args = [
+        "profile",
+        "--wall",
+        "--tier",
+        "proc",
+        "--",
+        prog.to_str().unwrap(),
+        data.to_str().unwrap(),
+        "0.5",
+    ];
+    let out = run_kdiag(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("WITHOUT stacks"), "{text}");
+    let mut json_args = args.to_vec();
+    json_args.insert(2, "--json");
+    let w = wall_json(&json_args);
+    assert_eq!(w["offcpu"]["kind"], "proc", "{}", w["offcpu"]);
+    let parts = roots(&w, "parts");
+    assert_eq!(parts.len(), 1, "{}", w["roots"]);
+    let r = parts[0].1;
+    // Sampled every 10 ms: the half-second sleep within 20%.
+    let sleep = r["times"]["sleep"].as_f64().unwrap() / 1e9;
+    assert!((0.4..=0.6).contains(&sleep), "{r}");
+    // (Its O_DIRECT reads are too short for a 10 ms sampler to see reliably.)
+    // No stacks off the CPU.
+    for s in w["stacks"].as_array().unwrap() {
+        if s["kind"] != "on_cpu" {
+            assert!(s["frames"].as_array().unwrap().is_empty(), "{s}");
+        }
+    }
+}
+
+#[test]
+fn the_flame_graph_is_coloured_by_kind_with_totals_in_the_title() {
+    if !require_root("the_flame_graph_is_coloured_by_kind_with_totals_in_the_title") {
+        return;
+    }
+    let _g = serial();
+    let prog = build("wall_parts");
+    let data = data_file();
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("w.svg");
+    let folded = dir.path().join("w.folded");
+    let out = run_kdiag(&[
+        "profile",
+        "--wall",
+        "--svg",
+        svg.to_str().unwrap(),
+        "--folded",
+        folded.to_str().unwrap(),
+        "--",
+        prog.to_str().unwrap(),
+        data.to_str().unwrap(),
+        "0.3",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let folded = std::fs::read_to_string(&folded).unwrap();
+    assert!(
+        folded.lines().any(|l| l.starts_with("parts [")
+            && l.contains(";[sleep];")
+            && l.contains("sleep_part (sleep)")),
+        "{folded}"
+    );
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg.contains("Wall-clock time of"), "title");
+    assert!(
+        svg.contains("sleep 0.") && svg.contains("on-cpu "),
+        "totals in the subtitle"
+    );
+    // The sleep kind's frames are grey (120,120,130 ± 20), the CPU's orange.
+    let fill_of = |name: &str| {
+        let at = svg
+            .find(&format!("<title>{name} ("))
+            .unwrap_or_else(|| panic!("{name} drawn"));
+        let rest = &svg[at..];
+        let f = rest.find("fill=\"rgb(").unwrap();
+        rest[f + 10..].split(')').next().unwrap().to_string()
+    };
+    let rgb = |s: String| -> Vec<i32> { s.split(',').map(|c| c.trim().parse().unwrap()).collect() };
+    let sleep = rgb(fill_of("sleep_part (sleep)"));
+    assert!(
+        (sleep[0] - sleep[2]).abs() <= 10 && sleep[0] < 160,
+        "grey: {sleep:?}"
+    );
+    let cpu = rgb(fill_of("compute_part"));
+    assert!(cpu[0] > 200 && cpu[2] < 70, "orange: {cpu:?}");
+}
