@@ -142,6 +142,10 @@ fn cases() -> BTreeMap<&'static str, Case> {
             Reader("course seeds {ROSTER} --course {P}", Some(MIB)),
         ),
         (
+            "course install --course",
+            Reader("course install --course {P}", Some(MIB)),
+        ),
+        (
             "course verify --course",
             Reader("course verify ada k3m9-x2pq-7vtz --course {P}", Some(MIB)),
         ),

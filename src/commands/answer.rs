@@ -40,6 +40,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
     }
     let recorded = crate::lab::state::record(&dir, &args.key, &args.value, check.is_artifact())?;
+    if let Some(server) = crate::course::attest::Server::current()? {
+        crate::lab::attested::journal_answer(&server, &lab.id, &args.key)?;
+    }
     let file = dir.answers();
     println!(
         "{} = {:?} recorded in {}",

@@ -34,6 +34,13 @@ enum Sub {
         #[arg(long, value_name = "FILE")]
         course: PathBuf,
     },
+    /// On a course server (as root): install the course so kdiag, run by
+    /// learners through sudo, attests their work (the key stays root's)
+    Install {
+        /// The course file (kdiag course init)
+        #[arg(long, value_name = "FILE")]
+        course: PathBuf,
+    },
     /// Say whether TOKEN is learner ID's seed
     Verify {
         /// The learner's id, as in the roster
@@ -50,6 +57,18 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     match args.command {
         Sub::Init { out, labs } => init(out, labs),
         Sub::Seeds { roster, course } => seeds(&roster, &course),
+        Sub::Install { course } => {
+            let to = crate::course::attest::install(&course)?;
+            println!(
+                "Installed {} as {} (root's, 0600). Learners running kdiag through sudo now \
+                 check, answer and submit as their own account, journaled and signed; \
+                 grade with: kdiag grade LAB DIR --course {}",
+                course.display(),
+                to.display(),
+                course.display()
+            );
+            Ok(error::OK)
+        }
         Sub::Verify {
             learner,
             token,

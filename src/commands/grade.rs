@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use crate::course::roster::{Roster, csv_field};
-use crate::course::{Course, Token};
+use crate::course::{Course, Token, attest};
 use crate::error;
 use crate::grade::class::{self, Graded, Suspicion};
 use crate::grade::identity::{self, Claim};
@@ -47,6 +47,10 @@ pub struct Args {
     /// Read labs and checks from this directory instead of the built-in ones
     #[arg(long, value_name = "DIR")]
     pub labs: Option<PathBuf>,
+    /// Grade only submissions a course server attested (signed by kdiag
+    /// with this course's key, unchanged since): others are not gradable
+    #[arg(long)]
+    pub require_attested: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -75,6 +79,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         course: &course,
         roster: roster.as_ref(),
         truths: HashMap::new(),
+        require_attested: args.require_attested,
     };
     if single(&args) {
         return grade_one(&args, &mut grader);
@@ -284,6 +289,7 @@ fn subject(lab: &str, g: &Graded, suspicious: &[Suspicion]) -> report::Subject {
             .filter(|s| s.submissions[0] == g.submission)
             .map(|s| s.detail.clone())
             .collect(),
+        attestation: g.attestation.clone(),
     }
 }
 
@@ -315,6 +321,7 @@ struct Grader<'a> {
     roster: Option<&'a Roster>,
     /// Truth by seed: learners sharing a variant share its computation.
     truths: HashMap<Token, Facts>,
+    require_attested: bool,
 }
 
 impl Grader<'_> {
@@ -358,6 +365,21 @@ impl Grader<'_> {
                 Ok(l) => l,
                 Err(why) => return failed(None, why),
             };
+        let verdict = attest::verify(
+            self.course,
+            sub.signed.attestation.as_deref(),
+            &sub.signed.hashes,
+            &learner,
+            &self.lab.id,
+        );
+        if self.require_attested && !verdict.attested {
+            return failed(
+                Some(learner),
+                format!("{} (--require-attested)", verdict.detail),
+            );
+        }
+        let attestation =
+            grade::attestation::lines(&verdict, self.checks, &sub.answers, &sub.signed.hashes);
         let seed = self.course.token(&learner);
         let facts = match self.facts(&seed) {
             Ok(f) => f,
@@ -382,6 +404,8 @@ impl Grader<'_> {
             created: manifest.map_or(0, |m| m.created),
             warnings,
             missing: false,
+            attested: verdict.attested,
+            attestation,
             answers: Some(sub.answers),
             evidence: Some(sub.evidence),
             facts: Some(facts),
@@ -412,16 +436,18 @@ fn counts(g: &Graded) -> (usize, usize) {
 }
 
 fn csv(class: &[Graded], max: f64, suspicious: &[Suspicion]) -> String {
-    let mut out =
-        String::from("submission,learner,seed,score,max_score,passed,failed,error,flags\n");
+    let mut out = String::from(
+        "submission,learner,seed,score,max_score,passed,failed,attested,error,flags\n",
+    );
     for g in class {
         let (score, _) = grade::totals(&g.results);
         let (passed, failed) = counts(g);
         out.push_str(&format!(
-            "{},{},{},{score},{max},{passed},{failed},{},{}\n",
+            "{},{},{},{score},{max},{passed},{failed},{},{},{}\n",
             csv_field(&g.submission),
             csv_field(g.learner.as_deref().unwrap_or("")),
             g.seed.as_deref().unwrap_or(""),
+            if g.attested { "yes" } else { "no" },
             csv_field(g.error.as_deref().unwrap_or("")),
             csv_field(&subject("", g, suspicious).flags.join("; ")),
         ));
@@ -452,6 +478,8 @@ fn json(
                 "error": g.error,
                 "missing": g.missing,
                 "warnings": g.warnings,
+                "attested": g.attested,
+                "attestation": g.attestation,
                 "flags": subject(lab, g, suspicious).flags,
                 "checks": g.results,
             })

@@ -11,7 +11,7 @@ use std::time::SystemTime;
 use anyhow::Context;
 
 use super::args::Files;
-use crate::course::{Course, Token, token};
+use crate::course::{Course, Token, attest, token};
 use crate::error;
 use crate::grade::answers;
 use crate::grade::{self, CheckResult, Evidence, Status};
@@ -258,7 +258,11 @@ fn run_lab(id: &str, seed: Option<String>, plain: bool, files: &Files) -> anyhow
         }
     };
     let (engine, resumed) = Engine::start(&source, id, seed, &root, files.dir.clone())?;
-    let mut driver = LabDriver { engine, seen: None };
+    let mut driver = LabDriver {
+        engine,
+        seen: None,
+        server: attest::Server::current()?,
+    };
     let result = run_app(&mut driver, resumed.as_ref(), plain);
     driver.engine.stop();
     let dir = driver.engine.dir.path.display().to_string();
@@ -493,6 +497,8 @@ struct LabDriver {
     engine: Engine,
     /// The answers file's modification time when last read or written.
     seen: Option<SystemTime>,
+    /// On a course server: where answers, checks and evidence are journaled.
+    server: Option<attest::Server>,
 }
 
 impl LabDriver {
@@ -526,9 +532,17 @@ impl Driver for LabDriver {
                 .iter()
                 .any(|c| &c.id == key && c.is_artifact());
             state::record(&self.engine.dir, key, value, artifact)?;
+            if let Some(server) = &self.server {
+                lab::attested::journal_answer(server, &self.engine.lab.id, key)?;
+            }
         }
         self.seen = self.modified();
-        let checked = self.engine.check(step)?;
+        let mut checked = self.engine.check(step)?;
+        if let Some(server) = &self.server {
+            let answers = self.engine.answers()?;
+            let lab = &self.engine.lab.id;
+            lab::attested::journal_checks(server, lab, &answers, &mut checked.results)?;
+        }
         Ok(checked
             .results
             .iter()
@@ -539,6 +553,14 @@ impl Driver for LabDriver {
     fn save(&mut self, file: &str, contents: &str) -> anyhow::Result<String> {
         let path = self.engine.dir.path.join(file);
         user_files::write(&path, contents)?;
+        if let Some(server) = &self.server {
+            lab::attested::journal_evidence(
+                server,
+                &self.engine.lab.id,
+                file,
+                contents.as_bytes(),
+            )?;
+        }
         Ok(path.display().to_string())
     }
 
@@ -624,17 +646,32 @@ fn submit(
         )));
     }
     let progress = Progress::load(&dir.progress());
-    let seed = match Token::parse(&progress.seed) {
-        Ok(t) => t,
-        Err(_) => default_seed()?,
+    // On a course server: the account that invoked sudo, its course seed,
+    // and a bundle signed with the journal.
+    let server = crate::course::attest::Server::current()?;
+    if let (Some(server), Some(l)) = (&server, &learner)
+        && l != &server.learner
+    {
+        return Err(error::usage(format!(
+            "on this course server a submission is yours, learner {}: drop --learner {l}",
+            server.learner
+        )));
+    }
+    let seed = match (&server, Token::parse(&progress.seed)) {
+        (Some(server), _) => server.token(),
+        (None, Ok(t)) => t,
+        (None, Err(_)) => default_seed()?,
     };
-    let learner = learner.unwrap_or_else(user_name);
+    let learner = match &server {
+        Some(server) => server.learner.clone(),
+        None => learner.unwrap_or_else(user_name),
+    };
     let seed_source = if seed == token::self_study_token(&user_name()) {
         submission::SeedSource::SelfStudy
     } else {
         submission::SeedSource::Given
     };
-    let packed = submission::pack(
+    let mut packed = submission::pack(
         &checks,
         &answers,
         &dir.path,
@@ -642,6 +679,10 @@ fn submit(
         seed.as_str(),
         seed_source,
     )?;
+    if let Some(server) = &server {
+        let signed = server.sign(&lab.id, &packed)?;
+        packed.push((crate::course::attest::FILE.to_string(), signed));
+    }
     let name = submission::default_name(&lab.id, &learner);
     let out = out.unwrap_or_else(|| PathBuf::from(if folder { name } else { name + ".tar" }));
     if folder {

@@ -6,6 +6,7 @@
 //! learner's token from their id again, so nothing a learner hands in
 //! decides which truth their answers are compared with.
 
+pub mod attest;
 pub mod roster;
 pub mod token;
 
@@ -30,6 +31,10 @@ struct CourseFile {
     /// Hex; never printed by any command.
     secret: String,
     labs: Vec<String>,
+    /// The most times `check` may judge one question on a course server
+    /// (attested runs; none: no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max_attempts: Option<u32>,
 }
 
 /// A loaded course.
@@ -39,6 +44,9 @@ pub struct Course {
     pub path: PathBuf,
     secret: Vec<u8>,
     pub labs: Vec<String>,
+    pub max_attempts: Option<u32>,
+    /// The file as read (what `course install` copies).
+    text: String,
 }
 
 impl std::fmt::Debug for Course {
@@ -58,6 +66,8 @@ impl Course {
             path: PathBuf::new(),
             secret: random_bytes(SECRET_BYTES)?,
             labs,
+            max_attempts: None,
+            text: String::new(),
         })
     }
 
@@ -85,6 +95,7 @@ impl Course {
                 format_version: FORMAT_VERSION,
                 secret: hex(&self.secret),
                 labs: self.labs.clone(),
+                max_attempts: self.max_attempts,
             })?
         );
         let mut file = user_files::create_mode(path, 0o600)?;
@@ -99,8 +110,13 @@ impl Course {
         let text = user_files::read_to_string(path, &Limits::input())
             .map_err(anyhow::Error::from)
             .context("cannot read the course file (kdiag course init makes one)")?;
+        Course::parse(path, &text)
+    }
+
+    /// A course file's text, read from `path`.
+    pub fn parse(path: &Path, text: &str) -> anyhow::Result<Course> {
         let name = path.display().to_string();
-        let file: CourseFile = crate::error::parse_toml(&name, &text)?;
+        let file: CourseFile = crate::error::parse_toml(&name, text)?;
         if file.format_version > FORMAT_VERSION {
             anyhow::bail!(
                 "{name} has format_version {}; this kdiag reads up to {FORMAT_VERSION}: update kdiag",
@@ -116,7 +132,19 @@ impl Course {
             path: path.to_path_buf(),
             secret,
             labs: file.labs,
+            max_attempts: file.max_attempts,
+            text: text.to_string(),
         })
+    }
+
+    /// The key that signs attested bundles: derived from the secret, for
+    /// that use only.
+    fn attestation_key(&self) -> Vec<u8> {
+        use hmac::{Hmac, Mac};
+        let mut mac =
+            Hmac::<sha2::Sha256>::new_from_slice(&self.secret).expect("HMAC takes any key length");
+        mac.update(b"kdiag attestation key v1\0");
+        mac.finalize().into_bytes().to_vec()
     }
 
     /// The seed token of learner `id`.
@@ -148,6 +176,13 @@ fn random_bytes(n: usize) -> anyhow::Result<Vec<u8>> {
         filled += got as usize;
     }
     Ok(buf)
+}
+
+/// Seconds since the epoch.
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 fn hex(bytes: &[u8]) -> String {

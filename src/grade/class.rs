@@ -33,6 +33,9 @@ pub struct Graded {
     pub warnings: Vec<String>,
     /// A roster learner with no submission at all (not an ungradable one).
     pub missing: bool,
+    /// Whether a course server attested it, and the lines saying what.
+    pub attested: bool,
+    pub attestation: Vec<String>,
     pub answers: Option<Answers>,
     pub evidence: Option<Evidence>,
     pub facts: Option<Facts>,

@@ -3,12 +3,14 @@
 //! the live run's in the lab), `forms.rs` how answers compare (`policy.rs`
 //! the course's rules for kernel letters and names),
 //! `evidence.rs` reads the files answers point to, `identity.rs` decides
-//! which learner a submission is graded as. `evaluate` here turns
+//! which learner a submission is graded as, `attestation.rs` what a
+//! course server vouched for. `evaluate` here turns
 //! answers into one `CheckResult` per check; `report.rs` renders them for
 //! people and autograders; `class.rs` grades a directory of submissions and
 //! looks for copied answers.
 
 pub mod answers;
+pub mod attestation;
 pub mod checks;
 pub mod class;
 pub mod evidence;

@@ -27,6 +27,9 @@ pub struct Subject {
     pub warnings: Vec<String>,
     /// Copy flags, each complete: the learners, the facts, the odds.
     pub flags: Vec<String>,
+    /// On a course server: whether kdiag attested the submission, the
+    /// attempts per question, and which evidence kdiag made (one line each).
+    pub attestation: Vec<String>,
 }
 
 impl Subject {
@@ -55,6 +58,9 @@ impl Subject {
     /// The lines a person reads before the results.
     fn preamble(&self) -> String {
         let mut out = format!("For {}.\n", self.who());
+        for a in &self.attestation {
+            let _ = writeln!(out, "{a}");
+        }
         for w in &self.warnings {
             let _ = writeln!(out, "warning: {w}");
         }
@@ -67,6 +73,7 @@ impl Subject {
             "seed": self.seed,
             "warnings": self.warnings,
             "flags": self.flags,
+            "attestation": self.attestation,
         })
     }
 }
@@ -120,6 +127,7 @@ pub fn render_invalid(format: Format, subject: &Subject, why: &str, max_score: f
             "seed": subject.seed,
             "warnings": subject.warnings,
             "flags": subject.flags,
+            "attestation": subject.attestation,
             "gradable": false,
             "error": why,
             "score": 0.0,
@@ -246,6 +254,7 @@ fn json(subject: &Subject, results: &[CheckResult]) -> String {
         "seed": subject.seed,
         "warnings": subject.warnings,
         "flags": subject.flags,
+        "attestation": subject.attestation,
         "gradable": true,
         "score": score,
         "max_score": max_score,
@@ -354,6 +363,12 @@ pub fn junit(lab: &str, suites: &[Suite]) -> String {
             .filter_map(|(k, v)| Some((k, v.as_deref()?)))
             .chain(subject.warnings.iter().map(|w| ("warning", w.as_str())))
             .chain(subject.flags.iter().map(|f| ("flag", f.as_str())))
+            .chain(
+                subject
+                    .attestation
+                    .iter()
+                    .map(|a| ("attestation", a.as_str())),
+            )
             .collect();
         if !props.is_empty() {
             out.push_str("    <properties>\n");
@@ -514,6 +529,7 @@ mod tests {
             seed: Some("abcd-efgh-jkmn".into()),
             warnings: vec!["unknown key x.y".into()],
             flags: vec!["copied from bob & co".into()],
+            attestation: vec!["attested: signed by kdiag".into()],
         };
         for f in [
             Format::Text,
@@ -531,6 +547,7 @@ mod tests {
                     "abcd-efgh-jkmn",
                     "unknown key x.y",
                     "copied from bob",
+                    "attested: signed by kdiag",
                 ] {
                     assert!(doc.contains(want), "{f:?} lacks {want}: {doc}");
                 }

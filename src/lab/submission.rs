@@ -17,6 +17,7 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use super::tar;
+use crate::course::attest;
 use crate::grade::answers::Answers;
 use crate::grade::evidence::{Evidence, MAX_ARTIFACT_BYTES};
 use crate::grade::{Check, CheckFile};
@@ -105,6 +106,27 @@ pub struct Submission {
     pub answers: Answers,
     pub evidence: Evidence,
     pub manifest: Option<Manifest>,
+    /// What a course server signed: the attestation's text, and every
+    /// file of the bundle by name and sha256 (`course::attest::verify`).
+    pub signed: Signed,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Signed {
+    pub attestation: Option<Vec<u8>>,
+    pub hashes: BTreeMap<String, String>,
+}
+
+impl Signed {
+    fn of(files: &BTreeMap<String, Vec<u8>>) -> Signed {
+        Signed {
+            attestation: files.get(attest::FILE).cloned(),
+            hashes: files
+                .iter()
+                .map(|(n, d)| (n.clone(), attest::sha256_hex(d)))
+                .collect(),
+        }
+    }
 }
 
 /// Why a submission cannot be graded (missing, unreadable, oversized,
@@ -182,6 +204,7 @@ pub fn open_answers(path: &Path, confined: bool) -> Result<Submission, Invalid> 
         answers,
         evidence: Evidence::Dir { base, confined },
         manifest: None,
+        signed: Signed::default(),
     })
 }
 
@@ -200,7 +223,19 @@ fn open_folder(dir: &Path) -> Result<Submission, Invalid> {
     if is_file(&manifest) {
         let text = user_files::read_to_string(&manifest, &Limits::submission())
             .map_err(|e| Invalid(reason(e)))?;
-        sub.manifest = Some(parse_manifest(&manifest.display().to_string(), &text)?);
+        let m = parse_manifest(&manifest.display().to_string(), &text)?;
+        // The signed files, read back (an attested folder is a bundle too).
+        let mut files = BTreeMap::new();
+        for name in m.files.iter().map(String::as_str).chain([attest::FILE]) {
+            if !name.split('/').any(|p| p == ".." || p.is_empty())
+                && let Ok(d) = user_files::read(&dir.join(name), &Limits::submission())
+            {
+                files.insert(name.to_string(), d);
+            }
+        }
+        files.insert(MANIFEST.to_string(), text.into_bytes());
+        sub.signed = Signed::of(&files);
+        sub.manifest = Some(m);
     }
     Ok(sub)
 }
@@ -294,6 +329,7 @@ fn open_archive(path: &Path) -> Result<Submission, Invalid> {
     };
     Ok(Submission {
         answers,
+        signed: Signed::of(&files),
         evidence: Evidence::Files(files),
         manifest,
     })

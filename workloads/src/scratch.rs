@@ -18,7 +18,7 @@ pub enum Storage {
     /// No files at all: no directory is made, and parallel runs never clash.
     None,
     /// Anywhere, tmpfs included (default $XDG_RUNTIME_DIR/kdiag-workloads
-    /// or /tmp/kdiag-UID).
+    /// or /tmp/kdiag-UID; see `base`).
     Any,
     /// A real disk: the I/O workloads are pointless on tmpfs, where nothing
     /// reaches a block device and O_DIRECT fails (default /var/tmp/kdiag-UID).
@@ -54,7 +54,11 @@ impl Scratch {
         // creation and the cleanup thread's start would leave it behind.
         let signals = block_exit_signals();
         if let Some(parent) = dir.parent() {
-            fs::create_dir_all(parent)
+            // The default base is private (0700); a --scratch DIR's parent
+            // is made as any directory of the user's.
+            let mode = if tidy_parent { 0o700 } else { 0o777 };
+            std::os::unix::fs::DirBuilderExt::mode(fs::DirBuilder::new().recursive(true), mode)
+                .create(parent)
                 .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
             if tidy_parent {
                 check_owned(parent)?;
@@ -138,26 +142,73 @@ impl Drop for Scratch {
     }
 }
 
-/// The per-user base directory of the default scratch directories.
+/// The per-user base directory of the default scratch directories: one
+/// only this user can have made, so no other user can block a run by
+/// creating it first. $XDG_RUNTIME_DIR when it is the user's (kdiag sets it
+/// under sudo: the user's /run/user/UID, else /run/kdiag/UID), else
+/// `kdiag-UID` under /tmp or /var/tmp, or, when someone else took that
+/// name, `kdiag-UID-SUFFIX` (one of the user's own, or a fresh one).
 pub fn base(storage: Storage) -> PathBuf {
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
     match storage {
-        Storage::Disk => PathBuf::from(format!("/var/tmp/kdiag-{uid}")),
+        Storage::Disk => per_user(Path::new("/var/tmp"), uid),
         Storage::Any | Storage::None => match std::env::var_os("XDG_RUNTIME_DIR") {
-            Some(d) if Path::new(&d).is_dir() => Path::new(&d).join("kdiag-workloads"),
-            _ => PathBuf::from(format!("/tmp/kdiag-{uid}")),
+            Some(d) if owned_dir(Path::new(&d), uid) => Path::new(&d).join("kdiag-workloads"),
+            _ => per_user(Path::new("/tmp"), uid),
         },
     }
+}
+
+/// A real directory (not a symlink to one) owned by `uid`.
+fn owned_dir(dir: &Path, uid: u32) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir() && m.uid() == uid)
+}
+
+/// `parent/kdiag-UID` unless another user holds that name; then one of
+/// the user's own `kdiag-UID-*` (a run in progress, or a stale one to
+/// sweep), else a fresh unguessable name, created by `Scratch::create`.
+fn per_user(parent: &Path, uid: u32) -> PathBuf {
+    let first = parent.join(format!("kdiag-{uid}"));
+    if fs::symlink_metadata(&first).is_err() || owned_dir(&first, uid) {
+        return first;
+    }
+    let prefix = format!("kdiag-{uid}-");
+    let mut ours: Vec<PathBuf> = fs::read_dir(parent)
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+                .map(|e| e.path())
+                .filter(|p| owned_dir(p, uid))
+                .collect()
+        })
+        .unwrap_or_default();
+    ours.sort();
+    ours.into_iter()
+        .next()
+        .unwrap_or_else(|| parent.join(format!("{prefix}{:016x}", unguessable())))
+}
+
+/// 64 random bits from the kernel (the pid and time if that fails).
+fn unguessable() -> u64 {
+    let mut buf = [0u8; 8];
+    // SAFETY: buf is valid for 8 bytes.
+    let n = unsafe { libc::getrandom(buf.as_mut_ptr().cast(), buf.len(), 0) };
+    if n == 8 {
+        return u64::from_ne_bytes(buf);
+    }
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    t ^ u64::from(std::process::id()) << 32
 }
 
 /// The shared default base (e.g. /tmp/kdiag-UID) must be a real directory
 /// of ours, not something another user planted there.
 fn check_owned(dir: &Path) -> Result<(), String> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = fs::symlink_metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     // SAFETY: getuid has no preconditions.
-    if !meta.is_dir() || meta.uid() != unsafe { libc::getuid() } {
+    if !owned_dir(dir, unsafe { libc::getuid() }) {
         return Err(format!(
             "{} is not a directory owned by you: remove it or pass --scratch DIR",
             dir.display()
@@ -308,6 +359,33 @@ mod tests {
         sweep_stale(&base);
         assert!(!stale.exists() && foreign.exists());
         fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn a_base_name_taken_by_someone_else_falls_back_to_one_of_ours() {
+        use std::os::unix::fs::symlink;
+        // SAFETY: getuid has no preconditions.
+        let me = unsafe { libc::getuid() };
+        let parent = temp("per-user");
+        assert_eq!(per_user(&parent, me), parent.join(format!("kdiag-{me}")));
+        // Someone else's uid: our directory of that name is theirs to them.
+        fs::create_dir(parent.join("kdiag-4242")).unwrap();
+        let fresh = per_user(&parent, 4242);
+        let name = fresh.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            name.starts_with("kdiag-4242-") && name.len() == 27,
+            "{name}"
+        );
+        assert!(!fresh.exists());
+        assert_ne!(per_user(&parent, 4242), fresh, "unguessable");
+        // A symlink planted at the name, and a fallback of ours to reuse.
+        symlink("/", parent.join(format!("kdiag-{me}"))).unwrap();
+        fs::create_dir(parent.join(format!("kdiag-{me}-0abc"))).unwrap();
+        assert_eq!(
+            per_user(&parent, me),
+            parent.join(format!("kdiag-{me}-0abc"))
+        );
+        fs::remove_dir_all(&parent).unwrap();
     }
 
     #[test]

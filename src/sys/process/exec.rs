@@ -71,7 +71,7 @@ impl Exec {
             .collect::<Result<_, _>>()?;
         let mut arg_ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
         arg_ptrs.push(std::ptr::null());
-        let env: Vec<CString> = privilege::child_env()
+        let env: Vec<CString> = privilege::child_env(super::user_files::runtime_dir)
             .into_iter()
             .filter_map(|(k, v)| {
                 let mut kv = k.as_bytes().to_vec();

@@ -38,7 +38,7 @@ pub fn run_as_invoker(cmd: &mut Command) {
     let Some(switch) = InvokerSwitch::prepare() else {
         return;
     };
-    cmd.env_clear().envs(child_env());
+    cmd.env_clear().envs(child_env(|| None));
     // SAFETY: `apply` only makes async-signal-safe calls on data prepared
     // before the fork. It sets groups, gid and uid itself: std runs pre_exec
     // hooks after its own setuid, when setgroups would fail with EPERM.
@@ -140,25 +140,33 @@ pub fn user_name(uid: libc::uid_t) -> Option<String> {
 /// The environment for a command kdiag runs: its own, except that under
 /// sudo the command gets the invoking user's HOME, USER, LOGNAME, SHELL and
 /// XDG_RUNTIME_DIR (sudo sets root's), and no SUDO_* variables, so it
-/// behaves as if the user had started it.
-pub fn child_env() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+/// behaves as if the user had started it. Their runtime directory is
+/// /run/user/UID when it is theirs, else what `fallback_runtime` gives
+/// (`user_files::runtime_dir`: one kdiag makes for them).
+pub fn child_env(
+    fallback_runtime: impl FnOnce() -> Option<std::path::PathBuf>,
+) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
     let env: Vec<_> = std::env::vars_os().collect();
     match invoker().and_then(|who| Some((who.uid, passwd(who.uid)?))) {
-        Some((uid, pw)) => env_for(env, uid, &pw, |dir| {
+        Some((uid, pw)) => {
             use std::os::unix::fs::MetadataExt;
-            std::fs::metadata(dir).is_ok_and(|m| m.is_dir() && m.uid() == uid)
-        }),
+            let login = std::path::PathBuf::from(format!("/run/user/{uid}"));
+            let runtime = match std::fs::metadata(&login) {
+                Ok(m) if m.is_dir() && m.uid() == uid => Some(login),
+                _ => fallback_runtime(),
+            };
+            env_for(env, &pw, runtime)
+        }
         None => env,
     }
 }
 
-/// `env` made the user's (see `child_env`); `owned_dir` says whether a
-/// directory exists and is the user's.
+/// `env` made the user's (see `child_env`), with `runtime` (theirs) as
+/// XDG_RUNTIME_DIR.
 fn env_for(
     env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
-    uid: libc::uid_t,
     pw: &Passwd,
-    owned_dir: impl Fn(&std::path::Path) -> bool,
+    runtime: Option<std::path::PathBuf>,
 ) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
     const REPLACED: [&str; 5] = ["HOME", "USER", "LOGNAME", "SHELL", "XDG_RUNTIME_DIR"];
     let mut out: Vec<_> = env
@@ -174,8 +182,7 @@ fn env_for(
     if !pw.shell.is_empty() {
         out.push(("SHELL".into(), pw.shell.clone()));
     }
-    let runtime = std::path::PathBuf::from(format!("/run/user/{uid}"));
-    if owned_dir(&runtime) {
+    if let Some(runtime) = runtime {
         out.push(("XDG_RUNTIME_DIR".into(), runtime.into()));
     }
     out
@@ -210,7 +217,7 @@ mod tests {
         ]
         .map(|(k, v)| (k.into(), v.into()))
         .to_vec();
-        let env = env_for(sudo_env.clone(), 4242, &pw, |_| true);
+        let env = env_for(sudo_env.clone(), &pw, Some("/run/user/4242".into()));
         let get = |env: &[(std::ffi::OsString, std::ffi::OsString)], k: &str| {
             let v: Vec<_> = env
                 .iter()
@@ -234,7 +241,7 @@ mod tests {
                 .all(|(k, _)| !k.to_string_lossy().starts_with("SUDO_"))
         );
         // No runtime directory of theirs: none at all, not root's.
-        let env = env_for(sudo_env, 4242, &pw, |_| false);
+        let env = env_for(sudo_env, &pw, None);
         assert_eq!(get(&env, "XDG_RUNTIME_DIR"), None);
     }
 }

@@ -405,6 +405,87 @@ pub fn create_dir_all(dir: &Path) -> Result<(), UserFileError> {
         .map_err(|e| UserFileError::from_errno(dir, e, acting()))
 }
 
+/// Where kdiag keeps runtime directories for sudo invokers who have no
+/// /run/user/UID (no login session made one): root's, 0755.
+const RUNTIME_PARENT: &str = "/run/kdiag";
+
+/// Under sudo, the invoking user's runtime directory `/run/kdiag/UID`
+/// (0700), made now if missing: /run/kdiag is root's and writable by root
+/// only, so no other user can take the name first, and the user's own
+/// directory in it is made with their file-system identity (CAP_DAC_OVERRIDE
+/// raised again for the one mkdir, since setfsuid drops it), theirs from
+/// the start, with no chown. None without sudo, or when anything there is
+/// not as kdiag makes it.
+pub fn runtime_dir() -> Option<PathBuf> {
+    let switch = invoker()?;
+    let uid = switch.identity().0;
+    let parent = Path::new(RUNTIME_PARENT);
+    let real_dir = |p: &Path, owner: u32| {
+        std::fs::symlink_metadata(p)
+            .is_ok_and(|m| m.is_dir() && m.uid() == owner && m.mode() & 0o022 == 0)
+    };
+    let _ = std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o755)
+        .create(parent);
+    if !real_dir(parent, 0) {
+        return None;
+    }
+    let dir = parent.join(uid.to_string());
+    if std::fs::symlink_metadata(&dir).is_err() {
+        let c = c_path(&dir).ok()?;
+        let made = as_user(|| {
+            raise_dac_override()?;
+            // SAFETY: a valid NUL-terminated path.
+            if unsafe { libc::mkdir(c.as_ptr(), 0o700) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+        if let Ok(Err(e)) | Err(e) = made
+            && e.raw_os_error() != Some(libc::EEXIST)
+        {
+            return None;
+        }
+    }
+    real_dir(&dir, uid).then_some(dir)
+}
+
+/// Put CAP_DAC_OVERRIDE back in this thread's effective set (it stays
+/// permitted; a change of fsuid away from 0 only clears it from the
+/// effective set), so the thread can write into a root-owned directory
+/// while what it creates is the user's.
+fn raise_dac_override() -> io::Result<()> {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const VERSION_3: u32 = 0x2008_0522;
+    const CAP_DAC_OVERRIDE: u32 = 1;
+    let mut header = Header {
+        version: VERSION_3,
+        pid: 0,
+    };
+    let mut data = [Data::default(); 2];
+    // SAFETY: valid header and a two-element data array, as version 3 wants.
+    unsafe {
+        if libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        data[0].effective |= 1 << CAP_DAC_OVERRIDE;
+        if libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 /// Remove a file as the user (a symbolic link itself, never its target);
 /// a file already gone is no error.
 pub fn remove_file(path: &Path) -> Result<(), UserFileError> {
