@@ -25,21 +25,6 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// tests/programs/NAME.c built with frame pointers (so the off-CPU and CPU
-/// stacks both walk through the program's own functions).
-fn build(name: &str) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/programs/{name}.c"));
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("wall-{name}"));
-    let ok = Command::new("cc")
-        .args(["-O1", "-fno-omit-frame-pointer", "-pthread", "-Wall", "-o"])
-        .arg(&out)
-        .arg(&src)
-        .status()
-        .expect("cc is installed");
-    assert!(ok.success(), "cc {}", src.display());
-    out
-}
-
 /// A 64 MiB file on the disk the target directory is on, written and
 /// synced once: O_DIRECT reads of it reach the device.
 fn data_file() -> PathBuf {
@@ -112,7 +97,7 @@ fn three_parts_each_under_its_own_stack() {
         return;
     }
     let _g = serial();
-    let prog = build("wall_parts");
+    let prog = c_fixture("wall_parts");
     let data = data_file();
     let w = wall_json(&[
         "profile",
@@ -178,7 +163,7 @@ fn a_lock_convoy_is_lock_time_of_the_waiters() {
         return;
     }
     let _g = serial();
-    let prog = build("lock_compute");
+    let prog = c_fixture("lock_compute");
     let w = wall_json(&[
         "profile",
         "--wall",
@@ -308,7 +293,7 @@ fn without_bpf_proc_fills_the_off_cpu_part_and_says_so() {
         return;
     }
     let _g = serial();
-    let prog = build("wall_parts");
+    let prog = c_fixture("wall_parts");
     let data = data_file();
     let args = [
         "profile",
@@ -349,7 +334,7 @@ fn the_flame_graph_is_coloured_by_kind_with_totals_in_the_title() {
         return;
     }
     let _g = serial();
-    let prog = build("wall_parts");
+    let prog = c_fixture("wall_parts");
     let data = data_file();
     let dir = tempfile::tempdir().unwrap();
     let svg = dir.path().join("w.svg");

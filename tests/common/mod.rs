@@ -388,13 +388,13 @@ pub fn workload_truth(name: &str, seed: &str) -> serde_json::Value {
 }
 
 /// tests/programs/NAME.c built with cc (once per test run, again
-/// when the source is newer).
+/// when the source is newer), with frame pointers for the profiles' stacks.
 pub fn c_fixture(name: &str) -> PathBuf {
     static BUILT: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _g = BUILT.lock().unwrap_or_else(|e| e.into_inner());
     let src =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/programs/{name}.c"));
-    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("diagnose-{name}"));
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("program-{name}"));
     let fresh = |o: &std::path::Path| {
         let (Ok(a), Ok(b)) = (o.metadata(), src.metadata()) else {
             return false;
@@ -403,7 +403,7 @@ pub fn c_fixture(name: &str) -> PathBuf {
     };
     if !fresh(&out) {
         let ok = Command::new("cc")
-            .args(["-O1", "-pthread", "-Wall", "-o"])
+            .args(["-O1", "-fno-omit-frame-pointer", "-pthread", "-Wall", "-o"])
             .arg(&out)
             .arg(&src)
             .status()
