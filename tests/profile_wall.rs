@@ -13,7 +13,6 @@ mod common;
 use common::*;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Mutex;
 
 use serde_json::Value;
