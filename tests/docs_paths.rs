@@ -123,8 +123,12 @@ fn captured_sections_exist_and_each_has_a_recipe() {
     {
         let text = std::fs::read_to_string(f).unwrap();
         let rel = f.strip_prefix(root).unwrap().display().to_string();
-        for (at, _) in text.match_indices("<!-- capture:") {
-            let name = text[at + 13..].split(' ').next().unwrap();
+        // A marker is a line of its own (a mention in prose is not one).
+        for line in text.lines() {
+            let Some(rest) = line.strip_prefix("<!-- capture:") else {
+                continue;
+            };
+            let name = rest.split(' ').next().unwrap();
             assert!(
                 sections.iter().any(|(sf, sn)| *sf == rel && sn == name),
                 "{rel}: section {name} has no recipe in docs/capture"
