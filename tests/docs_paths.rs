@@ -75,3 +75,76 @@ fn the_check_finds_what_it_should() {
     assert!(machine_paths("see /tmp/perf-PID.map and /home/you/a, /var/tmp/x").is_empty());
     assert_eq!(machine_paths("--scratch /tmp/cbdoc4").len(), 1);
 }
+
+/// The sections `docs/capture` writes: (file, name) from each of its
+/// `section FILE NAME` calls.
+fn captured_sections(script: &str) -> Vec<(String, String)> {
+    let words: Vec<&str> = script.split_whitespace().collect();
+    words
+        .windows(3)
+        .filter(|w| w[0] == "section" && w[1].ends_with(".md"))
+        .map(|w| (w[1].to_string(), w[2].to_string()))
+        .collect()
+}
+
+/// Every section docs/capture produces is in its file, between its markers,
+/// with a fenced body; every marked section in the docs has its recipe in
+/// docs/capture (none pasted by hand under a marker).
+#[test]
+fn captured_sections_exist_and_each_has_a_recipe() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let script = std::fs::read_to_string(root.join("docs/capture")).unwrap();
+    let sections = captured_sections(&script);
+    assert!(
+        sections.len() >= 4,
+        "docs/capture writes sections: {sections:?}"
+    );
+    for (file, name) in &sections {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        let open = format!("<!-- capture:{name} -->\n");
+        let close = format!("<!-- /capture:{name} -->");
+        let (Some(a), Some(b)) = (text.find(&open), text.find(&close)) else {
+            panic!("{file} lacks the markers of section {name}: run docs/capture");
+        };
+        let body = &text[a + open.len()..b.max(a + open.len())];
+        assert!(
+            body.starts_with("```\n") && body.ends_with("```\n") && body.lines().count() > 2,
+            "{file} section {name} is not a fenced capture: run docs/capture\n{body}"
+        );
+        assert!(machine_paths(body).is_empty(), "{file} section {name}");
+    }
+    let mut files = vec![root.join("README.md")];
+    for e in std::fs::read_dir(root.join("docs")).unwrap() {
+        files.push(e.unwrap().path());
+    }
+    for f in files
+        .iter()
+        .filter(|f| f.extension().is_some_and(|x| x == "md"))
+    {
+        let text = std::fs::read_to_string(f).unwrap();
+        let rel = f.strip_prefix(root).unwrap().display().to_string();
+        // A marker is a line of its own (a mention in prose is not one).
+        for line in text.lines() {
+            let Some(rest) = line.strip_prefix("<!-- capture:") else {
+                continue;
+            };
+            let name = rest.split(' ').next().unwrap();
+            assert!(
+                sections.iter().any(|(sf, sn)| *sf == rel && sn == name),
+                "{rel}: section {name} has no recipe in docs/capture"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_recipes_are_read_from_the_script() {
+    let script = "x | section docs/top.md once\nscreen | section docs/lab.md step1\nsection() {";
+    assert_eq!(
+        captured_sections(script),
+        [
+            ("docs/top.md".to_string(), "once".to_string()),
+            ("docs/lab.md".to_string(), "step1".to_string())
+        ]
+    );
+}
