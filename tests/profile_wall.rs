@@ -385,6 +385,9 @@ fn the_flame_graph_is_coloured_by_kind_with_totals_in_the_title() {
     assert!(cpu[0] > 200 && cpu[2] < 70, "orange: {cpu:?}");
 }
 
+/// A pprof sample's labels.
+type Labels = std::collections::HashMap<String, String>;
+
 /// The text report's rows: (root label, [TOTAL, the six kinds...] in s).
 fn report_rows(text: &str) -> Vec<(String, Vec<f64>)> {
     text.lines()
@@ -452,14 +455,14 @@ fn pprof_and_speedscope_hold_the_reports_times() {
     let kinds = ["on-cpu", "run-queue", "storage", "lock", "sleep", "wait"];
     for (label, secs) in &rows {
         let tid = label.rsplit('[').next().unwrap().trim_end_matches(']');
-        let mine: Vec<(&Vec<u64>, &std::collections::HashMap<String, String>)> = p
+        let mine: Vec<(&Vec<u64>, &Labels)> = p
             .samples
             .iter()
             .zip(&p.labels)
             .filter(|(_, l)| l.get("tid").map(String::as_str) == Some(tid))
             .map(|((_, v, _), l)| (v, l))
             .collect();
-        let total = |f: &dyn Fn(&Vec<u64>, &std::collections::HashMap<String, String>) -> u64| {
+        let total = |f: &dyn Fn(&Vec<u64>, &Labels) -> u64| {
             mine.iter().map(|(v, l)| f(v, l)).sum::<u64>() as f64 / 1e9
         };
         // Half a printed millisecond, each of two numbers for off_cpu.
