@@ -2,7 +2,8 @@
 //! sleeps and reads with O_DIRECT for a second each (every part under its
 //! own stack, about a second of wall-clock time), a lock convoy (the
 //! waiters' time is lock time), a pipeline (one root per process), the
-//! /proc fallback (no stacks, said so), and the files.
+//! /proc fallback (no stacks, said so), and the files (SVG, folded, pprof
+//! and speedscope, each read back).
 //!
 //! Immune to load: a part is timed by the program on the wall clock, so
 //! whatever the machine does, the time under its stack is a second; load
@@ -10,6 +11,7 @@
 //! the test asserts their sum.
 
 mod common;
+use common::profile_files::{Pprof, speedscope_schema, validate};
 use common::*;
 
 use std::path::{Path, PathBuf};
@@ -381,4 +383,148 @@ fn the_flame_graph_is_coloured_by_kind_with_totals_in_the_title() {
     );
     let cpu = rgb(fill_of("compute_part"));
     assert!(cpu[0] > 200 && cpu[2] < 70, "orange: {cpu:?}");
+}
+
+/// A pprof sample's labels.
+type Labels = std::collections::HashMap<String, String>;
+
+/// The text report's rows: (root label, [TOTAL, the six kinds...] in s).
+fn report_rows(text: &str) -> Vec<(String, Vec<f64>)> {
+    text.lines()
+        .skip_while(|l| !l.starts_with("THREAD"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| {
+            // label, TOTAL, six kinds, UNSEEN, ±CPU: the label has spaces.
+            let words: Vec<&str> = l.split_whitespace().collect();
+            let (label, numbers) = words.split_at(words.len() - 9);
+            let secs = numbers[..7].iter().map(|n| n.parse().unwrap()).collect();
+            (label.join(" "), secs)
+        })
+        .collect()
+}
+
+#[test]
+fn pprof_and_speedscope_hold_the_reports_times() {
+    if !require_root("pprof_and_speedscope_hold_the_reports_times") {
+        return;
+    }
+    let _g = serial();
+    let prog = c_fixture("wall_parts");
+    let data = data_file();
+    let dir = tempfile::tempdir().unwrap();
+    let pprof = dir.path().join("w.pb.gz");
+    let speedscope = dir.path().join("w.json");
+    let out = run_kdiag(&[
+        "profile",
+        "--wall",
+        "--pprof",
+        pprof.to_str().unwrap(),
+        "--speedscope",
+        speedscope.to_str().unwrap(),
+        "--",
+        prog.to_str().unwrap(),
+        data.to_str().unwrap(),
+        "0.3",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let rows = report_rows(&text);
+    assert!(rows.iter().any(|(l, _)| l.starts_with("parts [")), "{text}");
+
+    // pprof: three sample types in nanoseconds, wall the default; each
+    // sample's time is on or off the CPU, and the kind says which.
+    let p = Pprof::read(&pprof);
+    let ns = |k: &str| (k.to_string(), "nanoseconds".to_string());
+    assert_eq!(
+        p.sample_types,
+        [ns("cpu"), ns("off_cpu"), ns("wall")],
+        "sample types"
+    );
+    for ((_, v, _), labels) in p.samples.iter().zip(&p.labels) {
+        let on_cpu = labels["kind"] == "on-cpu";
+        assert_eq!(v[2], v[0] + v[1], "wall = cpu + off_cpu: {labels:?}");
+        assert_eq!(
+            (v[0] == 0, v[1] == 0),
+            (!on_cpu, on_cpu),
+            "{labels:?} {v:?}"
+        );
+    }
+    // Each thread's totals by type and by kind are the report's (printed
+    // to the millisecond).
+    let kinds = ["on-cpu", "run-queue", "storage", "lock", "sleep", "wait"];
+    for (label, secs) in &rows {
+        let tid = label.rsplit('[').next().unwrap().trim_end_matches(']');
+        let mine: Vec<(&Vec<u64>, &Labels)> = p
+            .samples
+            .iter()
+            .zip(&p.labels)
+            .filter(|(_, l)| l.get("tid").map(String::as_str) == Some(tid))
+            .map(|((_, v, _), l)| (v, l))
+            .collect();
+        let total = |f: &dyn Fn(&Vec<u64>, &Labels) -> u64| {
+            mine.iter().map(|(v, l)| f(v, l)).sum::<u64>() as f64 / 1e9
+        };
+        // Half a printed millisecond, each of two numbers for off_cpu.
+        let close = |what: &str, got: f64, want: f64| {
+            let rounding = if what == "off_cpu" { 0.0011 } else { 0.0006 };
+            assert!(
+                (got - want).abs() <= rounding,
+                "{label} {what}: pprof {got:.4} s, report {want:.3} s\n{text}"
+            )
+        };
+        close("wall", total(&|v, _| v[2]), secs[0]);
+        close("cpu", total(&|v, _| v[0]), secs[1]);
+        close("off_cpu", total(&|v, _| v[1]), secs[0] - secs[1]);
+        for (i, kind) in kinds.iter().enumerate() {
+            let by_kind = total(&|v, l| if l["kind"] == *kind { v[2] } else { 0 });
+            close(kind, by_kind, secs[i + 1]);
+        }
+    }
+    // The sleep is under its own stack, labelled sleep.
+    let stacks = p.stacks();
+    assert!(
+        p.labels
+            .iter()
+            .zip(&stacks)
+            .any(|(l, (names, _))| l["kind"] == "sleep"
+                && l["comm"] == "parts"
+                && names.iter().any(|n| n == "sleep_part")),
+        "a sleep sample under sleep_part"
+    );
+
+    // speedscope: the published schema, one profile per thread of the
+    // report, weighing its total in nanoseconds.
+    let doc: Value = serde_json::from_slice(&std::fs::read(&speedscope).unwrap()).unwrap();
+    let schema = speedscope_schema();
+    validate(&schema, &schema, &doc, "$").unwrap();
+    let profiles = doc["profiles"].as_array().unwrap();
+    assert_eq!(profiles.len(), rows.len(), "one profile per thread\n{text}");
+    let frames = doc["shared"]["frames"].as_array().unwrap();
+    for (label, secs) in &rows {
+        let profile = profiles
+            .iter()
+            .find(|q| q["name"] == label.as_str())
+            .unwrap_or_else(|| panic!("a profile named {label}"));
+        assert_eq!(profile["type"], "sampled");
+        assert_eq!(profile["unit"], "nanoseconds");
+        let weight: u64 = profile["weights"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w.as_u64().unwrap())
+            .sum();
+        assert_eq!(profile["endValue"].as_u64(), Some(weight));
+        assert!(
+            (weight as f64 / 1e9 - secs[0]).abs() <= 0.0006,
+            "{label}: {weight} ns, report {} s",
+            secs[0]
+        );
+        // Every stack starts at the frame of its kind of time.
+        for sample in profile["samples"].as_array().unwrap() {
+            let first = &frames[sample[0].as_u64().unwrap() as usize]["name"];
+            let first = first.as_str().unwrap();
+            assert!(kinds.iter().any(|k| first == format!("[{k}]")), "{first}");
+        }
+    }
 }

@@ -120,12 +120,6 @@ pub fn validate(args: &Args) -> anyhow::Result<()> {
                  --kernel-only and --include-idle",
             ));
         }
-        if args.files.pprof.is_some() || args.files.speedscope.is_some() {
-            return Err(usage(
-                "--wall writes --folded and --svg; its --pprof and --speedscope files are not \
-                 written yet: use --folded (speedscope.app reads it too)",
-            ));
-        }
         if args.call_graph != CallGraph::Fp {
             return Err(usage(
                 "--wall walks stacks by frame pointers (as the off-CPU half does): drop --call-graph",

@@ -60,8 +60,7 @@ impl ProfileFiles {
         Ok(out)
     }
 
-    /// The files asked for, of a wall-clock profile (`kdiag profile --wall`):
-    /// folded stacks and the SVG (the command refuses --pprof and --speedscope).
+    /// The files asked for, of a wall-clock profile (`kdiag profile --wall`).
     pub fn render_wall<'a>(&'a self, wall: &Wall) -> anyhow::Result<Vec<(&'a Path, Vec<u8>)>> {
         let mut out = Vec::new();
         if let Some(path) = &self.folded {
@@ -71,6 +70,12 @@ impl ProfileFiles {
         }
         if let Some(path) = &self.svg {
             out.push((path.as_path(), render::wall::svg(wall)?));
+        }
+        if let Some(path) = &self.pprof {
+            out.push((path.as_path(), render::pprof::wall_gzipped(wall)?));
+        }
+        if let Some(path) = &self.speedscope {
+            out.push((path.as_path(), render::speedscope::wall_json(wall)?));
         }
         Ok(out)
     }

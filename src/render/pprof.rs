@@ -3,8 +3,10 @@
 //! read it. Written with a small protobuf encoder: only varints and
 //! length-delimited fields are needed.
 //!
-//! Each sample carries two values, the stacks' sample count and weight
-//! (`samples/count` and e.g. `cpu/nanoseconds`), and a `comm` label. Frames
+//! A stack set's sample carries two values, the stack's sample count and
+//! weight (`samples/count` and e.g. `cpu/nanoseconds`), and a `comm` label;
+//! a wall-clock profile's carries `cpu`, `off_cpu` and `wall` nanoseconds
+//! and labels saying the thread and the kind of time. Frames
 //! become one function and one location each, kernel frames in a
 //! `[kernel.kallsyms]` mapping, user frames in their binary's mapping with
 //! its build id. Names are already resolved (`has_functions`), so locations
@@ -13,7 +15,9 @@
 use std::collections::HashMap;
 use std::io::Write;
 
-use crate::model::stacks::StackSet;
+use crate::model::profile::{Frame, Module};
+use crate::model::stacks::{StackSet, ValueType};
+use crate::model::wall::{TimeKind, Wall};
 
 /// The protobuf message being built.
 #[derive(Default)]
@@ -93,35 +97,126 @@ impl Strings {
     }
 }
 
-/// The mapping id kernel frames use, after the binaries' (1-based) ids.
-fn kernel_mapping(set: &StackSet<'_>) -> u64 {
-    set.modules.len() as u64 + 1
+/// One sample as the encoder takes it: frames outermost first, one value
+/// per sample type, and string labels.
+struct Sample<'a> {
+    frames: &'a [Frame],
+    values: Vec<u64>,
+    labels: Vec<(&'static str, String)>,
 }
 
-/// The profile.proto message, not compressed.
+/// A profile as the encoder takes it, from a `StackSet` or a `Wall`.
+struct Doc<'a> {
+    title: String,
+    sample_types: Vec<ValueType>,
+    /// The type `go tool pprof` shows by default.
+    default_type: String,
+    period_type: ValueType,
+    period: u64,
+    start_unix_ns: u64,
+    duration_ns: u64,
+    samples: Vec<Sample<'a>>,
+    modules: &'a [Module],
+}
+
+/// A stack set: its sample count and weight, a `comm` label.
+fn set_doc<'a>(set: &'a StackSet<'_>) -> Doc<'a> {
+    Doc {
+        title: set.title.clone(),
+        sample_types: vec![set.count.clone(), set.weight.clone()],
+        default_type: set.weight.kind.clone(),
+        period_type: set.weight.clone(),
+        period: set.period,
+        start_unix_ns: set.start_unix_ns,
+        duration_ns: set.duration_ns,
+        samples: set
+            .stacks
+            .iter()
+            .map(|s| Sample {
+                frames: &s.frames,
+                values: vec![s.samples, s.weight],
+                labels: vec![("comm", s.comm.clone())],
+            })
+            .collect(),
+        modules: set.modules,
+    }
+}
+
+/// A wall-clock profile: `cpu`, `off_cpu` and `wall` nanoseconds (each
+/// stack's time is one of the first two and always the third), labelled
+/// with the thread (`comm`, `pid`, `tid`), the `kind` of time and the
+/// `state` it blocked in.
+fn wall_doc(wall: &Wall) -> Doc<'_> {
+    let ns = |kind: &str| ValueType::new(kind, "nanoseconds");
+    Doc {
+        title: format!("Wall-clock profile of {}", wall.target),
+        sample_types: vec![ns("cpu"), ns("off_cpu"), ns("wall")],
+        default_type: "wall".into(),
+        period_type: ns("cpu"),
+        period: 1_000_000_000 / wall.freq_hz.max(1),
+        start_unix_ns: wall.started_unix_ns,
+        duration_ns: wall.window_ns,
+        samples: wall
+            .stacks
+            .iter()
+            .map(|s| {
+                let root = &wall.roots[s.root].root;
+                let on_cpu = s.kind == TimeKind::OnCpu;
+                let mut labels = vec![("comm", root.comm.clone()), ("kind", s.kind.name().into())];
+                if root.pid != 0 {
+                    labels.push(("pid", root.pid.to_string()));
+                }
+                if root.tid != 0 {
+                    labels.push(("tid", root.tid.to_string()));
+                }
+                if let Some(state) = s.state {
+                    labels.push(("state", state.letter().to_string()));
+                }
+                Sample {
+                    frames: &s.frames,
+                    values: vec![
+                        if on_cpu { s.ns } else { 0 },
+                        if on_cpu { 0 } else { s.ns },
+                        s.ns,
+                    ],
+                    labels,
+                }
+            })
+            .collect(),
+        modules: &wall.modules,
+    }
+}
+
+/// The profile.proto message of a stack set, not compressed.
 pub fn encode(set: &StackSet<'_>) -> Vec<u8> {
+    encode_doc(&set_doc(set))
+}
+
+fn encode_doc(doc: &Doc<'_>) -> Vec<u8> {
     let mut strings = Strings::new();
     let mut p = Msg::default();
-    let value_type = |strings: &mut Strings, v: &crate::model::stacks::ValueType| {
+    let value_type = |strings: &mut Strings, v: &ValueType| {
         let mut m = Msg::default();
         m.uint(1, strings.get(&v.kind))
             .uint(2, strings.get(&v.unit));
         m
     };
     // sample_type = 1
-    p.msg(1, &value_type(&mut strings, &set.count));
-    p.msg(1, &value_type(&mut strings, &set.weight));
+    for t in &doc.sample_types {
+        p.msg(1, &value_type(&mut strings, t));
+    }
 
-    // Functions by (name, kernel); locations by (function, mapping).
+    // Functions by (name, kernel); locations by (function, mapping). The
+    // kernel's mapping id comes after the binaries' (1-based) ids.
+    let kernel_mapping = doc.modules.len() as u64 + 1;
     let mut functions: HashMap<(&str, bool), u64> = HashMap::new();
     let mut locations: HashMap<(u64, u64), u64> = HashMap::new();
     let mut function_msgs = Vec::new();
     let mut location_msgs = Vec::new();
-    let comm_key = strings.get("comm");
-    for stack in set.stacks {
-        let mut ids = Vec::with_capacity(stack.frames.len());
+    for sample in &doc.samples {
+        let mut ids = Vec::with_capacity(sample.frames.len());
         // Leaf first, as pprof wants.
-        for f in stack.frames.iter().rev() {
+        for f in sample.frames.iter().rev() {
             let next = functions.len() as u64 + 1;
             let fid = *functions
                 .entry((f.name.as_str(), f.kernel))
@@ -133,7 +228,7 @@ pub fn encode(set: &StackSet<'_>) -> Vec<u8> {
                     next
                 });
             let mapping = match (f.kernel, f.module) {
-                (true, _) => kernel_mapping(set),
+                (true, _) => kernel_mapping,
                 (false, Some(i)) => i as u64 + 1,
                 (false, None) => 0,
             };
@@ -148,17 +243,17 @@ pub fn encode(set: &StackSet<'_>) -> Vec<u8> {
             });
             ids.push(lid);
         }
-        let mut label = Msg::default();
-        label.uint(1, comm_key).uint(2, strings.get(&stack.comm));
-        let mut sample = Msg::default();
-        sample
-            .packed(1, ids)
-            .packed(2, [stack.samples, stack.weight])
-            .msg(3, &label);
-        p.msg(2, &sample);
+        let mut msg = Msg::default();
+        msg.packed(1, ids).packed(2, sample.values.iter().copied());
+        for (key, value) in &sample.labels {
+            let mut label = Msg::default();
+            label.uint(1, strings.get(key)).uint(2, strings.get(value));
+            msg.msg(3, &label);
+        }
+        p.msg(2, &msg);
     }
     // mapping = 3
-    for (i, m) in set.modules.iter().enumerate() {
+    for (i, m) in doc.modules.iter().enumerate() {
         let mut msg = Msg::default();
         msg.uint(1, i as u64 + 1)
             .uint(5, strings.get(&m.path))
@@ -166,9 +261,13 @@ pub fn encode(set: &StackSet<'_>) -> Vec<u8> {
             .bool(7, true);
         p.msg(3, &msg);
     }
-    if set.stacks.iter().any(|s| s.frames.iter().any(|f| f.kernel)) {
+    if doc
+        .samples
+        .iter()
+        .any(|s| s.frames.iter().any(|f| f.kernel))
+    {
         let mut msg = Msg::default();
-        msg.uint(1, kernel_mapping(set))
+        msg.uint(1, kernel_mapping)
             .uint(5, strings.get("[kernel.kallsyms]"))
             .bool(7, true);
         p.msg(3, &msg);
@@ -179,16 +278,16 @@ pub fn encode(set: &StackSet<'_>) -> Vec<u8> {
     for m in &function_msgs {
         p.msg(5, m); // function = 5
     }
-    let period_type = value_type(&mut strings, &set.weight);
-    let comment = strings.get(&set.title);
-    let default_type = strings.get(&set.weight.kind);
+    let period_type = value_type(&mut strings, &doc.period_type);
+    let comment = strings.get(&doc.title);
+    let default_type = strings.get(&doc.default_type);
     for s in &strings.list {
         p.bytes(6, s.as_bytes()); // string_table = 6
     }
-    p.uint(9, set.start_unix_ns)
-        .uint(10, set.duration_ns)
+    p.uint(9, doc.start_unix_ns)
+        .uint(10, doc.duration_ns)
         .msg(11, &period_type)
-        .uint(12, set.period)
+        .uint(12, doc.period)
         .packed(13, [comment])
         .uint(14, default_type);
     p.0
@@ -196,8 +295,17 @@ pub fn encode(set: &StackSet<'_>) -> Vec<u8> {
 
 /// The gzip'd profile, as pprof files are stored.
 pub fn gzipped(set: &StackSet<'_>) -> anyhow::Result<Vec<u8>> {
+    gzip(&encode(set))
+}
+
+/// The gzip'd profile of a wall-clock profile (`kdiag profile --wall`).
+pub fn wall_gzipped(wall: &Wall) -> anyhow::Result<Vec<u8>> {
+    gzip(&encode_doc(&wall_doc(wall)))
+}
+
+fn gzip(raw: &[u8]) -> anyhow::Result<Vec<u8>> {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    gz.write_all(&encode(set))?;
+    gz.write_all(raw)?;
     Ok(gz.finish()?)
 }
 

@@ -1,8 +1,8 @@
 //! speedscope output (https://www.speedscope.app/file-format-schema.json),
 //! which speedscope opens and the Firefox Profiler imports.
 //!
-//! One "sampled" profile per root (command or thread name), heaviest
-//! first; each distinct stack is one sample, root frame first, weighted by
+//! One "sampled" profile per root (command or thread name; a wall-clock
+//! profile's thread or process), heaviest first; each distinct stack is one sample, root frame first, weighted by
 //! the stack's weight in the set's unit. Frames are shared across profiles;
 //! kernel frames carry `[k]` and the file `[kernel]`, user frames their
 //! binary's path.
@@ -11,7 +11,9 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
+use crate::model::profile::{Frame as ProfileFrame, Module};
 use crate::model::stacks::StackSet;
+use crate::model::wall::{TimeKind, Wall};
 
 #[derive(Serialize)]
 struct File<'a> {
@@ -63,18 +65,50 @@ fn unit(name: &str) -> &'static str {
     }
 }
 
-/// The speedscope JSON document.
+/// The speedscope JSON document of a stack set: one profile per `comm`.
 pub fn json(set: &StackSet<'_>) -> anyhow::Result<Vec<u8>> {
+    let stacks = set
+        .stacks
+        .iter()
+        .map(|s| (s.comm.clone(), s.frames.iter().collect(), s.weight));
+    document(&set.title, unit(&set.weight.unit), set.modules, stacks)
+}
+
+/// The speedscope JSON document of a wall-clock profile: one profile per
+/// root (thread, or process with --per-process), weighted in nanoseconds,
+/// each stack under a frame naming its kind of time (`[sleep]`), as in the
+/// folded stacks.
+pub fn wall_json(wall: &Wall) -> anyhow::Result<Vec<u8>> {
+    let kinds: Vec<ProfileFrame> = TimeKind::ALL
+        .iter()
+        .map(|k| ProfileFrame::user(format!("[{}]", k.name())))
+        .collect();
+    let stacks = wall.stacks.iter().map(|s| {
+        let kind = &kinds[TimeKind::ALL.iter().position(|&k| k == s.kind).unwrap_or(0)];
+        let frames = std::iter::once(kind).chain(&s.frames).collect();
+        (wall.roots[s.root].root.label(), frames, s.ns)
+    });
+    let title = format!("Wall-clock profile of {}", wall.target);
+    document(&title, "nanoseconds", &wall.modules, stacks)
+}
+
+/// The document: `stacks` are (profile name, frames outermost first,
+/// weight), one profile per name, heaviest first.
+fn document<'f>(
+    title: &str,
+    unit: &'static str,
+    modules: &[Module],
+    stacks: impl Iterator<Item = (String, Vec<&'f ProfileFrame>, u64)>,
+) -> anyhow::Result<Vec<u8>> {
     let mut frames = Vec::new();
     let mut frame_index: HashMap<(&str, bool, Option<u32>), usize> = HashMap::new();
-    let mut by_root: HashMap<&str, Sampled> = HashMap::new();
-    for stack in set.stacks {
-        if stack.weight == 0 {
+    let mut by_root: HashMap<String, Sampled> = HashMap::new();
+    for (root, stack, weight) in stacks {
+        if weight == 0 {
             continue; // speedscope refuses zero weights
         }
         let sample: Vec<usize> = stack
-            .frames
-            .iter()
+            .into_iter()
             .map(|f| {
                 *frame_index
                     .entry((f.name.as_str(), f.kernel, f.module))
@@ -89,7 +123,7 @@ pub fn json(set: &StackSet<'_>) -> anyhow::Result<Vec<u8>> {
                                 Some("[kernel]".into())
                             } else {
                                 f.module
-                                    .and_then(|m| set.modules.get(m as usize))
+                                    .and_then(|m| modules.get(m as usize))
                                     .map(|m| m.path.clone())
                             },
                         });
@@ -97,24 +131,24 @@ pub fn json(set: &StackSet<'_>) -> anyhow::Result<Vec<u8>> {
                     })
             })
             .collect();
-        let p = by_root.entry(&stack.comm).or_insert_with(|| Sampled {
+        let p = by_root.entry(root.clone()).or_insert_with(|| Sampled {
             kind: "sampled",
-            name: stack.comm.clone(),
-            unit: unit(&set.weight.unit),
+            name: root,
+            unit,
             start_value: 0,
             end_value: 0,
             samples: Vec::new(),
             weights: Vec::new(),
         });
         p.samples.push(sample);
-        p.weights.push(stack.weight);
-        p.end_value += stack.weight;
+        p.weights.push(weight);
+        p.end_value += weight;
     }
     let mut profiles: Vec<Sampled> = by_root.into_values().collect();
     profiles.sort_by(|a, b| b.end_value.cmp(&a.end_value).then(a.name.cmp(&b.name)));
     let file = File {
         schema: "https://www.speedscope.app/file-format-schema.json",
-        name: &set.title,
+        name: title,
         exporter: format!("kdiag {}", env!("CARGO_PKG_VERSION")),
         active_profile_index: 0,
         shared: Shared { frames },

@@ -90,6 +90,8 @@ pub struct Pprof {
     pub sample_types: Vec<(String, String)>,
     /// (location ids leaf first, values, comm label)
     pub samples: Vec<(Vec<u64>, Vec<u64>, String)>,
+    /// Each sample's string labels, key to value.
+    pub labels: Vec<HashMap<String, String>>,
     /// location id → (mapping id, function id)
     pub locations: HashMap<u64, (u64, u64)>,
     /// function id → name
@@ -131,6 +133,15 @@ impl Pprof {
                 (packed(m, 1), packed(m, 2), label)
             })
             .collect();
+        let labels = subs(&p, 2)
+            .iter()
+            .map(|m| {
+                subs(m, 3)
+                    .iter()
+                    .map(|l| (s(uint(l, 1)), s(uint(l, 2))))
+                    .collect()
+            })
+            .collect();
         let locations = subs(&p, 4)
             .iter()
             .map(|m| {
@@ -150,6 +161,7 @@ impl Pprof {
         Pprof {
             sample_types,
             samples,
+            labels,
             locations,
             functions,
             mappings,
