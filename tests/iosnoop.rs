@@ -557,6 +557,9 @@ fn bpf_programs_are_gone_after_exit() {
 
 #[test]
 fn unknown_device_names_the_real_ones() {
+    // The other tests' loop devices come and go: none while this one compares
+    // kdiag's list with /proc/partitions.
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let out = run_kdiag(&["iosnoop", "--device", "nosuchdisk", "1"]);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
