@@ -115,7 +115,10 @@ fn attributes_hot_functions(seed: &str) {
     assert!(samples > 100, "only {samples} samples");
     let hot = hot_functions(&expect);
     for (name, truth) in &hot {
-        let got = share(&report, "top_self", name);
+        // Inclusive: beside other load a fifth of the samples land in the
+        // kernel on top of a hot function (an interrupt, a preemption's
+        // finish_task_switch), which is still time spent in it.
+        let got = share(&report, "top_total", name);
         assert!(
             (got - truth).abs() <= 10.0,
             "{name}: {got:.1}% (truth {truth}% ± 10)"
@@ -249,7 +252,8 @@ fn grandchildren_symbolize_from_their_mmap_records() {
         scratch.path().display()
     );
     let report = profile_json(&["-F", "499", "--", "sh", "-c", &script]);
-    let hot = share(&report, "top_self", "burn_hot_alpha");
+    // Inclusive, as above: preemptions land on top of it under load.
+    let hot = share(&report, "top_total", "burn_hot_alpha");
     assert!(
         (hot - 75.0).abs() <= 10.0,
         "burn_hot_alpha {hot:.1}%: {report:#}"
