@@ -160,7 +160,8 @@ pub fn text(s: &Summary) -> String {
     let widest = s.distribution.iter().copied().max().unwrap_or(0).max(1);
     for (i, &n) in s.distribution.iter().enumerate() {
         let bar = "#".repeat((n * 40).div_ceil(widest));
-        let _ = writeln!(out, "  {:>11}  {n:>4}  {bar}", s.bin_label(i));
+        let line = format!("  {:>11}  {n:>4}  {bar}", s.bin_label(i));
+        let _ = writeln!(out, "{}", line.trim_end());
     }
     if let (Some(mean), Some(median)) = (s.mean, s.median) {
         let _ = writeln!(out, "  mean {}, median {}", round(mean), round(median));
