@@ -66,6 +66,8 @@ pub enum Format {
     Gradescope,
     Junit,
     Prairielearn,
+    /// With --summary only: one self-contained page
+    Html,
 }
 
 /// Gradescope writes this beside the submission folder.
@@ -88,6 +90,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     if args.summary {
         summary_usage(&args)?;
+    } else if args.format == Some(Format::Html) {
+        return Err(error::usage(
+            "--format html is for --summary (the class at a glance)",
+        ));
     } else if single(&args) {
         return grade_one(&args, &mut grader);
     }
@@ -123,7 +129,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     match format {
         _ if args.summary => {
             let s = grade::summary::of(&lab.id, &checks.version, max, &class, &suspicious);
-            print!("{}", grade::summary::text(&s));
+            match format {
+                Format::Html => print!("{}", crate::render::grade_summary::html(&s)),
+                _ => print!("{}", grade::summary::text(&s)),
+            }
         }
         Format::Json => println!("{}", json(&checks, max, &class, &suspicious, &duplicates)?),
         Format::Junit => {
@@ -159,9 +168,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 
 /// `--summary` is for a folder of submissions, in text.
 fn summary_usage(args: &Args) -> anyhow::Result<()> {
-    if !matches!(args.format, None | Some(Format::Text)) {
+    if !matches!(args.format, None | Some(Format::Text | Format::Html)) {
         return Err(error::usage(
-            "--summary prints text: leave out --format (or give --format text)",
+            "--summary prints text or html: leave out --format, or give --format text or html",
         ));
     }
     let p = &args.path;
@@ -327,7 +336,7 @@ fn subject(checks: &CheckFile, g: &Graded, suspicious: &[Suspicion]) -> report::
 
 fn report_format(f: Format) -> report::Format {
     match f {
-        Format::Csv | Format::Text => report::Format::Text,
+        Format::Csv | Format::Text | Format::Html => report::Format::Text,
         Format::Json => report::Format::Json,
         Format::Gradescope => report::Format::Gradescope,
         Format::Junit => report::Format::Junit,
