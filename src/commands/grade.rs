@@ -14,7 +14,7 @@ use crate::course::{Course, Token, attest};
 use crate::error;
 use crate::grade::class::{self, Graded, Suspicion};
 use crate::grade::identity::{self, Claim};
-use crate::grade::{self, Facts, Status, report};
+use crate::grade::{self, CheckFile, Facts, Status, report};
 use crate::lab::submission::{self, Invalid};
 use crate::lab::{self, Lab, Source};
 use crate::sys::process::user_files::{self, Limits};
@@ -51,6 +51,11 @@ pub struct Args {
     /// with this course's key, unchanged since): others are not gradable
     #[arg(long)]
     pub require_attested: bool,
+    /// Print the class at a glance instead of a row per submission: the
+    /// score distribution, each check's pass rate (the most missed first),
+    /// copy flags, and why submissions could not be graded
+    #[arg(long)]
+    pub summary: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -61,6 +66,8 @@ pub enum Format {
     Gradescope,
     Junit,
     Prairielearn,
+    /// With --summary only: one self-contained page
+    Html,
 }
 
 /// Gradescope writes this beside the submission folder.
@@ -75,13 +82,19 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let roster = args.roster.as_deref().map(Roster::load).transpose()?;
     let mut grader = Grader {
         lab: &lab,
-        checks: &checks.checks,
+        checks: &checks,
         course: &course,
         roster: roster.as_ref(),
         truths: HashMap::new(),
         require_attested: args.require_attested,
     };
-    if single(&args) {
+    if args.summary {
+        summary_usage(&args)?;
+    } else if args.format == Some(Format::Html) {
+        return Err(error::usage(
+            "--format html is for --summary (the class at a glance)",
+        ));
+    } else if single(&args) {
         return grade_one(&args, &mut grader);
     }
     let format = args.format.unwrap_or(Format::Csv);
@@ -114,11 +127,18 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let suspicious = class::suspicious(&checks.checks, &class);
     let max = grader.max();
     match format {
-        Format::Json => println!("{}", json(&lab.id, max, &class, &suspicious, &duplicates)?),
+        _ if args.summary => {
+            let s = grade::summary::of(&lab.id, &checks.version, max, &class, &suspicious);
+            match format {
+                Format::Html => print!("{}", crate::render::grade_summary::html(&s)),
+                _ => print!("{}", grade::summary::text(&s)),
+            }
+        }
+        Format::Json => println!("{}", json(&checks, max, &class, &suspicious, &duplicates)?),
         Format::Junit => {
             let subjects: Vec<(report::Subject, Vec<grade::CheckResult>)> = class
                 .iter()
-                .map(|g| (subject(&lab.id, g, &suspicious), results_or_error(g, max)))
+                .map(|g| (subject(&checks, g, &suspicious), results_or_error(g, max)))
                 .collect();
             let suites: Vec<report::Suite> = class
                 .iter()
@@ -131,7 +151,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 .collect();
             print!("{}", report::junit(&lab.id, &suites));
         }
-        _ => print!("{}", csv(&class, max, &suspicious)),
+        _ => print!("{}", csv(&checks, &class, max, &suspicious)),
     }
     eprintln!("{}", tally(&lab.id, &class));
     for d in &duplicates {
@@ -144,6 +164,26 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
     }
     Ok(error::OK)
+}
+
+/// `--summary` is for a folder of submissions, in text.
+fn summary_usage(args: &Args) -> anyhow::Result<()> {
+    if !matches!(args.format, None | Some(Format::Text | Format::Html)) {
+        return Err(error::usage(
+            "--summary prints text or html: leave out --format, or give --format text or html",
+        ));
+    }
+    let p = &args.path;
+    if args.learner.is_some()
+        || p.is_file()
+        || std::fs::symlink_metadata(p.join(submission::ANSWERS)).is_ok()
+    {
+        return Err(error::usage(format!(
+            "--summary summarizes a class: give the folder of submissions, not one ({})",
+            p.display()
+        )));
+    }
+    Ok(())
 }
 
 /// "Graded N submissions for lab L: G graded, U could not be graded, S
@@ -261,9 +301,9 @@ fn grade_one(args: &Args, grader: &mut Grader) -> anyhow::Result<u8> {
         },
     };
     let max = grader.max();
-    let subject = subject(&grader.lab.id, &g, &[]);
+    let subject = subject(grader.checks, &g, &[]);
     let out = match (format, &g.error) {
-        (Format::Csv, _) => csv(std::slice::from_ref(&g), max, &[]),
+        (Format::Csv, _) => csv(grader.checks, std::slice::from_ref(&g), max, &[]),
         (f, Some(why)) => report::render_invalid(report_format(f), &subject, why, max),
         (f, None) => report::render(report_format(f), &subject, &g.results),
     };
@@ -275,12 +315,13 @@ fn grade_one(args: &Args, grader: &mut Grader) -> anyhow::Result<u8> {
     })
 }
 
-/// Whom `g`'s report is about, with its flags in `suspicious`.
-fn subject(lab: &str, g: &Graded, suspicious: &[Suspicion]) -> report::Subject {
+/// Whom `g`'s report is about, graded by `checks`, with its flags in `suspicious`.
+fn subject(checks: &CheckFile, g: &Graded, suspicious: &[Suspicion]) -> report::Subject {
     report::Subject {
-        lab: lab.to_string(),
+        lab: checks.lab.clone(),
         learner: g.learner.clone(),
         seed: g.seed.clone(),
+        checks_version: Some(checks.version.clone()),
         warnings: g.warnings.clone(),
         // Only the flagged submission: the learner copied from is named in
         // the flag, never flagged.
@@ -295,7 +336,7 @@ fn subject(lab: &str, g: &Graded, suspicious: &[Suspicion]) -> report::Subject {
 
 fn report_format(f: Format) -> report::Format {
     match f {
-        Format::Csv | Format::Text => report::Format::Text,
+        Format::Csv | Format::Text | Format::Html => report::Format::Text,
         Format::Json => report::Format::Json,
         Format::Gradescope => report::Format::Gradescope,
         Format::Junit => report::Format::Junit,
@@ -316,7 +357,7 @@ fn entry_name(p: &Path) -> Option<String> {
 
 struct Grader<'a> {
     lab: &'a Lab,
-    checks: &'a [grade::Check],
+    checks: &'a CheckFile,
     course: &'a Course,
     roster: Option<&'a Roster>,
     /// Truth by seed: learners sharing a variant share its computation.
@@ -327,6 +368,7 @@ struct Grader<'a> {
 impl Grader<'_> {
     fn max(&self) -> f64 {
         self.checks
+            .checks
             .iter()
             .filter(|c| !c.live())
             .map(|c| c.points)
@@ -378,14 +420,18 @@ impl Grader<'_> {
                 format!("{} (--require-attested)", verdict.detail),
             );
         }
-        let attestation =
-            grade::attestation::lines(&verdict, self.checks, &sub.answers, &sub.signed.hashes);
+        let attestation = grade::attestation::lines(
+            &verdict,
+            &self.checks.checks,
+            &sub.answers,
+            &sub.signed.hashes,
+        );
         let seed = self.course.token(&learner);
         let facts = match self.facts(&seed) {
             Ok(f) => f,
             Err(why) => return failed(Some(learner), why),
         };
-        let mut warnings = grade::unknown_keys(self.checks, &sub.answers);
+        let mut warnings = grade::unknown_keys(&self.checks.checks, &sub.answers);
         if let Some(m) = manifest.filter(|m| m.seed != seed.as_str()) {
             warnings.push(format!(
                 "the submission was made with seed {} ({}), not learner {learner}'s course seed \
@@ -393,7 +439,13 @@ impl Grader<'_> {
                 m.seed, m.seed_source
             ));
         }
-        let results = grade::evaluate(self.checks, &sub.answers, &facts, &sub.evidence, None);
+        let results = grade::evaluate(
+            &self.checks.checks,
+            &sub.answers,
+            &facts,
+            &sub.evidence,
+            None,
+        );
         Graded {
             submission: name.to_string(),
             learner: Some(learner),
@@ -435,28 +487,29 @@ fn counts(g: &Graded) -> (usize, usize) {
     (passed, graded.len() - passed)
 }
 
-fn csv(class: &[Graded], max: f64, suspicious: &[Suspicion]) -> String {
+fn csv(checks: &CheckFile, class: &[Graded], max: f64, suspicious: &[Suspicion]) -> String {
     let mut out = String::from(
-        "submission,learner,seed,score,max_score,passed,failed,attested,error,flags\n",
+        "submission,learner,seed,score,max_score,passed,failed,attested,error,flags,checks_version\n",
     );
     for g in class {
         let (score, _) = grade::totals(&g.results);
         let (passed, failed) = counts(g);
         out.push_str(&format!(
-            "{},{},{},{score},{max},{passed},{failed},{},{},{}\n",
+            "{},{},{},{score},{max},{passed},{failed},{},{},{},{}\n",
             csv_field(&g.submission),
             csv_field(g.learner.as_deref().unwrap_or("")),
             g.seed.as_deref().unwrap_or(""),
             if g.attested { "yes" } else { "no" },
             csv_field(g.error.as_deref().unwrap_or("")),
-            csv_field(&subject("", g, suspicious).flags.join("; ")),
+            csv_field(&subject(checks, g, suspicious).flags.join("; ")),
+            checks.version,
         ));
     }
     out
 }
 
 fn json(
-    lab: &str,
+    checks: &CheckFile,
     max: f64,
     class: &[Graded],
     suspicious: &[Suspicion],
@@ -480,13 +533,14 @@ fn json(
                 "warnings": g.warnings,
                 "attested": g.attested,
                 "attestation": g.attestation,
-                "flags": subject(lab, g, suspicious).flags,
+                "flags": subject(checks, g, suspicious).flags,
                 "checks": g.results,
             })
         })
         .collect();
     Ok(serde_json::to_string_pretty(&serde_json::json!({
-        "lab": lab,
+        "lab": checks.lab,
+        "checks_version": checks.version,
         "max_score": max,
         "submissions": rows,
         "suspicious": suspicious,

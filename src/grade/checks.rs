@@ -21,6 +21,10 @@ pub struct CheckFile {
     pub format_version: u32,
     pub lab: String,
     pub checks: Vec<Check>,
+    /// A short hash of the lab's files and this file (`lab::load` sets
+    /// it): every grade records the checks that made it.
+    #[serde(skip)]
+    pub version: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]

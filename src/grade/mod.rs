@@ -7,7 +7,7 @@
 //! course server vouched for. `evaluate` here turns
 //! answers into one `CheckResult` per check; `report.rs` renders them for
 //! people and autograders; `class.rs` grades a directory of submissions and
-//! looks for copied answers.
+//! looks for copied answers; `summary.rs` shows the class at a glance.
 
 pub mod answers;
 pub mod attestation;
@@ -19,6 +19,7 @@ pub mod forms;
 pub mod identity;
 pub mod policy;
 pub mod report;
+pub mod summary;
 
 use serde::Serialize;
 

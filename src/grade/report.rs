@@ -22,6 +22,8 @@ pub struct Subject {
     pub learner: Option<String>,
     /// The seed whose truth the answers were compared with.
     pub seed: Option<String>,
+    /// The version of the checks that graded it (`CheckFile::version`).
+    pub checks_version: Option<String>,
     /// What the grader noticed and the reader should know (unknown answer
     /// keys, a manifest made with another seed).
     pub warnings: Vec<String>,
@@ -58,6 +60,9 @@ impl Subject {
     /// The lines a person reads before the results.
     fn preamble(&self) -> String {
         let mut out = format!("For {}.\n", self.who());
+        if let Some(v) = &self.checks_version {
+            let _ = writeln!(out, "Checks version {v}.");
+        }
         for a in &self.attestation {
             let _ = writeln!(out, "{a}");
         }
@@ -71,6 +76,7 @@ impl Subject {
         serde_json::json!({
             "learner": self.learner,
             "seed": self.seed,
+            "checks_version": self.checks_version,
             "warnings": self.warnings,
             "flags": self.flags,
             "attestation": self.attestation,
@@ -125,6 +131,7 @@ pub fn render_invalid(format: Format, subject: &Subject, why: &str, max_score: f
             "lab": lab,
             "learner": subject.learner,
             "seed": subject.seed,
+            "checks_version": subject.checks_version,
             "warnings": subject.warnings,
             "flags": subject.flags,
             "attestation": subject.attestation,
@@ -252,6 +259,7 @@ fn json(subject: &Subject, results: &[CheckResult]) -> String {
         "lab": subject.lab,
         "learner": subject.learner,
         "seed": subject.seed,
+        "checks_version": subject.checks_version,
         "warnings": subject.warnings,
         "flags": subject.flags,
         "attestation": subject.attestation,
@@ -358,18 +366,22 @@ pub fn junit(lab: &str, suites: &[Suite]) -> String {
             count(results, Status::Error),
             count(results, Status::NotGraded),
         );
-        let props: Vec<(&str, &str)> = [("learner", &subject.learner), ("seed", &subject.seed)]
-            .into_iter()
-            .filter_map(|(k, v)| Some((k, v.as_deref()?)))
-            .chain(subject.warnings.iter().map(|w| ("warning", w.as_str())))
-            .chain(subject.flags.iter().map(|f| ("flag", f.as_str())))
-            .chain(
-                subject
-                    .attestation
-                    .iter()
-                    .map(|a| ("attestation", a.as_str())),
-            )
-            .collect();
+        let props: Vec<(&str, &str)> = [
+            ("learner", &subject.learner),
+            ("seed", &subject.seed),
+            ("checks_version", &subject.checks_version),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| Some((k, v.as_deref()?)))
+        .chain(subject.warnings.iter().map(|w| ("warning", w.as_str())))
+        .chain(subject.flags.iter().map(|f| ("flag", f.as_str())))
+        .chain(
+            subject
+                .attestation
+                .iter()
+                .map(|a| ("attestation", a.as_str())),
+        )
+        .collect();
         if !props.is_empty() {
             out.push_str("    <properties>\n");
             for (k, v) in props {
@@ -527,6 +539,7 @@ mod tests {
             lab: "0-demo".into(),
             learner: Some("ada".into()),
             seed: Some("abcd-efgh-jkmn".into()),
+            checks_version: Some("0123456789ab".into()),
             warnings: vec!["unknown key x.y".into()],
             flags: vec!["copied from bob & co".into()],
             attestation: vec!["attested: signed by kdiag".into()],
@@ -548,6 +561,7 @@ mod tests {
                     "unknown key x.y",
                     "copied from bob",
                     "attested: signed by kdiag",
+                    "0123456789ab",
                 ] {
                     assert!(doc.contains(want), "{f:?} lacks {want}: {doc}");
                 }

@@ -125,9 +125,33 @@ pub fn load(source: &Source, id: &str) -> anyhow::Result<(Lab, CheckFile)> {
     let lab = source.lab(id)?;
     let steps: Vec<String> = lab.steps.iter().map(|s| s.id.clone()).collect();
     let path = format!("checks/{}.toml", lab.id);
-    let checks = crate::grade::checks::parse(&path, &source.read(&path)?, &lab.id, &steps)?;
+    let text = source.read(&path)?;
+    let mut checks = crate::grade::checks::parse(&path, &text, &lab.id, &steps)?;
     check_inputs(&lab, &checks)?;
+    checks.version = version(source, &lab, &text)?;
     Ok((lab, checks))
+}
+
+/// The version of the checks that grade `lab`: a short SHA-256 of the
+/// lab's files (lab.toml, its steps' text) and its checks file
+/// (`checks_text`), as this kdiag reads them. Any edit to one changes it,
+/// so a grade says exactly what graded it.
+fn version(source: &Source, lab: &Lab, checks_text: &str) -> anyhow::Result<String> {
+    use sha2::{Digest, Sha256};
+    let lab_toml = source.read(&format!("labs/{}/lab.toml", lab.id))?;
+    let mut h = Sha256::new();
+    let parts = [lab_toml.as_str(), checks_text].into_iter().chain(
+        lab.steps
+            .iter()
+            .flat_map(|s| [s.text.as_str(), s.explain.as_str()]),
+    );
+    for part in parts {
+        // Length first: no two sets of files hash alike by moving a boundary.
+        h.update((part.len() as u64).to_le_bytes());
+        h.update(part.as_bytes());
+    }
+    let hex: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    Ok(hex[..12].to_string())
 }
 
 /// Every input a step declares is for one of its checks, and a choice has

@@ -2,6 +2,7 @@
 
 pub mod block;
 pub mod capability;
+pub mod class_summary;
 pub mod diagnose_run;
 pub mod diagnosis;
 pub mod drill;

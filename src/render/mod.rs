@@ -8,6 +8,7 @@ pub mod elf;
 pub mod exec;
 pub mod files;
 pub mod flamegraph;
+pub mod grade_summary;
 pub mod html;
 pub mod iosnoop;
 pub mod offcpu;
