@@ -8,12 +8,19 @@ use crate::model::diagnosis::{Class, Confidence, Observation};
 use crate::model::stalls::{Stall, Waiting};
 
 /// The stall that replaces the thread states' verdict `class`: only a
-/// quiet one (idle, blocked, or a lock whose holder is the stuck thread).
+/// quiet one (idle, blocked), or a lock when work waits on the process's
+/// sockets too: threads waiting on a mutex are the lock verdict's own
+/// story (Python's GIL waiters beside a main thread asleep in join read
+/// `stall` before).
 pub fn judge(o: &Observation, class: Class) -> Option<Finding> {
     if !matches!(class, Class::Idle | Class::Blocked | Class::Lock) {
         return None;
     }
     let s = o.stalls.first()?;
+    let sockets = !s.waiting.listeners.is_empty() || s.waiting.unread_bytes > 0;
+    if class == Class::Lock && !sockets {
+        return None;
+    }
     Some(Finding {
         verdict: Class::Stall,
         confidence: if s.so_far_s.is_some_and(|t| t >= o.window_s) {
@@ -171,5 +178,15 @@ mod tests {
         });
         assert_eq!(judge(&o, Class::Cpu), None);
         assert_eq!(judge(&Observation::default(), Class::Idle), None);
+    }
+
+    #[test]
+    fn mutex_waiters_alone_leave_a_lock_verdict_standing() {
+        let o = stalled(Waiting {
+            lock_waiters: 3,
+            ..Default::default()
+        });
+        assert_eq!(judge(&o, Class::Lock), None);
+        assert!(judge(&o, Class::Idle).is_some());
     }
 }
