@@ -53,7 +53,6 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if args.self_test {
         return self_test(&source, &lab, &checks);
     }
-    let version = checks.version.clone();
     let checks_all = checks.checks;
     let mut checks = checks_all.clone();
     if let Some(only) = &args.only {
@@ -86,7 +85,6 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let mut subject = report::Subject {
         learner: args.learner.clone(),
         seed: Some(seed.to_string()),
-        checks_version: Some(version),
         ..report::Subject::lab(&lab.id)
     };
     let opened = match (&args.submission, &args.answers) {
