@@ -39,6 +39,24 @@ const fn lock(inner: &'static str, runtime: &'static str, kind: &'static str) ->
     }
 }
 
+/// A wait that is not a lock (a condition, a worker idle for work), named
+/// by `function`.
+const fn wait(
+    inner: &'static str,
+    runtime: &'static str,
+    kind: &'static str,
+    function: &'static str,
+) -> Pattern {
+    Pattern {
+        inner,
+        outer: None,
+        runtime,
+        kind,
+        function,
+        lock: false,
+    }
+}
+
 /// A stripped CPython's GIL wait: its timed condition wait under `outer`.
 const fn gil_under(outer: &'static str) -> Pattern {
     Pattern {
@@ -66,28 +84,24 @@ pub const PATTERNS: &[Pattern] = &[
     // HotSpot: BLOCKED on `synchronized`, and java.util.concurrent.
     lock("ObjectMonitor::enter", "JVM", "a monitor (synchronized)"),
     lock("ObjectMonitor::EnterI", "JVM", "a monitor (synchronized)"),
-    Pattern {
-        inner: "ObjectMonitor::wait",
-        outer: None,
-        runtime: "JVM",
-        kind: "Object.wait (a condition)",
-        function: "ObjectMonitor::wait",
-        lock: false,
-    },
+    wait(
+        "ObjectMonitor::wait",
+        "JVM",
+        "Object.wait (a condition)",
+        "ObjectMonitor::wait",
+    ),
     lock(
         "Parker::park",
         "JVM",
         "LockSupport.park (a java.util.concurrent lock)",
     ),
     // The JVM's own workers (GC, JIT) wait for work on semaphores.
-    Pattern {
-        inner: "PosixSemaphore::wait",
-        outer: None,
-        runtime: "JVM",
-        kind: "a worker waiting for work",
-        function: "PosixSemaphore::wait",
-        lock: false,
-    },
+    wait(
+        "PosixSemaphore::wait",
+        "JVM",
+        "a worker waiting for work",
+        "PosixSemaphore::wait",
+    ),
     // PostgreSQL: heavyweight locks sleep in ProcSleep, lightweight ones
     // in PGSemaphoreLock.
     lock(
@@ -116,14 +130,12 @@ pub const PATTERNS: &[Pattern] = &[
     lock("sem_clockwait", "glibc", "a semaphore"),
     lock("semop", "glibc", "a System V semaphore"),
     lock("semtimedop", "glibc", "a System V semaphore"),
-    Pattern {
-        inner: "pthread_cond_",
-        outer: None,
-        runtime: "glibc",
-        kind: "a condition variable",
-        function: "pthread_cond_wait",
-        lock: false,
-    },
+    wait(
+        "pthread_cond_",
+        "glibc",
+        "a condition variable",
+        "pthread_cond_wait",
+    ),
 ];
 
 /// Threads seen waiting on futexes or semaphores this share of the
