@@ -24,7 +24,6 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::model::block::DevId;
-use crate::sys::cgroupfs::unescape;
 use crate::sys::process::owner::Owner;
 
 #[derive(Debug, thiserror::Error)]
@@ -202,10 +201,7 @@ impl CommandCgroup {
         if !crate::sys::process::privilege::is_root() {
             return None;
         }
-        let mountinfo = fs::read_to_string("/proc/self/mountinfo").ok()?;
-        let (root, _) = parse_cgroup_mounts(&mountinfo)
-            .into_iter()
-            .find(|m| m.1 == Version::V2)?;
+        let (root, _) = cgroup_mounts().into_iter().find(|m| m.1 == Version::V2)?;
         sweep_stale(&root);
         let name = fresh_name();
         let dir = root.join(name);
@@ -247,10 +243,7 @@ impl CommandCgroup {
 /// root: (that cgroup's path in the hierarchy, its limit, its usage now).
 /// None when no cgroup on the way has a limit, or v2 is not mounted.
 pub fn memory_max(pid: i32) -> Option<(String, u64, u64)> {
-    let mountinfo = fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let (root, _) = parse_cgroup_mounts(&mountinfo)
-        .into_iter()
-        .find(|m| m.1 == Version::V2)?;
+    let (root, _) = cgroup_mounts().into_iter().find(|m| m.1 == Version::V2)?;
     let own = fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
     let mut path = own.lines().find_map(|l| l.strip_prefix("0::"))?.to_string();
     let read = |p: &str, f: &str| -> Option<u64> {
@@ -280,9 +273,7 @@ pub fn memory_max(pid: i32) -> Option<(String, u64, u64)> {
 /// The hierarchy to use and its version: v2 when its root offers the `io`
 /// controller, else a mounted v1 `blkio` hierarchy.
 fn find_hierarchy() -> Result<(PathBuf, Version), CgroupError> {
-    let mountinfo = Path::new("/proc/self/mountinfo");
-    let text = fs::read_to_string(mountinfo).map_err(io_err(mountinfo))?;
-    let mounts = parse_cgroup_mounts(&text);
+    let mounts = cgroup_mounts();
     let v2 = mounts.iter().find(|m| m.1 == Version::V2).map(|m| &m.0);
     if let Some(root) = v2 {
         let controllers = fs::read_to_string(root.join("cgroup.controllers")).unwrap_or_default();
@@ -305,21 +296,15 @@ fn find_hierarchy() -> Result<(PathBuf, Version), CgroupError> {
     }))
 }
 
-/// Mount points of cgroup2 and of v1 hierarchies with `blkio`, from
-/// /proc/self/mountinfo ("... MOUNTPOINT ... - FSTYPE SOURCE SUPEROPTS").
-fn parse_cgroup_mounts(mountinfo: &str) -> Vec<(PathBuf, Version)> {
-    mountinfo
-        .lines()
-        .filter_map(|line| {
-            let (left, right) = line.split_once(" - ")?;
-            let point = unescape(left.split_whitespace().nth(4)?);
-            let mut r = right.split_whitespace();
-            let (fstype, _source, opts) = (r.next()?, r.next()?, r.next().unwrap_or(""));
-            match fstype {
-                "cgroup2" => Some((point, Version::V2)),
-                "cgroup" if opts.split(',').any(|o| o == "blkio") => Some((point, Version::V1)),
-                _ => None,
-            }
+/// Mount points of cgroup2 and of v1 hierarchies with `blkio`: the
+/// hierarchies kdiag's own cgroups can be made in.
+fn cgroup_mounts() -> Vec<(PathBuf, Version)> {
+    crate::sys::cgroupfs::mounts()
+        .into_iter()
+        .filter_map(|m| match m.v2 {
+            true => Some((m.dir, Version::V2)),
+            false if m.controllers.iter().any(|c| c == "blkio") => Some((m.dir, Version::V1)),
+            false => None,
         })
         .collect()
 }
@@ -482,23 +467,6 @@ fn mount_source(dev: DevId) -> Option<DevId> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn finds_cgroup_mounts_in_mountinfo() {
-        let text = "\
-35 25 0:30 / /sys/fs/cgroup/blkio rw,relatime shared:10 - cgroup cgroup rw,blkio
-36 25 0:31 / /sys/fs/cgroup/memory rw,relatime shared:11 - cgroup cgroup rw,memory
-40 25 0:35 / /sys/fs/cgroup/unified rw,relatime shared:15 - cgroup2 cgroup2 rw
-41 25 0:36 / /mnt/with\\040space rw - cgroup2 cgroup2 rw";
-        assert_eq!(
-            parse_cgroup_mounts(text),
-            vec![
-                ("/sys/fs/cgroup/blkio".into(), Version::V1),
-                ("/sys/fs/cgroup/unified".into(), Version::V2),
-                ("/mnt/with space".into(), Version::V2),
-            ]
-        );
-    }
 
     #[test]
     fn names_and_numbers() {
