@@ -215,6 +215,22 @@ fn acting_note(acting: &bool) -> &'static str {
     }
 }
 
+/// Parse TOML, with errors that point at the line and column.
+pub fn parse_toml<T: serde::de::DeserializeOwned>(path: &str, text: &str) -> anyhow::Result<T> {
+    toml::from_str(text).map_err(|e| {
+        let at = e
+            .span()
+            .map(|s| {
+                let before = &text[..s.start.min(text.len())];
+                let line = before.matches('\n').count() + 1;
+                let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+                format!(":{line}:{col}")
+            })
+            .unwrap_or_default();
+        anyhow::anyhow!("{path}{at}: {}", e.message())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -251,20 +267,4 @@ mod tests {
         assert_eq!(signal_exit(libc::SIGKILL), 137);
         assert_eq!(signal_exit(1000), 255);
     }
-}
-
-/// Parse TOML, with errors that point at the line and column.
-pub fn parse_toml<T: serde::de::DeserializeOwned>(path: &str, text: &str) -> anyhow::Result<T> {
-    toml::from_str(text).map_err(|e| {
-        let at = e
-            .span()
-            .map(|s| {
-                let before = &text[..s.start.min(text.len())];
-                let line = before.matches('\n').count() + 1;
-                let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
-                format!(":{line}:{col}")
-            })
-            .unwrap_or_default();
-        anyhow::anyhow!("{path}{at}: {}", e.message())
-    })
 }

@@ -441,6 +441,7 @@ fn garbage_and_truncated_files_give_clear_answers() {
 
 /// Run kdiag with `args` and return its output and peak RSS in KiB (from
 /// wait4, so the measurement is the kernel's).
+#[allow(clippy::zombie_processes)] // reaped by wait4 below, which clippy cannot see
 fn kdiag_with_rss(args: &[&str]) -> (std::process::Output, i64) {
     use std::io::Read;
     let mut child = kdiag()
