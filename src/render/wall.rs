@@ -141,9 +141,13 @@ fn waker_line(w: &crate::model::profile::Waker) -> String {
         .take(2)
         .map(folded_frame)
         .collect();
+    let who = match w.tid {
+        0 => w.comm.clone(),
+        tid => format!("{} [{tid}]", w.comm),
+    };
     match user.is_empty() {
-        true => w.comm.clone(),
-        false => format!("{} in {}", w.comm, user.join(" < ")),
+        true => who,
+        false => format!("{who} in {}", user.join(" < ")),
     }
 }
 
