@@ -252,6 +252,7 @@ fn profile() -> Profile {
             weight: n * 5_025_125,
             user_depth: 10,
             state: None,
+            waker: None,
         });
     }
     p.cost.wall_secs = 2.0;
@@ -518,6 +519,7 @@ fn exec_trace_and_offcpu_panels() {
         weight: ms * 1_000_000,
         user_depth: 4,
         state: Some(state),
+        waker: None,
     };
     p.stacks.push(stack(
         &[

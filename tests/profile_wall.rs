@@ -1,7 +1,7 @@
 //! `kdiag profile --wall` really tracing (root): a thread that computes,
 //! sleeps and reads with O_DIRECT for a second each (every part under its
 //! own stack, about a second of wall-clock time), a lock convoy (the
-//! waiters' time is lock time), a pipeline (one root per process), the
+//! waiters' time is lock time, woken by the holder's unlock), a pipeline (one root per process), the
 //! /proc fallback (no stacks, said so), and the files (SVG, folded, pprof
 //! and speedscope, each read back).
 //!
@@ -167,12 +167,16 @@ fn a_lock_convoy_is_lock_time_of_the_waiters() {
     }
     let _g = serial();
     let prog = c_fixture("lock_compute");
+    let dir = tempfile::tempdir().unwrap();
+    let folded = dir.path().join("convoy.folded");
     let w = wall_json(&[
         "profile",
         "--wall",
         "-d",
         "2",
         "--json",
+        "--folded",
+        folded.to_str().unwrap(),
         "--",
         prog.to_str().unwrap(),
         "4",
@@ -235,6 +239,57 @@ fn a_lock_convoy_is_lock_time_of_the_waiters() {
             );
         }
     }
+
+    // Who the waiters waited for: the holder, unlocking. Each lock wait
+    // ends when the thread that held the mutex wakes it in glibc's unlock,
+    // so (but for the waits still going on when the window closed) the
+    // lock time has a waker, another worker, whose stack is the unlock's.
+    let tids: Vec<u64> = workers
+        .iter()
+        .map(|r| r["root"]["tid"].as_u64().unwrap())
+        .collect();
+    let (mut lock_ns, mut by_holder) = (0.0, 0.0);
+    for s in w["stacks"].as_array().unwrap() {
+        if s["kind"] != "lock" {
+            continue;
+        }
+        let ns = s["ns"].as_f64().unwrap();
+        lock_ns += ns;
+        let waker = &s["waker"];
+        let waiter = w["roots"][s["root"].as_u64().unwrap() as usize]["root"]["tid"].as_u64();
+        let unlocking = waker["frames"].as_array().is_some_and(|f| {
+            f.iter().any(|f| {
+                let n = f["name"].as_str().unwrap();
+                n.contains("lll_lock_wake") || n.contains("pthread_mutex_unlock")
+            })
+        });
+        let tid = waker["tid"].as_u64();
+        if unlocking && tid.is_some_and(|t| tids.contains(&t)) && tid != waiter {
+            by_holder += ns;
+        }
+    }
+    assert!(
+        by_holder >= 0.8 * lock_ns,
+        "{:.3} s of {:.3} s of lock time woken by the holder's unlock\n{}",
+        by_holder / 1e9,
+        lock_ns / 1e9,
+        w["stacks"]
+    );
+    // The folded stacks show it as an off-wake stack: the waiter's stack,
+    // `--`, then the waker's, innermost first, its name on top.
+    let folded = std::fs::read_to_string(&folded).unwrap();
+    assert!(
+        folded.lines().any(|l| {
+            let Some((waiter, waker)) = l.split_once(";-- (lock);") else {
+                return false;
+            };
+            waiter.contains(";[lock];")
+                && (waiter.contains("lll_lock_wait") || waiter.contains("pthread_mutex_lock"))
+                && (waker.contains("lll_lock_wake") || waker.contains("pthread_mutex_unlock"))
+                && waker.contains("try_to_wake_up")
+        }),
+        "{folded}"
+    );
 }
 
 #[test]

@@ -371,6 +371,7 @@ fn profile_of(stacks: &[(&[&str], u64)]) -> crate::model::profile::Profile {
                 weight: *n,
                 user_depth: 0,
                 state: None,
+                waker: None,
             })
             .collect(),
         ..Default::default()

@@ -213,6 +213,7 @@ mod tests {
             weight,
             user_depth: depth,
             state: None,
+            waker: None,
         }
     }
 

@@ -187,6 +187,7 @@ mod tests {
             weight: ns,
             user_depth: 2,
             state: Some(state),
+            waker: None,
         }
     }
 

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use crate::analysis::locks;
 use crate::model::offcpu::WaitSamples;
-use crate::model::profile::{Frame, Module, OffState, Profile, ThreadId};
+use crate::model::profile::{Frame, Module, OffState, Profile, ThreadId, Waker};
 use crate::model::wall::{Root, RootTime, TimeKind, Times, WallStack};
 
 /// Kernel functions a thread sleeps in on purpose (nanosleep, timers).
@@ -74,6 +74,14 @@ pub fn kind_of(state: OffState, frames: &[Frame]) -> TimeKind {
     }
 }
 
+/// The kinds of time whose waker the profile shows: the waits another
+/// thread ends (a lock's holder, a condition's signaller) and sleeps (a
+/// timer, or whoever interrupted them). Storage is ended by the device's
+/// interrupt and a run-queue wait by the scheduler: no one to name.
+pub fn shows_waker(kind: TimeKind) -> bool {
+    matches!(kind, TimeKind::Lock | TimeKind::Sleep | TimeKind::Wait)
+}
+
 /// The kind of a /proc wait row: its state, wait channel and syscall.
 pub fn proc_kind(state: OffState, wchan: &str, syscall: &str) -> TimeKind {
     let any = |names: &[&str]| {
@@ -109,7 +117,7 @@ pub struct Merged {
     pub modules: Vec<Module>,
 }
 
-type Key = (Root, TimeKind, Option<OffState>, Vec<Frame>);
+type Key = (Root, TimeKind, Option<OffState>, Vec<Frame>, Option<Waker>);
 
 /// Merge both halves into one profile in nanoseconds.
 pub fn merge(h: &Halves<'_>) -> Merged {
@@ -157,24 +165,35 @@ pub fn merge(h: &Halves<'_>) -> Merged {
         let root = root_of(h.cpu.threads.get(i), &s.comm);
         *samples.entry(root.clone()).or_default() += s.samples;
         let e = merged
-            .entry((root, TimeKind::OnCpu, None, s.frames.clone()))
+            .entry((root, TimeKind::OnCpu, None, s.frames.clone(), None))
             .or_default();
         e.0 += s.samples;
         e.1 += s.weight;
     }
     for (i, s) in h.off.stacks.iter().enumerate() {
         let Some(state) = s.state else { continue };
-        let frames: Vec<Frame> = s
-            .frames
-            .iter()
-            .map(|f| Frame {
-                module: f.module.and_then(|m| off_modules.get(m as usize).copied()),
-                ..f.clone()
-            })
-            .collect();
+        let remap = |frames: &[Frame]| -> Vec<Frame> {
+            frames
+                .iter()
+                .map(|f| Frame {
+                    module: f.module.and_then(|m| off_modules.get(m as usize).copied()),
+                    ..f.clone()
+                })
+                .collect()
+        };
+        let frames = remap(&s.frames);
+        let kind = kind_of(state, &frames);
+        let waker = s
+            .waker
+            .as_ref()
+            .filter(|_| shows_waker(kind))
+            .map(|w| Waker {
+                frames: remap(&w.frames),
+                ..w.clone()
+            });
         let root = root_of(h.off.threads.get(i), &s.comm);
         let e = merged
-            .entry((root, kind_of(state, &frames), Some(state), frames))
+            .entry((root, kind, Some(state), frames, waker))
             .or_default();
         e.0 += s.samples;
         e.1 += s.weight;
@@ -183,14 +202,14 @@ pub fn merge(h: &Halves<'_>) -> Merged {
         let root = root_of(None, &r.comm);
         let kind = proc_kind(r.state, &r.wchan, &r.syscall);
         let e = merged
-            .entry((root, kind, Some(r.state), Vec::new()))
+            .entry((root, kind, Some(r.state), Vec::new(), None))
             .or_default();
         e.0 += r.samples;
         e.1 += r.est_ns;
     }
 
     let mut times: HashMap<Root, Times> = HashMap::new();
-    for ((root, kind, _, _), (_, ns)) in &merged {
+    for ((root, kind, ..), (_, ns)) in &merged {
         times.entry(root.clone()).or_default().add(*kind, *ns);
     }
     let period = 1_000_000_000 / h.cpu.freq_hz.max(1);
@@ -219,20 +238,24 @@ pub fn merge(h: &Halves<'_>) -> Merged {
         .collect();
     let mut stacks: Vec<WallStack> = merged
         .into_iter()
-        .map(|((root, kind, state, frames), (count, ns))| WallStack {
-            root: index[&root],
-            kind,
-            state,
-            frames,
-            count,
-            ns,
-        })
+        .map(
+            |((root, kind, state, frames, waker), (count, ns))| WallStack {
+                root: index[&root],
+                kind,
+                state,
+                frames,
+                waker,
+                count,
+                ns,
+            },
+        )
         .collect();
     stacks.sort_by(|a, b| {
         b.ns.cmp(&a.ns)
             .then_with(|| a.root.cmp(&b.root))
             .then_with(|| a.kind.cmp(&b.kind))
             .then_with(|| a.frames.cmp(&b.frames))
+            .then_with(|| a.waker.cmp(&b.waker))
     });
     Merged {
         roots,
@@ -275,6 +298,7 @@ mod tests {
             weight: ns,
             user_depth: 0,
             state,
+            waker: None,
         }
     }
 
@@ -387,6 +411,66 @@ mod tests {
         assert_eq!(m.roots.len(), 1);
         assert_eq!(m.roots[0].root.label(), "m [10]");
         assert_eq!(m.roots[0].times.total(), 5_710_000_000);
+    }
+
+    #[test]
+    fn wakers_stay_on_waits_and_follow_the_waiter_in_the_graph() {
+        let waker = Waker {
+            pid: 10,
+            tid: 12,
+            comm: "holder".into(),
+            frames: vec![
+                Frame::user("unlock"),
+                Frame::kernel("futex_wake"),
+                Frame::kernel("try_to_wake_up"),
+            ],
+        };
+        let with_waker = |frames: &[Frame], state| Stack {
+            waker: Some(waker.clone()),
+            ..stack("w", frames, Some(state), 1, 5)
+        };
+        let off = Profile {
+            stacks: vec![
+                with_waker(
+                    &[
+                        Frame::user("pthread_mutex_lock"),
+                        Frame::kernel("futex_wait"),
+                    ],
+                    OffState::S,
+                ),
+                with_waker(&[Frame::kernel("io_schedule")], OffState::D),
+            ],
+            threads: vec![ThreadId { pid: 10, tid: 11 }; 2],
+            ..Default::default()
+        };
+        let m = merge(&Halves {
+            cpu: &Profile::default(),
+            off: &off,
+            waits: None,
+            per_process: false,
+        });
+        let lock = m.stacks.iter().find(|s| s.kind == TimeKind::Lock).unwrap();
+        let storage = m
+            .stacks
+            .iter()
+            .find(|s| s.kind == TimeKind::Storage)
+            .unwrap();
+        // A device's interrupt ends a storage wait: no waker to show.
+        assert_eq!(storage.waker, None);
+        let names: Vec<String> = lock.graph_frames().iter().map(|f| f.name.clone()).collect();
+        assert_eq!(
+            names,
+            [
+                "pthread_mutex_lock",
+                "futex_wait",
+                "--",
+                "try_to_wake_up",
+                "futex_wake",
+                "unlock",
+                "holder [12]"
+            ]
+        );
+        assert_eq!(lock.frames.len(), 2, "the waiter's own frames stay apart");
     }
 
     #[test]

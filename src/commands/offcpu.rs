@@ -130,6 +130,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         min_block_ns: args.min_block.saturating_mul(1000),
         states: args.state,
         per_thread: false,
+        wakers: false,
     };
 
     let wants_stacks = args.files.any();

@@ -67,6 +67,10 @@ pub struct Args {
     /// With --wall: one root per process instead of one per thread
     #[arg(long, requires = "wall")]
     pub per_process: bool,
+    /// With --wall: leave out who woke each lock, sleep and wait (the BPF tier pairs every
+    /// sleep with its waker's stack: one more program, on sched_waking)
+    #[arg(long, requires = "wall")]
+    pub no_wakers: bool,
     /// With --wall: where off-CPU time comes from
     #[arg(long, default_value = "auto",
           value_parser = super::args::tier("BPF where the kernel allows it, else /proc without stacks", OFFCPU_TIERS))]
@@ -350,7 +354,7 @@ fn run_wall(args: Args) -> anyhow::Result<u8> {
 
 /// Open --wall's recording on `pids` (a held command's: `on_exec`).
 fn open_wall(args: &Args, pids: &[i32], on_exec: bool) -> anyhow::Result<wall::Recording> {
-    wall::open(args.tier, pids, args.freq, on_exec).map_err(|e| match args.tier {
+    wall::open(args.tier, pids, args.freq, on_exec, !args.no_wakers).map_err(|e| match args.tier {
         Ask::Only(Tier::Bpf) => missing(format!("the BPF tier cannot run here: {e:#}")),
         _ => e,
     })

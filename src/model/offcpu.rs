@@ -61,6 +61,8 @@ pub struct BlockCounts {
     pub starts_dropped: u64,
     /// Blocks dropped: the aggregation table was full.
     pub table_full: u64,
+    /// Of `blocks`, sleeps paired with the thread that woke them (wakers on).
+    pub woken: u64,
 }
 
 impl BlockCounts {

@@ -109,6 +109,21 @@ pub struct Stack {
     /// Off-CPU profiles: the state the thread blocked in.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub state: Option<OffState>,
+    /// Off-CPU profiles with wakers: who woke the thread from this sleep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waker: Option<Waker>,
+}
+
+/// The thread that woke a sleeping one, and where it was when it did.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Waker {
+    /// Its process and thread (0: an interrupt, whichever task it stopped).
+    pub pid: u32,
+    pub tid: u32,
+    /// Its name, or `[interrupt]`.
+    pub comm: String,
+    /// Outermost first; the innermost is the kernel's `try_to_wake_up`.
+    pub frames: Vec<Frame>,
 }
 
 /// What the DWARF unwind stage did (`--call-graph dwarf|auto`).

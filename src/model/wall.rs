@@ -4,7 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::profile::{Frame, Module, OffState, ProbeCost};
+use std::borrow::Cow;
+
+use crate::model::profile::{Frame, Module, OffState, ProbeCost, Waker};
 
 /// What a stretch of a thread's time was spent doing.
 #[derive(
@@ -145,9 +147,36 @@ pub struct WallStack {
     pub state: Option<OffState>,
     /// Outermost first; empty for the /proc tier's waits, which have no stacks.
     pub frames: Vec<Frame>,
+    /// Lock, sleep and other waits (BPF tier): the thread that woke this
+    /// one at the end of each of these blocks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waker: Option<Waker>,
     /// Samples (on CPU) or blocks (off CPU).
     pub count: u64,
     pub ns: u64,
+}
+
+/// The frame between a waiter's stack and its waker's in the graphs.
+pub const WAKER_SEPARATOR: &str = "--";
+
+impl WallStack {
+    /// The frames the graphs and files draw, outermost first: the thread's
+    /// own; with a waker, then the separator (`--`), the waker's stack
+    /// innermost first and its name on top, as in Brendan Gregg's off-wake
+    /// flame graphs (the two stacks meet where one woke the other).
+    pub fn graph_frames(&self) -> Cow<'_, [Frame]> {
+        let Some(w) = &self.waker else {
+            return Cow::Borrowed(&self.frames);
+        };
+        let mut frames = self.frames.clone();
+        frames.push(Frame::user(WAKER_SEPARATOR));
+        frames.extend(w.frames.iter().rev().cloned());
+        frames.push(Frame::user(match w.tid {
+            0 => w.comm.clone(),
+            tid => format!("{} [{tid}]", w.comm),
+        }));
+        Cow::Owned(frames)
+    }
 }
 
 /// Where the off-CPU half came from.

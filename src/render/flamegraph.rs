@@ -119,6 +119,7 @@ mod tests {
                 weight: 4,
                 user_depth: 2,
                 state: None,
+                waker: None,
             }],
             ..Default::default()
         };
@@ -144,6 +145,7 @@ mod tests {
                 weight: 1_500_000,
                 user_depth: 1,
                 state: Some(crate::model::profile::OffState::S),
+                waker: None,
             }],
             ..Default::default()
         };

@@ -354,6 +354,7 @@ mod tests {
                     weight: 800_000_000,
                     user_depth: 1,
                     state: Some(OffState::S),
+                    waker: None,
                 }],
                 cost: ProbeCost {
                     kdiag_cpu_secs: 0.004,

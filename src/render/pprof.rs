@@ -100,7 +100,7 @@ impl Strings {
 /// One sample as the encoder takes it: frames outermost first, one value
 /// per sample type, and string labels.
 struct Sample<'a> {
-    frames: &'a [Frame],
+    frames: std::borrow::Cow<'a, [Frame]>,
     values: Vec<u64>,
     labels: Vec<(&'static str, String)>,
 }
@@ -133,7 +133,7 @@ fn set_doc<'a>(set: &'a StackSet<'_>) -> Doc<'a> {
             .stacks
             .iter()
             .map(|s| Sample {
-                frames: &s.frames,
+                frames: std::borrow::Cow::Borrowed(&s.frames),
                 values: vec![s.samples, s.weight],
                 labels: vec![("comm", s.comm.clone())],
             })
@@ -144,8 +144,9 @@ fn set_doc<'a>(set: &'a StackSet<'_>) -> Doc<'a> {
 
 /// A wall-clock profile: `cpu`, `off_cpu` and `wall` nanoseconds (each
 /// stack's time is one of the first two and always the third), labelled
-/// with the thread (`comm`, `pid`, `tid`), the `kind` of time and the
-/// `state` it blocked in.
+/// with the thread (`comm`, `pid`, `tid`), the `kind` of time, the
+/// `state` it blocked in and its `waker`'s name; a waker's stack continues
+/// the waiter's past a `--` frame, as in the flame graph.
 fn wall_doc(wall: &Wall) -> Doc<'_> {
     let ns = |kind: &str| ValueType::new(kind, "nanoseconds");
     Doc {
@@ -172,8 +173,11 @@ fn wall_doc(wall: &Wall) -> Doc<'_> {
                 if let Some(state) = s.state {
                     labels.push(("state", state.letter().to_string()));
                 }
+                if let Some(w) = &s.waker {
+                    labels.push(("waker", w.comm.clone()));
+                }
                 Sample {
-                    frames: &s.frames,
+                    frames: s.graph_frames(),
                     values: vec![
                         if on_cpu { s.ns } else { 0 },
                         if on_cpu { 0 } else { s.ns },

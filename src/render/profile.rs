@@ -229,6 +229,7 @@ mod tests {
                 weight: 400,
                 user_depth: 2,
                 state: None,
+                waker: None,
             }],
             unknown_frames: vec![("libc.so.6: no symbols".into(), 1)],
             ended_early: Some("PID 7 exited during the run".into()),

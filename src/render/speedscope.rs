@@ -83,9 +83,10 @@ pub fn wall_json(wall: &Wall) -> anyhow::Result<Vec<u8>> {
         .iter()
         .map(|k| ProfileFrame::user(format!("[{}]", k.name())))
         .collect();
-    let stacks = wall.stacks.iter().map(|s| {
+    let graphs: Vec<_> = wall.stacks.iter().map(|s| s.graph_frames()).collect();
+    let stacks = wall.stacks.iter().zip(&graphs).map(|(s, graph)| {
         let kind = &kinds[TimeKind::ALL.iter().position(|&k| k == s.kind).unwrap_or(0)];
-        let frames = std::iter::once(kind).chain(&s.frames).collect();
+        let frames = std::iter::once(kind).chain(graph.iter()).collect();
         (wall.roots[s.root].root.label(), frames, s.ns)
     });
     let title = format!("Wall-clock profile of {}", wall.target);

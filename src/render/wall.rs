@@ -1,7 +1,9 @@
 //! The `kdiag profile --wall` report: each root's time by kind against the
 //! window, the heaviest stacks of each kind, and the files: folded stacks
 //! (`root;[kind];outer;...;inner ns`) and one SVG flame graph whose frames
-//! are coloured by the kind of time under them.
+//! are coloured by the kind of time under them. A wait with its waker
+//! continues past a `--` frame with the waker's stack, innermost first
+//! (Gregg's off-wake layout: `WallStack::graph_frames`).
 
 use std::io::Write;
 
@@ -122,7 +124,31 @@ fn stack_line(s: &WallStack) -> String {
         return "(no stack: /proc)".into();
     }
     let frames: Vec<String> = s.frames.iter().map(folded_frame).collect();
-    one_line(&frames)
+    match &s.waker {
+        Some(w) => format!("{}  (woken by {})", one_line(&frames), waker_line(w)),
+        None => one_line(&frames),
+    }
+}
+
+/// A waker in a line: its name and the innermost of its own frames (the
+/// kernel's wake-up machinery left out).
+fn waker_line(w: &crate::model::profile::Waker) -> String {
+    let user: Vec<String> = w
+        .frames
+        .iter()
+        .filter(|f| !f.kernel)
+        .rev()
+        .take(2)
+        .map(folded_frame)
+        .collect();
+    let who = match w.tid {
+        0 => w.comm.clone(),
+        tid => format!("{} [{tid}]", w.comm),
+    };
+    match user.is_empty() {
+        true => who,
+        false => format!("{who} in {}", user.join(" < ")),
+    }
 }
 
 /// The kind's frame under each root: `[sleep]`.
@@ -151,7 +177,7 @@ pub fn folded(wall: &Wall) -> Vec<String> {
                 kind_frame(s.kind),
             ];
             parts.extend(
-                s.frames
+                s.graph_frames()
                     .iter()
                     .map(|f| graph_frame(folded_frame(f), s.kind)),
             );
@@ -203,7 +229,7 @@ pub fn svg(wall: &Wall) -> anyhow::Result<Vec<u8>> {
         let base = colour(s.kind);
         let kind = kind_frame(s.kind);
         palette.insert(&kind, shade(base, &kind));
-        for f in &s.frames {
+        for f in s.graph_frames().iter() {
             let name = graph_frame(folded_frame(f), s.kind);
             let c = shade(base, &name);
             palette.insert(name, c);

@@ -17,9 +17,11 @@ use aya::programs::{BtfTracePoint, RawTracePoint};
 
 use super::source::{Found, OffcpuSource, Options};
 use crate::instruments::Tier;
-use crate::instruments::profile::symbolize::{CountedStack, Half, RecordOptions, Recorder};
+use crate::instruments::profile::symbolize::{
+    CountedStack, Half, RecordOptions, Recorder, WakerStack,
+};
 use crate::model::offcpu::{BlockCounts, Collection};
-use crate::model::profile::{Frame, OffState, Profile, WeightUnit};
+use crate::model::profile::{Frame, OffState, Profile, Waker, WeightUnit};
 use crate::sys::perf::{EventSpec, Record, Session, Target};
 
 /// `struct block_start` of offcpu.bpf.c.
@@ -52,11 +54,36 @@ struct Value {
     count: u64,
 }
 
+/// `struct waker` of offcpu.bpf.c.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct WakerRec {
+    tgid: u32,
+    pid: u32,
+    kstack: i32,
+    ustack: i32,
+    comm: [u8; 16],
+}
+
+/// `struct wake_key` of offcpu.bpf.c.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct WakeKey {
+    block: Key,
+    waker: WakerRec,
+}
+
 // SAFETY: plain C structs of integers without padding (checked below).
 unsafe impl aya::Pod for Start {}
 unsafe impl aya::Pod for Key {}
 unsafe impl aya::Pod for Value {}
-const _: () = assert!(size_of::<Start>() == 24 && size_of::<Key>() == 20);
+unsafe impl aya::Pod for WakeKey {}
+const _: () = assert!(
+    size_of::<Start>() == 24
+        && size_of::<Key>() == 20
+        && size_of::<WakerRec>() == 32
+        && size_of::<WakeKey>() == 52
+);
 
 /// `enum state_class` of offcpu.bpf.c, in order.
 const STATE_CLASSES: [OffState; 6] = [
@@ -80,6 +107,7 @@ const C_START_FULL: u32 = 3;
 const C_BLOCKED_FULL: u32 = 4;
 const C_SHORT: u32 = 5;
 const C_BLOCKS: u32 = 6;
+const C_WAKES: u32 = 7;
 
 /// One half of a recorded stack.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,6 +132,18 @@ pub struct Block {
     pub user: Captured,
     pub total_ns: u64,
     pub count: u64,
+    /// Who woke the thread from this sleep (with `Options::wakers`).
+    pub waker: Option<Woke>,
+}
+
+/// The thread that woke a sleeper, as it was when it did.
+#[derive(Debug, Clone)]
+pub struct Woke {
+    pub tgid: u32,
+    pub tid: u32,
+    pub comm: String,
+    pub kernel: Captured,
+    pub user: Captured,
 }
 
 /// Which form of the switch tracepoint the programs attached to.
@@ -131,6 +171,14 @@ pub struct OffcpuBpf {
     filter_on: bool,
 }
 
+/// The waking program of each attach type.
+fn waking_program(attach: Attach) -> &'static str {
+    match attach {
+        Attach::TpBtf => "offcpu_waking",
+        Attach::RawTp => "offcpu_waking_raw",
+    }
+}
+
 impl OffcpuBpf {
     /// Load the programs, fill the watch bitmap and attach: tp_btf, else
     /// raw_tp; both need the kernel's BTF. The error says what each refused.
@@ -142,6 +190,7 @@ impl OffcpuBpf {
             .filter(|(_, s)| options.states.keeps(**s))
             .map(|(i, _)| 1u32 << i)
             .sum();
+        let wakers_on = options.wakers as u8;
         let words = watch_words()?;
         let mut ebpf = crate::sys::bpf::load_with(
             crate::sys::bpf::objects::OFFCPU,
@@ -150,6 +199,7 @@ impl OffcpuBpf {
                 l.override_global("filter_on", &filter_on, true)
                     .override_global("min_block_ns", &options.min_block_ns, true)
                     .override_global("state_mask", &state_mask, true)
+                    .override_global("wakers_on", &wakers_on, true)
                     .map_max_entries("watched", words);
             },
         )?;
@@ -200,6 +250,13 @@ impl OffcpuBpf {
             match this.attach {
                 Attach::TpBtf => this.attach_btf("offcpu_fork", "sched_process_fork", &btf)?,
                 Attach::RawTp => this.attach_raw("offcpu_fork_raw", "sched_process_fork")?,
+            }
+        }
+        if options.wakers {
+            let prog = waking_program(this.attach);
+            match this.attach {
+                Attach::TpBtf => this.attach_btf(prog, "sched_waking", &btf)?,
+                Attach::RawTp => this.attach_raw(prog, "sched_waking")?,
             }
         }
         Ok(this)
@@ -274,6 +331,7 @@ impl OffcpuBpf {
             user_stacks_unreadable: get(C_USTACK_FAULT)?,
             starts_dropped: get(C_START_FULL)?,
             table_full: get(C_BLOCKED_FULL)?,
+            woken: get(C_WAKES)?,
         })
     }
 
@@ -288,12 +346,23 @@ impl OffcpuBpf {
         let starts: BpfHashMap<_, u32, Start> =
             BpfHashMap::try_from(self.ebpf.map("starts").context("no starts map")?)?;
 
-        let mut totals: HashMap<Key, Value> = HashMap::new();
-        for entry in blocked.iter() {
-            let (k, v) = entry.context("reading the off-CPU table")?;
+        let offwake: BpfHashMap<_, WakeKey, Value> =
+            BpfHashMap::try_from(self.ebpf.map("offwake").context("no offwake map")?)?;
+
+        // Keyed by the thread's block and its waker (none: from `blocked`).
+        let mut totals: HashMap<(Key, Option<WakerRec>), Value> = HashMap::new();
+        let mut add = |k, v: Value| {
             let t = totals.entry(k).or_default();
             t.total_ns += v.total_ns;
             t.count += v.count;
+        };
+        for entry in blocked.iter() {
+            let (k, v) = entry.context("reading the off-CPU table")?;
+            add((k, None), v);
+        }
+        for entry in offwake.iter() {
+            let (k, v) = entry.context("reading the off-wake table")?;
+            add((k.block, Some(k.waker)), v);
         }
         let mut in_progress = 0;
         for entry in starts.iter() {
@@ -310,9 +379,13 @@ impl OffcpuBpf {
                 ustack: s.ustack,
                 state: s.state,
             };
-            let t = totals.entry(k).or_default();
-            t.total_ns += ns;
-            t.count += 1;
+            add(
+                (k, None),
+                Value {
+                    total_ns: ns,
+                    count: 1,
+                },
+            );
         }
 
         let mut cache: HashMap<i32, Captured> = HashMap::new();
@@ -324,7 +397,14 @@ impl OffcpuBpf {
         };
         let blocks = totals
             .into_iter()
-            .map(|(k, v)| Block {
+            .map(|((k, waker), v)| Block {
+                waker: waker.map(|w| Woke {
+                    tgid: w.tgid,
+                    tid: w.pid,
+                    comm: comm_string(&w.comm),
+                    kernel: resolve(w.kstack, false),
+                    user: resolve(w.ustack, true),
+                }),
                 tgid: k.tgid,
                 tid: k.pid,
                 state: STATE_CLASSES
@@ -351,6 +431,12 @@ fn read_stack(map: &StackTraceMap<&MapData>, id: i32, user: bool) -> Captured {
             Err(_) => Captured::Lost,
         },
     }
+}
+
+/// A kernel `comm`: up to its first NUL.
+fn comm_string(comm: &[u8]) -> String {
+    let end = comm.iter().position(|&c| c == 0).unwrap_or(comm.len());
+    String::from_utf8_lossy(&comm[..end]).into_owned()
 }
 
 /// Words of the watch bitmap: one bit per possible PID.
@@ -473,6 +559,13 @@ impl Tracer {
                 user: half(&b.user, "[user stack lost]"),
                 count: b.count,
                 weight: b.total_ns,
+                waker: b.waker.as_ref().map(|w| WakerStack {
+                    pid: w.tgid,
+                    tid: w.tid,
+                    comm: &w.comm,
+                    kernel: half(&w.kernel, "[kernel stack lost]"),
+                    user: half(&w.user, "[user stack lost]"),
+                }),
             });
         }
         profile.unit = WeightUnit::Nanoseconds;
@@ -480,6 +573,11 @@ impl Tracer {
         self.recorder.finish(profile);
         for s in &mut profile.stacks {
             trim_machinery(&mut s.frames);
+        }
+        for s in &mut profile.stacks {
+            if let Some(w) = &mut s.waker {
+                trim_waker(w);
+            }
         }
         Ok(counts)
     }
@@ -503,6 +601,37 @@ fn trim_machinery(frames: &mut Vec<Frame>) {
                 .any(|p| f.name.starts_with(p))
     }) {
         frames.pop();
+    }
+}
+
+/// Kernel frames that mean a wake-up came from an interrupt (a timer, a
+/// device): whichever task it interrupted did not wake the sleeper.
+const INTERRUPT: &[&str] = &[
+    "asm_sysvec_",
+    "asm_common_interrupt",
+    "handle_softirqs",
+    "__do_softirq",
+];
+
+/// The waker's stack ends in `try_to_wake_up` (what ran inside it is the
+/// tracing machinery). Woken from an interrupt, the waker is the
+/// interrupt: its kernel frames only, named `[interrupt]`.
+fn trim_waker(w: &mut Waker) {
+    if let Some(i) = w
+        .frames
+        .iter()
+        .rposition(|f| f.kernel && f.name == "try_to_wake_up")
+    {
+        w.frames.truncate(i + 1);
+    }
+    if let Some(i) = w
+        .frames
+        .iter()
+        .position(|f| f.kernel && INTERRUPT.iter().any(|p| f.name.starts_with(p)))
+    {
+        w.frames.drain(..i);
+        w.comm = "[interrupt]".into();
+        w.tid = 0;
     }
 }
 
@@ -557,5 +686,36 @@ mod tests {
         let mut f = vec![Frame::user("main"), k("pick"), k("bpf_trace_run4")];
         trim_machinery(&mut f);
         assert_eq!(f, [Frame::user("main"), k("pick")]);
+    }
+
+    #[test]
+    fn a_waker_ends_at_the_wake_up_and_an_interrupt_is_no_thread() {
+        let k = Frame::kernel;
+        let mut w = Waker {
+            pid: 5,
+            tid: 6,
+            comm: "holder".into(),
+            frames: vec![
+                Frame::user("unlock"),
+                k("futex_wake"),
+                k("try_to_wake_up"),
+                k("__traceiter_sched_waking"),
+            ],
+        };
+        trim_waker(&mut w);
+        assert_eq!(w.frames.last(), Some(&k("try_to_wake_up")));
+        assert_eq!((w.comm.as_str(), w.tid), ("holder", 6));
+        let mut w = Waker {
+            frames: vec![
+                Frame::user("spin"),
+                k("asm_sysvec_apic_timer_interrupt"),
+                k("hrtimer_wakeup"),
+                k("try_to_wake_up"),
+            ],
+            ..w
+        };
+        trim_waker(&mut w);
+        assert_eq!(w.frames[0], k("asm_sysvec_apic_timer_interrupt"));
+        assert_eq!((w.comm.as_str(), w.tid), ("[interrupt]", 0));
     }
 }

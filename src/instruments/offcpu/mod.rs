@@ -67,6 +67,7 @@ pub fn record_all(
         min_block_ns: 1_000,
         states: crate::model::offcpu::StateFilter::All,
         per_thread: false,
+        wakers: false,
     };
     let mut tracer = Tracer::start(&options)?;
     let attach = tracer.attach();

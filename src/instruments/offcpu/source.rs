@@ -20,6 +20,9 @@ pub struct Options {
     pub states: StateFilter,
     /// Keep each thread's stacks apart (`Profile::threads`).
     pub per_thread: bool,
+    /// BPF tier: pair each sleep with the stack of the thread that woke it
+    /// (`Stack::waker`).
+    pub wakers: bool,
 }
 
 /// A running off-CPU trace, whatever its tier. Dropping it detaches

@@ -25,7 +25,7 @@ use std::os::unix::fs::MetadataExt;
 
 use crate::instruments::profile::names::{Maps, Names, Place};
 use crate::instruments::profile::unwind::{CallGraph, Unwinder};
-use crate::model::profile::{Frame, OffState, Profile, Stack, ThreadId};
+use crate::model::profile::{Frame, OffState, Profile, Stack, ThreadId, Waker};
 use crate::sys::perf::{Record, Space};
 use crate::sys::procfs::maps::{Mapping, parse_maps};
 
@@ -54,6 +54,20 @@ struct RawKey {
     /// Placeholder frames for halves the collector could not capture.
     kernel_lost: Option<&'static str>,
     user_lost: Option<&'static str>,
+    /// Off-CPU stacks with wakers: who woke the thread.
+    waker: Option<Box<RawWaker>>,
+}
+
+/// A waker's stack as captured: `RawKey`'s fields for another thread.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct RawWaker {
+    pid: u32,
+    tid: u32,
+    comm: String,
+    ips: Box<[u64]>,
+    kernel: u16,
+    kernel_lost: Option<&'static str>,
+    user_lost: Option<&'static str>,
 }
 
 /// One half (kernel or user) of a stack captured outside perf.
@@ -78,6 +92,18 @@ pub struct CountedStack<'a> {
     pub count: u64,
     /// Their total weight (sample periods, nanoseconds blocked).
     pub weight: u64,
+    /// Off-CPU: the thread that woke this one, when known.
+    pub waker: Option<WakerStack<'a>>,
+}
+
+/// The thread that woke a sleeper, with its stack (a BPF stack map's).
+#[derive(Debug, Clone, Copy)]
+pub struct WakerStack<'a> {
+    pub pid: u32,
+    pub tid: u32,
+    pub comm: &'a str,
+    pub kernel: Half<'a>,
+    pub user: Half<'a>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -210,6 +236,7 @@ impl Recorder {
                     state: None,
                     kernel_lost: None,
                     user_lost: None,
+                    waker: None,
                 };
                 self.add(key, 1, s.period);
             }
@@ -261,17 +288,37 @@ impl Recorder {
             Half::Ips(_) => None,
             Half::Lost(name) => Some(name),
         };
-        let mut all = ips(stack.kernel);
-        let kernel = all.len() as u16;
-        all.extend(ips(stack.user));
+        let both = |k: Half<'_>, u: Half<'_>| {
+            let mut all = ips(k);
+            let kernel = all.len() as u16;
+            all.extend(ips(u));
+            (all.into_boxed_slice(), kernel)
+        };
+        let (all, kernel) = both(stack.kernel, stack.user);
+        let waker = stack.waker.map(|w| {
+            if w.pid != 0 {
+                self.ensure(w.pid);
+            }
+            let (ips, kernel) = both(w.kernel, w.user);
+            Box::new(RawWaker {
+                pid: w.pid,
+                tid: w.tid,
+                comm: w.comm.to_string(),
+                ips,
+                kernel,
+                kernel_lost: lost(w.kernel),
+                user_lost: lost(w.user),
+            })
+        });
         let key = RawKey {
             pid: stack.pid,
             tid: stack.tid,
-            ips: all.into_boxed_slice(),
+            ips: all,
             kernel,
             state: stack.state,
             kernel_lost: lost(stack.kernel),
             user_lost: lost(stack.user),
+            waker,
         };
         self.add(key, stack.count, stack.weight);
     }
@@ -295,11 +342,15 @@ impl Recorder {
         // Resolve in batches: every kernel address at once, each file once.
         let mut kernel_ips = Vec::new();
         let mut wanted: HashMap<String, Vec<u64>> = HashMap::new();
-        for key in self.stacks.keys() {
-            let (kernel, user) = key.ips.split_at(key.kernel as usize);
+        let halves = self.stacks.keys().flat_map(|k| {
+            let waker = k.waker.as_ref().map(|w| (w.pid, &w.ips, w.kernel));
+            [(k.pid, &k.ips, k.kernel)].into_iter().chain(waker)
+        });
+        for (pid, ips, kernel) in halves {
+            let (kernel, user) = ips.split_at(kernel as usize);
             kernel_ips.extend(kernel.iter().enumerate().map(|(i, &ip)| adjust(ip, i)));
             for (i, &ip) in user.iter().enumerate() {
-                if let Place::File(path, off) = names.place(key.pid, adjust(ip, i)) {
+                if let Place::File(path, off) = names.place(pid, adjust(ip, i)) {
                     wanted.entry(path.to_string()).or_default().push(off);
                 }
             }
@@ -310,20 +361,30 @@ impl Recorder {
         }
 
         // Per thread, the thread is part of the key; else stacks merge by name.
-        type MergeKey = (Option<ThreadId>, String, Option<OffState>, Vec<Frame>);
+        type MergeKey = (
+            Option<ThreadId>,
+            String,
+            Option<OffState>,
+            Vec<Frame>,
+            Option<Waker>,
+        );
         let mut merged: HashMap<MergeKey, Stack> = HashMap::new();
         for (key, count) in &self.stacks {
-            let (kernel, user) = key.ips.split_at(key.kernel as usize);
-            let mut frames = Vec::with_capacity(key.ips.len() + 2);
-            // Outermost first: user frames reversed, then kernel frames reversed.
-            frames.extend(key.user_lost.map(Frame::user));
-            for (i, &ip) in user.iter().enumerate().rev() {
-                frames.push(names.user(key.pid, adjust(ip, i)));
-            }
-            frames.extend(key.kernel_lost.map(Frame::kernel));
-            for (i, &ip) in kernel.iter().enumerate().rev() {
-                frames.push(Frame::kernel(names.kernel(adjust(ip, i))));
-            }
+            let user = &key.ips[key.kernel as usize..];
+            let lost = (key.kernel_lost, key.user_lost);
+            let frames = named(&mut names, key.pid, &key.ips, key.kernel, lost);
+            let waker = key.waker.as_ref().map(|w| Waker {
+                pid: w.pid,
+                tid: w.tid,
+                comm: w.comm.clone(),
+                frames: named(
+                    &mut names,
+                    w.pid,
+                    &w.ips,
+                    w.kernel,
+                    (w.kernel_lost, w.user_lost),
+                ),
+            });
             let comm = match self.comms.get(&key.tid).or(self.comms.get(&key.pid)) {
                 Some(c) => c.clone(),
                 None if key.pid == 0 => "swapper".into(),
@@ -334,10 +395,17 @@ impl Recorder {
                 tid: key.tid,
             });
             let s = merged
-                .entry((thread, comm.clone(), key.state, frames.clone()))
+                .entry((
+                    thread,
+                    comm.clone(),
+                    key.state,
+                    frames.clone(),
+                    waker.clone(),
+                ))
                 .or_insert_with(|| Stack {
                     comm,
                     frames,
+                    waker,
                     samples: 0,
                     weight: 0,
                     user_depth: 0,
@@ -353,6 +421,7 @@ impl Recorder {
             b.weight
                 .cmp(&a.weight)
                 .then_with(|| a.frames.cmp(&b.frames))
+                .then_with(|| a.waker.cmp(&b.waker))
                 .then_with(|| ta.cmp(tb))
         });
         profile.threads = stacks.iter().filter_map(|(t, _)| *t).collect();
@@ -362,6 +431,30 @@ impl Recorder {
         profile.modules = names.modules();
         profile.unknown_frames = names.reasons.into_iter().collect();
     }
+}
+
+/// A captured stack's frames, named, outermost first: the user frames
+/// reversed, then the kernel frames reversed (`ips` is innermost first, its
+/// first `kernel` addresses the kernel's). `lost`: the placeholder frames
+/// of the (kernel, user) halves that were not captured.
+fn named(
+    names: &mut Names<'_>,
+    pid: u32,
+    ips: &[u64],
+    kernel: u16,
+    lost: (Option<&'static str>, Option<&'static str>),
+) -> Vec<Frame> {
+    let (kernel, user) = ips.split_at(kernel as usize);
+    let mut frames = Vec::with_capacity(ips.len() + 2);
+    frames.extend(lost.1.map(Frame::user));
+    for (i, &ip) in user.iter().enumerate().rev() {
+        frames.push(names.user(pid, adjust(ip, i)));
+    }
+    frames.extend(lost.0.map(Frame::kernel));
+    for (i, &ip) in kernel.iter().enumerate().rev() {
+        frames.push(Frame::kernel(names.kernel(adjust(ip, i))));
+    }
+    frames
 }
 
 /// Return addresses point after the call: step back into the call

@@ -37,14 +37,22 @@ pub struct Halves {
 /// Open both halves on `pids` (their threads and the children they start;
 /// none: a held `-- CMD` is added with [`Recording::watch`]). `on_exec`:
 /// the CPU events switch on when the held command execs. `ask` is the
-/// off-CPU half's tier (BPF, else /proc).
-pub fn open(ask: Ask, pids: &[i32], freq: u64, on_exec: bool) -> anyhow::Result<Recording> {
+/// off-CPU half's tier (BPF, else /proc). `wakers`: the BPF tier pairs
+/// each sleep with the stack of the thread that woke it.
+pub fn open(
+    ask: Ask,
+    pids: &[i32],
+    freq: u64,
+    on_exec: bool,
+    wakers: bool,
+) -> anyhow::Result<Recording> {
     let options = offcpu::Options {
         tgids: pids.iter().map(|&p| p as u32).collect(),
         follow: true,
         min_block_ns: 0,
         states: StateFilter::All,
         per_thread: true,
+        wakers,
     };
     let (off, fallback) = offcpu::open(ask, &options, false)?;
     let request = Request {

@@ -9,6 +9,13 @@
 //   it was off the CPU to `blocked`, keyed by (tgid, tid, stacks, state).
 // sched_process_fork (when following children): a child of a watched
 //   process is watched too.
+// sched_waking (only when wakers_on: `kdiag profile --wall`): a watched
+//   thread is being woken; keep the waker's (current's) stack ids and name,
+//   keyed by the wakee's tid. When the wakee comes back from a sleep (S or
+//   D), its blocked time goes to `offwake`, keyed by its own stacks and the
+//   waker's, instead of `blocked` (Gregg's off-wake time, like bcc's
+//   offwaketime). sched_waking, not sched_wakeup: it runs in the waker's
+//   context, where sched_wakeup may run on the wakee's CPU (the wake list).
 //
 // Processes outside the filter cost two loads and two bitmap tests per
 // switch: the bitmap is an array map, whose lookups the verifier inlines
@@ -31,6 +38,7 @@
 const volatile __u8 filter_on = 0;        // 1: only tgids set in `watched`
 const volatile __u64 min_block_ns = 0;    // shorter blocks are counted, not kept
 const volatile __u32 state_mask = 0xff;   // which state classes to record (1 << class)
+const volatile __u8 wakers_on = 0;        // 1: pair sleeps with their wakers (offwake)
 
 // State classes, from the state a thread left the CPU in (prev_state: what
 // the scheduler decided, not a re-read of p->__state). Mirrored in offcpu/bpf.rs.
@@ -74,6 +82,23 @@ struct block_value {
 	__u64 count;
 };
 
+#define COMM_LEN 16
+
+// Who woke a watched thread (mirrored by `WakerRec` in offcpu/bpf.rs).
+struct waker {
+	__u32 tgid;
+	__u32 pid;
+	__s32 kstack;
+	__s32 ustack;  // as block_start's
+	char comm[COMM_LEN];
+};
+
+// A sleep with its waker (mirrored by `WakeKey` in offcpu/bpf.rs).
+struct wake_key {
+	struct block_key block;
+	struct waker waker;
+};
+
 // Counters (per CPU; user space sums them), by index.
 enum counter {
 	C_KSTACK_LOST = 0,   // kernel stack not stored: map full or hash collision
@@ -82,8 +107,9 @@ enum counter {
 	C_START_FULL = 3,    // too many watched threads off the CPU at once
 	C_BLOCKED_FULL = 4,  // the aggregation table was full: a block was dropped
 	C_SHORT = 5,         // blocks under min_block_ns, counted only
-	C_BLOCKS = 6,        // blocks added to `blocked`
-	C_COUNTERS = 7,
+	C_BLOCKS = 6,        // blocks added to `blocked` or `offwake`
+	C_WAKES = 7,         // of those, sleeps paired with their waker (`offwake`)
+	C_COUNTERS = 8,
 };
 
 // One bit per tgid; max_entries is set by the loader to cover pid_max.
@@ -114,6 +140,20 @@ struct {
 	__type(key, struct block_key);
 	__type(value, struct block_value);
 } blocked SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768);
+	__type(key, __u32);
+	__type(value, struct waker);
+} wakes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768);
+	__type(key, struct wake_key);
+	__type(value, struct block_value);
+} offwake SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -199,34 +239,18 @@ static __always_inline void switch_out(void *ctx, __u32 pid, __u32 tgid, bool us
 		count(C_START_FULL);
 }
 
-// next (watched, not the idle task) comes back to a CPU.
-static __always_inline void switch_in(__u32 pid)
+// Add `delta` to `key`'s total in `map` (`blocked` or `offwake`).
+static __always_inline void add_to(void *map, void *key, __u64 delta)
 {
-	struct block_start *s = bpf_map_lookup_elem(&starts, &pid);
-	if (!s)
-		return;
-	__u64 delta = bpf_ktime_get_ns() - s->ts;
-	struct block_key k = {
-		.tgid = s->tgid,
-		.pid = pid,
-		.kstack = s->kstack,
-		.ustack = s->ustack,
-		.state = s->state,
-	};
-	bpf_map_delete_elem(&starts, &pid);
-	if (delta < min_block_ns) {
-		count(C_SHORT);
-		return;
-	}
-	struct block_value *v = bpf_map_lookup_elem(&blocked, &k);
+	struct block_value *v = bpf_map_lookup_elem(map, key);
 	if (!v) {
 		struct block_value first = { .total_ns = delta, .count = 1 };
-		if (!bpf_map_update_elem(&blocked, &k, &first, BPF_NOEXIST)) {
+		if (!bpf_map_update_elem(map, key, &first, BPF_NOEXIST)) {
 			count(C_BLOCKS);
 			return;
 		}
 		// Another CPU added the key meanwhile, or the table is full.
-		v = bpf_map_lookup_elem(&blocked, &k);
+		v = bpf_map_lookup_elem(map, key);
 		if (!v) {
 			count(C_BLOCKED_FULL);
 			return;
@@ -235,6 +259,68 @@ static __always_inline void switch_in(__u32 pid)
 	__sync_fetch_and_add(&v->total_ns, delta);
 	__sync_fetch_and_add(&v->count, 1);
 	count(C_BLOCKS);
+}
+
+// next (watched, not the idle task) comes back to a CPU.
+static __always_inline void switch_in(__u32 pid)
+{
+	struct block_start *s = bpf_map_lookup_elem(&starts, &pid);
+	if (!s)
+		return;
+	__u64 delta = bpf_ktime_get_ns() - s->ts;
+	struct wake_key k = {
+		.block = {
+			.tgid = s->tgid,
+			.pid = pid,
+			.kstack = s->kstack,
+			.ustack = s->ustack,
+			.state = s->state,
+		},
+	};
+	bpf_map_delete_elem(&starts, &pid);
+	struct waker *w = NULL;
+	if (wakers_on) {
+		w = bpf_map_lookup_elem(&wakes, &pid);
+		// Only a sleep ends in a wake-up; a preempted thread's record
+		// (none, normally) is stale.
+		if (w && (k.block.state == ST_SLEEP || k.block.state == ST_DISK))
+			k.waker = *w;
+		else
+			w = NULL;
+		bpf_map_delete_elem(&wakes, &pid);
+	}
+	if (delta < min_block_ns) {
+		count(C_SHORT);
+		return;
+	}
+	if (w) {
+		count(C_WAKES);
+		add_to(&offwake, &k, delta);
+	} else {
+		add_to(&blocked, &k.block, delta);
+	}
+}
+
+// The current task wakes `pid` of `tgid`: keep who it is, if `pid` is watched.
+static __always_inline void waking(void *ctx, __u32 pid, __u32 tgid, bool user)
+{
+	if (!pid || !is_watched(tgid))
+		return;
+	struct waker w = {};
+	__u64 id = bpf_get_current_pid_tgid();
+	w.tgid = id >> 32;
+	w.pid = (__u32)id;
+	bpf_get_current_comm(&w.comm, sizeof(w.comm));
+	w.kstack = bpf_get_stackid(ctx, &stacks, SKIP_FRAMES);
+	if (w.kstack < 0)
+		count(C_KSTACK_LOST);
+	w.ustack = NO_USER_STACK;
+	if (user) {
+		w.ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+		if (w.ustack < 0 && w.ustack != -EFAULT)
+			count(C_USTACK_LOST);
+	}
+	bpf_map_update_elem(&wakes, &pid, &w, BPF_ANY);
 }
 
 SEC("tp_btf/sched_switch")
@@ -278,6 +364,21 @@ int BPF_PROG(offcpu_fork_raw, struct task_struct *parent, struct task_struct *ch
 {
 	if (is_watched(BPF_CORE_READ(parent, tgid)))
 		watch(BPF_CORE_READ(child, tgid));
+	return 0;
+}
+
+SEC("tp_btf/sched_waking")
+int BPF_PROG(offcpu_waking, struct task_struct *p)
+{
+	waking(ctx, p->pid, p->tgid, bpf_get_current_task_btf()->mm != NULL);
+	return 0;
+}
+
+SEC("raw_tp/sched_waking")
+int BPF_PROG(offcpu_waking_raw, struct task_struct *p)
+{
+	struct task_struct *cur = (struct task_struct *)bpf_get_current_task();
+	waking(ctx, BPF_CORE_READ(p, pid), BPF_CORE_READ(p, tgid), BPF_CORE_READ(cur, mm) != NULL);
 	return 0;
 }
 

@@ -247,6 +247,7 @@ mod tests {
             weight: samples * 1000,
             user_depth: 3,
             state: None,
+            waker: None,
         }
     }
 
