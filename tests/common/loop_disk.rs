@@ -25,17 +25,10 @@ impl LoopDisk {
         let f = File::create(&backing).unwrap();
         f.set_len(len as u64).unwrap();
         drop(f);
-        let out = Command::new("losetup")
+        let out = run(Command::new("losetup")
             .args(["--find", "--show"])
-            .arg(&backing)
-            .output()
-            .expect("losetup runs");
-        assert!(
-            out.status.success(),
-            "losetup: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let dev = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+            .arg(&backing));
+        let dev = PathBuf::from(out.trim());
         let name = dev.file_name().unwrap().to_string_lossy().into_owned();
         LoopDisk { name, dev, backing }
     }
@@ -75,32 +68,18 @@ pub struct Ext4 {
 impl Ext4 {
     pub fn new(name: &str, len: usize) -> Ext4 {
         let disk = LoopDisk::new(name, len);
-        let out = Command::new("mkfs.ext4")
+        run(Command::new("mkfs.ext4")
             .args(["-q", "-F", "-b", "4096"])
             // Everything initialised now: no lazy-init thread writing later.
             .args(["-E", "lazy_itable_init=0,lazy_journal_init=0"])
-            .arg(disk.path())
-            .output()
-            .expect("mkfs.ext4 runs");
-        assert!(
-            out.status.success(),
-            "mkfs.ext4: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+            .arg(disk.path()));
         let mount = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
             .join(format!("mnt-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&mount).unwrap();
-        let out = Command::new("mount")
+        run(Command::new("mount")
             .args(["-t", "ext4"])
             .arg(disk.path())
-            .arg(&mount)
-            .output()
-            .expect("mount runs");
-        assert!(
-            out.status.success(),
-            "mount: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+            .arg(&mount));
         Ext4 { mount, disk }
     }
 
@@ -120,4 +99,18 @@ impl Drop for Ext4 {
         let _ = Command::new("umount").arg(&self.mount).status();
         let _ = std::fs::remove_dir(&self.mount);
     }
+}
+
+/// Run a set-up command, which must succeed: its stdout.
+fn run(cmd: &mut Command) -> String {
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("{program} does not run: {e}"));
+    assert!(
+        out.status.success(),
+        "{program}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
