@@ -96,7 +96,18 @@ impl Ext4 {
 
 impl Drop for Ext4 {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.mount).status();
+        // Busy for a moment after a run, seen once in about 60 (the holder
+        // was gone before it could be named): try again, with a deadline.
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !Command::new("umount")
+            .arg(&self.mount)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+            && std::time::Instant::now() < end
+        {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
         let _ = std::fs::remove_dir(&self.mount);
     }
 }
