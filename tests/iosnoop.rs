@@ -3,10 +3,11 @@
 //! report exactly those requests, attributed to this process, on both tiers.
 
 mod common;
+use common::loop_disk::LoopDisk;
 use common::*;
 
 use std::alloc::{Layout, alloc_zeroed, dealloc};
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -49,62 +50,6 @@ impl Drop for Aligned {
         // SAFETY: allocated with this layout.
         unsafe { dealloc(self.ptr, self.layout) }
     }
-}
-
-/// A loop device of the test's own, over a file on the root disk. The
-/// requests it sees are this test's alone, whatever else the machine does
-/// (other sessions' builds reach tens of thousands of IOPS on the root
-/// disk, and its writeback takes other processes' dirty pages), and kdiag
-/// traces only it (`--device`, filtered in the kernel on both tiers). A raw
-/// device has no extents to split a request and no journal writing beside it.
-struct LoopDisk {
-    /// "loop3"
-    name: String,
-    /// /dev/loop3
-    dev: PathBuf,
-    backing: PathBuf,
-}
-
-impl LoopDisk {
-    fn new(name: &str, len: usize) -> LoopDisk {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-        std::fs::create_dir_all(&dir).unwrap();
-        let backing = dir.join(format!("iosnoop-{name}-{}", std::process::id()));
-        let f = File::create(&backing).unwrap();
-        f.set_len(len as u64).unwrap();
-        drop(f);
-        let out = Command::new("losetup")
-            .args(["--find", "--show"])
-            .arg(&backing)
-            .output()
-            .expect("losetup runs");
-        assert!(
-            out.status.success(),
-            "losetup: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let dev = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-        let name = dev.file_name().unwrap().to_string_lossy().into_owned();
-        LoopDisk { name, dev, backing }
-    }
-
-    fn path(&self) -> &Path {
-        &self.dev
-    }
-}
-
-impl Drop for LoopDisk {
-    fn drop(&mut self) {
-        let _ = Command::new("losetup").arg("-d").arg(&self.dev).status();
-        let _ = std::fs::remove_file(&self.backing);
-    }
-}
-
-/// The device numbers of a block device node.
-fn dev_numbers(dev: &Path) -> (u64, u64) {
-    use std::os::unix::fs::MetadataExt;
-    let rdev = std::fs::metadata(dev).unwrap().rdev();
-    (libc::major(rdev) as u64, libc::minor(rdev) as u64)
 }
 
 fn direct_writes_then_reads(path: &Path, n: usize) {
@@ -163,10 +108,18 @@ fn unseen(report: &Value) -> u64 {
         .expect("unseen_completions in the report")
 }
 
+/// Dropped without `stop` (a failed assertion), it kills kdiag.
 struct Tracer {
     child: Child,
     stderr: mpsc::Receiver<String>,
-    reader: std::thread::JoinHandle<()>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Tracer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 impl Tracer {
@@ -190,13 +143,17 @@ impl Tracer {
             match rx.recv_timeout(Duration::from_secs(20)) {
                 Ok(line) if line.starts_with("Tracing block I/O") => break,
                 Ok(line) => seen.push(line),
-                Err(_) => panic!("kdiag iosnoop did not start: {}", seen.join("\n")),
+                Err(_) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!("kdiag iosnoop did not start: {}", seen.join("\n"))
+                }
             }
         }
         Tracer {
             child,
             stderr: rx,
-            reader,
+            reader: Some(reader),
         }
     }
 
@@ -214,13 +171,120 @@ impl Tracer {
             .read_to_string(&mut out)
             .unwrap();
         let status = self.child.wait().unwrap();
-        self.reader.join().unwrap();
+        self.reader.take().unwrap().join().unwrap();
         let err: Vec<String> = self.stderr.try_iter().collect();
         let err = err.join("\n");
         assert!(status.success(), "kdiag failed: {status}\n{err}");
         let json =
             serde_json::from_str(&out).unwrap_or_else(|e| panic!("bad JSON ({e}): {out}\n{err}"));
         (json, err)
+    }
+}
+
+/// The kernel's own count of tracepoint hits, each event with its filter,
+/// system-wide (`perf stat -a`), from `start`'s return to `stop`. perf
+/// starts with its counters off and acknowledges turning them on, so the
+/// count begins when `start` returns however slowly perf started on a
+/// loaded machine (a fixed sleep would be a guess).
+struct KernelCount {
+    perf: Child,
+    events: Vec<String>,
+    fifos: PathBuf,
+}
+
+impl KernelCount {
+    fn start(events: &[(&str, String)]) -> KernelCount {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let fifos = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("perf-control-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&fifos).unwrap();
+        let (ctl, ack) = (fifos.join("ctl"), fifos.join("ack"));
+        for fifo in [&ctl, &ack] {
+            let _ = std::fs::remove_file(fifo);
+            let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+            // SAFETY: a valid C string.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+        }
+        let mut cmd = Command::new("perf");
+        cmd.args(["stat", "-x,", "-a", "-D", "-1", "--control"])
+            .arg(format!("fifo:{},{}", ctl.display(), ack.display()));
+        for (event, filter) in events {
+            cmd.args(["-e", event, "--filter", filter]);
+        }
+        let perf = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("perf is installed");
+        let mut count = KernelCount {
+            perf,
+            events: events.iter().map(|(e, _)| e.to_string()).collect(),
+            fifos,
+        };
+        // Read-write ends never block on open, whether perf is up yet or
+        // not. Held open until perf answers: a fifo's data goes with its
+        // last open end.
+        let rw = |path: &Path| {
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(path)
+                .unwrap()
+        };
+        let mut ctl = rw(&ctl);
+        ctl.write_all(b"enable\n").unwrap();
+        let mut ack = rw(&ack);
+        let mut poll = libc::pollfd {
+            fd: std::os::fd::AsRawFd::as_raw_fd(&ack),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        if unsafe { libc::poll(&mut poll, 1, 60_000) } != 1 {
+            let _ = count.perf.kill();
+            panic!(
+                "perf stat did not turn its counters on in 60 s: {}",
+                count.stderr()
+            );
+        }
+        let mut buf = [0u8; 4];
+        ack.read_exact(&mut buf).unwrap();
+        assert_eq!(&buf, b"ack\n");
+        drop(ctl);
+        count
+    }
+
+    fn stderr(&mut self) -> String {
+        let _ = self.perf.wait();
+        let mut err = String::new();
+        let _ = self.perf.stderr.take().unwrap().read_to_string(&mut err);
+        err
+    }
+
+    /// The counts, in the order of the events given to `start`.
+    fn stop(mut self) -> Vec<u64> {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(self.perf.id() as i32, libc::SIGINT) };
+        let err = self.stderr();
+        self.events
+            .iter()
+            .map(|event| {
+                err.lines()
+                    .find(|l| l.split(',').nth(2) == Some(event))
+                    .and_then(|l| l.split(',').next())
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or_else(|| panic!("no {event} count in perf stat output: {err}"))
+            })
+            .collect()
+    }
+}
+
+impl Drop for KernelCount {
+    fn drop(&mut self) {
+        let _ = self.perf.kill();
+        let _ = self.perf.wait();
+        let _ = std::fs::remove_dir_all(&self.fifos);
     }
 }
 
@@ -342,7 +406,14 @@ fn exact_requests_attributed_perf() {
 }
 
 /// Buffered O_SYNC writes reach the disk from the writer's own fsync path:
-/// they must be charged to the writer, not to a kworker or flusher.
+/// every request the writer starts is charged to it, not to the kworker
+/// that may issue it to the device. Not every page is the writer's to
+/// submit: a `sync` anywhere on the machine writes some of them first (one
+/// in ten beside `stress-ng --io`, whose worker calls sync in a loop). So
+/// the kernel itself counts the write requests the writing thread started
+/// on our device (block:block_io_start in its context, data writes only),
+/// and kdiag must charge the writer exactly those; every byte written
+/// reaches the trace, whoever submitted it.
 fn osync_writes_attributed_to_writer(tier: &str) {
     let test = format!("osync_writes_attributed_to_writer_{tier}");
     if !require_root(&test) {
@@ -353,7 +424,16 @@ fn osync_writes_attributed_to_writer(tier: &str) {
     const N: usize = 16;
     let disk = LoopDisk::new(&format!("osync-{tier}"), N * SIZE);
     let me = std::process::id();
+    // SAFETY: gettid has no preconditions.
+    let writer = unsafe { libc::gettid() };
     let tracer = Tracer::start(&["--json", "--tier", tier, "--device", &disk.name]);
+    let kernel = KernelCount::start(&[(
+        "block:block_io_start",
+        format!(
+            r#"dev == {} && common_pid == {writer} && rwbs ~ "*W*" && bytes > 0"#,
+            disk.kernel_dev()
+        ),
+    )]);
     let mut f = OpenOptions::new()
         .write(true)
         .custom_flags(libc::O_SYNC)
@@ -363,24 +443,46 @@ fn osync_writes_attributed_to_writer(tier: &str) {
         f.write_all(&[0x3c; SIZE]).unwrap();
     }
     drop(f);
+    let started = kernel.stop()[0];
     let (report, err) = tracer.stop();
     let unseen = unseen(&report);
-    let mine_bytes: u64 = requests(&report)
+    // Data writes: each O_SYNC write also sends a flush, with no bytes.
+    let writes: Vec<&Value> = requests(&report)
         .iter()
-        .filter(|r| r["pid"] == me && is_op(r, 'W'))
-        .map(|r| r["bytes"].as_u64().unwrap())
-        .sum();
+        .filter(|r| is_op(r, 'W') && r["bytes"].as_u64() > Some(0))
+        .collect();
+    let mine: Vec<&&Value> = writes.iter().filter(|r| r["pid"] == me).collect();
+    let others = || {
+        writes
+            .iter()
+            .filter(|r| r["pid"] != me)
+            .map(|r| format!("{} ({}) {}", r["comm"], r["pid"], r["bytes"]))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    // The writer's fsync submits at least some of its own pages (most of
+    // them under load), or this test would show nothing.
     assert!(
-        mine_bytes + unseen * SIZE as u64 >= (N * SIZE) as u64,
-        "only {mine_bytes} bytes of writes charged to the writer {me} ({} written, \
-         {unseen} completions unseen)\n{err}",
+        started > 0,
+        "the kernel counted no write request started by the writer: others wrote          them all: {}",
+        others()
+    );
+    assert!(
+        (started - unseen.min(started)..=started).contains(&(mine.len() as u64)),
+        "{} write requests charged to the writer {me}, the kernel counted {started}          started by it ({unseen} completions unseen); the others: {}\n{err}",
+        mine.len(),
+        others()
+    );
+    // Every byte written, whoever submitted it; each page once.
+    let bytes: u64 = writes.iter().map(|r| r["bytes"].as_u64().unwrap()).sum();
+    assert!(
+        bytes <= (N * SIZE) as u64 && bytes + unseen * SIZE as u64 >= (N * SIZE) as u64,
+        "{bytes} bytes of writes traced, {} written ({unseen} completions unseen)\n{err}",
         N * SIZE
     );
-    // Each write was synchronous: our data requests are sync writes.
+    // Each write was synchronous: the writer's requests are sync writes.
     assert!(
-        requests(&report)
-            .iter()
-            .filter(|r| r["pid"] == me && is_op(r, 'W'))
+        mine.iter()
             .all(|r| r["rwbs"].as_str().unwrap().contains('S')),
         "{report}"
     );
@@ -408,62 +510,37 @@ fn count_matches_perf_stat(tier: &str) {
     let _busy = BusyCpus::for_tier(tier);
     const N: usize = 300;
     let disk = LoopDisk::new(&format!("count-{tier}"), N * SIZE);
-    let (major, minor) = dev_numbers(disk.path());
-    let mut stat = Command::new("perf")
-        .args(["stat", "-x,", "-a", "-e", "block:block_rq_issue"])
+    let dev = disk.kernel_dev();
+    let tracer = Tracer::start(&["--json", "--tier", tier, "--device", &disk.name]);
+    let kernel = KernelCount::start(&[
         // Our device's reads and writes of our size only.
-        .arg("--filter")
-        .arg(format!(
-            r#"dev == {} && bytes == {SIZE} && (rwbs ~ "*R*" || rwbs ~ "*W*")"#,
-            (major << 20) | minor
-        ))
+        (
+            "block:block_rq_issue",
+            format!(r#"dev == {dev} && bytes == {SIZE} && (rwbs ~ "*R*" || rwbs ~ "*W*")"#),
+        ),
         // A request the driver could not take (queue full) is requeued and
         // issued again: the kernel counts two issues for one request.
-        .args(["-e", "block:block_rq_requeue", "--filter"])
-        .arg(format!(
-            "dev == {} && nr_sector == {}",
-            (major << 20) | minor,
-            SIZE / 512
-        ))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("perf is installed");
-    let tracer = Tracer::start(&["--json", "--tier", tier, "--device", &disk.name]);
-    // perf stat has no ready signal: give it time to open its counters.
-    std::thread::sleep(Duration::from_millis(1500));
+        (
+            "block:block_rq_requeue",
+            format!("dev == {dev} && nr_sector == {}", SIZE / 512),
+        ),
+    ]);
     direct_writes_then_reads(disk.path(), N);
-    std::thread::sleep(Duration::from_millis(300));
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(stat.id() as i32, libc::SIGINT) };
+    let counts = kernel.stop();
     let (report, err) = tracer.stop();
-    let mut stat_err = String::new();
-    stat.stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stat_err)
-        .unwrap();
-    stat.wait().unwrap();
     let unseen = unseen(&report);
-    let count = |event: &str| -> u64 {
-        stat_err
-            .lines()
-            .find(|l| l.contains(event))
-            .and_then(|l| l.split(',').next())
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no {event} count in perf stat output: {stat_err}"))
-    };
-    let (issues, requeues) = (
-        count("block:block_rq_issue"),
-        count("block:block_rq_requeue"),
-    );
+    let (issues, requeues) = (counts[0], counts[1]);
     let kernel = issues - requeues;
     let ours = requests(&report)
         .iter()
         .filter(|r| r["bytes"] == SIZE && (is_op(r, 'R') || is_op(r, 'W')))
         .count() as u64;
     // A raw device of our own: every one of our 2N requests, no others.
-    assert_eq!(kernel, 2 * N as u64, "perf stat: {stat_err}");
+    assert_eq!(
+        kernel,
+        2 * N as u64,
+        "{issues} issues - {requeues} requeues"
+    );
     // Requests whose completion the kernel never delivered (`unseen`) are
     // missing from kdiag's count and named in its report: allow exactly those.
     let slack = kernel / 100;

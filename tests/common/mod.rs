@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod lab_run;
+pub mod loop_disk;
 pub mod own_cpu;
 pub mod profile_files;
 pub mod screens;

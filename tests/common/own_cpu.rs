@@ -51,6 +51,12 @@ impl OwnCpu {
         }
     }
 
+    /// Move a running process (all its threads) into this cgroup.
+    pub fn add(&self, pid: u32) {
+        std::fs::write(self.0.join("cgroup.procs"), pid.to_string())
+            .expect("a process moves into the test's cpu cgroup");
+    }
+
     /// A command line that runs `bin` in this cgroup.
     pub fn wrap(&self, bin: &str) -> Vec<String> {
         let procs = self.0.join("cgroup.procs");
