@@ -347,9 +347,9 @@ fn every_format_is_valid_for_a_missing_or_broken_submission() {
                 }
                 _ => assert!(
                     text.starts_with(&format!(
-                        "For lab 0-demo, seed {}.\ncannot grade: ",
+                        "For lab 0-demo, seed {}.\nChecks version ",
                         seeds["ada"]
-                    )),
+                    )) && text.contains(".\ncannot grade: "),
                     "{text}"
                 ),
             }

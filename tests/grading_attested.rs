@@ -140,6 +140,13 @@ fn a_signed_bundle_is_attested_and_an_edited_one_is_not() {
     assert_eq!(doc["learner"], "kdiag-learner", "{doc}");
     assert!(a.starts_with("attested: "), "{a}");
     assert!(a.contains("attempts per question: who.comm 2"), "{a}");
+    let who_comm = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "who.comm")
+        .unwrap();
+    assert_eq!(who_comm["attempts"], 2, "{doc}");
 
     // Edited after signing: the answer changed inside the tar.
     let x = d.path().join("x");

@@ -7,7 +7,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{kdiag, stderr, stdout};
+use common::{kdiag, require_program, stderr, stdout};
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -259,6 +259,7 @@ fn the_summary_shows_the_distribution_the_most_missed_checks_and_what_went_wrong
     let row = |id: &str| page.find(&format!("<code>{id}</code>")).unwrap();
     assert!(row("artifacts.profile") < row("trend.region_bytes"));
     assert!(row("trend.region_bytes") < row("why.function"));
+    drawn_by_chromium(&page, &bins);
     // A summary is of a class, in text or html; html is for a summary.
     let one = subs.join("s001");
     for (path, extra) in [(&one, &[][..]), (&subs, &["--format", "csv"][..])] {
@@ -289,4 +290,51 @@ fn the_summary_shows_the_distribution_the_most_missed_checks_and_what_went_wrong
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+/// The page as headless Chromium reads it: no console message, a column
+/// per tenth of the maximum with the class's counts, every check a row.
+fn drawn_by_chromium(page: &str, bins: &[usize]) {
+    let test = "the_summary_shows_the_distribution_the_most_missed_checks_and_what_went_wrong";
+    let Some(browser) = require_program(test, &["chromium", "chromium-browser"], "chromium") else {
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let file = d.path().join("summary.html");
+    std::fs::write(&file, page).unwrap();
+    let out = std::process::Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--enable-logging=stderr",
+            "--v=1",
+            "--dump-dom",
+        ])
+        .arg(format!(
+            "--user-data-dir={}",
+            d.path().join("profile").display()
+        ))
+        .arg(format!("file://{}", file.display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{browser}: {}", stderr(&out));
+    let console: Vec<String> = stderr(&out)
+        .lines()
+        .filter(|l| l.contains(":CONSOLE"))
+        .map(String::from)
+        .collect();
+    assert!(console.is_empty(), "console messages: {console:#?}");
+    let dom = stdout(&out);
+    let drawn: Vec<usize> = dom
+        .split("<rect class=\"column\"")
+        .skip(1)
+        .map(|r| {
+            let title = &r[r.find("<title>").unwrap() + 7..r.find("</title>").unwrap()];
+            title.rsplit(": ").next().unwrap().parse().unwrap()
+        })
+        .collect();
+    assert_eq!(drawn, bins, "{dom}");
+    assert_eq!(dom.matches("<tr>").count(), 1 + 9, "{dom}");
 }

@@ -53,6 +53,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if args.self_test {
         return self_test(&source, &lab, &checks);
     }
+    let version = checks.version.clone();
     let checks_all = checks.checks;
     let mut checks = checks_all.clone();
     if let Some(only) = &args.only {
@@ -85,12 +86,20 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let mut subject = report::Subject {
         learner: args.learner.clone(),
         seed: Some(seed.to_string()),
+        checks_version: Some(version),
         ..report::Subject::lab(&lab.id)
     };
-    let opened = match (&args.submission, &args.answers) {
-        (Some(path), _) => submission::open(path),
-        (None, Some(file)) => submission::open_answers(file, beside_manifest(file)),
-        (None, None) => own_answers(&args.files.lab_dir(&lab.id)?.answers()),
+    // The learner's own answers in their lab folder (a submission or an
+    // answers file may be anyone's).
+    let own = match (&args.submission, &args.answers) {
+        (None, None) => Some(args.files.lab_dir(&lab.id)?),
+        _ => None,
+    };
+    let opened = match (&args.submission, &args.answers, &own) {
+        (Some(path), _, _) => submission::open(path),
+        (None, Some(file), _) => submission::open_answers(file, beside_manifest(file)),
+        (None, None, Some(dir)) => own_answers(&dir.answers()),
+        (None, None, None) => unreachable!("own is set without a submission or answers"),
     };
     let sub = match opened {
         Ok(s) => s,
@@ -108,10 +117,21 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let mut results = grade::evaluate(&checks, &sub.answers, &facts, &sub.evidence, None);
     if let Some(server) = &server {
         subject.learner = Some(server.learner.clone());
-        lab::attested::journal_checks(server, &lab.id, &sub.answers, &mut results)?;
+    }
+    // Every check on a course server counts; elsewhere, checks of the
+    // learner's own answers.
+    if server.is_some() || own.is_some() {
+        let dir = match &own {
+            Some(d) => d.clone(),
+            None => args.files.lab_dir(&lab.id)?,
+        };
+        lab::attested::count_checks(server.as_ref(), &dir, &lab.id, &sub.answers, &mut results)?;
     }
     if let Some(m) = &sub.manifest {
         subject.learner.get_or_insert_with(|| m.learner.clone());
+        if own.is_none() {
+            grade::attestation::set_attempts(&mut results, m.attempts.as_ref());
+        }
     }
     subject.warnings = grade::unknown_keys(&checks_all, &sub.answers);
     print!("{}", report::render(args.format, &subject, &results));

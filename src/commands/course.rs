@@ -1,12 +1,15 @@
-//! `kdiag course`: create a course (its secret) and hand out each learner's
-//! seed token.
+//! `kdiag course`: create a course (its secret), hand out each learner's
+//! seed token, install it on a course server, and merge graded labs into
+//! one gradebook.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::course::roster::{Roster, csv_field};
 use crate::course::{Course, Token};
 use crate::error;
+use crate::grade::gradebook::{self, GradedLab, Layout};
 use crate::lab::Source;
+use crate::sys::process::user_files::{self, Limits};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -41,6 +44,21 @@ enum Sub {
         #[arg(long, value_name = "FILE")]
         course: PathBuf,
     },
+    /// Merge graded labs into one gradebook: a row per learner, a column
+    /// per lab (CSV, or Canvas's or Moodle's import layout)
+    Gradebook {
+        /// Each lab's grading, as `kdiag grade LAB DIR --course FILE
+        /// --format json` wrote it; a folder stands for its *.json files
+        #[arg(required = true, value_name = "GRADED")]
+        graded: Vec<PathBuf>,
+        /// The layout
+        #[arg(long, value_enum, default_value = "csv")]
+        format: Layout,
+        /// The gradebook written before (any layout): list the scores
+        /// that changed since (on standard error)
+        #[arg(long, value_name = "CSV")]
+        previous: Option<PathBuf>,
+    },
     /// Say whether TOKEN is learner ID's seed
     Verify {
         /// The learner's id, as in the roster
@@ -69,6 +87,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             );
             Ok(error::OK)
         }
+        Sub::Gradebook {
+            graded,
+            format,
+            previous,
+        } => merge_gradebook(&graded, format, previous.as_deref()),
         Sub::Verify {
             learner,
             token,
@@ -121,5 +144,73 @@ fn seeds(roster: &std::path::Path, course: &std::path::Path) -> anyhow::Result<u
         "{} learners. Each runs: kdiag lab LAB --seed THEIR_SEED",
         roster.learners.len()
     );
+    Ok(error::OK)
+}
+
+/// A class's grading of every lab fits; a file far larger is not one.
+const MAX_GRADED_BYTES: u64 = 256 << 20;
+
+fn merge_gradebook(
+    graded: &[PathBuf],
+    layout: Layout,
+    previous: Option<&Path>,
+) -> anyhow::Result<u8> {
+    let mut files = Vec::new();
+    for p in graded {
+        if p.is_dir() {
+            let mut jsons: Vec<PathBuf> = user_files::read_dir(p)?
+                .into_iter()
+                .filter(|f| f.extension().is_some_and(|e| e == "json"))
+                .collect();
+            if jsons.is_empty() {
+                return Err(error::usage(format!(
+                    "{} holds no .json file: give the files kdiag grade ... --format json wrote",
+                    p.display()
+                )));
+            }
+            jsons.sort();
+            files.extend(jsons);
+        } else {
+            files.push(p.clone());
+        }
+    }
+    let read = |p: &Path| -> anyhow::Result<String> {
+        Ok(user_files::read_to_string(
+            p,
+            &Limits::input().max(MAX_GRADED_BYTES),
+        )?)
+    };
+    let mut labs: Vec<GradedLab> = Vec::new();
+    for f in &files {
+        let text = read(f)?;
+        let lab: GradedLab = serde_json::from_str(&text).map_err(|e| {
+            error::usage(format!(
+                "{}: not a lab's grading ({e}): give what kdiag grade LAB DIR --course FILE \
+                 --format json wrote",
+                f.display()
+            ))
+        })?;
+        labs.push(lab);
+    }
+    let book = gradebook::merge(&labs).map_err(error::usage)?;
+    print!("{}", book.render(layout));
+    let described: Vec<String> = book
+        .labs
+        .iter()
+        .map(|(lab, max, version)| format!("{lab} (of {max} points, checks version {version})"))
+        .collect();
+    eprintln!(
+        "Gradebook of {} learners: {}. An empty cell: nothing graded (see that lab's grading).",
+        book.scores.len(),
+        described.join(", ")
+    );
+    if let Some(prev) = previous {
+        let name = prev.display().to_string();
+        let changes = book.changes(&name, &read(prev)?).map_err(error::usage)?;
+        eprintln!("Changed since {name}: {}", changes.len());
+        for c in &changes {
+            eprintln!("  {c}");
+        }
+    }
     Ok(error::OK)
 }

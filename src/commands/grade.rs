@@ -420,8 +420,10 @@ impl Grader<'_> {
                 format!("{} (--require-attested)", verdict.detail),
             );
         }
+        let manifest_attempts = manifest.and_then(|m| m.attempts.as_ref());
         let attestation = grade::attestation::lines(
             &verdict,
+            manifest_attempts,
             &self.checks.checks,
             &sub.answers,
             &sub.signed.hashes,
@@ -439,12 +441,16 @@ impl Grader<'_> {
                 m.seed, m.seed_source
             ));
         }
-        let results = grade::evaluate(
+        let mut results = grade::evaluate(
             &self.checks.checks,
             &sub.answers,
             &facts,
             &sub.evidence,
             None,
+        );
+        grade::attestation::set_attempts(
+            &mut results,
+            grade::attestation::attempts(&verdict, manifest_attempts),
         );
         Graded {
             submission: name.to_string(),

@@ -538,11 +538,14 @@ impl Driver for LabDriver {
         }
         self.seen = self.modified();
         let mut checked = self.engine.check(step)?;
-        if let Some(server) = &self.server {
-            let answers = self.engine.answers()?;
-            let lab = &self.engine.lab.id;
-            lab::attested::journal_checks(server, lab, &answers, &mut checked.results)?;
-        }
+        let answers = self.engine.answers()?;
+        lab::attested::count_checks(
+            self.server.as_ref(),
+            &self.engine.dir,
+            &self.engine.lab.id,
+            &answers,
+            &mut checked.results,
+        )?;
         Ok(checked
             .results
             .iter()
@@ -671,6 +674,10 @@ fn submit(
     } else {
         submission::SeedSource::Given
     };
+    let attempts = match &server {
+        Some(server) => server.attempts(&lab.id)?,
+        None => state::attempts(&dir),
+    };
     let mut packed = submission::pack(
         &checks,
         &answers,
@@ -678,6 +685,7 @@ fn submit(
         &learner,
         seed.as_str(),
         seed_source,
+        attempts,
     )?;
     if let Some(server) = &server {
         let signed = server.sign(&lab.id, &packed)?;

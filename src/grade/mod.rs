@@ -7,7 +7,8 @@
 //! course server vouched for. `evaluate` here turns
 //! answers into one `CheckResult` per check; `report.rs` renders them for
 //! people and autograders; `class.rs` grades a directory of submissions and
-//! looks for copied answers; `summary.rs` shows the class at a glance.
+//! looks for copied answers; `summary.rs` shows the class at a glance;
+//! `gradebook.rs` merges several labs' grading into one gradebook.
 
 pub mod answers;
 pub mod attestation;
@@ -16,6 +17,7 @@ pub mod class;
 pub mod evidence;
 pub mod facts;
 pub mod forms;
+pub mod gradebook;
 pub mod identity;
 pub mod policy;
 pub mod report;
@@ -53,6 +55,10 @@ pub struct CheckResult {
     pub score: f64,
     pub max_score: f64,
     pub message: String,
+    /// How often the learner checked this question before submitting
+    /// (None: the submission does not say).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u32>,
 }
 
 /// The message of a live check outside the lab.
@@ -108,6 +114,7 @@ fn evaluate_one(c: &Check, answers: &Answers, facts: &Facts, evidence: &Evidence
         graded,
         status,
         message,
+        attempts: None,
     }
 }
 

@@ -179,6 +179,7 @@ pub fn invalid_result(why: &str, max_score: f64) -> CheckResult {
         score: 0.0,
         max_score,
         message: why.into(),
+        attempts: None,
     }
 }
 
@@ -201,6 +202,16 @@ fn flag_tests(subject: &Subject) -> Vec<serde_json::Value> {
             })
         })
         .collect()
+}
+
+/// A check's message with its attempts, for the formats whose tests carry
+/// one text: "attempts: 2" on a line of its own.
+fn message_with_attempts(r: &CheckResult) -> String {
+    match (r.attempts, r.message.is_empty()) {
+        (None, _) => r.message.clone(),
+        (Some(n), true) => format!("attempts: {n}"),
+        (Some(n), false) => format!("{}\nattempts: {n}", r.message),
+    }
 }
 
 fn pretty(v: serde_json::Value) -> String {
@@ -241,6 +252,9 @@ fn text(subject: &Subject, results: &[CheckResult]) -> String {
             Status::NotGraded => "--  ",
         };
         let _ = write!(out, "{mark} {:<20} {}", r.id, r.name);
+        if let Some(n) = r.attempts {
+            let _ = write!(out, " [attempts: {n}]");
+        }
         if !r.message.is_empty() && r.status != Status::NotGraded {
             let _ = write!(out, "\n     {}", r.message);
         }
@@ -281,9 +295,12 @@ fn gradescope(subject: &Subject, results: &[CheckResult]) -> String {
                 "number": format!("{}", i + 1),
                 "score": r.score,
                 "max_score": r.max_score,
-                "output": r.message,
+                "output": message_with_attempts(r),
                 "tags": [r.step],
             });
+            if let Some(n) = r.attempts {
+                t["extra_data"] = serde_json::json!({ "attempts": n });
+            }
             match r.status {
                 Status::Passed => t["status"] = "passed".into(),
                 Status::Failed | Status::Error => t["status"] = "failed".into(),
@@ -312,7 +329,7 @@ fn prairielearn(subject: &Subject, results: &[CheckResult]) -> String {
                 "description": r.id,
                 "points": r.score,
                 "max_points": r.max_score,
-                "message": r.message,
+                "message": message_with_attempts(r),
             })
         })
         .collect();
@@ -403,16 +420,21 @@ pub fn junit(lab: &str, suites: &[Suite]) -> String {
                 Status::Error => Some("error"),
                 Status::NotGraded => Some("skipped"),
             };
-            match child {
-                None => out.push_str("/>\n"),
-                Some(tag) => {
-                    let _ = write!(
-                        out,
-                        ">\n      <{tag} message=\"{}\"/>\n    </testcase>\n",
-                        xml(&r.message)
-                    );
-                }
+            if child.is_none() && r.attempts.is_none() {
+                out.push_str("/>\n");
+                continue;
             }
+            out.push_str(">\n");
+            if let Some(n) = r.attempts {
+                let _ = writeln!(
+                    out,
+                    "      <properties><property name=\"attempts\" value=\"{n}\"/></properties>"
+                );
+            }
+            if let Some(tag) = child {
+                let _ = writeln!(out, "      <{tag} message=\"{}\"/>", xml(&r.message));
+            }
+            out.push_str("    </testcase>\n");
         }
         out.push_str("  </testsuite>\n");
     }
@@ -459,6 +481,7 @@ mod tests {
                 Status::NotGraded => super::super::NOT_GRADED.into(),
                 _ => "x < y & \"z\"".into(),
             },
+            attempts: None,
         };
         vec![
             r("who.comm", Status::Passed, 2.0),
@@ -587,5 +610,44 @@ mod tests {
             x.contains("<property name=\"flag\" value=\"copied from bob &amp; co\"/>"),
             "{x}"
         );
+    }
+
+    #[test]
+    fn every_format_shows_the_attempts_per_question() {
+        let mut rs = results();
+        rs[0].attempts = Some(3);
+        rs[1].attempts = Some(7);
+        let t = render(Format::Text, &demo(), &rs);
+        assert!(t.contains("check who.comm [attempts: 3]\n"), "{t}");
+        let j: serde_json::Value =
+            serde_json::from_str(&render(Format::Json, &demo(), &rs)).unwrap();
+        assert_eq!((j["checks"][1]["attempts"].as_u64()), Some(7));
+        assert!(j["checks"][2].get("attempts").is_none());
+        let g: serde_json::Value =
+            serde_json::from_str(&render(Format::Gradescope, &demo(), &rs)).unwrap();
+        assert_eq!(g["tests"][0]["output"], "attempts: 3");
+        assert_eq!(g["tests"][1]["extra_data"]["attempts"], 7);
+        assert!(
+            g["tests"][1]["output"]
+                .as_str()
+                .unwrap()
+                .ends_with("\nattempts: 7")
+        );
+        let p: serde_json::Value =
+            serde_json::from_str(&render(Format::Prairielearn, &demo(), &rs)).unwrap();
+        assert_eq!(p["tests"][0]["message"], "attempts: 3");
+        let x = render(Format::Junit, &demo(), &rs);
+        let doc = roxmltree::Document::parse(&x).unwrap();
+        let attempts: Vec<(&str, &str)> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("testcase"))
+            .filter_map(|c| {
+                let p = c
+                    .descendants()
+                    .find(|n| n.attribute("name") == Some("attempts"))?;
+                Some((c.attribute("name")?, p.attribute("value")?))
+            })
+            .collect();
+        assert_eq!(attempts, [("who.comm", "3"), ("why.file", "7")], "{x}");
     }
 }

@@ -1,6 +1,6 @@
 //! The class at a glance (`kdiag grade … --summary`): the score
-//! distribution, each check's pass rate with the most-missed first, the
-//! copy flags and why submissions could not be graded. `of` computes it
+//! distribution, each check's pass rate with the most-missed first and
+//! its attempts, the copy flags and why submissions could not be graded. `of` computes it
 //! from a graded class (pure); `text` renders it.
 
 use std::fmt::Write as _;
@@ -35,6 +35,9 @@ pub fn of(
                     name: r.name.clone(),
                     passed: 0,
                     missed: 0,
+                    attempts: 0,
+                    counted: 0,
+                    most_attempts: 0,
                 });
                 checks.len() - 1
             }
@@ -42,6 +45,12 @@ pub fn of(
         match r.status {
             Status::Passed => checks[i].passed += 1,
             _ => checks[i].missed += 1,
+        }
+        if let Some(n) = r.attempts {
+            let c = &mut checks[i];
+            c.attempts += n;
+            c.counted += 1;
+            c.most_attempts = c.most_attempts.max(n);
         }
     }
     // Most missed first; the stable sort keeps the lab's order on ties.
@@ -88,6 +97,14 @@ fn median(sorted: &[f64]) -> Option<f64> {
     }
 }
 
+/// "attempts: mean 1.5, most 4" ("" when no submission records them).
+pub fn attempts(c: &CheckRate) -> String {
+    match c.mean_attempts() {
+        Some(mean) => format!("attempts: mean {}, most {}", round(mean), c.most_attempts),
+        None => String::new(),
+    }
+}
+
 /// The summary for a terminal.
 pub fn text(s: &Summary) -> String {
     let mut out = format!(
@@ -110,14 +127,15 @@ pub fn text(s: &Summary) -> String {
     }
     let _ = writeln!(out, "\nChecks, the most missed first:");
     for c in &s.checks {
-        let _ = writeln!(
-            out,
-            "  {:>3.0}% passed  missed by {:>4}  {:<20} {}",
+        let line = format!(
+            "  {:>3.0}% passed  missed by {:>4}  {:<20} {:<40} {}",
             c.rate() * 100.0,
             c.missed,
             c.id,
-            c.name
+            c.name,
+            attempts(c)
         );
+        let _ = writeln!(out, "{}", line.trim_end());
     }
     let _ = writeln!(out, "\nFlags ({}):", s.flags.len());
     for f in &s.flags {
@@ -156,6 +174,7 @@ mod tests {
                 score: if p { 2.0 } else { 0.0 },
                 max_score: 2.0,
                 message: String::new(),
+                attempts: Some(i as u32),
             })
             .collect();
         Graded {
@@ -202,6 +221,12 @@ mod tests {
         assert_eq!(s.bin_label(9), "5.4-6");
         let t = text(&s);
         assert!(t.contains(" 25% passed  missed by    3  c.1"), "{t}");
+        // Every submission checked c.1 once before submitting (c.N: N).
+        assert!(
+            t.contains("check 1") && t.contains("attempts: mean 1, most 1\n"),
+            "{t}"
+        );
+        assert!(t.contains("attempts: mean 2, most 2\n"), "{t}");
         assert!(t.contains("e: answers.toml is a FIFO"), "{t}");
     }
 }

@@ -3,13 +3,36 @@
 //! course's limit), every evidence file the lab app saves journaled by its
 //! content hash (`course::attest` keeps the journal and signs).
 
+use super::state::{self, LabDir};
 use crate::course::attest;
 use crate::grade::answers::Answers;
 use crate::grade::{CheckResult, Status};
 
+/// Count each answered question's check: on a course server in the
+/// learner's journal (refused past the course's limit), elsewhere in the
+/// lab's folder (`state::count_attempts`, unattested). Unanswered
+/// questions cost nothing.
+pub fn count_checks(
+    server: Option<&attest::Server>,
+    dir: &LabDir,
+    lab: &str,
+    answers: &Answers,
+    results: &mut [CheckResult],
+) -> anyhow::Result<()> {
+    if let Some(server) = server {
+        return journal_checks(server, lab, answers, results);
+    }
+    let ids: Vec<&str> = results
+        .iter()
+        .filter(|r| r.graded && answers.get(&r.id).is_some())
+        .map(|r| r.id.as_str())
+        .collect();
+    state::count_attempts(dir, &ids)
+}
+
 /// Journal each answered question's check, or refuse it past the course's
 /// limit ("no attempts left"); unanswered questions cost nothing.
-pub fn journal_checks(
+fn journal_checks(
     server: &attest::Server,
     lab: &str,
     answers: &Answers,

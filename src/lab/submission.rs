@@ -32,8 +32,9 @@ const TAR_LIMITS: tar::Limits = tar::Limits {
     max_file_bytes: MAX_ARTIFACT_BYTES,
 };
 
-/// The manifest format `lab submit` writes (1 had no seed source or time).
-pub const MANIFEST_VERSION: u32 = 2;
+/// The manifest format `lab submit` writes (1 had no seed source or time,
+/// 2 no attempts).
+pub const MANIFEST_VERSION: u32 = 3;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
@@ -52,6 +53,11 @@ pub struct Manifest {
     pub created: u64,
     /// Every file of the submission but the manifest.
     pub files: Vec<String>,
+    /// Checks per question before submitting, as kdiag counted them in
+    /// the lab's folder (None: not recorded, as before format 3). Only a
+    /// course server's signed journal makes them attested.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<BTreeMap<String, u32>>,
 }
 
 impl Manifest {
@@ -72,6 +78,7 @@ impl Manifest {
             seed_source,
             created: now(),
             files,
+            attempts: None,
         }
     }
 }
@@ -350,6 +357,7 @@ pub fn pack(
     learner: &str,
     seed: &str,
     seed_source: SeedSource,
+    attempts: BTreeMap<String, u32>,
 ) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
     let mut answers = answers.clone();
     let mut artifacts: BTreeMap<String, Vec<u8>> = BTreeMap::new();
@@ -368,7 +376,10 @@ pub fn pack(
     let mut files = vec![(ANSWERS.to_string(), answers.to_toml().into_bytes())];
     files.extend(artifacts);
     let names = files.iter().map(|(n, _)| n.clone()).collect();
-    let manifest = Manifest::new(&checks.lab, learner, seed, seed_source, names);
+    let manifest = Manifest {
+        attempts: Some(attempts),
+        ..Manifest::new(&checks.lab, learner, seed, seed_source, names)
+    };
     files.push((
         MANIFEST.to_string(),
         toml::to_string(&manifest)?.into_bytes(),
@@ -477,6 +488,7 @@ mod tests {
             "ada",
             "abcd-efgh-jkmn",
             SeedSource::Given,
+            [("who.comm".to_string(), 3)].into(),
         )
         .unwrap();
         let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
@@ -494,6 +506,7 @@ mod tests {
             assert_eq!((m.learner.as_str(), m.lab.as_str()), ("ada", "0-demo"));
             assert_eq!(m.seed_source, SeedSource::Given);
             assert!(m.created > 1_700_000_000, "{}", m.created);
+            assert_eq!(m.attempts.unwrap()["who.comm"], 3);
         }
         // A folder holding one archive is that submission.
         let upload = d.path().join("upload");

@@ -34,9 +34,19 @@ pub struct CheckRate {
     pub name: String,
     pub passed: usize,
     pub missed: usize,
+    /// Checks of this question before submitting, summed over the
+    /// submissions that record them (`counted`), and the most by one.
+    pub attempts: u32,
+    pub counted: usize,
+    pub most_attempts: u32,
 }
 
 impl CheckRate {
+    /// Attempts per submission that records them (None: none does).
+    pub fn mean_attempts(&self) -> Option<f64> {
+        (self.counted > 0).then(|| self.attempts as f64 / self.counted as f64)
+    }
+
     /// The share of graded submissions that passed (0 when none).
     pub fn rate(&self) -> f64 {
         match self.passed + self.missed {

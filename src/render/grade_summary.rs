@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use crate::model::class_summary::Summary;
+use crate::model::class_summary::{Summary, round};
 use crate::render::svg_chart::{Bars, bar_chart, escape as esc};
 
 pub fn html(s: &Summary) -> String {
@@ -39,16 +39,19 @@ pub fn html(s: &Summary) -> String {
     if let (Some(mean), Some(median)) = (s.mean, s.median) {
         let _ = writeln!(out, "<p>mean {mean:.2}, median {median}</p>");
     }
-    out.push_str("<h2>Checks, the most missed first</h2>\n<table><tr><th>check</th><th>name</th><th>passed</th><th>missed by</th></tr>\n");
+    out.push_str("<h2>Checks, the most missed first</h2>\n<table><tr><th>check</th><th>name</th><th>passed</th><th>missed by</th><th>attempts per submission</th></tr>\n");
     for c in &s.checks {
         let pct = c.rate() * 100.0;
         let _ = writeln!(
             out,
-            "<tr><td><code>{}</code></td><td>{}</td><td><span class=\"rate\" style=\"width:{:.0}px\"></span> {pct:.0}%</td><td>{}</td></tr>",
+            "<tr><td><code>{}</code></td><td>{}</td><td><span class=\"rate\" style=\"width:{:.0}px\"></span> {pct:.0}%</td><td>{}</td><td>{}</td></tr>",
             esc(&c.id),
             esc(&c.name),
             pct,
-            c.missed
+            c.missed,
+            c.mean_attempts()
+                .map(|m| format!("mean {}, most {}", round(m), c.most_attempts))
+                .unwrap_or_else(|| "not recorded".into())
         );
     }
     out.push_str("</table>\n");
