@@ -119,3 +119,73 @@ fn a_server_asleep_with_connections_queued_is_stalled_not_idle() {
         "{control}"
     );
 }
+
+/// A server on a unix socket at `path`, asleep like `SERVER`.
+const UNIX_SERVER: &str = r#"
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(64)
+print('ready', flush=True)
+time.sleep(600)
+"#;
+
+fn unix_server(python: &str, path: &std::path::Path) -> Server {
+    let mut child = Command::new(python)
+        .args(["-c", UNIX_SERVER])
+        .arg(path)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "ready\n");
+    Server { child, port: 0 }
+}
+
+/// The same on a unix socket: the connections queued on its listener are
+/// the connecting sockets /proc/net/unix lists at its path.
+#[test]
+fn a_server_asleep_with_connections_queued_on_a_unix_socket_is_stalled() {
+    let Some(python) = require_program(
+        "a_server_asleep_with_connections_queued_on_a_unix_socket_is_stalled",
+        &["python3"],
+        "python3",
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (path, quiet_path) = (
+        dir.path().join("stalled.sock"),
+        dir.path().join("quiet.sock"),
+    );
+    let (stalled, quiet) = (unix_server(python, &path), unix_server(python, &quiet_path));
+    let _clients: Vec<_> = (0..5)
+        .map(|_| std::os::unix::net::UnixStream::connect(&path).unwrap())
+        .collect();
+    let (v, control) = std::thread::scope(|s| {
+        let q = s.spawn(|| diagnose(&quiet));
+        (diagnose(&stalled), q.join().unwrap())
+    });
+    let d = &v["diagnosis"];
+    assert_eq!(d["verdict"], "stall", "{d:#}");
+    let stall = &v["observation"]["stalls"][0];
+    let l = &stall["waiting"]["listeners"][0];
+    assert_eq!(l["path"], path.to_str().unwrap(), "{stall}");
+    assert_eq!(
+        (l["queued_start"].as_u64(), l["queued_end"].as_u64()),
+        (Some(5), Some(5)),
+        "{stall}"
+    );
+    let summary = d["summary"].as_str().unwrap();
+    assert!(
+        summary.contains(&format!(
+            "5 connections wait in the accept queue of unix socket {}",
+            path.display()
+        )),
+        "{summary}"
+    );
+    assert_eq!(control["diagnosis"]["verdict"], "idle", "{control}");
+}
