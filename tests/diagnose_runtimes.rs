@@ -201,6 +201,21 @@ fn assert_runtime_lock(v: &Value, runtime: &str, kind: &str, function: &str) -> 
         .sum()
 }
 
+/// The drill-down's stacks hold `runtime`'s frames without names, and the
+/// report says how to name them for `pid`.
+fn assert_unnamed(v: &Value, runtime: &str, pid: &str) {
+    let u = v["why"]["unnamed"].as_array().expect("why.unnamed");
+    assert!(
+        u.iter().any(|u| u["runtime"] == runtime
+            && u["pids"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p.to_string() == pid)),
+        "{u:?}"
+    );
+}
+
 /// Four CPU-bound Python threads take turns at the GIL: three wait for it
 /// at any moment, in take_gil under a futex condition wait (never a
 /// contended mutex). The verdict is `lock`, naming the GIL. At nice -15
@@ -233,6 +248,18 @@ fn python_threads_competing_for_the_gil_are_a_lock() {
         "GIL share {share}: {}",
         v["observation"]["runtime_locks"]
     );
+    // Its Python functions hide in the interpreter's loop (this Python has
+    // no perf support): the report says how to name them.
+    assert_unnamed(&v, "python", &pid);
+}
+
+/// The perf map a JVM wrote (/tmp/perf-PID.map), removed at the end.
+struct PerfMap(String);
+
+impl Drop for PerfMap {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// Four Java threads take turns at one `synchronized` block (the holder
@@ -263,4 +290,44 @@ fn a_contended_java_monitor_is_a_lock() {
         "ObjectMonitor::enter",
     );
     assert!(share > 0.0, "{share}");
+    // The JIT's and the interpreter's code has no names: the report says
+    // how to get them.
+    assert_unnamed(&v, "jvm", &pid);
+
+    // Once the JVM has written its perf map, the waiting stacks have those
+    // names, without a word from the user.
+    let map = PerfMap(format!("/tmp/perf-{pid}.map"));
+    // jcmd comes with the JDK that runs the program's source.
+    let ok = Command::new("jcmd")
+        .args([&pid, "Compiler.perfmap"])
+        .stdout(Stdio::null())
+        .status()
+        .expect("jcmd");
+    assert!(ok.success());
+    let names: std::collections::HashSet<String> = std::fs::read_to_string(&map.0)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.splitn(3, ' ').nth(2).map(str::to_string))
+        .collect();
+    let v = common::diagnose_json(&["-d", "2", "-p", &pid]);
+    assert_runtime_lock(
+        &v,
+        "JVM",
+        "a monitor (synchronized)",
+        "ObjectMonitor::enter",
+    );
+    let lock = v["observation"]["runtime_locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["lock"] == true)
+        .unwrap()
+        .clone();
+    let stack: Vec<&str> = lock["stack"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f.as_str())
+        .collect();
+    assert!(stack.iter().any(|f| names.contains(*f)), "{stack:?}");
 }
