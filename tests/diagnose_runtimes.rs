@@ -169,27 +169,33 @@ fn started(cmd: &mut Command) -> Proc {
     child
 }
 
-/// The runtime lock the verdict names: asserted to be `kind` of `runtime`
-/// taken in a function containing `function`, and `lock` the verdict.
-fn assert_runtime_lock(v: &Value, runtime: &str, kind: &str, function: &str) -> f64 {
-    let d = &v["diagnosis"];
-    let o = &v["observation"];
-    let locks = o["runtime_locks"].as_array().unwrap();
+/// The first runtime lock (not a condition) of the run, and its stack.
+fn first_lock(v: &Value) -> (&Value, Vec<&str>) {
+    let locks = v["observation"]["runtime_locks"].as_array().unwrap();
     let l = locks
         .iter()
         .find(|l| l["lock"] == true)
         .unwrap_or_else(|| panic!("no lock in {locks:?}"));
-    assert_eq!(
-        (l["runtime"].as_str(), l["kind"].as_str()),
-        (Some(runtime), Some(kind)),
-        "{l}"
-    );
-    let stack: Vec<&str> = l["stack"]
+    let stack = l["stack"]
         .as_array()
         .unwrap()
         .iter()
         .filter_map(|f| f.as_str())
         .collect();
+    (l, stack)
+}
+
+/// The runtime lock the verdict names: asserted to be `kind` of `runtime`
+/// taken in a function containing `function`, and `lock` the verdict.
+fn assert_runtime_lock(v: &Value, runtime: &str, kind: &str, function: &str) -> f64 {
+    let d = &v["diagnosis"];
+    let locks = v["observation"]["runtime_locks"].as_array().unwrap();
+    let (l, stack) = first_lock(v);
+    assert_eq!(
+        (l["runtime"].as_str(), l["kind"].as_str()),
+        (Some(runtime), Some(kind)),
+        "{l}"
+    );
     assert!(stack.iter().any(|f| f.contains(function)), "{stack:?}");
     assert_eq!(d["verdict"], "lock", "{d}");
     let summary = d["summary"].as_str().unwrap();
@@ -211,7 +217,7 @@ fn assert_unnamed(v: &Value, runtime: &str, pid: &str) {
                 .as_array()
                 .unwrap()
                 .iter()
-                .any(|p| p.to_string() == pid)),
+                .any(|p| *p == pid.parse::<i64>().unwrap())),
         "{u:?}"
     );
 }
@@ -316,18 +322,6 @@ fn a_contended_java_monitor_is_a_lock() {
         "a monitor (synchronized)",
         "ObjectMonitor::enter",
     );
-    let lock = v["observation"]["runtime_locks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|l| l["lock"] == true)
-        .unwrap()
-        .clone();
-    let stack: Vec<&str> = lock["stack"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|f| f.as_str())
-        .collect();
+    let (_, stack) = first_lock(&v);
     assert!(stack.iter().any(|f| names.contains(*f)), "{stack:?}");
 }

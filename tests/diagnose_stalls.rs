@@ -34,9 +34,11 @@ impl Drop for Server {
     }
 }
 
-fn server(python: &str) -> Server {
+/// Python running `script` with `args`, once it printed its first line.
+fn start(python: &str, script: &str, args: &[&std::ffi::OsStr]) -> (Child, String) {
     let mut child = Command::new(python)
-        .args(["-c", SERVER])
+        .args(["-c", script])
+        .args(args)
         .stdout(Stdio::piped())
         .spawn()
         .expect("python3");
@@ -44,12 +46,33 @@ fn server(python: &str) -> Server {
     std::io::BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
+    (child, line)
+}
+
+fn server(python: &str) -> Server {
+    let (child, line) = start(python, SERVER, &[]);
     let port = line.trim().parse().expect("the port");
     Server { child, port }
 }
 
 fn diagnose(s: &Server) -> Value {
     common::diagnose_json(&["-d", "2", "--why", "none", "-p", &s.child.id().to_string()])
+}
+
+/// Held by each test: one stalled server and its control at a time, so a
+/// test's 2 s window (and the time since the server last ran) is not
+/// stretched by the other test's pair.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Both diagnosed at once: the same seconds, the same load.
+fn both(stalled: &Server, quiet: &Server) -> (Value, Value) {
+    std::thread::scope(|s| {
+        let q = s.spawn(|| diagnose(quiet));
+        (diagnose(stalled), q.join().unwrap())
+    })
 }
 
 #[test]
@@ -61,16 +84,13 @@ fn a_server_asleep_with_connections_queued_is_stalled_not_idle() {
     ) else {
         return;
     };
+    let _g = one_at_a_time();
     let (stalled, quiet) = (server(python), server(python));
     // 20 clients the kernel has connected and nobody accepted.
     let _clients: Vec<TcpStream> = (0..20)
         .map(|_| TcpStream::connect(("127.0.0.1", stalled.port)).unwrap())
         .collect();
-    // Both watched at once: the same seconds, the same load.
-    let (v, control) = std::thread::scope(|s| {
-        let q = s.spawn(|| diagnose(&quiet));
-        (diagnose(&stalled), q.join().unwrap())
-    });
+    let (v, control) = both(&stalled, &quiet);
     let d = &v["diagnosis"];
     assert_eq!(d["verdict"], "stall", "{d:#}");
     let stall = &v["observation"]["stalls"][0];
@@ -131,16 +151,7 @@ time.sleep(600)
 "#;
 
 fn unix_server(python: &str, path: &std::path::Path) -> Server {
-    let mut child = Command::new(python)
-        .args(["-c", UNIX_SERVER])
-        .arg(path)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("python3");
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let (child, line) = start(python, UNIX_SERVER, &[path.as_os_str()]);
     assert_eq!(line, "ready\n");
     Server { child, port: 0 }
 }
@@ -156,6 +167,7 @@ fn a_server_asleep_with_connections_queued_on_a_unix_socket_is_stalled() {
     ) else {
         return;
     };
+    let _g = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let (path, quiet_path) = (
         dir.path().join("stalled.sock"),
@@ -165,10 +177,7 @@ fn a_server_asleep_with_connections_queued_on_a_unix_socket_is_stalled() {
     let _clients: Vec<_> = (0..5)
         .map(|_| std::os::unix::net::UnixStream::connect(&path).unwrap())
         .collect();
-    let (v, control) = std::thread::scope(|s| {
-        let q = s.spawn(|| diagnose(&quiet));
-        (diagnose(&stalled), q.join().unwrap())
-    });
+    let (v, control) = both(&stalled, &quiet);
     let d = &v["diagnosis"];
     assert_eq!(d["verdict"], "stall", "{d:#}");
     let stall = &v["observation"]["stalls"][0];
