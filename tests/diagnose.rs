@@ -362,6 +362,18 @@ fn reading_a_file_through_mmap_after_dropping_its_cache_is_storage() {
         "{}",
         pretty(&v)
     );
+    // The kernel time handling the faults counts as storage, not CPU:
+    // the storage state holds it and more.
+    let f = &v["diagnosis"]["fault_reads"];
+    let kernel_s = num(&f["kernel_s"]);
+    assert!(kernel_s > 0.0, "{}", pretty(&v));
+    let storage = v["diagnosis"]["states"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["state"] == "storage")
+        .map_or(0.0, |s| num(&s["seconds"]));
+    assert!(storage > kernel_s, "{}", pretty(&v));
     // File pages grew, and that is not a leak.
     let series = o["memory"]["series"].as_array().unwrap();
     let file_kib = |p: &Value| p["file_kib"].as_u64().unwrap();
@@ -432,6 +444,48 @@ fn the_why_is_run_for_the_verdict() {
         text.contains(&function) && text.contains("To look further:"),
         "{text}"
     );
+    // Its cost counts the off-CPU drill-down's BPF programs.
+    assert!(text.contains(" BPF programs loaded ("), "{text}");
+}
+
+/// The cost covers everything diagnose did: with every drill-down, the
+/// BPF programs of the exec trace, the off-CPU profile and the block
+/// trace are counted with their run time, measured by the kernel's
+/// run-time statistics turned on for the run only (BPF_ENABLE_STATS: the
+/// sysctl is never written).
+#[test]
+fn the_cost_counts_the_bpf_programs_of_every_drill_down() {
+    if !common::require_root("the_cost_counts_the_bpf_programs_of_every_drill_down") {
+        return;
+    }
+    let _g = one_at_a_time();
+    let sysctl = "/proc/sys/kernel/bpf_stats_enabled";
+    let before = std::fs::read_to_string(sysctl).unwrap();
+    let v = diagnose(&[
+        "--why",
+        "all",
+        "-d",
+        "1",
+        "--",
+        workload("lock-contend").to_str().unwrap(),
+    ]);
+    let why = &v["why"];
+    assert!(
+        why["offcpu"].is_object() && why["storage"].is_object(),
+        "{why}"
+    );
+    let bpf = &v["observation"]["cost"]["bpf"];
+    // exec (3 programs at least), off-CPU (1 attached of its 2 forms
+    // loaded), block (3 at least).
+    assert!(bpf["programs"].as_u64().unwrap() >= 5, "{bpf}");
+    assert!(
+        bpf["stats"] == "turned-on" || bpf["stats"] == "already-on",
+        "{bpf}"
+    );
+    // The off-CPU program runs at every context switch of the machine.
+    assert!(bpf["runs"].as_u64().unwrap() > 100, "{bpf}");
+    assert!(bpf["run_time_ns"].as_u64().unwrap() > 0, "{bpf}");
+    assert_eq!(std::fs::read_to_string(sysctl).unwrap(), before);
 }
 
 #[test]

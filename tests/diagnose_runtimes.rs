@@ -170,27 +170,33 @@ fn started(cmd: &mut Command) -> Proc {
     child
 }
 
-/// The runtime lock the verdict names: asserted to be `kind` of `runtime`
-/// taken in a function containing `function`, and `lock` the verdict.
-fn assert_runtime_lock(v: &Value, runtime: &str, kind: &str, function: &str) -> f64 {
-    let d = &v["diagnosis"];
-    let o = &v["observation"];
-    let locks = o["runtime_locks"].as_array().unwrap();
+/// The first runtime lock (not a condition) of the run, and its stack.
+fn first_lock(v: &Value) -> (&Value, Vec<&str>) {
+    let locks = v["observation"]["runtime_locks"].as_array().unwrap();
     let l = locks
         .iter()
         .find(|l| l["lock"] == true)
         .unwrap_or_else(|| panic!("no lock in {locks:?}"));
-    assert_eq!(
-        (l["runtime"].as_str(), l["kind"].as_str()),
-        (Some(runtime), Some(kind)),
-        "{l}"
-    );
-    let stack: Vec<&str> = l["stack"]
+    let stack = l["stack"]
         .as_array()
         .unwrap()
         .iter()
         .filter_map(|f| f.as_str())
         .collect();
+    (l, stack)
+}
+
+/// The runtime lock the verdict names: asserted to be `kind` of `runtime`
+/// taken in a function containing `function`, and `lock` the verdict.
+fn assert_runtime_lock(v: &Value, runtime: &str, kind: &str, function: &str) -> f64 {
+    let d = &v["diagnosis"];
+    let locks = v["observation"]["runtime_locks"].as_array().unwrap();
+    let (l, stack) = first_lock(v);
+    assert_eq!(
+        (l["runtime"].as_str(), l["kind"].as_str()),
+        (Some(runtime), Some(kind)),
+        "{l}"
+    );
     assert!(stack.iter().any(|f| f.contains(function)), "{stack:?}");
     assert_eq!(d["verdict"], "lock", "{d}");
     let summary = d["summary"].as_str().unwrap();
@@ -200,6 +206,21 @@ fn assert_runtime_lock(v: &Value, runtime: &str, kind: &str, function: &str) -> 
         .filter(|k| k["kind"] == kind)
         .map(|k| k["share"].as_f64().unwrap())
         .sum()
+}
+
+/// The drill-down's stacks hold `runtime`'s frames without names, and the
+/// report says how to name them for `pid`.
+fn assert_unnamed(v: &Value, runtime: &str, pid: &str) {
+    let u = v["why"]["unnamed"].as_array().expect("why.unnamed");
+    assert!(
+        u.iter().any(|u| u["runtime"] == runtime
+            && u["pids"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| *p == pid.parse::<i64>().unwrap())),
+        "{u:?}"
+    );
 }
 
 /// Four CPU-bound Python threads take turns at the GIL: three wait for it
@@ -241,6 +262,18 @@ fn python_threads_competing_for_the_gil_are_a_lock() {
         "GIL share {share}: {}",
         v["observation"]["runtime_locks"]
     );
+    // Its Python functions hide in the interpreter's loop (this Python has
+    // no perf support): the report says how to name them.
+    assert_unnamed(&v, "python", &pid);
+}
+
+/// The perf map a JVM wrote (/tmp/perf-PID.map), removed at the end.
+struct PerfMap(String);
+
+impl Drop for PerfMap {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// Four Java threads take turns at one `synchronized` block (the holder
@@ -271,4 +304,32 @@ fn a_contended_java_monitor_is_a_lock() {
         "ObjectMonitor::enter",
     );
     assert!(share > 0.0, "{share}");
+    // The JIT's and the interpreter's code has no names: the report says
+    // how to get them.
+    assert_unnamed(&v, "jvm", &pid);
+
+    // Once the JVM has written its perf map, the waiting stacks have those
+    // names, without a word from the user.
+    let map = PerfMap(format!("/tmp/perf-{pid}.map"));
+    // jcmd comes with the JDK that runs the program's source.
+    let ok = Command::new("jcmd")
+        .args([&pid, "Compiler.perfmap"])
+        .stdout(Stdio::null())
+        .status()
+        .expect("jcmd");
+    assert!(ok.success());
+    let names: std::collections::HashSet<String> = std::fs::read_to_string(&map.0)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.splitn(3, ' ').nth(2).map(str::to_string))
+        .collect();
+    let v = common::diagnose_json(&["-d", "2", "-p", &pid]);
+    assert_runtime_lock(
+        &v,
+        "JVM",
+        "a monitor (synchronized)",
+        "ObjectMonitor::enter",
+    );
+    let (_, stack) = first_lock(&v);
+    assert!(stack.iter().any(|f| names.contains(*f)), "{stack:?}");
 }

@@ -34,9 +34,11 @@ impl Drop for Server {
     }
 }
 
-fn server(python: &str) -> Server {
+/// Python running `script` with `args`, once it printed its first line.
+fn start(python: &str, script: &str, args: &[&std::ffi::OsStr]) -> (Child, String) {
     let mut child = Command::new(python)
-        .args(["-c", SERVER])
+        .args(["-c", script])
+        .args(args)
         .stdout(Stdio::piped())
         .spawn()
         .expect("python3");
@@ -44,12 +46,33 @@ fn server(python: &str) -> Server {
     std::io::BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
+    (child, line)
+}
+
+fn server(python: &str) -> Server {
+    let (child, line) = start(python, SERVER, &[]);
     let port = line.trim().parse().expect("the port");
     Server { child, port }
 }
 
 fn diagnose(s: &Server) -> Value {
     common::diagnose_json(&["-d", "2", "--why", "none", "-p", &s.child.id().to_string()])
+}
+
+/// Held by each test: one stalled server and its control at a time, so a
+/// test's 2 s window (and the time since the server last ran) is not
+/// stretched by the other test's pair.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Both diagnosed at once: the same seconds, the same load.
+fn both(stalled: &Server, quiet: &Server) -> (Value, Value) {
+    std::thread::scope(|s| {
+        let q = s.spawn(|| diagnose(quiet));
+        (diagnose(stalled), q.join().unwrap())
+    })
 }
 
 #[test]
@@ -61,16 +84,13 @@ fn a_server_asleep_with_connections_queued_is_stalled_not_idle() {
     ) else {
         return;
     };
+    let _g = one_at_a_time();
     let (stalled, quiet) = (server(python), server(python));
     // 20 clients the kernel has connected and nobody accepted.
     let _clients: Vec<TcpStream> = (0..20)
         .map(|_| TcpStream::connect(("127.0.0.1", stalled.port)).unwrap())
         .collect();
-    // Both watched at once: the same seconds, the same load.
-    let (v, control) = std::thread::scope(|s| {
-        let q = s.spawn(|| diagnose(&quiet));
-        (diagnose(&stalled), q.join().unwrap())
-    });
+    let (v, control) = both(&stalled, &quiet);
     let d = &v["diagnosis"];
     assert_eq!(d["verdict"], "stall", "{d:#}");
     let stall = &v["observation"]["stalls"][0];
@@ -118,4 +138,63 @@ fn a_server_asleep_with_connections_queued_is_stalled_not_idle() {
         serde_json::json!([]),
         "{control}"
     );
+}
+
+/// A server on a unix socket at `path`, asleep like `SERVER`.
+const UNIX_SERVER: &str = r#"
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(64)
+print('ready', flush=True)
+time.sleep(600)
+"#;
+
+fn unix_server(python: &str, path: &std::path::Path) -> Server {
+    let (child, line) = start(python, UNIX_SERVER, &[path.as_os_str()]);
+    assert_eq!(line, "ready\n");
+    Server { child, port: 0 }
+}
+
+/// The same on a unix socket: the connections queued on its listener are
+/// the connecting sockets /proc/net/unix lists at its path.
+#[test]
+fn a_server_asleep_with_connections_queued_on_a_unix_socket_is_stalled() {
+    let Some(python) = require_program(
+        "a_server_asleep_with_connections_queued_on_a_unix_socket_is_stalled",
+        &["python3"],
+        "python3",
+    ) else {
+        return;
+    };
+    let _g = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let (path, quiet_path) = (
+        dir.path().join("stalled.sock"),
+        dir.path().join("quiet.sock"),
+    );
+    let (stalled, quiet) = (unix_server(python, &path), unix_server(python, &quiet_path));
+    let _clients: Vec<_> = (0..5)
+        .map(|_| std::os::unix::net::UnixStream::connect(&path).unwrap())
+        .collect();
+    let (v, control) = both(&stalled, &quiet);
+    let d = &v["diagnosis"];
+    assert_eq!(d["verdict"], "stall", "{d:#}");
+    let stall = &v["observation"]["stalls"][0];
+    let l = &stall["waiting"]["listeners"][0];
+    assert_eq!(l["path"], path.to_str().unwrap(), "{stall}");
+    assert_eq!(
+        (l["queued_start"].as_u64(), l["queued_end"].as_u64()),
+        (Some(5), Some(5)),
+        "{stall}"
+    );
+    let summary = d["summary"].as_str().unwrap();
+    assert!(
+        summary.contains(&format!(
+            "5 connections wait in the accept queue of unix socket {}",
+            path.display()
+        )),
+        "{summary}"
+    );
+    assert_eq!(control["diagnosis"]["verdict"], "idle", "{control}");
 }

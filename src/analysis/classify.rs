@@ -11,7 +11,8 @@ use crate::analysis::memory_trend::{self, Trend};
 use crate::analysis::tsa::{self, Budget};
 use crate::analysis::why::Drill;
 use crate::model::diagnosis::{
-    Class, Confidence, Diagnosis, MemberShare, Observation, Periodic, Scope, ThreadState,
+    Class, Confidence, Diagnosis, FaultReads, MemberShare, Observation, Periodic, Scope,
+    ThreadState,
 };
 use crate::model::drill::{ExecDrill, ExecFailure};
 
@@ -123,6 +124,13 @@ pub fn classify(o: &Observation) -> Diagnosis {
         evidence,
         next,
         trend: crate::analysis::trend::shapes(&o.trend),
+        fault_reads: (b.fault_cpu_s > 0.0).then(|| FaultReads {
+            major_faults: o.totals.major_faults,
+            minor_faults: o.totals.minor_faults,
+            read_bytes: o.totals.read_bytes.unwrap_or(0),
+            kernel_s: b.fault_cpu_s,
+            system_s: o.totals.system_s,
+        }),
     }
 }
 

@@ -18,6 +18,7 @@ pub mod memory_trend;
 pub mod offcpu;
 pub mod ps;
 pub mod runs_as;
+pub mod runtimes;
 pub mod stalls;
 pub mod top;
 pub mod trend;

@@ -90,11 +90,13 @@ fn waiting_text(w: &Waiting) -> String {
         .iter()
         .map(|l| {
             format!(
-                "{} connection{} wait{} in the accept queue of port {} ({} at the start)",
+                "{} connection{} wait{} in the accept queue of {} ({} at the start)",
                 l.queued_end,
                 plural(l.queued_end),
                 if l.queued_end == 1 { "s" } else { "" },
-                l.port,
+                l.path
+                    .as_ref()
+                    .map_or(format!("port {}", l.port), |p| format!("unix socket {p}")),
                 l.queued_start
             )
         })
@@ -149,6 +151,7 @@ mod tests {
         let o = stalled(Waiting {
             listeners: vec![Listener {
                 port: 8080,
+                path: None,
                 queued_start: 20,
                 queued_end: 20,
             }],

@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::{Request, WhyMode, words};
 use crate::analysis::drill as summary;
 use crate::analysis::locks;
+use crate::analysis::runtimes;
 use crate::analysis::why::{self, Drill};
 use crate::instruments::observe::competition;
 use crate::instruments::{block, blocked, offcpu, profile};
@@ -87,6 +88,7 @@ pub(super) fn drill(
     // At once: the block requests and the blocking paths are of the same
     // seconds, and the wait is one window whatever the number.
     let mut runtime_locks = Vec::new();
+    let mut profiles = Vec::new();
     let results: Vec<(Drill, anyhow::Result<Found>)> = std::thread::scope(|s| {
         let running: Vec<_> = runs
             .iter()
@@ -99,6 +101,7 @@ pub(super) fn drill(
             .collect();
         if sweep && let Ok(w) = blocked::sweep(carriers, window, stop) {
             runtime_locks = locks::attribute(&w.profile, w.thread_samples);
+            profiles.push(w.profile);
         }
         running
             .into_iter()
@@ -112,8 +115,14 @@ pub(super) fn drill(
     });
     for (d, r) in results {
         match r {
-            Ok(Found::Cpu(p)) => found.add_cpu(&p),
-            Ok(Found::Offcpu(p)) => found.add_offcpu(&p),
+            Ok(Found::Cpu(p)) => {
+                found.add_cpu(&p);
+                profiles.push(p);
+            }
+            Ok(Found::Offcpu(p)) => {
+                found.add_offcpu(&p);
+                profiles.push(p);
+            }
             Ok(Found::Storage(s)) => found.storage = Some(s),
             Ok(Found::Sched(c)) => found.competition = Some(c),
             Err(e) => found.skipped.push(format!(
@@ -123,6 +132,8 @@ pub(super) fn drill(
             )),
         }
     }
+    let profiles: Vec<&Profile> = profiles.iter().collect();
+    found.unnamed = runtimes::unnamed(&profiles, carriers);
     (Some(found), runtime_locks)
 }
 

@@ -16,7 +16,7 @@ use crate::error;
 use crate::instruments::exec::Spawned;
 use crate::instruments::observe::{Options, observe};
 use crate::model::diagnose_run::{DiagnoseRun, RunMeta};
-use crate::model::diagnosis::Scope;
+use crate::model::diagnosis::{BpfCost, BpfStats, Scope};
 use crate::model::drill::Why;
 use crate::model::exec::Exit;
 use crate::render;
@@ -53,6 +53,8 @@ fn meta() -> RunMeta {
 /// Watch, classify and drill down: the whole run as one value.
 pub fn run(req: &Request, interrupt: &Interrupt) -> anyhow::Result<DiagnoseRun> {
     let meta = meta();
+    // The BPF programs' run time counts in the cost: measured while held.
+    let (stats, _stats_on) = crate::sys::bpf::measure_run_time();
     let window = Duration::from_secs_f64(req.duration);
     let mut child = None;
     // Who stops a command at the end: its signals are no exec failure.
@@ -197,6 +199,7 @@ pub fn run(req: &Request, interrupt: &Interrupt) -> anyhow::Result<DiagnoseRun> 
     // The cost of everything: the watch, the drill-downs, the exec trace.
     let (cpu_s, max_rss_kib) = crate::sys::process::rusage::own_usage();
     (o.cost.run_cpu_s, o.cost.max_rss_kib) = (Some(cpu_s), max_rss_kib);
+    o.cost.bpf = Some(bpf_cost(stats));
     // Classified before the drill-down when it was still running; again
     // when the waiters' stacks showed a runtime's lock where the futex
     // alone looked like a condition.
@@ -216,4 +219,22 @@ pub fn run(req: &Request, interrupt: &Interrupt) -> anyhow::Result<DiagnoseRun> 
         diagnosis,
         why,
     })
+}
+
+/// The BPF programs the run loaded, all unloaded by now.
+fn bpf_cost(stats: crate::sys::bpf::RunTimeStats) -> BpfCost {
+    use crate::sys::bpf::RunTimeStats;
+    let t = crate::sys::bpf::tally();
+    let stats = match stats {
+        RunTimeStats::AlreadyOn => BpfStats::AlreadyOn,
+        RunTimeStats::TurnedOn => BpfStats::TurnedOn,
+        RunTimeStats::Unavailable => BpfStats::Unavailable,
+    };
+    let measured = stats != BpfStats::Unavailable;
+    BpfCost {
+        programs: t.programs,
+        run_time_ns: measured.then_some(t.run_time_ns),
+        runs: measured.then_some(t.runs),
+        stats,
+    }
 }

@@ -234,6 +234,7 @@ mod tests {
                 evidence: vec!["CPU: 1 CPU".into()],
                 next: vec![],
                 trend: Default::default(),
+                fault_reads: None,
             },
             why: Some(Why {
                 window_s: 2.0,

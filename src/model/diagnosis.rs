@@ -357,6 +357,35 @@ pub struct Cost {
     /// CPU of the whole run, drill-downs included (None in records made
     /// before kdiag measured it).
     pub run_cpu_s: Option<f64>,
+    /// The BPF programs the run loaded (None in records made before kdiag
+    /// counted them).
+    pub bpf: Option<BpfCost>,
+}
+
+/// The BPF programs a diagnose run loaded (its drill-downs' and exec
+/// trace's), all unloaded by its end.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BpfCost {
+    pub programs: u64,
+    /// Time the kernel spent in them and how many times they ran; None
+    /// when the kernel kept no run-time statistics (`stats`).
+    pub run_time_ns: Option<u64>,
+    pub runs: Option<u64>,
+    pub stats: BpfStats,
+}
+
+/// How the run time was measured.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BpfStats {
+    /// `kernel.bpf_stats_enabled` was already on.
+    AlreadyOn,
+    /// Turned on for the run (BPF_ENABLE_STATS), off again at its end.
+    TurnedOn,
+    /// Could not be turned on: the run time is unknown.
+    #[default]
+    Unavailable,
 }
 
 impl Observation {
@@ -454,4 +483,22 @@ pub struct Diagnosis {
     pub next: Vec<String>,
     /// What each time series did.
     pub trend: crate::model::trend::Shapes,
+    /// Storage read in page faults (a file read through mmap), when the
+    /// kernel time handling them counted as storage.
+    #[serde(default)]
+    pub fault_reads: Option<FaultReads>,
+}
+
+/// Files read through page faults: the kernel time taken from the CPU time
+/// and counted as waiting for storage (analysis::tsa::fault_reads).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FaultReads {
+    pub major_faults: u64,
+    pub minor_faults: u64,
+    pub read_bytes: u64,
+    /// Kernel CPU seconds counted as storage.
+    pub kernel_s: f64,
+    /// All kernel CPU seconds of the window.
+    pub system_s: f64,
 }

@@ -180,6 +180,40 @@ pub struct Why {
     pub cpu_flame: Option<Flame>,
     /// The off-CPU profile's folded stacks, for its flame graph.
     pub offcpu_flame: Option<Flame>,
+    /// Frames the profiles could not name, by the runtime or binary that
+    /// made them (`analysis::runtimes`): how to get names for them.
+    pub unnamed: Vec<UnnamedFrames>,
+}
+
+/// A runtime (or a stripped binary) whose frames the drill-downs' stacks
+/// hold without names.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnnamedFrames {
+    pub runtime: Runtime,
+    /// For a stripped binary: its path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<String>,
+    /// The processes the drill-downs traced (the advice names them).
+    pub pids: Vec<i32>,
+    /// Share of the profile's weight in stacks with such frames (0..100),
+    /// the larger of the CPU and off-CPU profiles'.
+    pub percent: f64,
+}
+
+/// What made frames that have no names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Runtime {
+    /// The JVM's JIT and interpreter, in anonymous executable memory.
+    Jvm,
+    /// Node's V8, in anonymous executable memory.
+    Node,
+    /// CPython's interpreter loop (every Python function is one frame).
+    Python,
+    /// Anonymous executable memory of a runtime kdiag does not know.
+    Jit,
+    /// A binary without symbols.
+    Stripped,
 }
 
 impl Why {

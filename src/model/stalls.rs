@@ -35,7 +35,7 @@ pub struct Stall {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Waiting {
-    /// Listening TCP sockets with connections nobody accepted.
+    /// Listening TCP and unix sockets with connections nobody accepted.
     pub listeners: Vec<Listener>,
     /// Connected TCP sockets with bytes nobody read (at the end), and
     /// those bytes.
@@ -49,7 +49,11 @@ pub struct Waiting {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Listener {
+    /// A TCP listener's port (0 for a unix one).
     pub port: u16,
+    /// A unix listener's path ("@name": abstract).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
     /// Connections waiting to be accepted, at the start and at the end.
     pub queued_start: u64,
     pub queued_end: u64,

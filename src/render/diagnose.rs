@@ -4,7 +4,9 @@
 use std::io::{self, Write};
 
 use crate::analysis::trend::{about, slope_text, value_text};
-use crate::model::diagnosis::{Diagnosis, Observation, SCHEMA_VERSION, Scope};
+use crate::model::diagnosis::{
+    BpfCost, BpfStats, Diagnosis, FaultReads, Observation, SCHEMA_VERSION, Scope,
+};
 use crate::model::drill::Why;
 use crate::model::trend::{Limit, SeriesShape, Shape, Shapes};
 use crate::render::offcpu::{duration as offcpu_duration, one_line};
@@ -49,6 +51,9 @@ pub fn report(
     for e in &d.evidence {
         writeln!(out, "  {e}")?;
     }
+    if let Some(f) = &d.fault_reads {
+        writeln!(out, "  {}", fault_reads(f, o.window_s))?;
+    }
     if let Some(w) = why {
         why_section(out, w)?;
     }
@@ -72,7 +77,7 @@ pub fn report(
 /// 180 ms in all (...), 4.1 MiB peak RSS; ...".
 pub fn cost_line(o: &Observation) -> String {
     format!(
-        "kdiag's own cost: {:.0} ms of CPU in {:.1} s ({:.2}% of one CPU){}, {:.1} MiB peak RSS; \
+        "kdiag's own cost: {:.0} ms of CPU in {:.1} s ({:.2}% of one CPU){}, {:.1} MiB peak RSS{}; \
          {} samples of up to {} thread{} every {} ms",
         o.cost.cpu_s * 1e3,
         o.window_s,
@@ -82,6 +87,7 @@ pub fn cost_line(o: &Observation) -> String {
             c * 1e3
         )),
         o.cost.max_rss_kib as f64 / 1024.0,
+        o.cost.bpf.as_ref().map_or(String::new(), bpf_cost),
         o.sampling.samples,
         o.sampling.threads_per_tick,
         if o.sampling.threads_per_tick == 1 {
@@ -90,6 +96,48 @@ pub fn cost_line(o: &Observation) -> String {
             "s"
         },
         o.sampling.interval_ms
+    )
+}
+
+/// "Reads through page faults: ...": the kernel time counted as storage.
+pub fn fault_reads(f: &FaultReads, window_s: f64) -> String {
+    let w = window_s.max(1e-3);
+    format!(
+        "Reads through page faults (a file read through mmap): {:.0} faults/s ({:.0} major) \
+         while it read {}/s from storage; {:.2} s of its {:.2} s in the kernel handled them and \
+         count as waiting for storage, not as CPU",
+        (f.major_faults + f.minor_faults) as f64 / w,
+        f.major_faults as f64 / w,
+        crate::analysis::io_pattern::human_bytes((f.read_bytes as f64 / w) as u64),
+        f.kernel_s,
+        f.system_s
+    )
+}
+
+/// ", 4 BPF programs loaded (0.8 ms in them over 1200 runs, run-time
+/// statistics turned on for the run)".
+fn bpf_cost(b: &BpfCost) -> String {
+    if b.programs == 0 {
+        return ", no BPF program".into();
+    }
+    let programs = format!(
+        ", {} BPF program{} loaded",
+        b.programs,
+        if b.programs == 1 { "" } else { "s" }
+    );
+    let how = match b.stats {
+        BpfStats::AlreadyOn => "kernel.bpf_stats_enabled on",
+        BpfStats::TurnedOn => "run-time statistics turned on for the run",
+        BpfStats::Unavailable => {
+            return format!(
+                "{programs} (their run time unknown: the kernel's run-time statistics could not be turned on)"
+            );
+        }
+    };
+    format!(
+        "{programs} ({:.1} ms in them over {} runs, {how})",
+        b.run_time_ns.unwrap_or(0) as f64 / 1e6,
+        b.runs.unwrap_or(0)
     )
 }
 
@@ -171,6 +219,9 @@ fn why_section(out: &mut impl Write, w: &Why) -> io::Result<()> {
     }
     if let Some(e) = &w.exec {
         crate::render::drill::exec(out, e)?;
+    }
+    for u in &w.unnamed {
+        crate::render::drill::unnamed(out, u)?;
     }
     for s in &w.skipped {
         writeln!(out, "  Not run: {s}")?;

@@ -1,11 +1,12 @@
 //! diagnose's drill-downs beyond the profiles, compactly for the report's
 //! why section: the block I/O (iosnoop's summary), the competition for
-//! the CPUs, and the failed execs (exec-trace's explanation).
+//! the CPUs, the failed execs (exec-trace's explanation), and how to name
+//! the frames the profiles could not.
 
 use std::io::{self, Write};
 
 use crate::analysis::io_pattern::{human_bytes, slot_range};
-use crate::model::drill::{Competition, ExecDrill, StorageDrill};
+use crate::model::drill::{Competition, ExecDrill, Runtime, StorageDrill, UnnamedFrames};
 
 /// Storage: who submits, the pattern, sizes, the latency histogram.
 pub fn storage(out: &mut impl Write, s: &StorageDrill) -> io::Result<()> {
@@ -148,4 +149,90 @@ pub fn exec(out: &mut impl Write, e: &ExecDrill) -> io::Result<()> {
         writeln!(out, "    {times}PID {}: {}", f.pid, f.text)?;
     }
     Ok(())
+}
+
+/// Frames without names: which runtime or binary made them, and how to get
+/// their names (kdiag reads /tmp/perf-PID.map and jitdumps by itself).
+pub fn unnamed(out: &mut impl Write, u: &UnnamedFrames) -> io::Result<()> {
+    let pid = u
+        .pids
+        .first()
+        .map_or_else(|| "PID".to_string(), |p| p.to_string());
+    let (what, how) = match u.runtime {
+        Runtime::Jvm => (
+            "Java frames without names (the JIT's code, in anonymous memory)".to_string(),
+            format!(
+                "run `jcmd {pid} Compiler.perfmap` while it runs (it writes /tmp/perf-{pid}.map, \
+                 which kdiag reads), and start the JVM with -XX:+PreserveFramePointer for whole stacks"
+            ),
+        ),
+        Runtime::Node => (
+            "JavaScript frames without names (V8's code, in anonymous memory)".to_string(),
+            "start node with --perf-basic-prof (it writes /tmp/perf-PID.map, which kdiag reads), \
+             or --perf-prof for a jitdump"
+                .to_string(),
+        ),
+        Runtime::Python => (
+            "Python functions hidden in the interpreter's loop (_PyEval_EvalFrameDefault)"
+                .to_string(),
+            "with Python 3.12 or later, start it with `python3 -X perf` (or PYTHONPERFSUPPORT=1): \
+             each Python function gets a frame kdiag names; before 3.12 Python has no perf support"
+                .to_string(),
+        ),
+        Runtime::Jit => (
+            "frames without names in anonymous executable memory (a JIT's code)".to_string(),
+            format!(
+                "the runtime that made them can write /tmp/perf-{pid}.map or a jitdump, \
+                 which kdiag reads"
+            ),
+        ),
+        Runtime::Stripped => (
+            format!(
+                "frames of {} without names (a binary without symbols)",
+                u.module.as_deref().unwrap_or("a binary")
+            ),
+            "install its debug symbols (Debian/Ubuntu: its -dbgsym package; Fedora: \
+             dnf debuginfo-install), which kdiag finds under /usr/lib/debug; where no package has \
+             them, debuginfod serves them by build id"
+                .to_string(),
+        ),
+    };
+    writeln!(
+        out,
+        "  Unnamed: {what}, {:.0}% of a profile; for names, {how}",
+        u.percent
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn said(runtime: Runtime, module: Option<&str>) -> String {
+        let mut out = Vec::new();
+        let u = UnnamedFrames {
+            runtime,
+            module: module.map(str::to_string),
+            pids: vec![42],
+            percent: 61.4,
+        };
+        unnamed(&mut out, &u).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn each_runtime_gets_its_own_advice() {
+        let jvm = said(Runtime::Jvm, None);
+        assert!(jvm.contains("61% of a profile"), "{jvm}");
+        assert!(jvm.contains("`jcmd 42 Compiler.perfmap`"), "{jvm}");
+        assert!(jvm.contains("-XX:+PreserveFramePointer"), "{jvm}");
+        assert!(said(Runtime::Node, None).contains("--perf-basic-prof"));
+        assert!(said(Runtime::Python, None).contains("-X perf"));
+        assert!(said(Runtime::Jit, None).contains("/tmp/perf-42.map"));
+        let s = said(Runtime::Stripped, Some("/usr/bin/redis-server"));
+        assert!(
+            s.contains("/usr/bin/redis-server") && s.contains("debuginfod"),
+            "{s}"
+        );
+    }
 }

@@ -125,6 +125,10 @@ fn evidence(page: &mut String, run: &DiagnoseRun) {
     for e in &run.diagnosis.evidence {
         let _ = writeln!(page, "<li>{}</li>", esc(e));
     }
+    if let Some(f) = &run.diagnosis.fault_reads {
+        let line = crate::render::diagnose::fault_reads(f, run.observation.window_s);
+        let _ = writeln!(page, "<li>{}</li>", esc(&line));
+    }
     page.push_str("</ul>\n</section>\n");
 }
 
@@ -179,6 +183,9 @@ fn why(page: &mut String, why: Option<&Why>) {
     }
     if let Some(e) = &w.exec {
         let _ = crate::render::drill::exec(&mut text, e);
+    }
+    for u in &w.unnamed {
+        let _ = crate::render::drill::unnamed(&mut text, u);
     }
     if !text.is_empty() {
         let _ = writeln!(page, "<pre>{}</pre>", esc(&String::from_utf8_lossy(&text)));

@@ -58,7 +58,7 @@ struct HistKey {
 unsafe impl aya::Pod for HistKey {}
 
 pub struct BlockBpf {
-    ebpf: aya::Ebpf,
+    ebpf: crate::sys::bpf::Loaded,
     events: RingBuf<MapData>,
     options: Options,
     names: HashMap<DevId, String>,

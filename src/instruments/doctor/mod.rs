@@ -219,7 +219,7 @@ fn kptr_check() -> Check {
     }
 }
 
-fn load_probe_object() -> anyhow::Result<aya::Ebpf> {
+fn load_probe_object() -> anyhow::Result<crate::sys::bpf::Loaded> {
     crate::sys::bpf::load(crate::sys::bpf::objects::PROBE, "the BPF probe")
 }
 

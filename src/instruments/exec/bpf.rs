@@ -5,9 +5,9 @@ use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use anyhow::Context;
+use aya::Btf;
 use aya::maps::{MapData, PerCpuArray, RingBuf, StackTraceMap};
 use aya::programs::{BtfTracePoint, TracePoint};
-use aya::{Btf, Ebpf};
 
 use super::source::Filter;
 use crate::instruments::{Source, Tier};
@@ -114,7 +114,7 @@ pub struct ExecBpf {
     ksyms: Option<KernelSymbols>,
     notes: Vec<String>,
     // Owns the programs and their links; dropped last.
-    _ebpf: Ebpf,
+    _ebpf: crate::sys::bpf::Loaded,
 }
 
 impl ExecBpf {

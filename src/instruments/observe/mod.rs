@@ -161,6 +161,7 @@ pub fn observe(pid: i32, opts: &Options, stop: &AtomicBool) -> anyhow::Result<Ob
         cpu_s: cpu1 - cpu0,
         max_rss_kib,
         run_cpu_s: None,
+        bpf: None,
     };
     Ok(o)
 }

@@ -21,8 +21,8 @@ const MOST_STALLS: usize = 3;
 pub struct Watch {
     /// Timeslices of each thread at the start.
     slices: HashMap<(i32, i32), u64>,
-    /// Each process's TCP sockets at the start.
-    sockets: HashMap<i32, Vec<sockets::TcpSocket>>,
+    /// Each process's TCP and unix sockets at the start.
+    sockets: HashMap<i32, Vec<sockets::Socket>>,
 }
 
 impl Watch {
@@ -34,7 +34,7 @@ impl Watch {
             .collect();
         let mut pids: Vec<i32> = threads.iter().map(|t| t.0).collect();
         pids.dedup();
-        let sockets = pids.into_iter().map(|p| (p, tcp(p))).collect();
+        let sockets = pids.into_iter().map(|p| (p, queues(p))).collect();
         Watch { slices, sockets }
     }
 
@@ -111,21 +111,20 @@ impl Watch {
     }
 }
 
-/// A process's TCP sockets.
-fn tcp(pid: i32) -> Vec<sockets::TcpSocket> {
-    sockets::tcp(pid, &sockets::socket_inodes(pid))
+/// A process's TCP sockets and unix listeners.
+fn queues(pid: i32) -> Vec<sockets::Socket> {
+    let inodes = sockets::socket_inodes(pid);
+    let mut all = sockets::tcp(pid, &inodes);
+    all.extend(sockets::unix(pid, &inodes));
+    all
 }
 
 /// What waits for `pid` now: its listeners' queues (those queued at the
 /// start as well: a queue that drains is served), its unread bytes, and
 /// threads on its mutexes.
-fn waiting(
-    pid: i32,
-    start: &HashMap<i32, Vec<sockets::TcpSocket>>,
-    locks: &[LockWaits],
-) -> Waiting {
+fn waiting(pid: i32, start: &HashMap<i32, Vec<sockets::Socket>>, locks: &[LockWaits]) -> Waiting {
     let before = start.get(&pid).map(Vec::as_slice).unwrap_or_default();
-    let now = tcp(pid);
+    let now = queues(pid);
     let listeners = now
         .iter()
         .filter(|s| s.listening && s.queued > 0)
@@ -133,6 +132,7 @@ fn waiting(
             let b = before.iter().find(|b| b.inode == s.inode && b.queued > 0)?;
             Some(Listener {
                 port: s.port,
+                path: s.path.clone(),
                 queued_start: b.queued,
                 queued_end: s.queued,
             })

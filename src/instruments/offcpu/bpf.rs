@@ -164,7 +164,7 @@ impl Attach {
 
 /// The loaded, attached programs and their maps.
 pub struct OffcpuBpf {
-    ebpf: aya::Ebpf,
+    ebpf: crate::sys::bpf::Loaded,
     pub attach: Attach,
     /// Programs attached, by name, until `stop`.
     attached: Vec<&'static str>,

@@ -15,7 +15,7 @@ pub mod objects {
 
 /// Load a compiled BPF object; `what` names the feature for error messages.
 /// Permission errors become "run with sudo"; verifier failures keep the log.
-pub fn load(object: &[u8], what: &str) -> anyhow::Result<aya::Ebpf> {
+pub fn load(object: &[u8], what: &str) -> anyhow::Result<Loaded> {
     load_with(object, what, |_| {})
 }
 
@@ -24,7 +24,7 @@ pub fn load_with<'a>(
     object: &[u8],
     what: &str,
     configure: impl FnOnce(&mut aya::EbpfLoader<'a>),
-) -> anyhow::Result<aya::Ebpf> {
+) -> anyhow::Result<Loaded> {
     if !crate::sys::process::privilege::is_root() && !has_bpf_caps() {
         return Err(crate::error::needs_privilege(what));
     }
@@ -32,7 +32,102 @@ pub fn load_with<'a>(
     configure(&mut loader);
     loader
         .load(object)
+        .map(Loaded)
         .with_context(|| format!("loading the BPF programs for {what}"))
+}
+
+/// A loaded object (aya's handle, which owns its programs and maps). When
+/// it is dropped, what its programs did is added to this process's
+/// `tally`: how many were loaded and, while the kernel keeps run-time
+/// statistics, the time they ran.
+pub struct Loaded(aya::Ebpf);
+
+impl std::ops::Deref for Loaded {
+    type Target = aya::Ebpf;
+    fn deref(&self) -> &aya::Ebpf {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Loaded {
+    fn deref_mut(&mut self) -> &mut aya::Ebpf {
+        &mut self.0
+    }
+}
+
+impl Drop for Loaded {
+    fn drop(&mut self) {
+        // Read before aya closes the programs' descriptors.
+        let mut t = TALLY.lock().unwrap_or_else(|e| e.into_inner());
+        for (_, program) in self.0.programs() {
+            let Some(info) = fdinfo(program) else {
+                continue;
+            };
+            t.programs += 1;
+            t.run_time_ns += field(&info, "run_time_ns:").unwrap_or(0);
+            t.runs += field(&info, "run_cnt:").unwrap_or(0);
+        }
+    }
+}
+
+/// What the BPF programs kdiag loaded and unloaded so far did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub programs: u64,
+    /// Time in the programs and their runs, counted only while run-time
+    /// statistics are on (`RunTimeStats`).
+    pub run_time_ns: u64,
+    pub runs: u64,
+}
+
+static TALLY: std::sync::Mutex<Tally> = std::sync::Mutex::new(Tally {
+    programs: 0,
+    run_time_ns: 0,
+    runs: 0,
+});
+
+/// The programs unloaded so far (a program still loaded is not counted).
+pub fn tally() -> Tally {
+    *TALLY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether the kernel measures BPF programs' run time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunTimeStats {
+    /// `kernel.bpf_stats_enabled` was already 1.
+    AlreadyOn,
+    /// Turned on by kdiag (BPF_ENABLE_STATS) while it holds the returned
+    /// descriptor: the kernel turns it off again when that is closed, at
+    /// kdiag's exit whatever ends it, and the sysctl is never written.
+    TurnedOn,
+    /// Could not be turned on (no privilege, or a kernel before 5.8).
+    Unavailable,
+}
+
+/// Turn run-time statistics on for as long as the descriptor is held.
+pub fn measure_run_time() -> (RunTimeStats, Option<std::os::fd::OwnedFd>) {
+    let on = std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled")
+        .is_ok_and(|s| s.trim() == "1");
+    if on {
+        return (RunTimeStats::AlreadyOn, None);
+    }
+    match aya::sys::enable_stats(aya::sys::Stats::RunTime) {
+        Ok(fd) => (RunTimeStats::TurnedOn, Some(fd)),
+        Err(_) => (RunTimeStats::Unavailable, None),
+    }
+}
+
+/// A loaded program's /proc/self/fdinfo text; None when it is not loaded.
+fn fdinfo(program: &aya::programs::Program) -> Option<String> {
+    use std::os::fd::{AsFd, AsRawFd};
+    let fd = program.fd().ok()?;
+    std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_fd().as_raw_fd())).ok()
+}
+
+fn field(info: &str, name: &str) -> Option<u64> {
+    info.lines()
+        .find_map(|l| l.strip_prefix(name))
+        .and_then(|v| v.trim().parse().ok())
 }
 
 /// Whether the effective capability set holds CAP_BPF and CAP_PERFMON.
@@ -56,19 +151,12 @@ fn has_bpf_caps() -> bool {
 /// summed. Those events never reach the program, so nothing else counts
 /// them. None when the kernel does not report it (before 5.12).
 pub fn recursion_misses(ebpf: &aya::Ebpf) -> Option<u64> {
-    use std::os::fd::{AsFd, AsRawFd};
     let mut total = None;
     for (_, program) in ebpf.programs() {
-        let Ok(fd) = program.fd() else { continue };
-        let path = format!("/proc/self/fdinfo/{}", fd.as_fd().as_raw_fd());
-        let Ok(info) = std::fs::read_to_string(path) else {
+        let Some(info) = fdinfo(program) else {
             continue;
         };
-        let misses = info
-            .lines()
-            .find_map(|l| l.strip_prefix("recursion_misses:"))
-            .and_then(|v| v.trim().parse::<u64>().ok());
-        if let Some(m) = misses {
+        if let Some(m) = field(&info, "recursion_misses:") {
             total = Some(total.unwrap_or(0) + m);
         }
     }

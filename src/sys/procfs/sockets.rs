@@ -1,17 +1,23 @@
 //! Work queued on a process's sockets, without tracing: its socket inodes
-//! (`/proc/PID/fd/N` → `socket:[INODE]`) matched to the TCP tables of its
-//! network namespace (`/proc/PID/net/tcp`, `tcp6`). A listening socket's
-//! receive queue there is its accept queue (connections the kernel has
-//! completed and nobody accepted yet), a connected one's the bytes
-//! received and not read.
+//! (`/proc/PID/fd/N` → `socket:[INODE]`) matched to the socket tables of
+//! its network namespace. In the TCP tables (`/proc/PID/net/tcp`, `tcp6`)
+//! a listening socket's receive queue is its accept queue (connections the
+//! kernel has completed and nobody accepted yet), a connected one's the
+//! bytes received and not read. The unix table (`/proc/PID/net/unix`)
+//! shows no queue, but lists each connection queued on a listener as a
+//! socket of its own: connecting, with no inode yet, at the listener's
+//! path.
 
 use std::collections::HashSet;
 
-/// One TCP socket of the process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TcpSocket {
+/// One socket of the process with its queue: TCP (a port) or unix (a
+/// path; unix sockets show only their accept queue).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Socket {
     pub inode: u64,
     pub port: u16,
+    /// A unix socket's path ("@name" for an abstract one).
+    pub path: Option<String>,
     pub listening: bool,
     /// Listening: connections waiting to be accepted; else bytes unread.
     /// (The table shows no backlog limit: its tx_queue of a listener is 0.)
@@ -37,7 +43,7 @@ pub fn socket_inodes(pid: i32) -> HashSet<u64> {
 
 /// The TCP sockets (v4 and v6) of `pid`'s network namespace that are among
 /// `inodes`.
-pub fn tcp(pid: i32, inodes: &HashSet<u64>) -> Vec<TcpSocket> {
+pub fn tcp(pid: i32, inodes: &HashSet<u64>) -> Vec<Socket> {
     if inodes.is_empty() {
         return Vec::new();
     }
@@ -50,22 +56,72 @@ pub fn tcp(pid: i32, inodes: &HashSet<u64>) -> Vec<TcpSocket> {
 }
 
 /// The rows of a /proc/net/tcp or tcp6 table (the header skipped).
-fn parse_tcp(text: &str) -> Vec<TcpSocket> {
+fn parse_tcp(text: &str) -> Vec<Socket> {
     text.lines().skip(1).filter_map(row).collect()
 }
 
 /// "sl local rem st tx:rx tr:when retrnsmt uid timeout inode ...".
-fn row(line: &str) -> Option<TcpSocket> {
+fn row(line: &str) -> Option<Socket> {
     let f: Vec<&str> = line.split_whitespace().collect();
     let port = u16::from_str_radix(f.get(1)?.rsplit(':').next()?, 16).ok()?;
     let state = u8::from_str_radix(f.get(3)?, 16).ok()?;
     let (_, rx) = f.get(4)?.split_once(':')?;
-    Some(TcpSocket {
+    Some(Socket {
         inode: f.get(9)?.parse().ok()?,
         port,
+        path: None,
         listening: state == LISTEN,
         queued: u64::from_str_radix(rx, 16).ok()?,
     })
+}
+
+/// The listening unix sockets of `pid`'s network namespace that are among
+/// `inodes`, each with the connections queued on it.
+pub fn unix(pid: i32, inodes: &HashSet<u64>) -> Vec<Socket> {
+    if inodes.is_empty() {
+        return Vec::new();
+    }
+    std::fs::read_to_string(format!("/proc/{pid}/net/unix"))
+        .map(|text| parse_unix(&text, inodes))
+        .unwrap_or_default()
+}
+
+/// The socket is listening (`__SO_ACCEPTCON` in the Flags column).
+const ACCEPTCON: u32 = 0x10000;
+/// SS_CONNECTING in the St column: a connection queued on a listener.
+const CONNECTING: u8 = 2;
+
+/// "Num RefCount Protocol Flags Type St Inode Path": the listeners among
+/// `inodes`, with the connecting sockets (inode 0) at their path counted.
+fn parse_unix(text: &str, inodes: &HashSet<u64>) -> Vec<Socket> {
+    let rows: Vec<(u32, u8, u64, &str)> = text
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            Some((
+                u32::from_str_radix(f.get(3)?, 16).ok()?,
+                u8::from_str_radix(f.get(5)?, 16).ok()?,
+                f.get(6)?.parse().ok()?,
+                f.get(7).copied().unwrap_or(""),
+            ))
+        })
+        .collect();
+    rows.iter()
+        .filter(|(flags, _, inode, path)| {
+            flags & ACCEPTCON != 0 && !path.is_empty() && inodes.contains(inode)
+        })
+        .map(|&(_, _, inode, path)| Socket {
+            inode,
+            port: 0,
+            path: Some(path.to_string()),
+            listening: true,
+            queued: rows
+                .iter()
+                .filter(|r| r.1 == CONNECTING && r.2 == 0 && r.3 == path)
+                .count() as u64,
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -83,15 +139,17 @@ mod tests {
         assert_eq!(
             s,
             vec![
-                TcpSocket {
+                Socket {
                     inode: 91234,
                     port: 0xa4d1,
+                    path: None,
                     listening: true,
                     queued: 20
                 },
-                TcpSocket {
+                Socket {
                     inode: 91240,
                     port: 0xa4d1,
+                    path: None,
                     listening: false,
                     queued: 5
                 },
@@ -114,5 +172,46 @@ mod tests {
             .find(|s| s.listening && s.port == addr.port())
             .expect("the listener");
         assert_eq!(s.queued, 2);
+    }
+
+    const UNIX: &str = "Num       RefCount Protocol Flags    Type St Inode Path
+0000000039f787f6: 00000003 00000000 00000000 0001 02     0 /run/app.sock
+0000000022ea3210: 00000003 00000000 00000000 0001 02     0 /run/app.sock
+000000007a848e98: 00000002 00000000 00010000 0001 01 1645920 /run/app.sock
+000000007a848e99: 00000002 00000000 00010000 0001 01 1645921 @abstract
+0000000001ebe29e: 00000003 00000000 00000000 0001 03 1618834
+";
+
+    #[test]
+    fn counts_the_connections_queued_on_a_unix_listener() {
+        let mine: HashSet<u64> = [1645920, 1645921, 1618834].into();
+        let s = parse_unix(UNIX, &mine);
+        let queued: Vec<(&str, u64)> = s
+            .iter()
+            .map(|s| (s.path.as_deref().unwrap(), s.queued))
+            .collect();
+        assert_eq!(queued, [("/run/app.sock", 2), ("@abstract", 0)]);
+        // Another process's listener is not ours.
+        assert!(parse_unix(UNIX, &[1618834].into()).is_empty());
+    }
+
+    /// A unix listener of this process with three connections nobody
+    /// accepted.
+    #[test]
+    fn a_real_unix_accept_queue() {
+        use std::os::unix::net::{UnixListener, UnixStream};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("queue.sock");
+        let _l = UnixListener::bind(&path).unwrap();
+        let _c: Vec<_> = (0..3)
+            .map(|_| UnixStream::connect(&path).unwrap())
+            .collect();
+        let pid = std::process::id() as i32;
+        let mine = unix(pid, &socket_inodes(pid));
+        let s = mine
+            .iter()
+            .find(|s| s.path.as_deref() == path.to_str())
+            .expect("the listener");
+        assert_eq!(s.queued, 3);
     }
 }

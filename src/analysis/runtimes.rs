@@ -1,0 +1,230 @@
+//! Frames without names, by what made them: a JIT's code in anonymous
+//! executable memory (the JVM, Node), an interpreter's loop that hides the
+//! program's own functions (CPython), a binary without symbols. The
+//! runtimes are data (`RUNTIMES`), recognised by their binaries and their
+//! frames; render/ words the way to names for each. Pure.
+
+use std::collections::BTreeMap;
+
+use crate::model::drill::{Runtime, UnnamedFrames};
+use crate::model::profile::{Frame, Profile};
+
+/// How a runtime shows in a stack.
+pub struct Pattern {
+    pub runtime: Runtime,
+    /// Substrings of the paths of its binaries.
+    pub modules: &'static [&'static str],
+    /// Prefixes of its own functions' names.
+    pub frames: &'static [&'static str],
+    /// Its interpreter loop: one frame per function of the program.
+    pub interpreter: &'static [&'static str],
+    /// The prefix of the names its perf support gives the program's
+    /// functions: with one in the stack, the loop is named.
+    pub named: Option<&'static str>,
+}
+
+pub const RUNTIMES: &[Pattern] = &[
+    Pattern {
+        runtime: Runtime::Jvm,
+        modules: &["/libjvm.so"],
+        frames: &["JavaThread::", "JavaMain", "JavaCalls::", "ObjectMonitor::"],
+        interpreter: &[],
+        named: None,
+    },
+    Pattern {
+        runtime: Runtime::Node,
+        modules: &["/node", "/nodejs", "/libnode.so"],
+        frames: &["v8::", "node::", "Builtins_"],
+        interpreter: &[],
+        named: None,
+    },
+    Pattern {
+        runtime: Runtime::Python,
+        modules: &["/python3", "/libpython3"],
+        frames: &["_PyEval_", "PyEval_", "_PyObject_", "Py_RunMain"],
+        interpreter: &["_PyEval_EvalFrameDefault"],
+        // Python 3.12's perf trampolines: `py::function:file.py`.
+        named: Some("py::"),
+    },
+];
+
+/// Stacks with unnamed frames under this share of a profile are not worth
+/// a line.
+pub const MIN_PERCENT: f64 = 5.0;
+
+/// The unnamed frames of `profiles` (the drill-downs' CPU and off-CPU
+/// profiles of `pids`), the largest share first.
+pub fn unnamed(profiles: &[&Profile], pids: &[i32]) -> Vec<UnnamedFrames> {
+    let mut best: BTreeMap<(Runtime, Option<String>), f64> = BTreeMap::new();
+    for p in profiles {
+        let total = p.total_weight().max(1) as f64;
+        let mut weight: BTreeMap<(Runtime, Option<String>), u64> = BTreeMap::new();
+        for s in &p.stacks {
+            for key in in_stack(p, &s.frames) {
+                *weight.entry(key).or_default() += s.weight;
+            }
+        }
+        for (key, w) in weight {
+            let pct = w as f64 * 100.0 / total;
+            let b = best.entry(key).or_default();
+            *b = b.max(pct);
+        }
+    }
+    let mut found: Vec<UnnamedFrames> = best
+        .into_iter()
+        .filter(|(_, pct)| *pct >= MIN_PERCENT)
+        .map(|((runtime, module), percent)| UnnamedFrames {
+            runtime,
+            module,
+            pids: pids.to_vec(),
+            percent,
+        })
+        .collect();
+    found.sort_by(|a, b| b.percent.total_cmp(&a.percent));
+    found
+}
+
+/// What one stack holds unnamed: each runtime (or stripped binary) once.
+fn in_stack(p: &Profile, frames: &[Frame]) -> Vec<(Runtime, Option<String>)> {
+    let user: Vec<&Frame> = frames.iter().filter(|f| !f.kernel).collect();
+    let module = |f: &Frame| {
+        f.module
+            .and_then(|m| p.modules.get(m as usize))
+            .map(|m| m.path.as_str())
+    };
+    let runtime = RUNTIMES.iter().find(|r| {
+        user.iter().any(|f| {
+            module(f).is_some_and(|m| r.modules.iter().any(|x| m.contains(x)))
+                || r.frames.iter().any(|x| f.name.starts_with(x))
+        })
+    });
+    // A JIT's code, or an interpreter's loop its perf support left unnamed.
+    let jit = user.iter().any(|f| f.name == "[anon]");
+    let looping = runtime.is_some_and(|r| {
+        user.iter()
+            .any(|f| r.interpreter.contains(&f.name.as_str()))
+            && !r
+                .named
+                .is_some_and(|n| user.iter().any(|f| f.name.starts_with(n)))
+    });
+    let mut out = Vec::new();
+    if jit || looping {
+        out.push((runtime.map_or(Runtime::Jit, |r| r.runtime), None));
+    }
+    // `binary+0x1a2b`: a file mapped, no symbol for the address.
+    let mut stripped: Vec<String> = user
+        .iter()
+        .filter(|f| f.name.contains("+0x"))
+        .filter_map(|f| module(f).map(str::to_string))
+        .collect();
+    stripped.sort();
+    stripped.dedup();
+    out.extend(stripped.into_iter().map(|m| (Runtime::Stripped, Some(m))));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::profile::{Module, Stack};
+
+    fn stack(frames: Vec<Frame>, weight: u64) -> Stack {
+        Stack {
+            comm: "x".into(),
+            frames,
+            samples: 1,
+            weight,
+            user_depth: 0,
+            state: None,
+        }
+    }
+
+    fn in_module(name: &str, m: u32) -> Frame {
+        Frame {
+            module: Some(m),
+            ..Frame::user(name)
+        }
+    }
+
+    fn profile(stacks: Vec<Stack>) -> Profile {
+        Profile {
+            stacks,
+            modules: vec![
+                Module {
+                    path: "/usr/lib/jvm/java-17/lib/server/libjvm.so".into(),
+                    build_id: None,
+                },
+                Module {
+                    path: "/usr/bin/python3.11".into(),
+                    build_id: None,
+                },
+            ],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn jit_frames_in_a_jvm_are_the_jvms() {
+        let p = profile(vec![
+            stack(
+                vec![
+                    in_module("JavaMain", 0),
+                    Frame::user("[anon]"),
+                    in_module("ObjectMonitor::enter", 0),
+                    Frame::kernel("futex_wait"),
+                ],
+                90,
+            ),
+            stack(vec![Frame::user("main")], 10),
+        ]);
+        let u = unnamed(&[&p], &[42]);
+        assert_eq!(u.len(), 1, "{u:?}");
+        assert_eq!(
+            (u[0].runtime, u[0].pids.as_slice()),
+            (Runtime::Jvm, &[42][..])
+        );
+        assert!((u[0].percent - 90.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn pythons_loop_without_perf_names_and_its_stripped_binary() {
+        let p = profile(vec![stack(
+            vec![
+                in_module("_PyEval_EvalFrameDefault", 1),
+                in_module("python3.11+0x1a2b", 1),
+                Frame::user("pthread_cond_timedwait"),
+            ],
+            100,
+        )]);
+        let u = unnamed(&[&p], &[7]);
+        let kinds: Vec<_> = u.iter().map(|u| (u.runtime, u.module.as_deref())).collect();
+        assert_eq!(
+            kinds,
+            [
+                (Runtime::Python, None),
+                (Runtime::Stripped, Some("/usr/bin/python3.11"))
+            ]
+        );
+        // With -X perf's names the loop is named.
+        let named = profile(vec![stack(
+            vec![
+                in_module("_PyEval_EvalFrameDefault", 1),
+                Frame::user("py::spin:<string>"),
+            ],
+            100,
+        )]);
+        assert!(unnamed(&[&named], &[7]).is_empty());
+    }
+
+    #[test]
+    fn anonymous_code_of_no_known_runtime_is_a_jit_and_small_shares_are_left_out() {
+        let p = profile(vec![
+            stack(vec![Frame::user("main"), Frame::user("[anon]")], 30),
+            stack(vec![Frame::user("main"), in_module("libjvm.so+0x10", 0)], 2),
+            stack(vec![Frame::user("main")], 68),
+        ]);
+        let u = unnamed(&[&p], &[1]);
+        assert_eq!(u.len(), 1, "{u:?}");
+        assert_eq!(u[0].runtime, Runtime::Jit);
+    }
+}
