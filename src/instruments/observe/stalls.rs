@@ -6,11 +6,12 @@
 //! and its stack.
 
 use std::collections::HashMap;
+use std::time::Instant;
 
 use crate::model::diagnosis::LockWaits;
 use crate::model::stalls::{Listener, Stall, Waiting};
 use crate::sys::procfs::parse::Syscall;
-use crate::sys::procfs::task::TaskReader;
+use crate::sys::procfs::task::{self, TaskReader};
 use crate::sys::procfs::{sockets, stack, syscalls};
 
 /// The most threads looked at (at both ends); beyond, the first ones.
@@ -19,6 +20,9 @@ const MOST_THREADS: usize = 4096;
 const MOST_STALLS: usize = 3;
 
 pub struct Watch {
+    /// When the timeslices were read: a thread with none since has not run
+    /// for at least as long.
+    started: Instant,
     /// Timeslices of each thread at the start.
     slices: HashMap<(i32, i32), u64>,
     /// Each process's TCP and unix sockets at the start.
@@ -35,7 +39,11 @@ impl Watch {
         let mut pids: Vec<i32> = threads.iter().map(|t| t.0).collect();
         pids.dedup();
         let sockets = pids.into_iter().map(|p| (p, queues(p))).collect();
-        Watch { slices, sockets }
+        Watch {
+            started: Instant::now(),
+            slices,
+            sockets,
+        }
     }
 
     /// The stalls at the end of the window, the longest first; `locks`:
@@ -50,7 +58,8 @@ impl Watch {
                 by_pid.entry(pid).or_default().push(tid);
             }
         }
-        let now = r.last_ran_ms(0, None);
+        let not_run_s = self.started.elapsed().as_secs_f64();
+        let mut clocks: HashMap<u32, Option<f64>> = HashMap::new();
         let mut stalls = Vec::new();
         for (pid, mut tids) in by_pid {
             let waiting = waiting(pid, &self.sockets, locks);
@@ -68,8 +77,13 @@ impl Watch {
                 let Some(st) = r.stat(pid, Some(tid)) else {
                     continue;
                 };
-                let so_far_s = match (now, r.last_ran_ms(pid, Some(tid))) {
-                    (Some(n), Some(t)) if n >= t => Some((n - t) / 1e3),
+                // Since it last ran, on the clock of the CPU it ran on; never
+                // less than the window it did not run in.
+                let now = st
+                    .processor
+                    .and_then(|cpu| *clocks.entry(cpu).or_insert_with(|| task::clock_ms_on(cpu)));
+                let so_far_s = match (now, r.last_ran_ms(pid, tid)) {
+                    (Some(n), Some(t)) if n >= t => Some(((n - t) / 1e3).max(not_run_s)),
                     _ => None,
                 };
                 stalls.push(Stall {

@@ -33,6 +33,8 @@ pub struct Stat {
     pub start_ticks: u64,
     pub vsize: u64,
     pub rss_pages: u64,
+    /// The CPU it last ran on (field 39).
+    pub processor: Option<u32>,
     /// Time blocked on block I/O in clock ticks (field 42); counted only
     /// while delay accounting is on (kernel.task_delayacct), and per task:
     /// a process's file has its main thread's only. None on old kernels.
@@ -54,9 +56,11 @@ pub fn stat(b: &[u8]) -> Option<Stat> {
     for slot in v.iter_mut() {
         *slot = int(f.next()?)?;
     }
-    // Fields 25 to 41 are skipped (rsslim is a u64 that `int` wraps, which
-    // does not matter since it is not used); field 42 is the 18th of them.
-    let blkio_ticks = f.nth(17).and_then(int).map(|v| v.max(0) as u64);
+    // Fields 25 to 42 (rsslim is a u64 that `int` wraps, which does not
+    // matter since it is not used): field 39 is the 15th, field 42 the 18th.
+    let rest: Vec<Option<i64>> = f.take(18).map(int).collect();
+    let late = |i: usize| rest.get(i).copied().flatten().map(|v| v.max(0) as u64);
+    let (processor, blkio_ticks) = (late(14).map(|c| c as u32), late(17));
     let n = |i: usize| v[i].max(0) as u64;
     Some(Stat {
         tid,
@@ -81,6 +85,7 @@ pub fn stat(b: &[u8]) -> Option<Stat> {
         start_ticks: v[18] as u64,
         vsize: v[19] as u64,
         rss_pages: v[20].max(0) as u64,
+        processor,
         blkio_ticks,
     })
 }
@@ -425,9 +430,10 @@ mod tests {
         assert_eq!((t.minflt, t.majflt, t.cmajflt), (90, 12, 3));
         assert_eq!((t.utime, t.stime, t.cutime, t.cstime), (250, 40, 5, 6));
         assert_eq!(t.blkio_ticks, Some(319));
+        assert_eq!((s.processor, t.processor), (Some(0), Some(1)));
         // An old kernel that stops before field 42.
         let old = stat(b"1 (x) S 0 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 10 100 1\n").unwrap();
-        assert_eq!(old.blkio_ticks, None);
+        assert_eq!((old.blkio_ticks, old.processor), (None, None));
     }
 
     #[test]

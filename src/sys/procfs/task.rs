@@ -204,19 +204,11 @@ impl TaskReader {
         parse::schedstat(self.read(pid, Some(tid), "schedstat").ok()?)
     }
 
-    /// When a thread last went on a CPU (`se.exec_start` of
-    /// /proc/PID/task/TID/sched, ms of its run queue's clock; tid None:
-    /// the calling thread, which runs now); None without the file
-    /// (CONFIG_SCHED_DEBUG).
-    pub fn last_ran_ms(&mut self, pid: i32, tid: Option<i32>) -> Option<f64> {
-        let b = match tid {
-            Some(t) => self
-                .read_keeping(pid, Some(t), "sched", false)
-                .ok()?
-                .to_vec(),
-            None => std::fs::read("/proc/thread-self/sched").ok()?,
-        };
-        parse::exec_start_ms(&b)
+    /// When a thread last ran (`se.exec_start` of /proc/PID/task/TID/sched,
+    /// ms of the task clock of the CPU it ran on: compare it only with
+    /// `clock_ms_on` that CPU); None without the file (CONFIG_SCHED_DEBUG).
+    pub fn last_ran_ms(&mut self, pid: i32, tid: i32) -> Option<f64> {
+        parse::exec_start_ms(self.read_keeping(pid, Some(tid), "sched", false).ok()?)
     }
 
     /// The kernel function a sleeping thread waits in; empty when running.
@@ -293,6 +285,37 @@ impl TaskReader {
     /// Every PID, ascending.
     pub fn pids(&self) -> io::Result<Vec<i32>> {
         super::pids_in(&self.root)
+    }
+}
+
+/// The task clock of `cpu` now, in ms: what `last_ran_ms` of a thread that
+/// last ran there counts in. Each CPU's task clock leaves out the time that
+/// CPU spent in interrupts and stolen by the hypervisor, so on a busy VM
+/// two CPUs' clocks differ by seconds and only one CPU's readings can be
+/// subtracted. Read by moving the calling thread to `cpu` for a moment
+/// (the kernel stamps `se.exec_start` when it starts running there, and
+/// again on sched_yield) and back. None when it may not run there (a
+/// cpuset) or without the file.
+pub fn clock_ms_on(cpu: u32) -> Option<f64> {
+    // SAFETY: cpu_set_t is plain data; the calls read or write only it.
+    unsafe {
+        let mut before: libc::cpu_set_t = std::mem::zeroed();
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        if libc::sched_getaffinity(0, size, &mut before) != 0 {
+            return None;
+        }
+        let mut only: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu as usize, &mut only);
+        if libc::sched_setaffinity(0, size, &only) != 0 {
+            return None;
+        }
+        libc::sched_yield();
+        let now = (libc::sched_getcpu() == cpu as i32)
+            .then(|| std::fs::read("/proc/thread-self/sched").ok())
+            .flatten()
+            .and_then(|b| parse::exec_start_ms(&b));
+        libc::sched_setaffinity(0, size, &before);
+        now
     }
 }
 
