@@ -490,10 +490,10 @@ fn text_agrees(lab: &str, screen: &str, pid: u32) {
         .collect::<Vec<_>>()
         .windows(2)
     {
-        if w[0] == "PID" {
-            if let Ok(n) = w[1].parse::<u32>() {
-                assert_eq!(n, pid, "the screen names another PID:\n{screen}");
-            }
+        if w[0] == "PID"
+            && let Ok(n) = w[1].parse::<u32>()
+        {
+            assert_eq!(n, pid, "the screen names another PID:\n{screen}");
         }
     }
     let header = right.lines().find(|l| l.starts_with("sorted by "));
