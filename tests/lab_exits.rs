@@ -103,7 +103,7 @@ fn plain_mode_under_sudo_with_tee() {
     t.keys(&["-l", &line]);
     t.keys(&["Enter"]);
     t.wait_up_to(Duration::from_secs(30), "the first step", |s| {
-        s.contains("lab> ")
+        s.contains("lab>")
     });
     t.keys(&["status", "Enter"]);
     t.wait_for("the reply to status", |s| s.contains("score 0/15 points"));
