@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use kdiag::analysis::fold::frame_of;
 use kdiag::analysis::top::{CpuSplit, TaskCounts, TopRow};
 use kdiag::commands::lab::lab_view;
+use kdiag::lab::medium::Medium;
 use kdiag::lab::{self, Source};
 use kdiag::model::block::BlockIo;
 use kdiag::model::exec::{ExecEvent, Exit, ProcessEnd, TraceEvent};
@@ -113,7 +114,10 @@ impl Driver for Recorded {
 fn demo() -> State {
     let (lab, checks) = lab::load(&Source::default(), "0-demo").unwrap();
     let shell = |_: usize| Vec::new();
-    State::new(lab_view(&lab, &checks, &shell, ANSWERS, None), &[])
+    State::new(
+        lab_view(&lab, &checks, &shell, ANSWERS, None, Medium::App),
+        &[],
+    )
 }
 
 fn row(pid: i32, comm: &str, state: char, cpu: f64, write: f64, command: &str) -> TopRow {

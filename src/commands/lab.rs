@@ -6,6 +6,7 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
+use std::sync::mpsc;
 use std::time::SystemTime;
 
 use anyhow::Context;
@@ -16,11 +17,13 @@ use crate::error;
 use crate::grade::answers;
 use crate::grade::{self, CheckResult, Evidence, Status};
 use crate::lab::engine::{Engine, Resumed, shell_word};
+use crate::lab::medium::{Medium, text_for};
 use crate::lab::state::{self, LabDir, Progress};
 use crate::lab::{self, solution, submission};
 use crate::lab::{default_seed, user_name};
 use crate::model::lab::{Input, Panel};
 use crate::render::table::{Align, Table};
+use crate::sys::process::interrupt::Interrupt;
 use crate::sys::process::user_files;
 use crate::tui::lab::app::{self, Driver};
 use crate::tui::lab::event::{Given, Verdict};
@@ -303,15 +306,20 @@ fn run_app(
 ) -> anyhow::Result<State> {
     let given = driver.reload()?;
     let e = &driver.engine;
+    let interactive = !plain && std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let view = lab_view(
         &e.lab,
         &e.checks,
         &|n| e.record_commands(n),
         &e.dir.answers().display().to_string(),
         kdiag_path().as_deref(),
+        if interactive {
+            Medium::App
+        } else {
+            Medium::Plain
+        },
     );
     let mut state = State::new(view, &given);
-    let interactive = !plain && std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     if interactive {
         if let Some(r) = resumed {
             let text = resumed_text(r, &driver.engine).trim().replace('\n', " ");
@@ -329,14 +337,43 @@ fn run_app(
         driver.engine.seed
     )?;
     let prompt = std::io::stdin().is_terminal();
-    plain::run(
-        state,
-        driver,
-        &mut std::io::stdin().lock(),
-        &mut out,
-        prompt,
-    )
-    .map_err(unreadable_terminal)
+    // Ctrl-C leaves the lab as `quit` does (its exit code says whether
+    // every step is done); SIGTERM and SIGHUP interrupt it (128+N).
+    let interrupt = Interrupt::catch()?;
+    let lines = stdin_lines();
+    let mut next_line = || loop {
+        if interrupt.is_set() {
+            return Ok(None);
+        }
+        match lines.recv_timeout(std::time::Duration::from_millis(100)) {
+            Ok(line) => return line.map(Some),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(None),
+        }
+    };
+    let state =
+        plain::run(state, driver, &mut next_line, &mut out, prompt).map_err(unreadable_terminal)?;
+    match interrupt.signal() {
+        Some(sig) if sig != libc::SIGINT => {
+            Err(interrupt.explain(anyhow::anyhow!("the lab was stopped by signal {sig}"), true))
+        }
+        _ => Ok(state),
+    }
+}
+
+/// Standard input's lines, read in a thread of their own so that the
+/// plain mode can stop waiting for one when a signal arrives.
+fn stdin_lines() -> mpsc::Receiver<std::io::Result<String>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines() {
+            let failed = line.is_err();
+            if tx.send(line).is_err() || failed {
+                break;
+            }
+        }
+    });
+    rx
 }
 
 /// Standard input a terminal this process may not read (EIO, ENXIO):
@@ -361,13 +398,15 @@ fn unreadable_terminal(e: anyhow::Error) -> anyhow::Error {
 /// the way the step's `inputs` say (else as a number of bytes, a file
 /// saved from the panel, or text, by the check's kind).
 /// `shell(n)` are the commands that record step `n`'s answers from a
-/// shell, and `exe` this kdiag's path when `kdiag` would not find it.
+/// shell, and `exe` this kdiag's path when `kdiag` would not find it;
+/// the steps' texts are `medium`'s.
 pub fn lab_view(
     lab: &lab::Lab,
     checks: &grade::CheckFile,
     shell: &dyn Fn(usize) -> Vec<String>,
     answers_file: &str,
     exe: Option<&str>,
+    medium: Medium,
 ) -> LabView {
     let run = |t: &str| runnable(t, exe);
     let steps = lab
@@ -409,8 +448,8 @@ pub fn lab_view(
             StepView {
                 id: step.id.clone(),
                 title: step.title.clone(),
-                text: run(&step.text),
-                explain: run(&step.explain),
+                text: run(&text_for(&step.text, medium)),
+                explain: run(&text_for(&step.explain, medium)),
                 panels: step.panels.clone(),
                 questions,
             }

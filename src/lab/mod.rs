@@ -3,11 +3,13 @@
 //! the same way instead), the learner's state (`state.rs`: answers and
 //! progress per user), the engine that drives a run (`engine.rs`, UI-free:
 //! the line-based front end is commands/lab.rs, and a TUI can share it),
+//! a step's text for the app or for `--plain` (`medium.rs`),
 //! self-contained submissions (`submission.rs`, `tar.rs`) and reference
 //! solutions (`solution.rs`). grade/ checks the answers.
 
 pub mod attested;
 pub mod engine;
+pub mod medium;
 pub mod solution;
 pub mod state;
 pub mod submission;

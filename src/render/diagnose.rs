@@ -171,6 +171,23 @@ pub fn json_exec_failure(
     )
 }
 
+/// The three largest of `lines` (share, stack as one line), in order, with
+/// stacks that read the same once shortened (runtime and scheduler frames
+/// left out) as one, and none that rounds to 0.0%.
+fn stack_lines(lines: impl Iterator<Item = (f64, String)>) -> Vec<(f64, String)> {
+    let mut out: Vec<(f64, String)> = Vec::new();
+    for (percent, line) in lines {
+        match out.iter_mut().find(|(_, l)| *l == line) {
+            Some(seen) => seen.0 += percent,
+            None => out.push((percent, line)),
+        }
+    }
+    out.retain(|(p, _)| *p >= 0.05);
+    out.sort_by(|a, b| b.0.total_cmp(&a.0));
+    out.truncate(3);
+    out
+}
+
 /// The drill-down's findings: the CPU profile's hot function and stacks,
 /// the off-CPU profile's wait points and blocking paths.
 fn why_section(out: &mut impl Write, w: &Why) -> io::Result<()> {
@@ -187,8 +204,9 @@ fn why_section(out: &mut impl Write, w: &Why) -> io::Result<()> {
             cpu.kernel_percent,
             w.hot_function().unwrap_or("none seen")
         )?;
-        for s in cpu.hottest.iter().take(3) {
-            writeln!(out, "    {:5.1}% {}", s.percent, one_line(&s.frames))?;
+        let lines = cpu.hottest.iter().map(|s| (s.percent, one_line(&s.frames)));
+        for (percent, line) in stack_lines(lines) {
+            writeln!(out, "    {percent:5.1}% {line}")?;
         }
     }
     if let Some(off) = &w.offcpu {
@@ -207,8 +225,9 @@ fn why_section(out: &mut impl Write, w: &Why) -> io::Result<()> {
                 p.percent
             )?;
         }
-        for p in off.paths.iter().take(3) {
-            writeln!(out, "    {:5.1}% {}", p.percent, one_line(&p.frames))?;
+        let lines = off.paths.iter().map(|p| (p.percent, one_line(&p.frames)));
+        for (percent, line) in stack_lines(lines) {
+            writeln!(out, "    {percent:5.1}% {line}")?;
         }
     }
     if let Some(s) = &w.storage {
@@ -317,5 +336,24 @@ pub fn shape_text(s: &SeriesShape, limit: Option<&Limit>) -> String {
             v(*before),
             v(*after)
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stack_lines;
+
+    #[test]
+    fn a_stack_is_printed_once() {
+        let line = |s: &str| s.to_string();
+        let lines = [
+            (99.96, line("main › pread › io_schedule")),
+            (0.04, line("main › pread › io_schedule")),
+            (0.01, line("main › nanosleep")),
+        ];
+        let got = stack_lines(lines.into_iter());
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].1, "main › pread › io_schedule");
+        assert!((got[0].0 - 100.0).abs() < 1e-9, "{got:?}");
     }
 }

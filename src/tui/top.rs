@@ -218,6 +218,25 @@ pub fn state_cell(r: &TopRow) -> String {
     }
 }
 
+/// A column's width: its widest cell (S: "D 12/20"; COMMAND: the least it
+/// is given) and room for its title with the sort marker (`VCSW/s▼`).
+pub fn column_width(c: Column, rows: &[TopRow]) -> u16 {
+    let cells = match c {
+        // pid_max's 4194304.
+        Column::Pid => 7,
+        Column::User | Column::Command => 8,
+        Column::Cpu | Column::Mem => 5,
+        Column::Res | Column::Vcsw => 6,
+        Column::Read | Column::Write | Column::Ivcsw => 7,
+        Column::State => rows
+            .iter()
+            .map(|r| state_cell(r).chars().count())
+            .max()
+            .unwrap_or(1),
+    };
+    cells.max(c.title().chars().count() + 1) as u16
+}
+
 /// The two key help lines: actions, then the sort keys.
 pub fn help_lines(state: &State) -> [String; 2] {
     let keys: Vec<String> = Column::ALL
@@ -320,21 +339,10 @@ pub fn render(frame: &mut Frame, state: &State) {
         };
         Row::new(cells(r)).style(style)
     });
-    // S as wide as its widest cell ("D 12/20").
-    let state_width = rows.iter().map(|r| state_cell(r).len()).max().unwrap_or(1);
-    let widths = [
-        Constraint::Length(7),
-        Constraint::Length(8),
-        Constraint::Length(5),
-        Constraint::Length(5),
-        Constraint::Length(6),
-        Constraint::Length(state_width as u16),
-        Constraint::Length(7),
-        Constraint::Length(7),
-        Constraint::Length(6),
-        Constraint::Length(7),
-        Constraint::Fill(1),
-    ];
+    let widths = Column::ALL.map(|c| match c {
+        Column::Command => Constraint::Fill(1),
+        _ => Constraint::Length(column_width(c, &rows)),
+    });
     let t = Table::new(body, widths)
         .header(head)
         .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED));
@@ -384,6 +392,22 @@ mod tests {
         (0..buf.area.height)
             .map(|y| (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect())
             .collect()
+    }
+
+    #[test]
+    fn every_sort_column_shows_its_marker() {
+        for c in Column::ALL {
+            for descending in [true, false] {
+                let mut state = fixture();
+                state.sort = c;
+                state.descending = descending;
+                let mut term = Terminal::new(TestBackend::new(100, 13)).unwrap();
+                term.draw(|f| render(f, &state)).unwrap();
+                let marker = if descending { "▼" } else { "▲" };
+                let head = &screen(&term)[5];
+                assert!(head.contains(&format!("{}{marker} ", c.title())), "{head}");
+            }
+        }
     }
 
     fn fixture() -> State {
@@ -451,11 +475,11 @@ mod tests {
                 "%Cpu(s): 50.0 us, 10.0 sy,  0.0 ni, 35.0 id,  5.0 wa,  0.0 hi,  0.0 si,  0.0 st                     ",
                 "MiB Mem :   8192.0 total,   4096.0 free,   3072.0 used,   1024.0 buff/cache                         ",
                 "MiB Swap:   1024.0 total,   1024.0 free,      0.0 used.   6144.0 avail Mem                          ",
-                "PID     USER     %CPU▼ %MEM  RES    S       READ/s  WRITE/s VCSW/s IVCSW/s COMMAND                  ",
-                "100     root     99.5  0.5   2.0M   R       0       0       12     1       /usr/bin/busy --flag     ",
-                "200     root     2.0   0.5   2.0M   D 12/20 4.0M    2.0M    12     1       /usr/bin/writer --flag   ",
-                "300     root     0.0   0.5   2.0M   Z       -       -       12     1       /usr/bin/defunct --flag  ",
-                "400     root     0.0   0.5   2.0M   S       0       0       12     1       /usr/bin/idle --flag     ",
+                "PID     USER     %CPU▼ %MEM  RES    S       READ/s  WRITE/s  VCSW/s  IVCSW/s  COMMAND               ",
+                "100     root     99.5  0.5   2.0M   R       0       0        12      1        /usr/bin/busy --flag  ",
+                "200     root     2.0   0.5   2.0M   D 12/20 4.0M    2.0M     12      1        /usr/bin/writer --flag",
+                "300     root     0.0   0.5   2.0M   Z       -       -        12      1        /usr/bin/defunct --fla",
+                "400     root     0.0   0.5   2.0M   S       0       0        12      1        /usr/bin/idle --flag  ",
                 "                                                                                                    ",
                 "q quit  / filter  ↑↓ select  Enter details  H threads  same sort key: reverse                       ",
                 "sort: p=PID u=USER c=%CPU m=%MEM r=RES s=S i=READ/s w=WRITE/s v=VCSW/s n=IVCSW/s o=COMMAND          ",

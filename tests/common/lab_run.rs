@@ -3,11 +3,11 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
-use super::kdiag;
+use super::{kdiag, kdiag_as_learner};
 
 /// `kdiag lab LAB --plain` running with piped input; its output lines
 /// arrive on a channel. Dropping it closes stdin (the lab quits) and reaps
@@ -20,6 +20,10 @@ pub struct LabRun {
     /// The lab's folder (answers, progress) under the test's root.
     pub dir: PathBuf,
     pub lab: String,
+    /// Played by the learner through sudo.
+    pub learner: bool,
+    /// Every line kdiag printed that `expect` has read.
+    pub transcript: std::cell::RefCell<String>,
 }
 
 /// One lab at a time: a workload's scratch directory is per workload, and
@@ -33,8 +37,25 @@ pub fn one_workload() -> std::sync::MutexGuard<'static, ()> {
 
 impl LabRun {
     pub fn start(lab: &str, root: &Path, seed: &str) -> LabRun {
+        LabRun::start_with(lab, root, seed, false)
+    }
+
+    /// The same played by the unprivileged learner through sudo, as on a
+    /// course server: `root` becomes theirs, and `kdiag()` runs their
+    /// commands as `sudo kdiag`. As root (said loudly) where the learner
+    /// and their sudoers rule are missing, outside CI.
+    pub fn start_as_learner(lab: &str, root: &Path, seed: &str) -> LabRun {
+        let Some((uid, gid)) = super::learner(&format!("{lab} as the learner")) else {
+            return LabRun::start(lab, root, seed);
+        };
+        std::os::unix::fs::chown(root, Some(uid), Some(gid)).unwrap();
+        LabRun::start_with(lab, root, seed, true)
+    }
+
+    fn start_with(lab: &str, root: &Path, seed: &str, learner: bool) -> LabRun {
         let guard = one_workload();
-        let mut child = kdiag()
+        let mut kdiag = if learner { kdiag_as_learner() } else { kdiag() };
+        let mut child = kdiag
             .args(["lab", lab, "--plain", "--seed", seed, "--dir"])
             .arg(root)
             .stdin(Stdio::piped())
@@ -55,6 +76,8 @@ impl LabRun {
             lines,
             dir: root.join(lab),
             lab: lab.to_string(),
+            learner,
+            transcript: Default::default(),
         };
         run.expect("Step 1/");
         run
@@ -73,6 +96,9 @@ impl LabRun {
                 Ok(l) => {
                     seen.push_str(&l);
                     seen.push('\n');
+                    let mut all = self.transcript.borrow_mut();
+                    all.push_str(&l);
+                    all.push('\n');
                     if l.contains(what) {
                         return seen;
                     }
@@ -103,6 +129,16 @@ impl LabRun {
             .trim()
             .parse()
             .unwrap()
+    }
+
+    /// kdiag as the player runs it from their shell: `sudo kdiag` for the
+    /// learner, kdiag as root otherwise.
+    pub fn kdiag(&self) -> Command {
+        if self.learner {
+            kdiag_as_learner()
+        } else {
+            kdiag()
+        }
     }
 
     /// `kdiag answer LAB KEY VALUE`, from outside the lab.

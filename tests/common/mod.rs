@@ -190,6 +190,23 @@ impl Tmux {
         assert!(Command::new("tmux").args(&args).status().unwrap().success());
     }
 
+    /// Resize the window, as a learner dragging its corner would.
+    pub fn resize(&self, width: u16, height: u16) {
+        let (w, h) = (width.to_string(), height.to_string());
+        let args = [
+            "-L",
+            &self.0,
+            "resize-window",
+            "-t",
+            &self.0,
+            "-x",
+            &w,
+            "-y",
+            &h,
+        ];
+        assert!(Command::new("tmux").args(args).status().unwrap().success());
+    }
+
     /// The pid of the pane's first process (the shell, or an `exec`ed command).
     pub fn pane_pid(&self) -> i32 {
         let out = Command::new("tmux")

@@ -7,7 +7,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::common::lab_run::LabRun;
-use crate::common::{kdiag, require_root};
+use crate::common::require_root;
 use crate::course_common::{answer_all, expect, full_score, self_test, text};
 
 /// The lab's answers for `seed`'s truth; with `evidence`, the off-CPU
@@ -30,7 +30,8 @@ fn answers(lab: &LabRun, seed: &str, root: &Path, evidence: bool) -> Vec<(&'stat
     ];
     if evidence {
         let folded = root.join(format!("offcpu-{seed}.folded"));
-        let ok = kdiag()
+        let ok = lab
+            .kdiag()
             .args(["offcpu", "-p", &pid.to_string(), "-d", "2", "--folded"])
             .arg(&folded)
             .stdout(Stdio::null())
@@ -59,9 +60,14 @@ fn reference_answers_of_two_seeds_reach_the_full_score() {
     if !require_root("reference_answers_of_two_seeds_reach_the_full_score") {
         return;
     }
-    for seed in ["bio-a-1", "bio-b-2"] {
+    for (i, seed) in ["bio-a-1", "bio-b-2"].into_iter().enumerate() {
         let root = tempfile::tempdir().unwrap();
-        let lab = LabRun::start("4-bio", root.path(), seed);
+        // The first as the unprivileged learner through sudo, as on a
+        // course server.
+        let lab = match i {
+            0 => LabRun::start_as_learner("4-bio", root.path(), seed),
+            _ => LabRun::start("4-bio", root.path(), seed),
+        };
         let pid = lab.pid();
         // The truth matches what the running workload does, once all its
         // readers have started: that many threads share the prefix.

@@ -50,10 +50,11 @@ pub fn answer_all(lab: &mut LabRun, answers: &[(&str, String)]) -> Vec<String> {
 
 /// `kdiag time -v -o FILE kdiag workload run ARGS...` as a step tells the
 /// learner to run it; FILE.
-pub fn time_workload(root: &Path, file: &str, args: &[&str]) -> PathBuf {
+pub fn time_workload(lab: &LabRun, root: &Path, file: &str, args: &[&str]) -> PathBuf {
     let path = root.join(file);
     let exe = env!("CARGO_BIN_EXE_kdiag");
-    let out = kdiag()
+    let out = lab
+        .kdiag()
         .args(["time", "-v", "-o"])
         .arg(&path)
         .args([exe, "workload", "run"])
@@ -65,7 +66,8 @@ pub fn time_workload(root: &Path, file: &str, args: &[&str]) -> PathBuf {
 }
 
 /// Every answer right, then quit: no "not yet", the full `score` ("14/14"),
-/// kdiag exits 0 and the workload `pid` is stopped.
+/// no panel or key of the app named, kdiag exits 0 (left with `quit`, or
+/// Ctrl-C by the learner) and the workload `pid` is stopped.
 pub fn full_score(mut lab: LabRun, answers: &[(&str, String)], score: &str, seed: &str) {
     let pid = lab.pid();
     assert_eq!(
@@ -78,7 +80,21 @@ pub fn full_score(mut lab: LabRun, answers: &[(&str, String)], score: &str, seed
         seen.contains(&format!("score {score} points, 4/4 steps done")),
         "{seen}"
     );
-    lab.send("quit");
+    // Plain mode has no panels, and its texts say so.
+    let said = lab.transcript.borrow().clone();
+    assert!(
+        !said.contains("panel") && !said.contains('↑'),
+        "plain mode names the app's panels or keys:\n{said}"
+    );
+    // The learner leaves with Ctrl-C (sudo passes it on), as quit does.
+    match lab.learner {
+        // SAFETY: kill(2) on our own child, sudo.
+        true => unsafe { libc::kill(lab.child.id() as i32, libc::SIGINT) },
+        false => {
+            lab.send("quit");
+            0
+        }
+    };
     assert_eq!(lab.finish(), 0, "every step done");
     assert!(!pid_alive(pid), "the workload is stopped");
 }

@@ -1,5 +1,8 @@
 //! The course's labs end to end in `--plain` mode: each lab with the
-//! reference answers of two seeds reaches the full score; another seed's
+//! reference answers of two seeds (the first played by the unprivileged
+//! learner through sudo, every command the steps suggest run as
+//! `sudo kdiag`) reaches the full score, and plain mode names no panel or
+//! key of the app; another seed's
 //! answers fail the seed-dependent checks; `kdiag check --self-test` passes.
 //! One module per lab; shared driving in common.rs.
 

@@ -4,9 +4,9 @@
 //! so both agree on every verdict.
 //!
 //! Commands: `answer KEY VALUE`, `check`, `hint`, `next`, `prev`, `step`,
-//! `status`, `help`, `quit` (end of input quits too).
+//! `status`, `help`, `quit` (end of input and Ctrl-C quit too).
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 
 use super::app::{Driver, perform};
 use super::event::{Key, Msg, Verdict};
@@ -20,10 +20,12 @@ const WIDTH: u16 = 78;
 pub const HELP: &str =
     "commands: answer KEY VALUE | check | hint | next | prev | step | status | help | quit";
 
+/// `next_line` gives each command as typed, None at the end of input (or
+/// when the learner leaves with Ctrl-C).
 pub fn run(
     mut state: State,
     driver: &mut dyn Driver,
-    input: &mut dyn BufRead,
+    next_line: &mut dyn FnMut() -> std::io::Result<Option<String>>,
     out: &mut dyn Write,
     prompt: bool,
 ) -> anyhow::Result<State> {
@@ -34,16 +36,17 @@ pub fn run(
     writeln!(out, "Your answers are saved in {}.", state.lab.answers_file)?;
     writeln!(out, "{HELP}")?;
     step(out, &state)?;
-    let mut line = String::new();
     loop {
         if prompt {
             write!(out, "lab> ")?;
         }
         out.flush()?;
-        line.clear();
-        if input.read_line(&mut line)? == 0 {
+        let Some(line) = next_line()? else {
+            if prompt {
+                writeln!(out)?;
+            }
             break;
-        }
+        };
         if let Some(why) = driver.workload_stopped() {
             anyhow::bail!("the lab's workload stopped on its own ({why}); run the lab again");
         }

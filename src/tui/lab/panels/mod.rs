@@ -97,21 +97,8 @@ impl Panels {
     pub fn key(&mut self, panel: Panel, key: Key) -> bool {
         match panel {
             Panel::Processes => self.processes.key(key),
-            Panel::Profile => match key {
-                Key::Down => {
-                    self.profile.scroll += 1;
-                    true
-                }
-                Key::Up => {
-                    self.profile.scroll = self.profile.scroll.saturating_sub(1);
-                    true
-                }
-                Key::Home => {
-                    self.profile.scroll = 0;
-                    true
-                }
-                _ => false,
-            },
+            Panel::Profile => scroll(&mut self.profile.scroll, key),
+            Panel::Offcpu => scroll(&mut self.offcpu.scroll, key),
             _ => false,
         }
     }
@@ -152,6 +139,17 @@ impl Panels {
             Panel::Trend => self.trend.draw(f, area, pid),
         }
     }
+}
+
+/// ↑ ↓ Home on a panel that scrolls; whether the key was one of them.
+fn scroll(lines: &mut usize, key: Key) -> bool {
+    match key {
+        Key::Down => *lines += 1,
+        Key::Up => *lines = lines.saturating_sub(1),
+        Key::Home => *lines = 0,
+        _ => return false,
+    }
+    true
 }
 
 /// `values` as a sparkline of block characters, the last `width` of them,

@@ -9,6 +9,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
+use super::profile::keep_end;
 use crate::analysis::{fold, offcpu};
 use crate::model::profile::Profile;
 use crate::render::offcpu::{duration, one_line};
@@ -21,6 +22,8 @@ const TOP: usize = 4;
 pub struct Window {
     /// (PID recorded, its last window).
     last: Option<(i32, Profile)>,
+    /// Lines scrolled off the top of the panel (a small window shows few).
+    pub scroll: usize,
 }
 
 impl Window {
@@ -77,7 +80,7 @@ impl Window {
             )));
         }
         lines.push(Line::from(Span::styled(
-            "Top blocking paths (outermost first; [k] = kernel)",
+            "Top blocking paths (outermost first; [k] kernel, ↑ ↓ scroll)",
             bold,
         )));
         for path in &s.paths {
@@ -89,11 +92,21 @@ impl Window {
                 path.state.letter(),
                 path.comms.first().map_or("", String::as_str)
             )));
+            // A name wider than the panel would be broken across lines:
+            // it loses its start instead, where the function is not.
+            let room = (area.width as usize).saturating_sub(4);
+            let frames: Vec<String> = path.frames.iter().map(|f| keep_end(f, room)).collect();
             lines.push(Line::from(Span::styled(
-                format!("    {}", one_line(&path.frames)),
+                format!("    {}", one_line(&frames)),
                 code_style(),
             )));
         }
-        f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
+        let scroll = u16::try_from(self.scroll).unwrap_or(u16::MAX);
+        f.render_widget(
+            Paragraph::new(lines)
+                .wrap(Wrap { trim: false })
+                .scroll((scroll, 0)),
+            area,
+        );
     }
 }

@@ -11,7 +11,7 @@ use ratatui::widgets::{Paragraph, Row, Table as TableWidget, TableState};
 
 use crate::analysis::top::{self as analysis, Column, TopRow};
 use crate::tui::keys::Key;
-use crate::tui::top::{Data, cells, state_cell};
+use crate::tui::top::{Data, cells, column_width};
 
 /// One sample of every process.
 #[derive(Debug, Clone, Default)]
@@ -34,19 +34,19 @@ const SORTS: [Column; 9] = [
     Column::Command,
 ];
 
-/// Columns by how much room they need to earn: the first ones always show.
-const COLUMNS: [(Column, u16); 11] = [
-    (Column::Pid, 7),
-    (Column::Cpu, 5),
-    (Column::State, 1),
-    (Column::Read, 8),
-    (Column::Write, 8),
-    (Column::Command, 12),
-    (Column::Vcsw, 6),
-    (Column::Res, 6),
-    (Column::Ivcsw, 7),
-    (Column::User, 8),
-    (Column::Mem, 5),
+/// Columns in the order they earn room: the first ones always show.
+const PRIORITY: [Column; 11] = [
+    Column::Pid,
+    Column::Cpu,
+    Column::State,
+    Column::Read,
+    Column::Write,
+    Column::Command,
+    Column::Vcsw,
+    Column::Res,
+    Column::Ivcsw,
+    Column::User,
+    Column::Mem,
 ];
 
 #[derive(Debug, Clone)]
@@ -203,15 +203,16 @@ impl Table {
     }
 }
 
-/// As many columns as fit in `width`, in the order of COLUMNS, given in
-/// top's order; S as wide as its widest cell ("D 12/20").
+/// As many columns as fit in `width`, in the order of PRIORITY, given in
+/// top's order, each as wide as top draws it (its cells, its title with
+/// the sort marker). At 80 columns: PID %CPU S READ/s WRITE/s VCSW/s RES
+/// COMMAND.
 fn shown(width: u16, rows: &[TopRow]) -> Vec<(Column, u16)> {
     let mut room = width;
     let mut shown: Vec<(Column, u16)> = Vec::new();
-    let state = rows.iter().map(|r| state_cell(r).len()).max().unwrap_or(1) as u16;
-    for (col, w) in COLUMNS {
-        let w = if col == Column::State { state } else { w };
-        if w < room || shown.len() < 3 {
+    for col in PRIORITY {
+        let w = column_width(col, rows);
+        if w <= room || shown.len() < 3 {
             room = room.saturating_sub(w + 1);
             shown.push((col, w));
         }
@@ -230,5 +231,57 @@ fn command(r: &TopRow) -> String {
         r.comm.clone()
     } else {
         format!("{} {args}", r.comm)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(pid: i32, state: char, in_state: u32, threads: u32) -> TopRow {
+        TopRow {
+            pid,
+            user: "root".into(),
+            cpu_percent: 1.0,
+            mem_percent: 0.5,
+            res_kib: 2048,
+            state,
+            in_state,
+            threads,
+            read_rate: Some(0.0),
+            write_rate: Some(0.0),
+            vcsw_rate: 1.0,
+            ivcsw_rate: 1.0,
+            comm: "app".into(),
+            command: "/usr/bin/app".into(),
+        }
+    }
+
+    /// At 80 columns (60 beside the steps) the table keeps what the steps
+    /// sort by, RES included, and s goes through those columns only.
+    #[test]
+    fn an_80_column_window_shows_and_sorts_what_the_steps_name() {
+        fn titles(rows: &[TopRow]) -> Vec<&'static str> {
+            shown(60, rows).iter().map(|(c, _)| c.title()).collect()
+        }
+        let rows = [row(4_194_304, 'S', 0, 1)];
+        assert_eq!(
+            titles(&rows),
+            [
+                "PID", "%CPU", "RES", "S", "READ/s", "WRITE/s", "VCSW/s", "COMMAND"
+            ]
+        );
+        let busy = [row(1, 'D', 12, 20)];
+        assert!(titles(&busy).contains(&"VCSW/s"), "{:?}", titles(&busy));
+        let mut t = Table::default();
+        t.sample.data.rows = rows.to_vec();
+        t.width.set(60);
+        let mut seen = vec![];
+        for _ in 0..10 {
+            t.key(Key::Char('s'));
+            seen.push(t.sort.title());
+        }
+        assert!(seen.contains(&"RES"), "{seen:?}");
+        assert!(seen.iter().all(|c| titles(&rows).contains(c)), "{seen:?}");
     }
 }

@@ -95,11 +95,12 @@ impl Windows {
                 Style::new().add_modifier(Modifier::BOLD),
             ));
             for fs in &s.top_self {
+                let mark = if fs.kernel { " [k]" } else { "" };
+                let room = (area.width as usize).saturating_sub(8 + mark.len());
                 lines.push(Line::from(format!(
-                    "{:5.1}%  {}{}",
+                    "{:5.1}%  {}{mark}",
                     fs.percent,
-                    fs.name,
-                    if fs.kernel { " [k]" } else { "" }
+                    keep_end(&fs.name, room)
                 )));
             }
             lines.push(Line::styled(
@@ -198,9 +199,10 @@ fn walk(node: &Node, depth: usize, total: u64, width: usize, out: &mut Vec<Line<
     let style = if kernel { Style::new() } else { code_style() };
     let mut line = vec![Span::raw(lead.clone())];
     let mut used = lead.chars().count();
+    let mark = if kernel { 4 } else { 0 };
     for (i, name) in names.iter().enumerate() {
         let piece = if i == 0 {
-            name.clone()
+            keep_end(name, width.saturating_sub(used + mark))
         } else {
             format!(" › {name}")
         };
@@ -209,7 +211,8 @@ fn walk(node: &Node, depth: usize, total: u64, width: usize, out: &mut Vec<Line<
             out.push(Line::from(std::mem::take(&mut line)));
             line.push(Span::raw(cont.clone()));
             used = cont.chars().count();
-            let piece = format!("› {name}");
+            let room = width.saturating_sub(used + 2 + mark);
+            let piece = format!("› {}", keep_end(name, room));
             used += piece.chars().count();
             line.push(Span::styled(piece, style));
             continue;
@@ -226,6 +229,17 @@ fn walk(node: &Node, depth: usize, total: u64, width: usize, out: &mut Vec<Line<
     for k in kids {
         walk(k, depth + 1, total, width, out);
     }
+}
+
+/// `name` in `room` characters: a name too long loses its start, not its
+/// end, where the function is (`…buffered::spool_file_copy`).
+pub fn keep_end(name: &str, room: usize) -> String {
+    let n = name.chars().count();
+    if n <= room || room < 8 {
+        return name.to_string();
+    }
+    let tail: String = name.chars().skip(n - (room - 1)).collect();
+    format!("…{tail}")
 }
 
 #[cfg(test)]
@@ -296,5 +310,19 @@ mod tests {
             .collect();
         assert_eq!(text[0], "100.0% app › main › run");
         assert_eq!(text[1], "         › write");
+    }
+
+    #[test]
+    fn long_names_keep_the_function() {
+        let name = "kdiag_workloads::memory::buffered::spool_file_copy";
+        let stacks = [stack(&[("main", false), (name, false)], 10)];
+        let text: Vec<String> = flame_lines(&stacks, 40)
+            .iter()
+            .map(|l| l.to_string())
+            .collect();
+        assert!(text.iter().all(|l| l.chars().count() <= 40), "{text:?}");
+        assert!(text[1].starts_with("         › …"), "{text:?}");
+        assert!(text[1].ends_with("::buffered::spool_file_copy"), "{text:?}");
+        assert_eq!(keep_end(name, 100), name);
     }
 }

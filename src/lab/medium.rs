@@ -1,0 +1,116 @@
+//! A step's text for the medium it is read in. The app draws panels and
+//! reads keys; `--plain` has neither, and says the same with commands. In
+//! a step's markdown a block fenced `::: app` … `:::` is the app's alone,
+//! `::: plain` … `:::` plain mode's alone (pandoc's fenced divs); the rest
+//! reads the same in both.
+
+/// Where a lab is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Medium {
+    App,
+    Plain,
+}
+
+impl Medium {
+    fn name(self) -> &'static str {
+        match self {
+            Medium::App => "app",
+            Medium::Plain => "plain",
+        }
+    }
+}
+
+/// `md` with the other medium's blocks and every fence line left out (and
+/// the blank lines around a block left out, one kept).
+pub fn text_for(md: &str, medium: Medium) -> String {
+    let mut out = String::new();
+    // The medium of the block the line is in, None outside blocks.
+    let mut block: Option<&str> = None;
+    for line in md.lines() {
+        let fence = line.trim_end();
+        if let Some(name) = fence.strip_prefix(":::") {
+            block = match name.trim() {
+                "" => None,
+                name => Some(name),
+            };
+            continue;
+        }
+        let blank_again = line.trim().is_empty() && (out.is_empty() || out.ends_with("\n\n"));
+        if block.is_none_or(|b| b == medium.name()) && !blank_again {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::Source;
+
+    #[test]
+    fn each_medium_keeps_its_blocks_and_the_shared_text() {
+        let md = "Both.\n\n::: app\nThe **profile** panel.\n:::\n\n::: plain\nIn a shell.\n:::\nBoth again.\n";
+        assert_eq!(
+            text_for(md, Medium::App),
+            "Both.\n\nThe **profile** panel.\n\nBoth again.\n"
+        );
+        assert_eq!(
+            text_for(md, Medium::Plain),
+            "Both.\n\nIn a shell.\nBoth again.\n"
+        );
+    }
+
+    /// What only the app has: its panels and the keys that drive them.
+    const APP_ONLY: [&str; 8] = [
+        "panel",
+        "Panel",
+        "↑",
+        "↓",
+        "Enter",
+        "highlight",
+        "Highlight",
+        "switches to",
+    ];
+
+    /// Every built-in lab's steps, read in plain mode, mention no panel
+    /// or key of the app; every fence names a medium and is closed.
+    #[test]
+    fn plain_texts_never_mention_the_apps_panels_or_keys() {
+        let source = Source::default();
+        for id in source.ids().unwrap() {
+            let lab = source.lab(&id).unwrap();
+            for step in &lab.steps {
+                for md in [&step.text, &step.explain] {
+                    let mut open: Option<&str> = None;
+                    for line in md.lines() {
+                        if let Some(name) = line.trim_end().strip_prefix(":::") {
+                            let name = name.trim();
+                            match open {
+                                None => assert!(
+                                    ["app", "plain"].contains(&name),
+                                    "{id} {}: a block of no medium: {line:?}",
+                                    step.id
+                                ),
+                                Some(_) => assert!(name.is_empty(), "{id} {}: nested", step.id),
+                            }
+                            open = (!name.is_empty()).then_some(name);
+                        }
+                    }
+                    assert!(open.is_none(), "{id} {}: a block never closed", step.id);
+                    let plain = text_for(md, Medium::Plain);
+                    for word in APP_ONLY {
+                        let found = plain.lines().find(|l| l.contains(word));
+                        assert!(
+                            found.is_none(),
+                            "{id} step {} in plain mode says {word:?}: {:?}",
+                            step.id,
+                            found
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! How a lab ends, in both modes, as README's exit-code table says: leaving
+//! (q, `quit`, end of input, Ctrl-C) exits 0 when every step is done and 1
+//! when not; SIGTERM interrupts (143); the workload never outlives kdiag.
+//! (A finished lab left with Ctrl-C: tests/course_app.rs in the app,
+//! tests/course in plain mode.) And plain mode under a real `sudo … | tee
+//! log`, typed on a terminal by the unprivileged learner.
+
+mod common;
+
+use std::time::Duration;
+
+use common::lab_run::{LabRun, one_workload, pid_alive, workload_pid};
+use common::{LEARNER, Tmux, learner, require_root};
+
+/// Signal `sig` to the plain lab, then its exit code; the workload is gone.
+fn plain_ended_by(sig: i32, seed: &str) -> i32 {
+    let root = tempfile::tempdir().unwrap();
+    let lab = LabRun::start("0-demo", root.path(), seed);
+    let pid = lab.pid();
+    lab.expect("Questions");
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(lab.child.id() as i32, sig) };
+    let code = lab.finish();
+    assert!(!pid_alive(pid), "the workload outlived the lab");
+    code
+}
+
+#[test]
+fn plain_mode_ctrl_c_leaves_as_quit_does_and_sigterm_interrupts() {
+    if !require_root("plain_mode_ctrl_c_leaves_as_quit_does_and_sigterm_interrupts") {
+        return;
+    }
+    assert_eq!(plain_ended_by(libc::SIGINT, "exits-int"), 1, "unfinished");
+    assert_eq!(plain_ended_by(libc::SIGTERM, "exits-term"), 143);
+}
+
+#[test]
+fn app_ctrl_c_leaves_as_q_does_and_clears_its_frame() {
+    if !require_root("app_ctrl_c_leaves_as_q_does_and_clears_its_frame") {
+        return;
+    }
+    let _one = one_workload();
+    let root = tempfile::tempdir().unwrap();
+    let t = Tmux::start_sized(
+        &format!(
+            "{} lab 0-demo --seed exits-app --dir {}; echo EXITED rc=$?; sleep 600",
+            env!("CARGO_BIN_EXE_kdiag"),
+            root.path().display()
+        ),
+        80,
+        24,
+    );
+    let pid = workload_pid(root.path(), "0-demo");
+    t.wait_for("the welcome", |s| s.contains("Press any key to start"));
+    t.keys(&["Space"]);
+    t.wait_for("the first step", |s| s.contains("Step 1/"));
+    // A window made larger while the app runs: nothing of its last frame
+    // stays on the terminal after it.
+    t.resize(100, 30);
+    t.wait_for("the frame redrawn", |s| {
+        s.lines().next().is_some_and(|l| l.chars().count() > 80)
+    });
+    t.keys(&["C-c"]);
+    let s = t.wait_for("kdiag to end", |s| s.contains("EXITED rc="));
+    assert!(s.contains("EXITED rc=1"), "unfinished:\n{s}");
+    assert!(
+        !s.contains('│') && !s.contains("Step 1/"),
+        "the app's frame stays on screen:\n{s}"
+    );
+    assert!(!pid_alive(pid.into()), "the workload outlived the lab");
+}
+
+/// `sudo kdiag lab 0-demo --plain | tee log` typed by the learner in their
+/// shell on a terminal (sudo's use_pty gives kdiag a terminal of its own):
+/// the commands typed reach kdiag, its replies reach both the screen and
+/// the log, and `quit` ends it with the exit code of an unfinished lab.
+#[test]
+fn plain_mode_under_sudo_with_tee() {
+    if learner("plain_mode_under_sudo_with_tee").is_none() {
+        return;
+    }
+    let _one = one_workload();
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path();
+    let (uid, gid) = learner("plain_mode_under_sudo_with_tee").unwrap();
+    std::os::unix::fs::chown(dir, Some(uid), Some(gid)).unwrap();
+    let log = dir.join("log");
+    // The learner's interactive shell, in a terminal; the command typed
+    // there as they would.
+    let t = Tmux::start_sized(
+        &format!("sudo -n -u {LEARNER} bash --norc --noprofile -i; sleep 600"),
+        100,
+        30,
+    );
+    t.wait_for("the learner's shell", |s| s.contains('$'));
+    let line = format!(
+        "cd {dir} && sudo -n {bin} lab 0-demo --plain --seed exits-tee --dir {dir} | tee {log}; \
+         echo EXITED rc=${{PIPESTATUS[0]}}",
+        dir = dir.display(),
+        bin = env!("CARGO_BIN_EXE_kdiag"),
+        log = log.display()
+    );
+    t.keys(&["-l", &line]);
+    t.keys(&["Enter"]);
+    t.wait_up_to(Duration::from_secs(30), "the first step", |s| {
+        s.contains("lab>")
+    });
+    t.keys(&["status", "Enter"]);
+    t.wait_for("the reply to status", |s| s.contains("score 0/15 points"));
+    t.keys(&["quit", "Enter"]);
+    let s = t.wait_up_to(Duration::from_secs(30), "kdiag to end", |s| {
+        s.contains("EXITED rc=")
+    });
+    assert!(
+        s.contains("EXITED rc=1"),
+        "unfinished, left with quit:\n{s}"
+    );
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged.contains("-- Step 1/4") && logged.contains("score 0/15 points"),
+        "the log has the replies:\n{logged}"
+    );
+}
