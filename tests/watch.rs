@@ -292,3 +292,224 @@ fn textfile_is_written_atomically_and_bad_input_is_a_usage_error() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A v1 cgroup `kdiagtest-flight-PID` under /sys/fs/cgroup/CONTROLLER;
+/// on drop every process in it is killed and it is removed.
+struct OwnCg(PathBuf);
+
+impl OwnCg {
+    fn new(controller: &str) -> OwnCg {
+        let dir = Path::new("/sys/fs/cgroup")
+            .join(controller)
+            .join(format!("kdiagtest-flight-{}", std::process::id()));
+        std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        OwnCg(dir)
+    }
+
+    fn set(&self, file: &str, value: &str) {
+        let f = self.0.join(file);
+        std::fs::write(&f, value).unwrap_or_else(|e| panic!("{} <- {value}: {e}", f.display()));
+    }
+
+    fn pids(&self) -> Vec<i32> {
+        std::fs::read_to_string(self.0.join("cgroup.procs"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.parse().ok())
+            .collect()
+    }
+}
+
+impl Drop for OwnCg {
+    fn drop(&mut self) {
+        let end = Instant::now() + Duration::from_secs(5);
+        while !self.pids().is_empty() && Instant::now() < end {
+            for pid in self.pids() {
+                // SAFETY: plain kill(2) of a process in the test's own cgroup.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        while std::fs::remove_dir(&self.0).is_err() && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// The flight recorder: a cgroup idle for 10 s, then storage-bound (dd's
+/// 4 KiB O_DIRECT reads under a blkio limit of 100 read IOPS, so its waits
+/// for storage dominate whatever else loads the machine; the cgroup's large
+/// CPU weight keeps it from waiting for a CPU). Watch, grouping by cgroup,
+/// sees the group turn `io`; after 3 s of it, it keeps one record and its
+/// HTML report, taken in the bad phase (the process is dd by then, not the
+/// shell it was), whose diagnosis is the same storage wait with the limit
+/// named (`io-limit`, thread states alone: io), within the size bound; the
+/// metric counts it; replay reads it.
+#[test]
+fn a_group_turned_storage_bound_leaves_a_flight_record_of_the_bad_phase() {
+    const TEST: &str = "a_group_turned_storage_bound_leaves_a_flight_record_of_the_bad_phase";
+    if !require_root(TEST) {
+        return;
+    }
+    let file = Path::new(env!("CARGO_TARGET_TMPDIR")).join("watch-flight-direct-read");
+    if std::fs::metadata(&file).map_or(true, |m| m.len() != 16 << 20) {
+        let ok = Command::new("dd")
+            .args(["if=/dev/zero", "bs=1M", "count=16", "conv=fsync"])
+            .arg(format!("of={}", file.display()))
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+    let disk = kdiag::sys::cgroup::disk_of(&file).unwrap();
+    let cpu = OwnCg::new("cpu");
+    cpu.set("cpu.shares", "262144");
+    let blkio = OwnCg::new("blkio");
+    blkio.set(
+        "blkio.throttle.read_iops_device",
+        &format!("{}:{} 100", disk.major, disk.minor),
+    );
+    let script = format!(
+        "echo $$ > {} && echo $$ > {} && sleep 10 && exec dd if={} of=/dev/null bs=4k iflag=direct",
+        cpu.0.join("cgroup.procs").display(),
+        blkio.0.join("cgroup.procs").display(),
+        file.display()
+    );
+    let shell = Guard(
+        Command::new("sh")
+            .args(["-c", &script])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = shell.0.id() as i32;
+    within(Duration::from_secs(5), "the shell in its cgroup", || {
+        cpu.pids().contains(&pid).then_some(())
+    });
+    let flights = tempfile::tempdir().unwrap();
+    let textfile = tempfile::tempdir().unwrap();
+    const MAX_BYTES: u64 = 8 << 20;
+    let mut watch = Guard(
+        kdiag()
+            .args([
+                "watch",
+                "--interval",
+                "1",
+                "--group-by",
+                "cgroup",
+                "--cgroup",
+            ])
+            .arg(&cpu.0)
+            .arg("--flight-dir")
+            .arg(flights.path())
+            .args([
+                "--record-after",
+                "3",
+                "--flight-max-size",
+                "8M",
+                "--textfile",
+            ])
+            .arg(textfile.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    // Its log, line by line, on a thread (a read blocks).
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = watch.0.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut log = Vec::new();
+    let recorded = within(Duration::from_secs(90), "a flight record", || {
+        log.extend(rx.try_iter());
+        log.iter()
+            .find(|l| l.starts_with("kdiag watch: flight record of "))
+            .cloned()
+    });
+    // The group's name: its v2 cgroup where it is not the root, else its
+    // cpu cgroup (ours, here).
+    let group = kdiag::sys::procfs::pressure::cgroup_of(
+        &std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap(),
+    );
+    assert!(
+        recorded.starts_with(&format!(
+            "kdiag watch: flight record of {group} (io; diagnose of PID {pid} says io-limit): "
+        )),
+        "{recorded}\n{log:#?}"
+    );
+    // Counted, by the group and watch's verdict.
+    within(Duration::from_secs(10), "the flight count", || {
+        let text = std::fs::read_to_string(textfile.path().join("kdiag.prom")).ok()?;
+        text.contains(&format!(
+            "kdiag_flight_records_total{{group=\"{group}\",verdict=\"io\"}} 1\n"
+        ))
+        .then_some(())
+    });
+    // SIGTERM ends watch; nothing temporary is left.
+    // SAFETY: kill on the child's own pid.
+    unsafe { libc::kill(watch.0.id() as i32, libc::SIGTERM) };
+    let status = within(Duration::from_secs(20), "watch's exit", || {
+        watch.0.try_wait().unwrap()
+    });
+    assert_eq!(status.code(), Some(143));
+
+    let mut names: Vec<String> = std::fs::read_dir(flights.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let stem = format!("{}-io", group.trim_start_matches('/').replace('/', "_"));
+    assert!(
+        names.len() == 2
+            && names[0].starts_with("flight-")
+            && names[0].ends_with(&format!("{stem}.html"))
+            && names[1].ends_with(&format!("{stem}.jsonl")),
+        "one record and its report: {names:?}"
+    );
+    let bytes: u64 = names
+        .iter()
+        .map(|n| std::fs::metadata(flights.path().join(n)).unwrap().len())
+        .sum();
+    assert!(bytes <= MAX_BYTES, "{bytes} bytes");
+    let record = flights.path().join(&names[1]);
+    let text = std::fs::read_to_string(&record).unwrap();
+    let line = |kind: &str| -> Value {
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|v| v["kind"] == kind)
+            .unwrap_or_else(|| panic!("no {kind} line in {text}"))["data"]
+            .clone()
+    };
+    let (o, d) = (line("observation"), line("diagnosis"));
+    assert_eq!(o["pid"], pid, "the carrier");
+    assert_eq!(o["comm"], "dd", "taken in the bad phase: {o}");
+    assert_eq!(d["verdict"], "io-limit", "{d:#}");
+    assert!(
+        d["evidence"]
+            .to_string()
+            .contains("Thread states alone: io"),
+        "{d:#}"
+    );
+    let html = std::fs::read_to_string(flights.path().join(&names[0])).unwrap();
+    assert!(
+        html.starts_with("<!DOCTYPE html>"),
+        "{}",
+        &html[..100.min(html.len())]
+    );
+    let replay = kdiag()
+        .args(["diagnose", "--replay"])
+        .arg(&record)
+        .output()
+        .unwrap();
+    assert!(
+        replay.status.success(),
+        "{}",
+        String::from_utf8_lossy(&replay.stderr)
+    );
+    drop(shell);
+}

@@ -70,6 +70,15 @@ pub struct Cost {
     pub samples_total: u64,
 }
 
+/// The flight records kept of one group with one verdict since watch
+/// started (`kdiag_flight_records_total`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlightCount {
+    pub group: String,
+    pub verdict: Class,
+    pub records: u64,
+}
+
 /// One exposition: the top groups, the machine's pressure, watch's cost.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -78,4 +87,6 @@ pub struct Snapshot {
     pub pressure: Vec<Pressure>,
     pub cost: Cost,
     pub interval_s: f64,
+    /// Flight records taken, per group and verdict (with --flight-dir).
+    pub flight: Vec<FlightCount>,
 }

@@ -91,6 +91,20 @@ pub fn render(s: &Snapshot) -> String {
         "Threads in the group at the last scan.",
         per_group(|g| g.threads.to_string()),
     );
+    metric(
+        "kdiag_flight_records_total",
+        "counter",
+        "Flight records (diagnose's record and report) kept of the group in --flight-dir, by verdict.",
+        s.flight
+            .iter()
+            .map(|f| {
+                (
+                    format!("{},verdict=\"{}\"", group(&f.group), f.verdict.name()),
+                    f.records.to_string(),
+                )
+            })
+            .collect(),
+    );
     for p in &s.pressure {
         let r = &p.resource;
         metric(

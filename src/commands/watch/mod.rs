@@ -3,6 +3,7 @@
 //! Prometheus (`--listen`) or node_exporter's textfile collector
 //! (`--textfile`); without either, a table every interval.
 
+mod flight;
 mod serve;
 mod textfile;
 
@@ -35,6 +36,10 @@ pub struct Args {
     // (world-readable) under /sys/fs/cgroup, never a path's contents.
     #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::Other)]
     pub cgroup: Option<PathBuf>,
+    /// Watch the processes of a systemd unit (nginx, nginx.service), its
+    /// cgroup found by name in the cgroup trees
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["pid", "cgroup"])]
+    pub unit: Option<String>,
     /// Group processes by name (default) or by cgroup: one set of series per group
     #[arg(long, value_name = "BY", default_value = "name")]
     pub group_by: GroupBy,
@@ -47,6 +52,20 @@ pub struct Args {
     /// Write DIR/kdiag.prom every interval for node_exporter's textfile collector
     #[arg(long, value_name = "DIR")]
     pub textfile: Option<PathBuf>,
+    /// Keep a flight record (diagnose's record and HTML report) in DIR when
+    /// a group's verdict turns bad and stays so for --record-after
+    #[arg(long, value_name = "DIR")]
+    pub flight_dir: Option<PathBuf>,
+    /// Seconds a bad verdict (io, lock, sched, a cgroup limit, a stall,
+    /// memory-trend) lasts before it is recorded
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = super::args::duration, requires = "flight_dir")]
+    pub record_after: f64,
+    /// Flight records kept at most, the oldest removed first
+    #[arg(long, value_name = "N", default_value = "20", value_parser = clap::value_parser!(u16).range(1..), requires = "flight_dir")]
+    pub flight_keep: u16,
+    /// Bytes of flight records kept at most (e.g. 100M), the oldest removed first
+    #[arg(long, value_name = "SIZE", default_value = "100M", value_parser = super::args::size, requires = "flight_dir")]
+    pub flight_max_size: u64,
     /// Stop after this many seconds (default: until interrupted)
     #[arg(long, value_name = "SECS", value_parser = super::args::duration)]
     pub duration: Option<f64>,
@@ -62,15 +81,28 @@ fn interval(s: &str) -> Result<f64, String> {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let interrupt = Interrupt::catch()?;
-    let scope = match (&args.pid, &args.cgroup) {
-        (Some(p), _) => Scope::Pid(*p),
-        (None, Some(c)) => Scope::Cgroup(super::args::cgroup_dir("--cgroup", c)?),
-        (None, None) => Scope::All,
+    let scope = match (&args.pid, &args.cgroup, &args.unit) {
+        (Some(p), _, _) => Scope::Pid(*p),
+        (None, Some(c), _) => Scope::Cgroup(super::args::cgroup_dir("--cgroup", c)?),
+        (None, None, Some(u)) => Scope::Cgroup(super::args::unit_dir(u)?),
+        (None, None, None) => Scope::All,
     };
     let textfile = args
         .textfile
         .as_deref()
         .map(textfile::Textfile::new)
+        .transpose()?;
+    let mut recorder = args
+        .flight_dir
+        .as_deref()
+        .map(|dir| {
+            let limits = flight::Limits {
+                after_s: args.record_after,
+                keep: args.flight_keep as usize,
+                max_bytes: args.flight_max_size,
+            };
+            flight::Recorder::new(dir, limits, &interrupt)
+        })
         .transpose()?;
     let body = Arc::new(Mutex::new(String::new()));
     let server = match args.listen {
@@ -104,13 +136,20 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
         Ok(())
     };
-    publish(&watcher.scan()?)?;
+    let mut scan = |watcher: &mut Watcher| -> anyhow::Result<Snapshot> {
+        let mut snap = watcher.scan()?;
+        if let Some(r) = recorder.as_mut() {
+            r.after_scan(&mut snap, watcher)?;
+        }
+        Ok(snap)
+    };
+    publish(&scan(&mut watcher)?)?;
     let mut next_scan = Instant::now() + every;
     let mut next_tick = Instant::now() + tick;
     while !interrupt.is_set() && end.is_none_or(|e| Instant::now() < e) {
         let now = Instant::now();
         if now >= next_scan {
-            publish(&watcher.scan()?)?;
+            publish(&scan(&mut watcher)?)?;
             next_scan += every;
             next_tick = Instant::now() + tick;
         } else if now >= next_tick {
@@ -122,6 +161,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
     }
     drop(server);
+    if let Some(r) = recorder {
+        r.finish()?;
+    }
     Ok(interrupt.exit_code(error::OK, true))
 }
 

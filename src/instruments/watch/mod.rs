@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use crate::analysis::watch::{Interval, judge};
 use crate::instruments::observe::sampling::Sampler;
-use crate::model::diagnosis::{Observation, ThreadSamples};
+use crate::model::diagnosis::{Class, Observation, ThreadSamples};
 use crate::model::watch::{Cost, Group, Snapshot};
 use crate::sys::procfs::{self, parse, pressure, task::TaskReader};
 
@@ -73,6 +73,9 @@ struct GroupAcc {
     write: u64,
     /// (pid, thread count) of its processes at the last scan.
     pids: Vec<(i32, u32)>,
+    /// (pid, CPU and run-queue seconds, storage bytes) of its processes
+    /// over the last interval: who carries its verdict.
+    activity: Vec<(i32, f64, u64)>,
     /// Its threads, listed when it is first sampled in an interval.
     tids: Option<Vec<(i32, i32)>>,
     cursor: usize,
@@ -133,6 +136,7 @@ impl Watcher {
         let mut procs = HashMap::with_capacity(pids.len());
         for g in self.groups.values_mut() {
             g.pids.clear();
+            g.activity.clear();
         }
         for pid in pids {
             let Some(st) = self.reader.stat_once(pid) else {
@@ -181,8 +185,12 @@ impl Watcher {
                     ),
                 };
                 let i = &mut g.interval;
-                i.cpu_s += now.cpu_ticks.saturating_sub(base.cpu_ticks) as f64 / self.hz;
-                i.run_delay_s += now.run_delay_ns.saturating_sub(base.run_delay_ns) as f64 / 1e9;
+                let cpu_s = now.cpu_ticks.saturating_sub(base.cpu_ticks) as f64 / self.hz;
+                let delay_s = now.run_delay_ns.saturating_sub(base.run_delay_ns) as f64 / 1e9;
+                let bytes = (now.read + now.write).saturating_sub(base.read + base.write);
+                g.activity.push((pid, cpu_s + delay_s, bytes));
+                i.cpu_s += cpu_s;
+                i.run_delay_s += delay_s;
                 i.thread_s += st.num_threads as f64 * lived;
                 i.threads += st.num_threads as usize;
                 i.processes += 1;
@@ -293,6 +301,28 @@ impl Watcher {
         }
     }
 
+    /// The process of `group` that carries `verdict`, to drill down on:
+    /// the one that moved the most bytes to or from storage for a storage
+    /// verdict, else the one with the most CPU and run-queue time; None
+    /// when the group has no process left.
+    pub fn carrier(&self, group: &str, verdict: Class) -> Option<i32> {
+        let g = self.groups.get(group)?;
+        let storage = matches!(verdict, Class::Io | Class::IoLimit | Class::MemoryLimit);
+        let by_bytes = g.activity.iter().filter(|a| a.2 > 0).max_by_key(|a| a.2);
+        let by_work = g.activity.iter().max_by(|a, b| a.1.total_cmp(&b.1));
+        storage
+            .then_some(by_bytes)
+            .flatten()
+            .or(by_work)
+            .map(|a| a.0)
+            .or(g.pids.first().map(|p| p.0))
+    }
+
+    /// Group names still watched (a flight count of another is dropped).
+    pub fn knows(&self, group: &str) -> bool {
+        self.groups.contains_key(group)
+    }
+
     fn snapshot(&mut self, scan_s: f64, interval_s: f64) -> Snapshot {
         let mut groups: Vec<Group> = self
             .order
@@ -317,6 +347,7 @@ impl Watcher {
                 samples_total: self.samples_total,
             },
             interval_s,
+            flight: Vec::new(),
         }
     }
 }
