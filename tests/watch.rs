@@ -513,3 +513,198 @@ fn a_group_turned_storage_bound_leaves_a_flight_record_of_the_bad_phase() {
     );
     drop(shell);
 }
+
+/// Watch's resident memory (VmRSS), bytes.
+fn rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    kib << 10
+}
+
+/// The group label values of a textfile's `kdiag_verdict` series.
+fn groups_in(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("kdiag_verdict{group=\""))
+        .filter_map(|l| l.split_once('"').map(|x| x.0.to_string()))
+        .collect()
+}
+
+/// `--config FILE` and SIGHUP: watch reads its options from the file and,
+/// on SIGHUP, again (here moving its textfile and grouping by cgroup); a
+/// file that no longer parses leaves it running as it was; SIGTERM still
+/// ends it.
+#[test]
+fn sighup_reloads_the_configuration_and_a_bad_one_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (first, second) = (dir.path().join("first"), dir.path().join("second"));
+    let config = dir.path().join("watch.toml");
+    let write = |text: &str| std::fs::write(&config, text).unwrap();
+    write(&format!(
+        "interval = 1\ntop = 3\ntextfile = \"{}\"\n",
+        first.display()
+    ));
+    let mut watch = Guard(
+        kdiag()
+            .args(["watch", "--config"])
+            .arg(&config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = watch.0.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let prom = |d: &Path| std::fs::read_to_string(d.join("kdiag.prom")).ok();
+    let text = within(Duration::from_secs(20), "the first textfile", || {
+        prom(&first).filter(|t| !groups_in(t).is_empty())
+    });
+    assert!(groups_in(&text).len() <= 3, "top = 3:\n{text}");
+    let hup = |w: &Guard| {
+        // SAFETY: kill on the child's own pid.
+        unsafe { libc::kill(w.0.id() as i32, libc::SIGHUP) };
+    };
+    let mut log = Vec::new();
+    let mut wait_log = |what: &str| {
+        within(Duration::from_secs(30), what, || {
+            log.extend(rx.try_iter());
+            log.iter().any(|l| l.contains(what)).then_some(())
+        })
+    };
+
+    write(&format!(
+        "interval = 1\ngroup-by = \"cgroup\"\ntextfile = \"{}\"\n",
+        second.display()
+    ));
+    hup(&watch);
+    wait_log("kdiag watch: reloaded ");
+    let text = within(Duration::from_secs(20), "the second textfile", || {
+        prom(&second).filter(|t| !groups_in(t).is_empty())
+    });
+    assert!(
+        groups_in(&text).iter().all(|g| g.starts_with('/')),
+        "grouped by cgroup:\n{text}"
+    );
+    assert!(
+        watch.0.try_wait().unwrap().is_none(),
+        "SIGHUP did not end it"
+    );
+
+    write("interval = 0.5\n");
+    hup(&watch);
+    wait_log("going on as before");
+    let before = std::fs::metadata(second.join("kdiag.prom"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    within(
+        Duration::from_secs(20),
+        "the second textfile written again",
+        || {
+            let now = std::fs::metadata(second.join("kdiag.prom"))
+                .ok()?
+                .modified()
+                .ok()?;
+            (now > before).then_some(())
+        },
+    );
+
+    // SAFETY: kill on the child's own pid.
+    unsafe { libc::kill(watch.0.id() as i32, libc::SIGTERM) };
+    let status = within(Duration::from_secs(10), "watch's exit", || {
+        watch.0.try_wait().unwrap()
+    });
+    assert_eq!(status.code(), Some(143));
+}
+
+/// A churn of short-lived processes, each of a name of its own (1,000 at
+/// least over the 20 s measured), watched with a 1 s interval: watch's series
+/// stay within --top, and its memory stays flat once its tables have
+/// grown to the churn's size (groups not seen for 10 scans are forgotten).
+#[test]
+fn a_churn_of_short_lived_processes_keeps_memory_and_series_bounded() {
+    const TEST: &str = "a_churn_of_short_lived_processes_keeps_memory_and_series_bounded";
+    if !require_root(TEST) {
+        return;
+    }
+    let own = OwnCg::new("cpu");
+    let procs = own.0.join("cgroup.procs");
+    let counted = tempfile::NamedTempFile::new().unwrap();
+    // Batches of 50 processes living 0.2 s, each naming itself, until
+    // the test ends; the count so far in a file.
+    let script = format!(
+        "echo $$ > {} && i=0; while :; do \
+         sh -c \"echo churn-$i > /proc/self/comm; exec sleep 0.2\" & \
+         i=$((i+1)); [ $((i % 50)) -eq 0 ] && wait && echo $i > {}; done",
+        procs.display(),
+        counted.path().display()
+    );
+    let churn = Guard(
+        Command::new("sh")
+            .args(["-c", &script])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let watch = Guard(
+        kdiag()
+            .args(["watch", "--interval", "1", "--top", "5", "--cgroup"])
+            .arg(&own.0)
+            .arg("--textfile")
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = watch.0.id();
+    // Warmed up: 10 scans, as long as a forgotten group is remembered.
+    std::thread::sleep(Duration::from_secs(12));
+    let warm = rss(pid);
+    let mut most = warm;
+    let mut series = 0;
+    let count = || -> u64 {
+        std::fs::read_to_string(counted.path())
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    let (started, end) = (count(), Instant::now() + Duration::from_secs(20));
+    while Instant::now() < end {
+        std::thread::sleep(Duration::from_secs(1));
+        most = most.max(rss(pid));
+        let text = std::fs::read_to_string(dir.path().join("kdiag.prom")).unwrap_or_default();
+        let groups = groups_in(&text);
+        assert!(groups.len() <= 5, "--top 5:\n{text}");
+        series = series.max(text.lines().filter(|l| !l.starts_with('#')).count());
+    }
+    let churned = count() - started;
+    assert!(churned >= 1000, "only {churned} processes in 20 s");
+    drop(churn);
+    // Five groups' series and the machine-wide ones: far fewer than the
+    // processes seen.
+    assert!(series <= 5 * 14 + 20, "{series} series");
+    let grew = most.saturating_sub(warm);
+    eprintln!(
+        "{churned} processes in 20 s; watch's RSS {} KiB warm, {} KiB at most; {series} series",
+        warm >> 10,
+        most >> 10
+    );
+    assert!(
+        grew <= 1 << 20,
+        "watch's memory grew {} KiB over 20 s of churn (from {} KiB)",
+        grew >> 10,
+        warm >> 10
+    );
+}
