@@ -83,6 +83,16 @@ mod tests {
     }
 
     #[test]
+    fn the_packaged_file_parses() {
+        let a = parse(include_str!("../../../packaging/watch.toml")).unwrap();
+        assert_eq!(
+            a.flight_dir.as_deref(),
+            Some(Path::new("/var/lib/kdiag/flight"))
+        );
+        assert_eq!(a.flight_max_size, 100 << 20);
+    }
+
+    #[test]
     fn bad_files_say_which_key() {
         assert!(
             parse("interval = 0.5")
