@@ -293,15 +293,18 @@ fn textfile_is_written_atomically_and_bad_input_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
 }
 
-/// A v1 cgroup `kdiagtest-flight-PID` under /sys/fs/cgroup/CONTROLLER;
-/// on drop every process in it is killed and it is removed.
+/// A v1 cgroup `kdiagtest-cg-PID-N` under /sys/fs/cgroup/CONTROLLER (N
+/// counts them: the tests run at once); on drop every process in it is
+/// killed and it is removed.
 struct OwnCg(PathBuf);
 
 impl OwnCg {
     fn new(controller: &str) -> OwnCg {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dir = Path::new("/sys/fs/cgroup")
             .join(controller)
-            .join(format!("kdiagtest-flight-{}", std::process::id()));
+            .join(format!("kdiagtest-cg-{}-{n}", std::process::id()));
         std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
         OwnCg(dir)
     }
@@ -707,4 +710,63 @@ fn a_churn_of_short_lived_processes_keeps_memory_and_series_bounded() {
         grew >> 10,
         warm >> 10
     );
+}
+
+/// Cgroup throttling per group: cpu-burn in a cgroup of the test's own
+/// under a CPU quota of a fifth of a CPU, watched grouping by cgroup: the
+/// group's throttled seconds and periods are exported and grow, as the
+/// kernel's cpu.stat counts them.
+#[test]
+fn a_group_under_a_cpu_quota_exports_its_throttling() {
+    if !require_root("a_group_under_a_cpu_quota_exports_its_throttling") {
+        return;
+    }
+    let own = OwnCg::new("cpu");
+    own.set("cpu.cfs_period_us", "100000");
+    own.set("cpu.cfs_quota_us", "20000");
+    let script = format!(
+        "echo $$ > {} && exec {} --threads 1 --duration 60",
+        own.0.join("cgroup.procs").display(),
+        workload("cpu-burn").display()
+    );
+    let _burn = Guard(Command::new("sh").args(["-c", &script]).spawn().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let _watch = Guard(
+        kdiag()
+            .args([
+                "watch",
+                "--interval",
+                "1",
+                "--group-by",
+                "cgroup",
+                "--cgroup",
+            ])
+            .arg(&own.0)
+            .arg("--textfile")
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let series = |name: &str, text: &str| -> Option<f64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}{{group=\"/kdiagtest-cg-")))?
+            .rsplit(' ')
+            .next()?
+            .parse()
+            .ok()
+    };
+    let read = || {
+        let text = std::fs::read_to_string(dir.path().join("kdiag.prom")).ok()?;
+        Some((
+            series("kdiag_cgroup_throttled_seconds_total", &text)?,
+            series("kdiag_cgroup_throttled_periods_total", &text)?,
+        ))
+    };
+    let first = within(Duration::from_secs(20), "throttling exported", read);
+    let later = within(Duration::from_secs(20), "throttling grown", || {
+        read().filter(|l| l.0 > first.0 && l.1 > first.1)
+    });
+    assert!(later.1 >= 1.0, "{later:?}");
 }

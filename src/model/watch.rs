@@ -44,6 +44,10 @@ pub struct Group {
     pub verdict: Option<Class>,
     /// Working thread-seconds of the last interval (what ranks the groups).
     pub working_s: f64,
+    /// With --group-by cgroup, its cgroup's CFS bandwidth throttling as the
+    /// kernel counts it (cpu.stat): seconds throttled and periods throttled.
+    pub throttled_s: Option<f64>,
+    pub throttled_periods: Option<u64>,
 }
 
 /// System pressure stall information, cumulative.

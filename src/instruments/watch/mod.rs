@@ -16,6 +16,7 @@ use crate::analysis::watch::{Interval, judge};
 use crate::instruments::observe::sampling::Sampler;
 use crate::model::diagnosis::{Class, Observation, ThreadSamples};
 use crate::model::watch::{Cost, Group, Snapshot};
+use crate::sys::cgroupfs;
 use crate::sys::procfs::{self, parse, pressure, task::TaskReader};
 
 /// Groups sampled per tick: half the busiest, half in rotation over the rest.
@@ -82,6 +83,9 @@ struct GroupAcc {
     sampler: Option<Sampler>,
     /// The last interval's samples, used again when an interval has none.
     samples: Vec<ThreadSamples>,
+    /// With --group-by cgroup, the directory of its cgroup with the cpu
+    /// controller (found once: None inside, not found).
+    cpu_dir: Option<Option<PathBuf>>,
     seen_scan: u64,
 }
 
@@ -97,10 +101,13 @@ pub struct Watcher {
     scans: u64,
     hz: f64,
     samples_total: u64,
+    /// The cgroup hierarchies mounted here (read once, for --group-by cgroup).
+    mounts: Vec<cgroupfs::Mount>,
 }
 
 impl Watcher {
     pub fn new(opts: Options) -> Watcher {
+        let opts_group_by = opts.group_by;
         Watcher {
             opts,
             reader: TaskReader::default(),
@@ -112,6 +119,10 @@ impl Watcher {
             scans: 0,
             hz: procfs::hz() as f64,
             samples_total: 0,
+            mounts: match opts_group_by {
+                GroupBy::Cgroup => cgroupfs::mounts(),
+                GroupBy::Name => Vec::new(),
+            },
         }
     }
 
@@ -324,14 +335,31 @@ impl Watcher {
     }
 
     fn snapshot(&mut self, scan_s: f64, interval_s: f64) -> Snapshot {
-        let mut groups: Vec<Group> = self
-            .order
-            .iter()
-            .filter_map(|n| self.groups.get(n))
-            .filter(|g| g.total.verdict.is_some())
-            .take(self.opts.top)
-            .map(|g| g.total.clone())
-            .collect();
+        let by_cgroup = self.opts.group_by == GroupBy::Cgroup;
+        let mut groups: Vec<Group> = Vec::new();
+        for n in &self.order {
+            let Some(g) = self.groups.get_mut(n) else {
+                continue;
+            };
+            if g.total.verdict.is_none() {
+                continue;
+            }
+            if groups.len() == self.opts.top {
+                break;
+            }
+            let mut out = g.total.clone();
+            if by_cgroup {
+                let mounts = &self.mounts;
+                let dir = g.cpu_dir.get_or_insert_with(|| {
+                    let pid = g.pids.first()?.0;
+                    cpu_dir(pid, n, mounts)
+                });
+                if let Some((secs, periods)) = dir.as_deref().and_then(throttling) {
+                    (out.throttled_s, out.throttled_periods) = (Some(secs), Some(periods));
+                }
+            }
+            groups.push(out);
+        }
         groups.sort_by(|a, b| a.name.cmp(&b.name));
         let me = std::process::id() as i32;
         let st = self.reader.stat_once(me).unwrap_or_default();
@@ -350,6 +378,28 @@ impl Watcher {
             flight: Vec::new(),
         }
     }
+}
+
+/// The directory of cgroup `path` (a process's, as `cgroup_of` names it)
+/// in the hierarchy with the cpu controller, found from `pid`'s cgroups.
+fn cpu_dir(pid: i32, path: &str, mounts: &[cgroupfs::Mount]) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    cgroupfs::places(&text, mounts)
+        .into_iter()
+        .find(|p| p.path == path && p.has("cpu"))
+        .map(|p| p.dir)
+}
+
+/// A cgroup's CFS bandwidth throttling from its cpu.stat: seconds
+/// throttled (v2 `throttled_usec`, v1 `throttled_time` in ns) and periods
+/// throttled (`nr_throttled`).
+fn throttling(dir: &std::path::Path) -> Option<(f64, u64)> {
+    let text = cgroupfs::read(dir, "cpu.stat")?;
+    let periods = cgroupfs::keyed(&text, "nr_throttled")?;
+    let secs = cgroupfs::keyed(&text, "throttled_usec")
+        .map(|us| us as f64 / 1e6)
+        .or_else(|| cgroupfs::keyed(&text, "throttled_time").map(|ns| ns as f64 / 1e9))?;
+    Some((secs, periods))
 }
 
 static ZERO: Proc = Proc {
