@@ -419,14 +419,7 @@ fn a_group_turned_storage_bound_leaves_a_flight_record_of_the_bad_phase() {
             .spawn()
             .unwrap(),
     );
-    // Its log, line by line, on a thread (a read blocks).
-    let (tx, rx) = std::sync::mpsc::channel();
-    let stderr = watch.0.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
+    let rx = log_lines(&mut watch);
     let mut log = Vec::new();
     let recorded = within(Duration::from_secs(90), "a flight record", || {
         log.extend(rx.try_iter());
@@ -517,6 +510,18 @@ fn a_group_turned_storage_bound_leaves_a_flight_record_of_the_bad_phase() {
     drop(shell);
 }
 
+/// A child's log (stderr), line by line, read on a thread (a read blocks).
+fn log_lines(child: &mut Guard) -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.0.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    rx
+}
+
 /// Watch's resident memory (VmRSS), bytes.
 fn rss(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
@@ -560,13 +565,7 @@ fn sighup_reloads_the_configuration_and_a_bad_one_changes_nothing() {
             .spawn()
             .unwrap(),
     );
-    let (tx, rx) = std::sync::mpsc::channel();
-    let stderr = watch.0.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
+    let rx = log_lines(&mut watch);
     let prom = |d: &Path| std::fs::read_to_string(d.join("kdiag.prom")).ok();
     let text = within(Duration::from_secs(20), "the first textfile", || {
         prom(&first).filter(|t| !groups_in(t).is_empty())

@@ -264,7 +264,7 @@ fn capture(
     for (path, data) in [(&record, run.to_record().into_bytes()), (&report, html)] {
         let temp = dir.join(format!(".{}", name_of(path)));
         let written =
-            user_files::write(&temp, &data).and_then(|()| user_files::rename(&temp, &path));
+            user_files::write(&temp, &data).and_then(|()| user_files::rename(&temp, path));
         if written.is_err() {
             let _ = user_files::remove_file(&temp);
         }
