@@ -63,6 +63,11 @@ impl Recorder {
     /// left there.
     pub fn new(dir: &Path, limits: Limits, interrupt: &Interrupt) -> anyhow::Result<Recorder> {
         user_files::create_dir_all(dir)?;
+        // A directory the user cannot write fails now, not at the first
+        // record, maybe hours later.
+        let probe = dir.join(format!(".{PREFIX}probe"));
+        user_files::write(&probe, b"")?;
+        user_files::remove_file(&probe)?;
         for p in user_files::read_dir(dir)? {
             if name_of(&p).starts_with(&format!(".{PREFIX}")) {
                 user_files::remove_file(&p)?;
