@@ -90,6 +90,14 @@ fn cases() -> BTreeMap<&'static str, Case> {
             DirWriter("watch --duration 1 --interval 1 --textfile {P}"),
         ),
         (
+            "watch --flight-dir",
+            DirWriter("watch --duration 1 --interval 1 --flight-dir {P}"),
+        ),
+        (
+            "watch --config",
+            Reader("watch --duration 1 --config {P}", Some(MIB)),
+        ),
+        (
             "lab submit --out",
             Writer("lab submit 0-demo --dir {STATE} --out {P}"),
         ),

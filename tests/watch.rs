@@ -292,3 +292,480 @@ fn textfile_is_written_atomically_and_bad_input_is_a_usage_error() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A v1 cgroup `kdiagtest-cg-PID-N` under /sys/fs/cgroup/CONTROLLER (N
+/// counts them: the tests run at once); on drop every process in it is
+/// killed and it is removed.
+struct OwnCg(PathBuf);
+
+impl OwnCg {
+    fn new(controller: &str) -> OwnCg {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = Path::new("/sys/fs/cgroup")
+            .join(controller)
+            .join(format!("kdiagtest-cg-{}-{n}", std::process::id()));
+        std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        OwnCg(dir)
+    }
+
+    fn set(&self, file: &str, value: &str) {
+        let f = self.0.join(file);
+        std::fs::write(&f, value).unwrap_or_else(|e| panic!("{} <- {value}: {e}", f.display()));
+    }
+
+    fn pids(&self) -> Vec<i32> {
+        std::fs::read_to_string(self.0.join("cgroup.procs"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.parse().ok())
+            .collect()
+    }
+}
+
+impl Drop for OwnCg {
+    fn drop(&mut self) {
+        let end = Instant::now() + Duration::from_secs(5);
+        while !self.pids().is_empty() && Instant::now() < end {
+            for pid in self.pids() {
+                // SAFETY: plain kill(2) of a process in the test's own cgroup.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        while std::fs::remove_dir(&self.0).is_err() && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// The flight recorder: a cgroup idle for 10 s, then storage-bound (dd's
+/// 4 KiB O_DIRECT reads under a blkio limit of 100 read IOPS, so its waits
+/// for storage dominate whatever else loads the machine; the cgroup's large
+/// CPU weight keeps it from waiting for a CPU). Watch, grouping by cgroup,
+/// sees the group turn `io`; after 3 s of it, it keeps one record and its
+/// HTML report, taken in the bad phase (the process is dd by then, not the
+/// shell it was), whose diagnosis is the same storage wait with the limit
+/// named (`io-limit`, thread states alone: io), within the size bound; the
+/// metric counts it; replay reads it.
+#[test]
+fn a_group_turned_storage_bound_leaves_a_flight_record_of_the_bad_phase() {
+    const TEST: &str = "a_group_turned_storage_bound_leaves_a_flight_record_of_the_bad_phase";
+    if !require_root(TEST) {
+        return;
+    }
+    let file = Path::new(env!("CARGO_TARGET_TMPDIR")).join("watch-flight-direct-read");
+    if std::fs::metadata(&file).map_or(true, |m| m.len() != 16 << 20) {
+        let ok = Command::new("dd")
+            .args(["if=/dev/zero", "bs=1M", "count=16", "conv=fsync"])
+            .arg(format!("of={}", file.display()))
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+    let disk = kdiag::sys::cgroup::disk_of(&file).unwrap();
+    let cpu = OwnCg::new("cpu");
+    cpu.set("cpu.shares", "262144");
+    let blkio = OwnCg::new("blkio");
+    blkio.set(
+        "blkio.throttle.read_iops_device",
+        &format!("{}:{} 100", disk.major, disk.minor),
+    );
+    let script = format!(
+        "echo $$ > {} && echo $$ > {} && sleep 10 && exec dd if={} of=/dev/null bs=4k iflag=direct",
+        cpu.0.join("cgroup.procs").display(),
+        blkio.0.join("cgroup.procs").display(),
+        file.display()
+    );
+    let shell = Guard(
+        Command::new("sh")
+            .args(["-c", &script])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = shell.0.id() as i32;
+    within(Duration::from_secs(5), "the shell in its cgroup", || {
+        cpu.pids().contains(&pid).then_some(())
+    });
+    let flights = tempfile::tempdir().unwrap();
+    let textfile = tempfile::tempdir().unwrap();
+    const MAX_BYTES: u64 = 8 << 20;
+    let mut watch = Guard(
+        kdiag()
+            .args([
+                "watch",
+                "--interval",
+                "1",
+                "--group-by",
+                "cgroup",
+                "--cgroup",
+            ])
+            .arg(&cpu.0)
+            .arg("--flight-dir")
+            .arg(flights.path())
+            .args([
+                "--record-after",
+                "3",
+                "--flight-max-size",
+                "8M",
+                "--textfile",
+            ])
+            .arg(textfile.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let rx = log_lines(&mut watch);
+    let mut log = Vec::new();
+    let recorded = within(Duration::from_secs(90), "a flight record", || {
+        log.extend(rx.try_iter());
+        log.iter()
+            .find(|l| l.starts_with("kdiag watch: flight record of "))
+            .cloned()
+    });
+    // The group's name: its v2 cgroup where it is not the root, else its
+    // cpu cgroup (ours, here).
+    let group = kdiag::sys::procfs::pressure::cgroup_of(
+        &std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap(),
+    );
+    assert!(
+        recorded.starts_with(&format!(
+            "kdiag watch: flight record of {group} (io; diagnose of PID {pid} says io-limit): "
+        )),
+        "{recorded}\n{log:#?}"
+    );
+    // Counted, by the group and watch's verdict.
+    within(Duration::from_secs(10), "the flight count", || {
+        let text = std::fs::read_to_string(textfile.path().join("kdiag.prom")).ok()?;
+        text.contains(&format!(
+            "kdiag_flight_records_total{{group=\"{group}\",verdict=\"io\"}} 1\n"
+        ))
+        .then_some(())
+    });
+    // SIGTERM ends watch; nothing temporary is left.
+    // SAFETY: kill on the child's own pid.
+    unsafe { libc::kill(watch.0.id() as i32, libc::SIGTERM) };
+    let status = within(Duration::from_secs(20), "watch's exit", || {
+        watch.0.try_wait().unwrap()
+    });
+    assert_eq!(status.code(), Some(143));
+
+    let mut names: Vec<String> = std::fs::read_dir(flights.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let stem = format!("{}-io", group.trim_start_matches('/').replace('/', "_"));
+    assert!(
+        names.len() == 2
+            && names[0].starts_with("flight-")
+            && names[0].ends_with(&format!("{stem}.html"))
+            && names[1].ends_with(&format!("{stem}.jsonl")),
+        "one record and its report: {names:?}"
+    );
+    let bytes: u64 = names
+        .iter()
+        .map(|n| std::fs::metadata(flights.path().join(n)).unwrap().len())
+        .sum();
+    assert!(bytes <= MAX_BYTES, "{bytes} bytes");
+    let record = flights.path().join(&names[1]);
+    let text = std::fs::read_to_string(&record).unwrap();
+    let line = |kind: &str| -> Value {
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|v| v["kind"] == kind)
+            .unwrap_or_else(|| panic!("no {kind} line in {text}"))["data"]
+            .clone()
+    };
+    let (o, d) = (line("observation"), line("diagnosis"));
+    assert_eq!(o["pid"], pid, "the carrier");
+    assert_eq!(o["comm"], "dd", "taken in the bad phase: {o}");
+    assert_eq!(d["verdict"], "io-limit", "{d:#}");
+    assert!(
+        d["evidence"]
+            .to_string()
+            .contains("Thread states alone: io"),
+        "{d:#}"
+    );
+    let html = std::fs::read_to_string(flights.path().join(&names[0])).unwrap();
+    assert!(
+        html.starts_with("<!DOCTYPE html>"),
+        "{}",
+        &html[..100.min(html.len())]
+    );
+    let replay = kdiag()
+        .args(["diagnose", "--replay"])
+        .arg(&record)
+        .output()
+        .unwrap();
+    assert!(
+        replay.status.success(),
+        "{}",
+        String::from_utf8_lossy(&replay.stderr)
+    );
+    drop(shell);
+}
+
+/// A child's log (stderr), line by line, read on a thread (a read blocks).
+fn log_lines(child: &mut Guard) -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.0.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    rx
+}
+
+/// Watch's resident memory (VmRSS), bytes.
+fn rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    kib << 10
+}
+
+/// The group label values of a textfile's `kdiag_verdict` series.
+fn groups_in(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("kdiag_verdict{group=\""))
+        .filter_map(|l| l.split_once('"').map(|x| x.0.to_string()))
+        .collect()
+}
+
+/// `--config FILE` and SIGHUP: watch reads its options from the file and,
+/// on SIGHUP, again (here moving its textfile and grouping by cgroup); a
+/// file that no longer parses leaves it running as it was; SIGTERM still
+/// ends it.
+#[test]
+fn sighup_reloads_the_configuration_and_a_bad_one_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (first, second) = (dir.path().join("first"), dir.path().join("second"));
+    let config = dir.path().join("watch.toml");
+    let write = |text: &str| std::fs::write(&config, text).unwrap();
+    write(&format!(
+        "interval = 1\ntop = 3\ntextfile = \"{}\"\n",
+        first.display()
+    ));
+    let mut watch = Guard(
+        kdiag()
+            .args(["watch", "--config"])
+            .arg(&config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let rx = log_lines(&mut watch);
+    let prom = |d: &Path| std::fs::read_to_string(d.join("kdiag.prom")).ok();
+    let text = within(Duration::from_secs(20), "the first textfile", || {
+        prom(&first).filter(|t| !groups_in(t).is_empty())
+    });
+    assert!(groups_in(&text).len() <= 3, "top = 3:\n{text}");
+    let hup = |w: &Guard| {
+        // SAFETY: kill on the child's own pid.
+        unsafe { libc::kill(w.0.id() as i32, libc::SIGHUP) };
+    };
+    let mut log = Vec::new();
+    let mut wait_log = |what: &str| {
+        within(Duration::from_secs(30), what, || {
+            log.extend(rx.try_iter());
+            log.iter().any(|l| l.contains(what)).then_some(())
+        })
+    };
+
+    write(&format!(
+        "interval = 1\ngroup-by = \"cgroup\"\ntextfile = \"{}\"\n",
+        second.display()
+    ));
+    hup(&watch);
+    wait_log("kdiag watch: reloaded ");
+    let text = within(Duration::from_secs(20), "the second textfile", || {
+        prom(&second).filter(|t| !groups_in(t).is_empty())
+    });
+    assert!(
+        groups_in(&text).iter().all(|g| g.starts_with('/')),
+        "grouped by cgroup:\n{text}"
+    );
+    assert!(
+        watch.0.try_wait().unwrap().is_none(),
+        "SIGHUP did not end it"
+    );
+
+    write("interval = 0.5\n");
+    hup(&watch);
+    wait_log("going on as before");
+    let before = std::fs::metadata(second.join("kdiag.prom"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    within(
+        Duration::from_secs(20),
+        "the second textfile written again",
+        || {
+            let now = std::fs::metadata(second.join("kdiag.prom"))
+                .ok()?
+                .modified()
+                .ok()?;
+            (now > before).then_some(())
+        },
+    );
+
+    // SAFETY: kill on the child's own pid.
+    unsafe { libc::kill(watch.0.id() as i32, libc::SIGTERM) };
+    let status = within(Duration::from_secs(10), "watch's exit", || {
+        watch.0.try_wait().unwrap()
+    });
+    assert_eq!(status.code(), Some(143));
+}
+
+/// A churn of short-lived processes, each of a name of its own (1,000 at
+/// least over the 20 s measured), watched with a 1 s interval: watch's series
+/// stay within --top, and its memory stays flat once its tables have
+/// grown to the churn's size (groups not seen for 10 scans are forgotten).
+#[test]
+fn a_churn_of_short_lived_processes_keeps_memory_and_series_bounded() {
+    const TEST: &str = "a_churn_of_short_lived_processes_keeps_memory_and_series_bounded";
+    if !require_root(TEST) {
+        return;
+    }
+    let own = OwnCg::new("cpu");
+    let procs = own.0.join("cgroup.procs");
+    let counted = tempfile::NamedTempFile::new().unwrap();
+    // Batches of 50 processes living 0.2 s, each naming itself, until
+    // the test ends; the count so far in a file.
+    let script = format!(
+        "echo $$ > {} && i=0; while :; do \
+         sh -c \"echo churn-$i > /proc/self/comm; exec sleep 0.2\" & \
+         i=$((i+1)); [ $((i % 50)) -eq 0 ] && wait && echo $i > {}; done",
+        procs.display(),
+        counted.path().display()
+    );
+    let churn = Guard(
+        Command::new("sh")
+            .args(["-c", &script])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let watch = Guard(
+        kdiag()
+            .args(["watch", "--interval", "1", "--top", "5", "--cgroup"])
+            .arg(&own.0)
+            .arg("--textfile")
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = watch.0.id();
+    // Warmed up: 10 scans, as long as a forgotten group is remembered.
+    std::thread::sleep(Duration::from_secs(12));
+    let warm = rss(pid);
+    let mut most = warm;
+    let mut series = 0;
+    let count = || -> u64 {
+        std::fs::read_to_string(counted.path())
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    let (started, end) = (count(), Instant::now() + Duration::from_secs(20));
+    while Instant::now() < end {
+        std::thread::sleep(Duration::from_secs(1));
+        most = most.max(rss(pid));
+        let text = std::fs::read_to_string(dir.path().join("kdiag.prom")).unwrap_or_default();
+        let groups = groups_in(&text);
+        assert!(groups.len() <= 5, "--top 5:\n{text}");
+        series = series.max(text.lines().filter(|l| !l.starts_with('#')).count());
+    }
+    let churned = count() - started;
+    assert!(churned >= 1000, "only {churned} processes in 20 s");
+    drop(churn);
+    // Five groups' series and the machine-wide ones: far fewer than the
+    // processes seen.
+    assert!(series <= 5 * 14 + 20, "{series} series");
+    let grew = most.saturating_sub(warm);
+    eprintln!(
+        "{churned} processes in 20 s; watch's RSS {} KiB warm, {} KiB at most; {series} series",
+        warm >> 10,
+        most >> 10
+    );
+    assert!(
+        grew <= 1 << 20,
+        "watch's memory grew {} KiB over 20 s of churn (from {} KiB)",
+        grew >> 10,
+        warm >> 10
+    );
+}
+
+/// Cgroup throttling per group: cpu-burn in a cgroup of the test's own
+/// under a CPU quota of a fifth of a CPU, watched grouping by cgroup: the
+/// group's throttled seconds and periods are exported and grow, as the
+/// kernel's cpu.stat counts them.
+#[test]
+fn a_group_under_a_cpu_quota_exports_its_throttling() {
+    if !require_root("a_group_under_a_cpu_quota_exports_its_throttling") {
+        return;
+    }
+    let own = OwnCg::new("cpu");
+    own.set("cpu.cfs_period_us", "100000");
+    own.set("cpu.cfs_quota_us", "20000");
+    let script = format!(
+        "echo $$ > {} && exec {} --threads 1 --duration 60",
+        own.0.join("cgroup.procs").display(),
+        workload("cpu-burn").display()
+    );
+    let _burn = Guard(Command::new("sh").args(["-c", &script]).spawn().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let _watch = Guard(
+        kdiag()
+            .args([
+                "watch",
+                "--interval",
+                "1",
+                "--group-by",
+                "cgroup",
+                "--cgroup",
+            ])
+            .arg(&own.0)
+            .arg("--textfile")
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let series = |name: &str, text: &str| -> Option<f64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}{{group=\"/kdiagtest-cg-")))?
+            .rsplit(' ')
+            .next()?
+            .parse()
+            .ok()
+    };
+    let read = || {
+        let text = std::fs::read_to_string(dir.path().join("kdiag.prom")).ok()?;
+        Some((
+            series("kdiag_cgroup_throttled_seconds_total", &text)?,
+            series("kdiag_cgroup_throttled_periods_total", &text)?,
+        ))
+    };
+    let first = within(Duration::from_secs(20), "throttling exported", read);
+    let later = within(Duration::from_secs(20), "throttling grown", || {
+        read().filter(|l| l.0 > first.0 && l.1 > first.1)
+    });
+    assert!(later.1 >= 1.0, "{later:?}");
+}

@@ -49,9 +49,88 @@ pub fn judge(i: &Interval, samples: &[ThreadSamples]) -> ([f64; STATES.len()], f
     (secs, working, d.verdict)
 }
 
+/// The verdicts the flight recorder captures: a group waiting on something
+/// other than its own work (storage, a lock, the CPUs, its cgroup's
+/// limits, a stalled call) or growing its memory.
+pub fn worth_a_record(c: Class) -> bool {
+    matches!(
+        c,
+        Class::Io
+            | Class::Lock
+            | Class::Sched
+            | Class::MemoryTrend
+            | Class::CpuQuota
+            | Class::IoLimit
+            | Class::MemoryLimit
+            | Class::OomKill
+            | Class::Stall
+    )
+}
+
+/// A group's spell of one verdict worth a record: since when (seconds on
+/// watch's clock) and whether it was recorded already (one record a spell).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spell {
+    pub verdict: Class,
+    pub since: f64,
+    pub recorded: bool,
+}
+
+/// Follow every group's verdict at time `now`: a spell starts when a group
+/// turns to a verdict worth a record and ends when it turns to another
+/// verdict (or the group goes); the groups whose spell has lasted `after`
+/// seconds unrecorded are due, marked recorded here.
+pub fn due_records(
+    spells: &mut std::collections::HashMap<String, Spell>,
+    verdicts: &[(&str, Class)],
+    now: f64,
+    after: f64,
+) -> Vec<(String, Class)> {
+    spells.retain(|name, s| verdicts.iter().any(|(n, v)| n == name && *v == s.verdict));
+    let mut due = Vec::new();
+    for &(name, verdict) in verdicts {
+        if !worth_a_record(verdict) {
+            continue;
+        }
+        let s = spells.entry(name.to_string()).or_insert(Spell {
+            verdict,
+            since: now,
+            recorded: false,
+        });
+        if !s.recorded && now - s.since >= after {
+            s.recorded = true;
+            due.push((name.to_string(), verdict));
+        }
+    }
+    due
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_record_is_due_once_a_bad_verdict_has_lasted() {
+        let mut spells = std::collections::HashMap::new();
+        let due = |spells: &mut _, v: &[(&str, Class)], t| due_records(spells, v, t, 10.0);
+        assert!(due(&mut spells, &[("db", Class::Idle)], 0.0).is_empty());
+        assert!(due(&mut spells, &[("db", Class::Io)], 5.0).is_empty());
+        assert!(due(&mut spells, &[("db", Class::Io)], 14.0).is_empty());
+        assert_eq!(
+            due(&mut spells, &[("db", Class::Io)], 15.0),
+            [("db".to_string(), Class::Io)]
+        );
+        // Once a spell.
+        assert!(due(&mut spells, &[("db", Class::Io)], 30.0).is_empty());
+        // Another verdict is another spell, timed from its start.
+        assert!(due(&mut spells, &[("db", Class::Lock)], 31.0).is_empty());
+        assert_eq!(due(&mut spells, &[("db", Class::Lock)], 41.0).len(), 1);
+        // A group that goes (or turns good) ends its spell.
+        assert!(due(&mut spells, &[], 42.0).is_empty());
+        assert!(spells.is_empty());
+        assert!(due(&mut spells, &[("db", Class::Cpu)], 60.0).is_empty());
+        assert!(spells.is_empty());
+    }
 
     fn sample(state: char, syscall: &str, on: &str, count: u64) -> ThreadSamples {
         ThreadSamples {

@@ -44,6 +44,10 @@ pub struct Group {
     pub verdict: Option<Class>,
     /// Working thread-seconds of the last interval (what ranks the groups).
     pub working_s: f64,
+    /// With --group-by cgroup, its cgroup's CFS bandwidth throttling as the
+    /// kernel counts it (cpu.stat): seconds throttled and periods throttled.
+    pub throttled_s: Option<f64>,
+    pub throttled_periods: Option<u64>,
 }
 
 /// System pressure stall information, cumulative.
@@ -70,6 +74,15 @@ pub struct Cost {
     pub samples_total: u64,
 }
 
+/// The flight records kept of one group with one verdict since watch
+/// started (`kdiag_flight_records_total`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlightCount {
+    pub group: String,
+    pub verdict: Class,
+    pub records: u64,
+}
+
 /// One exposition: the top groups, the machine's pressure, watch's cost.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -78,4 +91,6 @@ pub struct Snapshot {
     pub pressure: Vec<Pressure>,
     pub cost: Cost,
     pub interval_s: f64,
+    /// Flight records taken, per group and verdict (with --flight-dir).
+    pub flight: Vec<FlightCount>,
 }

@@ -91,6 +91,43 @@ pub fn render(s: &Snapshot) -> String {
         "Threads in the group at the last scan.",
         per_group(|g| g.threads.to_string()),
     );
+    let throttled: Vec<_> = s
+        .groups
+        .iter()
+        .filter(|g| g.throttled_periods.is_some())
+        .collect();
+    metric(
+        "kdiag_cgroup_throttled_seconds_total",
+        "counter",
+        "Time the group's cgroup was throttled by its CPU quota (CFS bandwidth, cpu.stat), with --group-by cgroup.",
+        throttled
+            .iter()
+            .map(|g| (group(&g.name), g.throttled_s.unwrap_or(0.0).to_string()))
+            .collect(),
+    );
+    metric(
+        "kdiag_cgroup_throttled_periods_total",
+        "counter",
+        "Quota periods in which the group's cgroup was throttled (cpu.stat nr_throttled), with --group-by cgroup.",
+        throttled
+            .iter()
+            .map(|g| (group(&g.name), g.throttled_periods.unwrap_or(0).to_string()))
+            .collect(),
+    );
+    metric(
+        "kdiag_flight_records_total",
+        "counter",
+        "Flight records (diagnose's record and report) kept of the group in --flight-dir, by verdict.",
+        s.flight
+            .iter()
+            .map(|f| {
+                (
+                    format!("{},verdict=\"{}\"", group(&f.group), f.verdict.name()),
+                    f.records.to_string(),
+                )
+            })
+            .collect(),
+    );
     for p in &s.pressure {
         let r = &p.resource;
         metric(

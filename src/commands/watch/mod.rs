@@ -3,14 +3,19 @@
 //! Prometheus (`--listen`) or node_exporter's textfile collector
 //! (`--textfile`); without either, a table every interval.
 
+mod config;
+mod flight;
 mod serve;
 mod textfile;
 
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 use crate::error;
 use crate::instruments::watch::{GroupBy, Options, Scope, Watcher};
@@ -35,6 +40,10 @@ pub struct Args {
     // (world-readable) under /sys/fs/cgroup, never a path's contents.
     #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::Other)]
     pub cgroup: Option<PathBuf>,
+    /// Watch the processes of a systemd unit (nginx, nginx.service), its
+    /// cgroup found by name in the cgroup trees
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["pid", "cgroup"])]
+    pub unit: Option<String>,
     /// Group processes by name (default) or by cgroup: one set of series per group
     #[arg(long, value_name = "BY", default_value = "name")]
     pub group_by: GroupBy,
@@ -47,6 +56,24 @@ pub struct Args {
     /// Write DIR/kdiag.prom every interval for node_exporter's textfile collector
     #[arg(long, value_name = "DIR")]
     pub textfile: Option<PathBuf>,
+    /// Keep a flight record (diagnose's record and HTML report) in DIR when
+    /// a group's verdict turns bad and stays so for --record-after
+    #[arg(long, value_name = "DIR")]
+    pub flight_dir: Option<PathBuf>,
+    /// Seconds a bad verdict (io, lock, sched, a cgroup limit, a stall,
+    /// memory-trend) lasts before it is recorded
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = super::args::duration, requires = "flight_dir")]
+    pub record_after: f64,
+    /// Flight records kept at most, the oldest removed first
+    #[arg(long, value_name = "N", default_value = "20", value_parser = clap::value_parser!(u16).range(1..), requires = "flight_dir")]
+    pub flight_keep: u16,
+    /// Bytes of flight records kept at most (e.g. 100M), the oldest removed first
+    #[arg(long, value_name = "SIZE", default_value = "100M", value_parser = super::args::size, requires = "flight_dir")]
+    pub flight_max_size: u64,
+    /// Read the options from a TOML file instead (one key per long option:
+    /// `interval = 5`, `group-by = "cgroup"`); SIGHUP reads it again
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["pid", "cgroup", "unit", "group_by", "top", "listen", "textfile", "flight_dir", "interval"])]
+    pub config: Option<PathBuf>,
     /// Stop after this many seconds (default: until interrupted)
     #[arg(long, value_name = "SECS", value_parser = super::args::duration)]
     pub duration: Option<f64>,
@@ -61,68 +88,160 @@ fn interval(s: &str) -> Result<f64, String> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let interrupt = Interrupt::catch()?;
-    let scope = match (&args.pid, &args.cgroup) {
-        (Some(p), _) => Scope::Pid(*p),
-        (None, Some(c)) => Scope::Cgroup(super::args::cgroup_dir("--cgroup", c)?),
-        (None, None) => Scope::All,
-    };
-    let textfile = args
-        .textfile
-        .as_deref()
-        .map(textfile::Textfile::new)
-        .transpose()?;
-    let body = Arc::new(Mutex::new(String::new()));
-    let server = match args.listen {
-        Some(addr) => {
-            let s = serve::start(addr, Arc::clone(&body))
-                .map_err(|e| error::usage(format!("--listen {addr}: {e} (choose a free port)")))?;
-            eprintln!("kdiag watch: serving http://{}/metrics", s.addr);
-            Some(s)
-        }
-        None => None,
-    };
-    let mut watcher = Watcher::new(Options {
-        scope,
-        group_by: args.group_by,
-        top: args.top as usize,
-    });
-    let every = Duration::from_secs_f64(args.interval);
-    let tick = every.div_f64(5.0).min(TICK);
     let end = args
         .duration
         .map(|d| Instant::now() + Duration::from_secs_f64(d));
-    let publish = |snap: &Snapshot| -> anyhow::Result<()> {
-        let text = prometheus::render(snap);
-        if let Some(t) = &textfile {
-            t.write(&text)?;
-        }
-        if server.is_some() || textfile.is_some() {
-            *body.lock().expect("the listener never panics holding it") = text;
-        } else {
-            print_table(snap);
-        }
-        Ok(())
+    let mut listener = None;
+    let Some(file) = args.config.clone() else {
+        let interrupt = Interrupt::catch()?;
+        Session::new(&args, &interrupt, &mut listener)?.run(&interrupt, None, end)?;
+        return Ok(interrupt.exit_code(error::OK, true));
     };
-    publish(&watcher.scan()?)?;
-    let mut next_scan = Instant::now() + every;
-    let mut next_tick = Instant::now() + tick;
-    while !interrupt.is_set() && end.is_none_or(|e| Instant::now() < e) {
-        let now = Instant::now();
-        if now >= next_scan {
-            publish(&watcher.scan()?)?;
-            next_scan += every;
-            next_tick = Instant::now() + tick;
-        } else if now >= next_tick {
-            watcher.sample();
-            next_tick += tick;
-        } else {
-            let until = next_scan.min(next_tick).min(end.unwrap_or(next_scan));
-            std::thread::sleep((until - now).min(Duration::from_millis(100)));
+    // With a file, SIGHUP reads it again instead of ending watch.
+    let interrupt = Interrupt::catch_only(&[SIGINT, SIGTERM])?;
+    let hangup = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(SIGHUP, Arc::clone(&hangup))?;
+    let mut settings = config::load(&file)?;
+    let mut session = Session::new(&settings, &interrupt, &mut listener)?;
+    loop {
+        session.run(&interrupt, Some(&hangup), end)?;
+        if !hangup.swap(false, Ordering::Relaxed) {
+            break;
+        }
+        // A file that does not load, or options that cannot be applied
+        // (a cgroup gone, a port taken), leave watch as it was.
+        let reloaded = config::load(&file).and_then(|new| {
+            let s = Session::new(&new, &interrupt, &mut listener)?;
+            Ok((new, s))
+        });
+        session = match reloaded {
+            Ok((new, s)) => {
+                eprintln!("kdiag watch: reloaded {}", file.display());
+                settings = new;
+                s
+            }
+            Err(e) => {
+                eprintln!("kdiag watch: {e:#}; going on as before");
+                Session::new(&settings, &interrupt, &mut listener)?
+            }
+        };
+    }
+    Ok(interrupt.exit_code(error::OK, true))
+}
+
+/// The listener, kept across reloads while its address stays: the
+/// address asked for, the server and the exposition it serves.
+type Listener = Option<(SocketAddr, serve::Server, Arc<Mutex<String>>)>;
+
+/// One configuration's watch: what it watches and where it exports.
+struct Session {
+    watcher: Watcher,
+    every: Duration,
+    textfile: Option<textfile::Textfile>,
+    recorder: Option<flight::Recorder>,
+    /// What the listener serves, if there is one.
+    body: Option<Arc<Mutex<String>>>,
+}
+
+impl Session {
+    fn new(args: &Args, interrupt: &Interrupt, listener: &mut Listener) -> anyhow::Result<Session> {
+        let scope = match (&args.pid, &args.cgroup, &args.unit) {
+            (Some(p), _, _) => Scope::Pid(*p),
+            (None, Some(c), _) => Scope::Cgroup(super::args::cgroup_dir("--cgroup", c)?),
+            (None, None, Some(u)) => Scope::Cgroup(super::args::unit_dir(u)?),
+            (None, None, None) => Scope::All,
+        };
+        let textfile = args
+            .textfile
+            .as_deref()
+            .map(textfile::Textfile::new)
+            .transpose()?;
+        let recorder = args
+            .flight_dir
+            .as_deref()
+            .map(|dir| {
+                let limits = flight::Limits {
+                    after_s: args.record_after,
+                    keep: args.flight_keep as usize,
+                    max_bytes: args.flight_max_size,
+                };
+                flight::Recorder::new(dir, limits, interrupt)
+            })
+            .transpose()?;
+        if listener.as_ref().map(|l| l.0) != args.listen {
+            *listener = None;
+            if let Some(addr) = args.listen {
+                let body = Arc::new(Mutex::new(String::new()));
+                let s = serve::start(addr, Arc::clone(&body)).map_err(|e| {
+                    error::usage(format!("--listen {addr}: {e} (choose a free port)"))
+                })?;
+                eprintln!("kdiag watch: serving http://{}/metrics", s.addr);
+                *listener = Some((addr, s, body));
+            }
+        }
+        Ok(Session {
+            watcher: Watcher::new(Options {
+                scope,
+                group_by: args.group_by,
+                top: args.top as usize,
+            }),
+            every: Duration::from_secs_f64(args.interval),
+            textfile,
+            recorder,
+            body: listener.as_ref().map(|l| Arc::clone(&l.2)),
+        })
+    }
+
+    /// Scan and sample until a signal, the end, or a hangup (then the
+    /// flight capture under way is waited for).
+    fn run(
+        &mut self,
+        interrupt: &Interrupt,
+        hangup: Option<&AtomicBool>,
+        end: Option<Instant>,
+    ) -> anyhow::Result<()> {
+        let tick = self.every.div_f64(5.0).min(TICK);
+        self.scan()?;
+        let mut next_scan = Instant::now() + self.every;
+        let mut next_tick = Instant::now() + tick;
+        let hung_up = || hangup.is_some_and(|h| h.load(Ordering::Relaxed));
+        while !interrupt.is_set() && !hung_up() && end.is_none_or(|e| Instant::now() < e) {
+            let now = Instant::now();
+            if now >= next_scan {
+                self.scan()?;
+                next_scan += self.every;
+                next_tick = Instant::now() + tick;
+            } else if now >= next_tick {
+                self.watcher.sample();
+                next_tick += tick;
+            } else {
+                let until = next_scan.min(next_tick).min(end.unwrap_or(next_scan));
+                std::thread::sleep((until - now).min(Duration::from_millis(100)));
+            }
+        }
+        match self.recorder.take() {
+            Some(r) => r.finish(),
+            None => Ok(()),
         }
     }
-    drop(server);
-    Ok(interrupt.exit_code(error::OK, true))
+
+    /// One scan, exported.
+    fn scan(&mut self) -> anyhow::Result<()> {
+        let mut snap = self.watcher.scan()?;
+        if let Some(r) = self.recorder.as_mut() {
+            r.after_scan(&mut snap, &self.watcher)?;
+        }
+        let text = prometheus::render(&snap);
+        if let Some(t) = &self.textfile {
+            t.write(&text)?;
+        }
+        match &self.body {
+            Some(body) => *body.lock().expect("the listener never panics holding it") = text,
+            None if self.textfile.is_none() => print_table(&snap),
+            None => {}
+        }
+        Ok(())
+    }
 }
 
 fn print_table(s: &Snapshot) {

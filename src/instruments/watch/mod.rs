@@ -14,8 +14,9 @@ use std::time::Instant;
 
 use crate::analysis::watch::{Interval, judge};
 use crate::instruments::observe::sampling::Sampler;
-use crate::model::diagnosis::{Observation, ThreadSamples};
+use crate::model::diagnosis::{Class, Observation, ThreadSamples};
 use crate::model::watch::{Cost, Group, Snapshot};
+use crate::sys::cgroupfs;
 use crate::sys::procfs::{self, parse, pressure, task::TaskReader};
 
 /// Groups sampled per tick: half the busiest, half in rotation over the rest.
@@ -73,12 +74,18 @@ struct GroupAcc {
     write: u64,
     /// (pid, thread count) of its processes at the last scan.
     pids: Vec<(i32, u32)>,
+    /// (pid, CPU and run-queue seconds, storage bytes) of its processes
+    /// over the last interval: who carries its verdict.
+    activity: Vec<(i32, f64, u64)>,
     /// Its threads, listed when it is first sampled in an interval.
     tids: Option<Vec<(i32, i32)>>,
     cursor: usize,
     sampler: Option<Sampler>,
     /// The last interval's samples, used again when an interval has none.
     samples: Vec<ThreadSamples>,
+    /// With --group-by cgroup, the directory of its cgroup with the cpu
+    /// controller (found once: None inside, not found).
+    cpu_dir: Option<Option<PathBuf>>,
     seen_scan: u64,
 }
 
@@ -94,10 +101,13 @@ pub struct Watcher {
     scans: u64,
     hz: f64,
     samples_total: u64,
+    /// The cgroup hierarchies mounted here (read once, for --group-by cgroup).
+    mounts: Vec<cgroupfs::Mount>,
 }
 
 impl Watcher {
     pub fn new(opts: Options) -> Watcher {
+        let opts_group_by = opts.group_by;
         Watcher {
             opts,
             reader: TaskReader::default(),
@@ -109,6 +119,10 @@ impl Watcher {
             scans: 0,
             hz: procfs::hz() as f64,
             samples_total: 0,
+            mounts: match opts_group_by {
+                GroupBy::Cgroup => cgroupfs::mounts(),
+                GroupBy::Name => Vec::new(),
+            },
         }
     }
 
@@ -133,6 +147,7 @@ impl Watcher {
         let mut procs = HashMap::with_capacity(pids.len());
         for g in self.groups.values_mut() {
             g.pids.clear();
+            g.activity.clear();
         }
         for pid in pids {
             let Some(st) = self.reader.stat_once(pid) else {
@@ -181,8 +196,12 @@ impl Watcher {
                     ),
                 };
                 let i = &mut g.interval;
-                i.cpu_s += now.cpu_ticks.saturating_sub(base.cpu_ticks) as f64 / self.hz;
-                i.run_delay_s += now.run_delay_ns.saturating_sub(base.run_delay_ns) as f64 / 1e9;
+                let cpu_s = now.cpu_ticks.saturating_sub(base.cpu_ticks) as f64 / self.hz;
+                let delay_s = now.run_delay_ns.saturating_sub(base.run_delay_ns) as f64 / 1e9;
+                let bytes = (now.read + now.write).saturating_sub(base.read + base.write);
+                g.activity.push((pid, cpu_s + delay_s, bytes));
+                i.cpu_s += cpu_s;
+                i.run_delay_s += delay_s;
                 i.thread_s += st.num_threads as f64 * lived;
                 i.threads += st.num_threads as usize;
                 i.processes += 1;
@@ -293,15 +312,54 @@ impl Watcher {
         }
     }
 
+    /// The process of `group` that carries `verdict`, to drill down on:
+    /// the one that moved the most bytes to or from storage for a storage
+    /// verdict, else the one with the most CPU and run-queue time; None
+    /// when the group has no process left.
+    pub fn carrier(&self, group: &str, verdict: Class) -> Option<i32> {
+        let g = self.groups.get(group)?;
+        let storage = matches!(verdict, Class::Io | Class::IoLimit | Class::MemoryLimit);
+        let by_bytes = g.activity.iter().filter(|a| a.2 > 0).max_by_key(|a| a.2);
+        let by_work = g.activity.iter().max_by(|a, b| a.1.total_cmp(&b.1));
+        storage
+            .then_some(by_bytes)
+            .flatten()
+            .or(by_work)
+            .map(|a| a.0)
+            .or(g.pids.first().map(|p| p.0))
+    }
+
+    /// Group names still watched (a flight count of another is dropped).
+    pub fn knows(&self, group: &str) -> bool {
+        self.groups.contains_key(group)
+    }
+
     fn snapshot(&mut self, scan_s: f64, interval_s: f64) -> Snapshot {
-        let mut groups: Vec<Group> = self
-            .order
-            .iter()
-            .filter_map(|n| self.groups.get(n))
-            .filter(|g| g.total.verdict.is_some())
-            .take(self.opts.top)
-            .map(|g| g.total.clone())
-            .collect();
+        let by_cgroup = self.opts.group_by == GroupBy::Cgroup;
+        let mut groups: Vec<Group> = Vec::new();
+        for n in &self.order {
+            let Some(g) = self.groups.get_mut(n) else {
+                continue;
+            };
+            if g.total.verdict.is_none() {
+                continue;
+            }
+            if groups.len() == self.opts.top {
+                break;
+            }
+            let mut out = g.total.clone();
+            if by_cgroup {
+                let mounts = &self.mounts;
+                let dir = g.cpu_dir.get_or_insert_with(|| {
+                    let pid = g.pids.first()?.0;
+                    cpu_dir(pid, n, mounts)
+                });
+                if let Some((secs, periods)) = dir.as_deref().and_then(throttling) {
+                    (out.throttled_s, out.throttled_periods) = (Some(secs), Some(periods));
+                }
+            }
+            groups.push(out);
+        }
         groups.sort_by(|a, b| a.name.cmp(&b.name));
         let me = std::process::id() as i32;
         let st = self.reader.stat_once(me).unwrap_or_default();
@@ -317,8 +375,31 @@ impl Watcher {
                 samples_total: self.samples_total,
             },
             interval_s,
+            flight: Vec::new(),
         }
     }
+}
+
+/// The directory of cgroup `path` (a process's, as `cgroup_of` names it)
+/// in the hierarchy with the cpu controller, found from `pid`'s cgroups.
+fn cpu_dir(pid: i32, path: &str, mounts: &[cgroupfs::Mount]) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    cgroupfs::places(&text, mounts)
+        .into_iter()
+        .find(|p| p.path == path && p.has("cpu"))
+        .map(|p| p.dir)
+}
+
+/// A cgroup's CFS bandwidth throttling from its cpu.stat: seconds
+/// throttled (v2 `throttled_usec`, v1 `throttled_time` in ns) and periods
+/// throttled (`nr_throttled`).
+fn throttling(dir: &std::path::Path) -> Option<(f64, u64)> {
+    let text = cgroupfs::read(dir, "cpu.stat")?;
+    let periods = cgroupfs::keyed(&text, "nr_throttled")?;
+    let secs = cgroupfs::keyed(&text, "throttled_usec")
+        .map(|us| us as f64 / 1e6)
+        .or_else(|| cgroupfs::keyed(&text, "throttled_time").map(|ns| ns as f64 / 1e9))?;
+    Some((secs, periods))
 }
 
 static ZERO: Proc = Proc {

@@ -19,11 +19,17 @@ pub struct Interrupt {
 impl Interrupt {
     /// Catch SIGINT, SIGTERM and SIGHUP from now on.
     pub fn catch() -> io::Result<Interrupt> {
+        Interrupt::catch_only(&[SIGINT, SIGTERM, SIGHUP])
+    }
+
+    /// Catch these of the interrupting signals only (a service that reads
+    /// SIGHUP as "reload" leaves it out).
+    pub fn catch_only(signals: &[i32]) -> io::Result<Interrupt> {
         let i = Interrupt {
             signal: Arc::new(AtomicUsize::new(0)),
             stop: Arc::new(AtomicBool::new(false)),
         };
-        for sig in [SIGINT, SIGTERM, SIGHUP] {
+        for &sig in signals {
             signal_hook::flag::register_usize(sig, Arc::clone(&i.signal), sig as usize)?;
             signal_hook::flag::register(sig, Arc::clone(&i.stop))?;
         }
