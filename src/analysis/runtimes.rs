@@ -136,6 +136,7 @@ mod tests {
             weight,
             user_depth: 0,
             state: None,
+            waker: None,
         }
     }
 
