@@ -430,7 +430,7 @@ mod tests {
         assert_eq!((t.minflt, t.majflt, t.cmajflt), (90, 12, 3));
         assert_eq!((t.utime, t.stime, t.cutime, t.cstime), (250, 40, 5, 6));
         assert_eq!(t.blkio_ticks, Some(319));
-        assert_eq!((s.processor, t.processor), (Some(0), Some(1)));
+        assert_eq!((s.processor, t.processor), (Some(1), Some(1)));
         // An old kernel that stops before field 42.
         let old = stat(b"1 (x) S 0 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 10 100 1\n").unwrap();
         assert_eq!((old.blkio_ticks, old.processor), (None, None));
