@@ -200,6 +200,7 @@ fn json_line(v: &impl Serialize) -> String {
 mod tests {
     use super::*;
     use crate::model::diagnosis::{Class, Confidence, MemoryPoint};
+    use crate::model::verdict::{Cause, Finding};
 
     fn run() -> DiagnoseRun {
         let mut observation = Observation {
@@ -225,13 +226,18 @@ mod tests {
             diagnosis: Diagnosis {
                 verdict: Class::Cpu,
                 confidence: Confidence::High,
-                summary: "on CPU".into(),
+                cause: Cause::Cpu {
+                    share: 1.0,
+                    cpus: 1.0,
+                    kernel: false,
+                    also: vec![],
+                },
                 states: vec![],
                 working_threads: 1.0,
                 periodic: None,
                 busiest: vec![],
                 carriers: vec![],
-                evidence: vec!["CPU: 1 CPU".into()],
+                findings: vec![Finding::SyscallsUnreadable],
                 next: vec![],
                 trend: Default::default(),
             },

@@ -8,7 +8,7 @@ use crate::model::process::SmapsRollup;
 
 /// Version of the JSON document `kdiag diagnose --json` prints. Raised on
 /// any change that removes or renames a field or changes its meaning.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The verdict. `cpu`, `io`, `lock` and `memory-trend` match the
 /// `expect.class` the bundled workloads print with `--describe`.
@@ -435,8 +435,8 @@ pub struct Carrier {
 pub struct Diagnosis {
     pub verdict: Class,
     pub confidence: Confidence,
-    /// One sentence.
-    pub summary: String,
+    /// What the verdict rests on, as data (`render::verdict` words it).
+    pub cause: crate::model::verdict::Cause,
     /// The thread-state breakdown, largest first.
     pub states: Vec<StateShare>,
     /// Threads working (not sleeping by design) on average; in bursts
@@ -449,7 +449,8 @@ pub struct Diagnosis {
     /// `lock`, on CPU for `cpu`), most first: what the drill-downs trace.
     #[serde(default)]
     pub carriers: Vec<Carrier>,
-    pub evidence: Vec<String>,
+    /// The evidence, one finding per line of the report, as data.
+    pub findings: Vec<crate::model::verdict::Finding>,
     /// The instrument to run for the "why", as a command line.
     pub next: Vec<String>,
     /// What each time series did.

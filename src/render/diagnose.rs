@@ -8,6 +8,7 @@ use crate::model::diagnosis::{Diagnosis, Observation, SCHEMA_VERSION, Scope};
 use crate::model::drill::Why;
 use crate::model::trend::{Limit, SeriesShape, Shape, Shapes};
 use crate::render::offcpu::{duration as offcpu_duration, one_line};
+use crate::render::verdict;
 
 pub fn report(
     out: &mut impl Write,
@@ -15,7 +16,12 @@ pub fn report(
     d: &Diagnosis,
     why: Option<&Why>,
 ) -> io::Result<()> {
-    writeln!(out, "Verdict: {}: {}", d.verdict.name(), d.summary)?;
+    writeln!(
+        out,
+        "Verdict: {}: {}",
+        d.verdict.name(),
+        verdict::summary(d)
+    )?;
     let others = o.members.len().saturating_sub(1);
     let what = match (o.scope, others) {
         (Scope::Process, _) => format!("PID {} ({})", o.pid, o.comm),
@@ -46,7 +52,7 @@ pub fn report(
         o.window_s
     )?;
     writeln!(out, "Evidence:")?;
-    for e in &d.evidence {
+    for e in verdict::evidence(d) {
         writeln!(out, "  {e}")?;
     }
     if let Some(w) = why {

@@ -1,6 +1,7 @@
 //! The limits' verdicts on synthetic observations: each found where the
 //! thread states alone would mislead, and left alone where they agree.
 
+use super::{evidence, pressure_text, summary};
 use crate::analysis::classify::classify;
 use crate::model::diagnosis::{Class, Diagnosis, Member, Observation, Totals};
 use crate::model::limits::{
@@ -55,7 +56,7 @@ fn cgroup(path: &str, version: u8, controllers: &str) -> CgroupLimits {
 }
 
 fn has(d: &Diagnosis, what: &str) -> bool {
-    d.summary.contains(what) || d.evidence.iter().any(|e| e.contains(what))
+    summary(d).contains(what) || evidence(d).iter().any(|e| e.contains(what))
 }
 
 #[test]
@@ -123,14 +124,11 @@ fn waiting_for_a_cpu_on_idle_cpus_is_not_called_competition() {
     let d = classify(&o);
     assert_eq!(d.verdict, Class::Sched);
     assert!(
-        d.summary.contains("2.5 of 4 CPUs stood idle"),
+        summary(&d).contains("2.5 of 4 CPUs stood idle"),
         "{}",
-        d.summary
+        summary(&d)
     );
-    assert!(
-        d.summary
-            .contains("no CPU quota throttled its cgroups (read: v2 /user.slice)")
-    );
+    assert!(summary(&d).contains("no CPU quota throttled its cgroups (read: v2 /user.slice)"));
     assert!(d.next.iter().all(|n| !n.contains("top")), "{:?}", d.next);
     // No CPU pressure says the same on a busy machine.
     o.limits.cpus = Some(SystemCpus { cpus: 4, idle: 0.1 });
@@ -142,7 +140,11 @@ fn waiting_for_a_cpu_on_idle_cpus_is_not_called_competition() {
         ..Default::default()
     });
     let d = classify(&o);
-    assert!(d.summary.contains("CPU pressure was 1%"), "{}", d.summary);
+    assert!(
+        summary(&d).contains("CPU pressure was 1%"),
+        "{}",
+        summary(&d)
+    );
     assert!(has(&d, "Pressure (machine, PSI): CPU some 1%"), "{d:#?}");
 }
 
@@ -161,10 +163,10 @@ fn storage_waits_at_the_cgroups_iops_limit_are_the_limit() {
     let d = classify(&o);
     assert_eq!(d.verdict, Class::IoLimit, "{d:#?}");
     assert!(
-        d.summary
+        summary(&d)
             .contains("199 reads/s against the limit of 200 read IOPS on vda (254:0) (100% of it) at v1 blkio /slow"),
         "{}",
-        d.summary
+        summary(&d)
     );
     assert!(has(&d, "Thread states alone: io"));
     // Far below its limit: the device, not the limit.
@@ -208,10 +210,10 @@ fn refaults_at_the_memory_limit_are_the_verdict() {
     let d = classify(&o);
     assert_eq!(d.verdict, Class::MemoryLimit, "{d:#?}");
     assert!(
-        d.summary
+        summary(&d)
             .contains("48 MiB at v1 memory /small, reached 796000 times (failcnt), 4800000 pages"),
         "{}",
-        d.summary
+        summary(&d)
     );
     // A limit never reached is only evidence.
     o.limits.cgroups[0].memory.as_mut().unwrap().failcnt = 0;
@@ -257,9 +259,9 @@ fn an_oom_kill_names_the_members_that_ended() {
     let d = classify(&o);
     assert_eq!(d.verdict, Class::OomKill, "{d:#?}");
     assert!(
-        d.summary.contains("killed 1 process in its memory cgroup v2 /box (limit 32 MiB); the tree's members that ended: PID 43 (hog)"),
+        summary(&d).contains("killed 1 process in its memory cgroup v2 /box (limit 32 MiB); the tree's members that ended: PID 43 (hog)"),
         "{}",
-        d.summary
+        summary(&d)
     );
     assert!(d.next[1].ends_with("/box/memory.events"));
 }
@@ -277,10 +279,7 @@ fn pressure_reads_as_shares() {
         }),
         memory: None,
     };
-    assert_eq!(
-        super::pressure_text(&p),
-        "CPU some 12%, I/O some 40% full 30%"
-    );
+    assert_eq!(pressure_text(&p), "CPU some 12%, I/O some 40% full 30%");
 }
 
 #[test]
