@@ -374,7 +374,7 @@ fn evidence(
         return e;
     }
     if let Some(k) = &o.kernel_thread {
-        e.push(Finding::KernelThread(k.clone()));
+        e.push(Finding::KernelThread { thread: k.clone() });
     }
     if let Some(x) = &o.ended {
         e.push(Finding::Ended(x.clone()));
@@ -432,7 +432,7 @@ fn evidence(
         });
     }
     if let Some(l) = lock_seen(o) {
-        e.push(Finding::Lock(l));
+        e.push(Finding::Lock { lock: l });
     }
     if let Some(s) = &o.stopped {
         e.push(Finding::Stopped(s.clone()));

@@ -231,7 +231,7 @@ pub enum Finding {
     /// Its exit status waits for its parent.
     Zombie { parent: Process },
     /// A kernel thread: what it is and who drives it.
-    KernelThread(KernelThread),
+    KernelThread { thread: KernelThread },
     /// The target ended in the window.
     Ended(Ended),
     /// The thread time by state (of all of it), its seconds, and the
@@ -271,7 +271,7 @@ pub enum Finding {
     /// Off-CPU samples by system call and kernel function.
     BlockedIn { waits: Vec<Part> },
     /// The lock threads waited for.
-    Lock(LockSeen),
+    Lock { lock: LockSeen },
     /// A member seen stopped.
     Stopped(Stopped),
     /// Memory at both ends of the window.

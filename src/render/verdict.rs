@@ -248,7 +248,7 @@ pub fn finding(f: &Finding) -> String {
             "Zombie: its exit status waits for PID {} ({}) to call wait(); the zombie holds no memory, only a PID. If the parent never reaps, the parent is the bug (`kdiag diagnose -p {}`); if the parent exits, init reaps it.",
             parent.pid, parent.comm, parent.pid
         ),
-        Finding::KernelThread(k) => kernel_thread(k),
+        Finding::KernelThread { thread } => kernel_thread(thread),
         Finding::Ended(x) => format!(
             "Ended after {:.1} s{}: the figures cover that time",
             x.after_s,
@@ -319,7 +319,7 @@ pub fn finding(f: &Finding) -> String {
             )
         }
         Finding::BlockedIn { waits } => format!("Blocked in: {}", parts(waits)),
-        Finding::Lock(l) => format!("Lock: {}", lock_text(l)),
+        Finding::Lock { lock } => format!("Lock: {}", lock_text(lock)),
         Finding::Stopped(s) => format!(
             "Stopped: PID {} was seen stopped{}",
             s.pid,

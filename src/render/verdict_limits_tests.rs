@@ -299,3 +299,56 @@ fn who_it_runs_as_comes_from_its_own_cgroup() {
         "{d:#?}"
     );
 }
+
+/// The verdict is stored as data: the serialised diagnosis (what `--json`
+/// prints and `--record` saves) has no sentence field, its findings are
+/// tagged objects, and the words come only from here.
+#[test]
+fn the_serialised_diagnosis_holds_data_not_sentences() {
+    let mut o = waiting_for_cpu();
+    let mut c = cgroup("/box", 2, "");
+    c.cpu = Some(CpuQuota {
+        quota_us: Some(20_000),
+        period_us: 100_000,
+        periods: 30,
+        throttled: 29,
+        throttled_s: 2.3,
+    });
+    c.pressure = Some(Pressure::default());
+    o.limits = Limits {
+        cgroups: vec![c],
+        cpus: Some(SystemCpus { cpus: 2, idle: 1.7 }),
+        ..Default::default()
+    };
+    let d = classify(&o);
+    let v = serde_json::to_value(&d).unwrap();
+    fn keys(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    out.push(k.clone());
+                    keys(x, out);
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| keys(x, out)),
+            _ => {}
+        }
+    }
+    let mut all = Vec::new();
+    keys(&v, &mut all);
+    for prose in ["summary", "evidence", "text", "line"] {
+        assert!(!all.iter().any(|k| k == prose), "a `{prose}` field: {v:#}");
+    }
+    assert_eq!(v["cause"]["kind"], "cpu-quota", "{v:#}");
+    let findings = v["findings"].as_array().unwrap();
+    assert!(findings.len() >= 5, "{v:#}");
+    assert!(
+        findings.iter().all(|f| f["kind"].is_string()),
+        "a finding that is not a tagged object: {v:#}"
+    );
+    // The words are made from the data alone, and it reads back the same.
+    let back: Diagnosis = serde_json::from_value(v).unwrap();
+    assert_eq!(back, d);
+    assert!(summary(&back).starts_with("throttled by its CPU quota: 0.20 CPUs (cpu.max"));
+    assert_eq!(evidence(&back)[0], evidence(&d)[0]);
+}
