@@ -73,7 +73,7 @@ fn verdicts_are_worded_from_data() {
                 input.display()
             );
         }
-        let d: kdiag::model::diagnosis::Diagnosis =
+        let d: kdiag::model::verdict::Diagnosis =
             serde_json::from_value(json).unwrap_or_else(|e| panic!("{}: {e}", input.display()));
         let mut got = format!(
             "Verdict: {}: {}\nEvidence:\n",

@@ -10,10 +10,12 @@ use crate::analysis::memory_trend::{self, Trend};
 use crate::analysis::tsa::{self, Budget};
 use crate::analysis::why::Drill;
 use crate::model::diagnosis::{
-    Class, Confidence, Diagnosis, MemberShare, Observation, Periodic, Scope, ThreadState,
+    Class, Confidence, MemberShare, Observation, Periodic, Scope, ThreadState,
 };
 use crate::model::drill::{ExecDrill, ExecFailure};
-use crate::model::verdict::{Cause, Finding, LockSeen, MemoryGrowth, Part, Process, StatePart};
+use crate::model::verdict::{
+    Cause, Diagnosis, Finding, LockSeen, MemoryGrowth, Part, Process, StatePart,
+};
 
 /// Fewer working threads than this on average (in bursts, when the work
 /// comes in bursts) is idle.

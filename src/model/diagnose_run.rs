@@ -12,8 +12,9 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::model::diagnosis::{Diagnosis, Observation};
+use crate::model::diagnosis::Observation;
 use crate::model::drill::Why;
+use crate::model::verdict::Diagnosis;
 
 /// The header's `format`: what the file is.
 pub const RECORD_FORMAT: &str = "kdiag-diagnose";

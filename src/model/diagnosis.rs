@@ -1,5 +1,6 @@
 //! What `kdiag diagnose` watched (an `Observation` of a process, or of a
-//! process tree, over a window) and what it concluded (a `Diagnosis`).
+//! process tree, over a window), and the pieces of what it concluded (the
+//! `Diagnosis` itself is in `model::verdict`).
 //! Serialised as JSON version `SCHEMA_VERSION` (docs/diagnose.md).
 
 use serde::{Deserialize, Serialize};
@@ -428,31 +429,4 @@ pub struct Carrier {
     pub pid: i32,
     pub comm: String,
     pub share: f64,
-}
-
-/// A verdict with the numbers behind it and what to run next.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Diagnosis {
-    pub verdict: Class,
-    pub confidence: Confidence,
-    /// What the verdict rests on, as data (`render::verdict` words it).
-    pub cause: crate::model::verdict::Cause,
-    /// The thread-state breakdown, largest first.
-    pub states: Vec<StateShare>,
-    /// Threads working (not sleeping by design) on average; in bursts
-    /// when the work comes in bursts.
-    pub working_threads: f64,
-    pub periodic: Option<Periodic>,
-    /// The members with most of the tree's CPU (with more than one member).
-    pub busiest: Vec<MemberShare>,
-    /// The members in the verdict's state (storage for `io`, blocked for
-    /// `lock`, on CPU for `cpu`), most first: what the drill-downs trace.
-    #[serde(default)]
-    pub carriers: Vec<Carrier>,
-    /// The evidence, one finding per line of the report, as data.
-    pub findings: Vec<crate::model::verdict::Finding>,
-    /// The instrument to run for the "why", as a command line.
-    pub next: Vec<String>,
-    /// What each time series did.
-    pub trend: crate::model::trend::Shapes,
 }

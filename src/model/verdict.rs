@@ -1,19 +1,46 @@
-//! A verdict as data: what it rests on (`Cause`) and each line of its
-//! evidence (`Finding`), with the numbers and the limits, locks, stalls
-//! and cgroups they name as typed fields. No English here: the words are
-//! made in one place, `render::verdict`, so a change of wording changes
-//! neither the JSON nor the record format. Serialised inside a
-//! `Diagnosis` (docs/diagnose.md, JSON version 3).
+//! A verdict as data (`Diagnosis`): what it rests on (`Cause`) and each
+//! line of its evidence (`Finding`), with the numbers and the limits,
+//! locks, stalls and cgroups they name as typed fields. No English here:
+//! the words are made in one place, `render::verdict`, so a change of
+//! wording changes neither the JSON nor the record format (docs/diagnose.md,
+//! JSON version 3).
 
 use serde::{Deserialize, Serialize};
 
 use crate::model::diagnosis::{
-    Carrier, Class, Ended, KernelThread, LockWaits, MemberShare, MemoryPoint, Periodic, Stopped,
-    ThreadState,
+    Carrier, Class, Confidence, Ended, KernelThread, LockWaits, MemberShare, MemoryPoint, Periodic,
+    StateShare, Stopped, ThreadState,
 };
 use crate::model::limits::{CpuQuota, MemoryLimit, PidsLimit, Pressure, SystemCpus};
 use crate::model::process::SmapsRollup;
 use crate::model::stalls::Stall;
+
+/// A verdict with the numbers behind it and what to run next.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Diagnosis {
+    pub verdict: Class,
+    pub confidence: Confidence,
+    /// What the verdict rests on, as data (`render::verdict` words it).
+    pub cause: Cause,
+    /// The thread-state breakdown, largest first.
+    pub states: Vec<StateShare>,
+    /// Threads working (not sleeping by design) on average; in bursts
+    /// when the work comes in bursts.
+    pub working_threads: f64,
+    pub periodic: Option<Periodic>,
+    /// The members with most of the tree's CPU (with more than one member).
+    pub busiest: Vec<MemberShare>,
+    /// The members in the verdict's state (storage for `io`, blocked for
+    /// `lock`, on CPU for `cpu`), most first: what the drill-downs trace.
+    #[serde(default)]
+    pub carriers: Vec<Carrier>,
+    /// The evidence, one finding per line of the report, as data.
+    pub findings: Vec<Finding>,
+    /// The instrument to run for the "why", as a command line.
+    pub next: Vec<String>,
+    /// What each time series did.
+    pub trend: crate::model::trend::Shapes,
+}
 
 /// Something named and its share: a wait point ("mutex (futex)"), a
 /// kernel function, a system call with its kernel function.

@@ -4,9 +4,10 @@
 use std::io::{self, Write};
 
 use crate::analysis::trend::{about, slope_text, value_text};
-use crate::model::diagnosis::{Diagnosis, Observation, SCHEMA_VERSION, Scope};
+use crate::model::diagnosis::{Observation, SCHEMA_VERSION, Scope};
 use crate::model::drill::Why;
 use crate::model::trend::{Limit, SeriesShape, Shape, Shapes};
+use crate::model::verdict::Diagnosis;
 use crate::render::offcpu::{duration as offcpu_duration, one_line};
 use crate::render::verdict;
 

@@ -4,12 +4,12 @@
 //! changes neither the JSON nor the record format.
 
 use crate::analysis::io_pattern::human_bytes;
-use crate::model::diagnosis::{Class, Diagnosis, KernelThread, Periodic, Stopped, ThreadState};
+use crate::model::diagnosis::{Class, KernelThread, Periodic, Stopped, ThreadState};
 use crate::model::limits::{CpuQuota, MemoryLimit, Pressure};
 use crate::model::stalls::{Stall, Waiting};
 use crate::model::verdict::{
-    Cause, Cgroup, Device, Finding, IoAgainst, IoLimitKind, LimitKind, LockSeen, Part, Process,
-    StatePart,
+    Cause, Cgroup, Device, Diagnosis, Finding, IoAgainst, IoLimitKind, LimitKind, LockSeen, Part,
+    Process, StatePart,
 };
 
 /// A mutex's waiters saw another thread of its process running this share

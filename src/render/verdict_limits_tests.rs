@@ -3,10 +3,11 @@
 
 use super::{evidence, pressure_text, summary};
 use crate::analysis::classify::classify;
-use crate::model::diagnosis::{Class, Diagnosis, Member, Observation, Totals};
+use crate::model::diagnosis::{Class, Member, Observation, Totals};
 use crate::model::limits::{
     CgroupLimits, CpuQuota, IoLimit, Limits, MemoryLimit, Pressure, Stall, SystemCpus,
 };
+use crate::model::verdict::Diagnosis;
 
 /// One thread watched for 3 s, runnable all along: 0.2 CPUs used, 0.8 of
 /// the time in the run queue (what a 20% quota looks like, and a process

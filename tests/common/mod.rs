@@ -445,6 +445,6 @@ pub fn evidence_text(diagnosis: &serde_json::Value) -> Vec<String> {
     kdiag::render::verdict::evidence(&as_diagnosis(diagnosis))
 }
 
-fn as_diagnosis(v: &serde_json::Value) -> kdiag::model::diagnosis::Diagnosis {
+fn as_diagnosis(v: &serde_json::Value) -> kdiag::model::verdict::Diagnosis {
     serde_json::from_value(v.clone()).unwrap_or_else(|e| panic!("not a diagnosis ({e}): {v:#}"))
 }
