@@ -55,3 +55,41 @@ fn io_pattern_of_captured_traces() {
         );
     }
 }
+
+/// Diagnoses as data (tests/data/verdict/: `kdiag diagnose --json`'s
+/// `diagnosis`, one real and one with every kind of finding) → the verdict
+/// line and the evidence, worded by `render::verdict` alone. The JSON has
+/// no sentence in it: the wording lives in render/, and a change of it shows
+/// here, in `<input>.expected.txt`, never in the JSON.
+#[test]
+fn verdicts_are_worded_from_data() {
+    for input in inputs("verdict") {
+        let text = std::fs::read_to_string(&input).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        for prose in ["\"summary\"", "\"evidence\""] {
+            assert!(
+                !text.contains(prose),
+                "{}: a {prose} field",
+                input.display()
+            );
+        }
+        let d: kdiag::model::verdict::Diagnosis =
+            serde_json::from_value(json).unwrap_or_else(|e| panic!("{}: {e}", input.display()));
+        let mut got = format!(
+            "Verdict: {}: {}\nEvidence:\n",
+            d.verdict.name(),
+            kdiag::render::verdict::summary(&d)
+        );
+        for e in kdiag::render::verdict::evidence(&d) {
+            got += &format!("  {e}\n");
+        }
+        let expected_file = input.with_extension("expected.txt");
+        if std::env::var_os("KDIAG_BLESS").is_some() {
+            std::fs::write(&expected_file, &got).unwrap();
+        }
+        let expected = std::fs::read_to_string(&expected_file).unwrap_or_else(|e| {
+            panic!("{}: {e} (KDIAG_BLESS=1 writes it)", expected_file.display())
+        });
+        assert_eq!(got, expected, "{} changed", expected_file.display());
+    }
+}

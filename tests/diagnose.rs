@@ -93,7 +93,7 @@ fn assert_class(v: &Value, expected: &str, what: &str) {
     // outweigh its waits for the device (this VM's disk some days: 1 GB/s,
     // io-app 55% on CPU in the kernel, 40% waiting for storage): then cpu,
     // in the kernel, with storage the runner-up, is what happened.
-    let summary = v["diagnosis"]["summary"].as_str().unwrap();
+    let summary = &common::verdict_text(&v["diagnosis"]);
     if expected == "io"
         && got == "cpu"
         && summary.contains("mostly in the kernel")
@@ -216,10 +216,7 @@ fn starved_for_cpu_is_waiting_for_a_cpu() {
     assert!(cpus_used < 0.5, "it got {cpus_used:.2} CPUs");
     assert!(queue_share(&v) >= 0.4, "{}", pretty(&v));
     assert!(
-        v["diagnosis"]["summary"]
-            .as_str()
-            .unwrap()
-            .contains("of its runnable time in the run queue"),
+        common::verdict_text(&v["diagnosis"]).contains("of its runnable time in the run queue"),
         "{}",
         pretty(&v)
     );
@@ -246,11 +243,9 @@ fn a_pipeline_is_watched_as_a_tree_and_stopped_whole() {
     assert!(comm == "gzip" || comm == "yes", "{}", pretty(&v));
     let line = format!("{comm} (PID {}) ", top["pid"]);
     assert!(
-        v["diagnosis"]["evidence"]
-            .as_array()
-            .unwrap()
+        common::evidence_text(&v["diagnosis"])
             .iter()
-            .any(|e| e.as_str().unwrap().contains(&line)),
+            .any(|e| e.contains(&line)),
         "{}",
         pretty(&v)
     );
@@ -269,10 +264,7 @@ fn bursts_are_reported_as_bursts() {
     assert!((0.7..1.4).contains(&num(&p["burst_s"])), "{}", pretty(&v));
     assert!((1.6..2.5).contains(&num(&p["period_s"])), "{}", pretty(&v));
     assert!(
-        v["diagnosis"]["summary"]
-            .as_str()
-            .unwrap()
-            .contains("of the time in bursts of about"),
+        common::verdict_text(&v["diagnosis"]).contains("of the time in bursts of about"),
         "{}",
         pretty(&v)
     );
@@ -355,10 +347,7 @@ fn reading_a_file_through_mmap_after_dropping_its_cache_is_storage() {
         o["totals"]
     );
     assert!(
-        v["diagnosis"]["summary"]
-            .as_str()
-            .unwrap()
-            .contains("page fault"),
+        common::verdict_text(&v["diagnosis"]).contains("page fault"),
         "{}",
         pretty(&v)
     );
@@ -496,7 +485,7 @@ fn a_lock_held_while_computing_is_a_lock() {
     // holder queue for a CPU, and that wait can outweigh the lock.
     assert_class(&v, "lock", "lock_compute");
     if verdict(&v) == "lock" {
-        let summary = v["diagnosis"]["summary"].as_str().unwrap();
+        let summary = &common::verdict_text(&v["diagnosis"]);
         assert!(
             summary.contains("the holder works while holding it"),
             "{summary}"
@@ -551,7 +540,7 @@ fn a_stopped_process_is_stopped() {
         v["observation"]["stopped"]["tracer_pid"],
         std::process::id()
     );
-    let summary = v["diagnosis"]["summary"].as_str().unwrap();
+    let summary = &common::verdict_text(&v["diagnosis"]);
     assert!(summary.contains("by its tracer"), "{summary}");
 }
 
@@ -582,7 +571,7 @@ fn a_zombie_names_the_parent_that_does_not_reap_it() {
     assert_eq!(verdict(&v), "zombie", "{}", pretty(&v));
     assert_eq!(v["observation"]["zombie"]["parent_pid"], ppid);
     assert_eq!(v["observation"]["zombie"]["parent_comm"], "sleep");
-    let summary = v["diagnosis"]["summary"].as_str().unwrap();
+    let summary = &common::verdict_text(&v["diagnosis"]);
     assert!(
         summary.contains(&format!("parent PID {ppid} (sleep)")),
         "{summary}"
@@ -606,9 +595,7 @@ fn a_kernel_thread_says_what_it_is() {
     let k = &v["observation"]["kernel_thread"];
     assert_eq!(k["kind"], "kthreadd", "{k}");
     assert!(
-        v["diagnosis"]["evidence"][0]
-            .as_str()
-            .unwrap()
+        common::evidence_text(&v["diagnosis"])[0]
             .starts_with("Kernel thread (kthreadd): creates every other kernel thread"),
         "{}",
         pretty(&v)

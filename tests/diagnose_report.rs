@@ -84,7 +84,7 @@ fn a_replay_shows_the_same_report() {
         .collect();
     let header: Value = serde_json::from_str(&lines[0]).unwrap();
     assert_eq!(header["format"], "kdiag-diagnose", "{}", lines[0]);
-    assert_eq!(header["version"], 1, "{}", lines[0]);
+    assert_eq!(header["version"], 2, "{}", lines[0]);
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
     assert_eq!(header["kernel"], kernel.trim());
     let kinds: Vec<Value> = lines[1..]
@@ -228,7 +228,7 @@ fn the_html_report_renders_in_chromium() {
         dom.contains(&format!("Verdict: <b>{verdict}</b>")),
         "{verdict}: {dom}"
     );
-    let first = doc["diagnosis"]["evidence"][0].as_str().unwrap();
+    let first = common::evidence_text(&doc["diagnosis"]).remove(0);
     assert!(
         dom.contains(
             &first
@@ -522,7 +522,7 @@ fn damaged_and_foreign_records_are_refused_with_their_line() {
         std::fs::write(&p, text).unwrap();
         p
     };
-    let header = r#"{"format":"kdiag-diagnose","version":1,"kdiag":"0.1.0","host":"h","kernel":"6.18","started":"2026-11-25T00:00:00Z"}"#;
+    let header = r#"{"format":"kdiag-diagnose","version":2,"kdiag":"0.1.0","host":"h","kernel":"6.18","started":"2026-11-25T00:00:00Z"}"#;
     let cases = [
         (
             "foreign.jsonl",
@@ -532,8 +532,13 @@ fn damaged_and_foreign_records_are_refused_with_their_line() {
         ("empty.jsonl", String::new(), ":1: empty"),
         (
             "newer.jsonl",
-            header.replace("\"version\":1", "\"version\":7") + "\n",
+            header.replace("\"version\":2", "\"version\":7") + "\n",
             "format version 7",
+        ),
+        (
+            "older.jsonl",
+            header.replace("\"version\":2", "\"version\":1") + "\n",
+            "record format version 1, whose verdicts are sentences",
         ),
         (
             "damaged.jsonl",

@@ -199,7 +199,7 @@ fn assert_runtime_lock(v: &Value, runtime: &str, kind: &str, function: &str) -> 
     );
     assert!(stack.iter().any(|f| f.contains(function)), "{stack:?}");
     assert_eq!(d["verdict"], "lock", "{d}");
-    let summary = d["summary"].as_str().unwrap();
+    let summary = &common::verdict_text(d);
     assert!(summary.contains(&format!("{runtime}: {kind}")), "{summary}");
     locks
         .iter()

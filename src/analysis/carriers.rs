@@ -53,23 +53,6 @@ pub fn carriers(o: &Observation, verdict: Class) -> Vec<Carrier> {
     v
 }
 
-/// "Members carrying `io`: postgres (PID 12) 70%, postgres (PID 14) 30%
-/// (the drill-downs trace them)"; None for one process.
-pub fn line(carriers: &[Carrier], verdict: Class) -> Option<String> {
-    if carriers.is_empty() {
-        return None;
-    }
-    let v: Vec<String> = carriers
-        .iter()
-        .map(|c| format!("{} (PID {}) {:.0}%", c.comm, c.pid, c.share * 100.0))
-        .collect();
-    Some(format!(
-        "Members carrying `{}`: {} (the drill-downs trace them)",
-        verdict.name(),
-        v.join(", ")
-    ))
-}
-
 /// A member's part in the verdict: CPU seconds for `cpu`, run-queue delay
 /// for `sched` (CPU seconds without schedstats), else its thread samples
 /// in the verdict's state.

@@ -5,16 +5,17 @@
 //! dominant state. Thresholds are in docs/diagnose.md; they are starting
 //! points after Gregg's USE and TSA methods, not laws.
 
-use crate::analysis::io_pattern::human_bytes;
 use crate::analysis::limits;
 use crate::analysis::memory_trend::{self, Trend};
 use crate::analysis::tsa::{self, Budget};
 use crate::analysis::why::Drill;
 use crate::model::diagnosis::{
-    Class, Confidence, Diagnosis, FaultReads, MemberShare, Observation, Periodic, Scope,
-    ThreadState,
+    Class, Confidence, FaultReads, MemberShare, Observation, Periodic, Scope, ThreadState,
 };
 use crate::model::drill::{ExecDrill, ExecFailure};
+use crate::model::verdict::{
+    Cause, Diagnosis, Finding, LockSeen, MemoryGrowth, Part, Process, StatePart,
+};
 
 /// Fewer working threads than this on average (in bursts, when the work
 /// comes in bursts) is idle.
@@ -38,19 +39,21 @@ pub fn classify(o: &Observation) -> Diagnosis {
     let trend = memory_trend::trend(&o.memory.series, o.window_s);
     let busiest = busiest(o);
 
-    let (verdict, confidence, summary) = if let Some(z) = &o.zombie {
+    let (verdict, confidence, cause) = if let Some(z) = &o.zombie {
         (
             Class::Zombie,
             Confidence::High,
-            format!(
-                "exited; its parent PID {} ({}) has not reaped it (called wait() for its exit status)",
-                z.parent_pid, z.parent_comm
-            ),
+            Cause::Zombie {
+                parent: Process {
+                    pid: z.parent_pid,
+                    comm: z.parent_comm.clone(),
+                },
+            },
         )
     } else if (b.total_s > 0.0 && b.seconds(ThreadState::Stopped) >= STOPPED_SHARE * b.total_s)
         || (b.total_s == 0.0 && o.stopped.is_some())
     {
-        (Class::Stopped, Confidence::High, stopped_summary(o, &b))
+        (Class::Stopped, Confidence::High, stopped(o, &b, Vec::new()))
     } else if let Some(t) = trend.as_ref().filter(|t| t.is_leak()) {
         (
             Class::MemoryTrend,
@@ -59,11 +62,10 @@ pub fn classify(o: &Observation) -> Diagnosis {
             } else {
                 Confidence::Medium
             },
-            format!(
-                "anonymous memory grows steadily, {:.1} MiB/s after a {:.1} s warm-up: a leak or an unbounded cache",
-                t.slope_kib_s / 1024.0,
-                t.warm_up_s
-            ),
+            Cause::MemoryTrend {
+                slope_kib_s: t.slope_kib_s,
+                warm_up_s: t.warm_up_s,
+            },
         )
     } else if working < IDLE_BELOW {
         (
@@ -73,7 +75,11 @@ pub fn classify(o: &Observation) -> Diagnosis {
             } else {
                 Confidence::Medium
             },
-            idle_summary(o, &b, working),
+            Cause::Idle {
+                working,
+                cpus: o.cpu_s() / o.window_s.max(1e-3),
+                sleeping: top_reasons(&b, ThreadState::Sleeping, 3),
+            },
         )
     } else {
         dominant(o, &b)
@@ -81,29 +87,34 @@ pub fn classify(o: &Observation) -> Diagnosis {
     // What limits it from outside may explain, or contradict, the states.
     // A thread stuck while work waits for it is no quiet process.
     let found =
-        crate::analysis::stalls::judge(o, verdict).or_else(|| limits::judge(o, verdict, &summary));
-    let states_said = found.as_ref().map(|_| (verdict, summary.clone()));
-    let (verdict, confidence, mut summary) = match &found {
-        Some(f) => (f.verdict, f.confidence, f.summary.clone()),
-        None => (verdict, confidence, summary),
+        crate::analysis::stalls::judge(o, verdict).or_else(|| limits::judge(o, verdict, &cause));
+    let states_said = found.as_ref().map(|_| (verdict, cause.clone()));
+    let (verdict, confidence, cause) = match &found {
+        Some(f) => (f.verdict, f.confidence, f.cause.clone()),
+        None => (verdict, confidence, cause),
     };
-    if let Some(p) = &periodic
-        && !matches!(verdict, Class::Zombie | Class::Stopped)
-    {
-        summary.push_str(&format!("; {}", periodic_text(p)));
-    }
 
-    let mut evidence = evidence(o, &b, trend.as_ref(), periodic.as_ref(), &busiest);
-    evidence.extend(limits::evidence(o, verdict));
-    evidence.extend(crate::analysis::stalls::evidence(o));
+    let mut findings = evidence(o, &b, trend.as_ref(), periodic.as_ref(), &busiest);
+    findings.extend(limits::evidence(o, verdict));
+    findings.extend(crate::analysis::stalls::evidence(o));
     if let Some((class, said)) = states_said.filter(|s| s.0 != verdict) {
-        evidence.insert(0, format!("Thread states alone: {}: {said}", class.name()));
+        findings.insert(
+            0,
+            Finding::StatesAlone {
+                verdict: class,
+                cause: Box::new(said),
+                periodic: None,
+            },
+        );
     }
     // The next command looks at the member that carries the verdict (the
     // one waiting on storage for `io`), else the busiest.
     let carriers = crate::analysis::carriers::carriers(o, verdict);
-    if let Some(line) = crate::analysis::carriers::line(&carriers, verdict) {
-        evidence.push(line);
+    if !carriers.is_empty() {
+        findings.push(Finding::Carriers {
+            verdict,
+            carriers: carriers.clone(),
+        });
     }
     let target = carriers
         .first()
@@ -115,13 +126,13 @@ pub fn classify(o: &Observation) -> Diagnosis {
     Diagnosis {
         verdict,
         confidence,
-        summary,
+        cause,
         states: b.states.clone(),
         working_threads: working,
         periodic,
         busiest,
         carriers,
-        evidence,
+        findings,
         next,
         trend: crate::analysis::trend::shapes(&o.trend),
         fault_reads: (b.fault_cpu_s > 0.0).then(|| FaultReads {
@@ -137,11 +148,11 @@ pub fn classify(o: &Observation) -> Diagnosis {
 /// The largest working state, with its share of the working time and the
 /// runners-up; on-CPU and run-queue time are judged together as runnable
 /// time, the verdict `sched` when the queue holds SCHED_SHARE of it.
-fn dominant(o: &Observation, b: &Budget) -> (Class, Confidence, String) {
+fn dominant(o: &Observation, b: &Budget) -> (Class, Confidence, Cause) {
     use ThreadState::*;
     let working: Vec<_> = b.states.iter().filter(|s| s.state != Sleeping).collect();
     let Some(top) = working.first() else {
-        return (Class::Idle, Confidence::Low, "nothing measured".into());
+        return (Class::Idle, Confidence::Low, Cause::Nothing);
     };
     let on = b.seconds(OnCpu);
     let rq = b.seconds(RunQueue);
@@ -171,67 +182,54 @@ fn dominant(o: &Observation, b: &Budget) -> (Class, Confidence, String) {
     }
     let w = o.window_s.max(1e-3);
     let cpus = o.cpu_s() / w;
-    let others = runners_up(b, state);
-    let (class, text) = match state {
+    let also = runners_up(b, state);
+    let (class, cause) = match state {
         OnCpu => (
             Class::Cpu,
-            format!(
-                "CPU-bound: on CPU {:.0}% of its working time ({cpus:.2} CPUs, mostly in {})",
-                share * 100.0,
-                if o.totals.system_s > o.totals.user_s {
-                    "the kernel"
-                } else {
-                    "user space"
-                }
-            ),
+            Cause::Cpu {
+                share,
+                cpus,
+                kernel: o.totals.system_s > o.totals.user_s,
+                also,
+            },
         ),
         RunQueue => (
             Class::Sched,
-            format!(
-                "waiting for a CPU: {:.0}% of its runnable time in the run queue ({cpus:.2} CPUs used, {:.2} waited for)",
-                queue_share * 100.0,
-                rq / w
-            ),
+            Cause::Sched {
+                queue_share,
+                cpus,
+                waited: rq / w,
+                also,
+            },
         ),
         Storage => (
             Class::Io,
-            format!(
-                "waiting for storage {:.0}% of its working time ({})",
-                share * 100.0,
-                top_reasons(b, Storage, 2)
-            ),
+            Cause::Io {
+                share,
+                waits: top_reasons(b, Storage, 2),
+                also,
+            },
         ),
         Lock => (
             Class::Lock,
-            format!(
-                "waiting for a lock {:.0}% of its working time{}",
-                share * 100.0,
-                lock_text(o).map_or(String::new(), |t| format!(": {t}"))
-            ),
+            Cause::Lock {
+                share,
+                lock: lock_seen(o),
+                also,
+            },
         ),
-        Paging => (
-            Class::Paging,
-            format!(
-                "waiting for pages from swap {:.0}% of its working time",
-                share * 100.0
-            ),
-        ),
-        Stopped => (Class::Stopped, stopped_summary(o, b)),
+        Paging => (Class::Paging, Cause::Paging { share, also }),
+        Stopped => (Class::Stopped, stopped(o, b, also)),
         _ => (
             Class::Blocked,
-            format!(
-                "blocked in the kernel {:.0}% of its working time, in {}",
-                share * 100.0,
-                top_wchans(o, 2)
-            ),
+            Cause::Blocked {
+                share,
+                wchans: top_wchans(o, 2),
+                also,
+            },
         ),
     };
-    let text = if others.is_empty() {
-        text
-    } else {
-        format!("{text}; also {others}")
-    };
-    (class, confidence, text)
+    (class, confidence, cause)
 }
 
 impl Confidence {
@@ -249,79 +247,57 @@ impl Confidence {
     }
 }
 
-/// "waiting for a CPU 35%, waiting for storage 20%": working states other
-/// than `top` with at least RUNNER_UP of the working time.
-fn runners_up(b: &Budget, top: ThreadState) -> String {
+/// The working states other than `top` with at least RUNNER_UP of the
+/// working time.
+fn runners_up(b: &Budget, top: ThreadState) -> Vec<StatePart> {
     b.states
         .iter()
         .filter(|s| s.state != top && s.state != ThreadState::Sleeping)
         .filter(|s| s.working_share >= RUNNER_UP)
-        .map(|s| format!("{} {:.0}%", s.state.describe(), s.working_share * 100.0))
-        .collect::<Vec<_>>()
-        .join(", ")
+        .map(|s| StatePart {
+            state: s.state,
+            share: s.working_share,
+        })
+        .collect()
 }
 
-fn stopped_summary(o: &Observation, b: &Budget) -> String {
+fn stopped(o: &Observation, b: &Budget, also: Vec<StatePart>) -> Cause {
     let share = if b.total_s > 0.0 {
         b.seconds(ThreadState::Stopped) / b.total_s
     } else {
         1.0
     };
-    let by = match &o.stopped {
-        Some(s) if s.tracer_pid.is_some() => format!(
-            "by its tracer {} (PID {}, ptrace): it runs again when the tracer lets it",
-            s.tracer_comm.as_deref().unwrap_or("?"),
-            s.tracer_pid.unwrap_or(0)
-        ),
-        Some(s) => format!(
-            "by a signal (SIGSTOP, SIGTSTP from Ctrl-Z, or SIGTTIN/SIGTTOU): resume it with `kill -CONT {}`",
-            s.pid
-        ),
-        None => "by a signal or a tracer".into(),
-    };
-    format!("stopped {:.0}% of its thread time, {by}", share * 100.0)
+    Cause::Stopped {
+        share,
+        stopped: o.stopped.clone(),
+        also,
+    }
 }
 
-fn idle_summary(o: &Observation, b: &Budget, working: f64) -> String {
-    let why = top_reasons(b, ThreadState::Sleeping, 3);
-    format!(
-        "mostly idle: {working:.2} threads working on average, {:.2} CPUs{}",
-        o.cpu_s() / o.window_s.max(1e-3),
-        if why.is_empty() {
-            String::new()
-        } else {
-            format!("; sleeping by design in {why}")
-        }
-    )
-}
-
-fn periodic_text(p: &Periodic) -> String {
-    format!(
-        "busy {:.0}% of the time in bursts of about {:.1} s{}",
-        p.busy_share * 100.0,
-        p.burst_s,
-        p.period_s
-            .map_or(String::new(), |s| format!(", every {s:.1} s"))
-    )
+/// Shares of counted things, most first (ties by name), at most `most`.
+fn shares<K: AsRef<str> + Ord>(by: impl IntoIterator<Item = (K, u64)>, most: usize) -> Vec<Part> {
+    let mut v: Vec<(K, u64)> = by.into_iter().collect();
+    let all: u64 = v.iter().map(|(_, n)| n).sum::<u64>().max(1);
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    v.into_iter()
+        .take(most)
+        .map(|(w, n)| Part {
+            what: w.as_ref().to_string(),
+            share: n as f64 / all as f64,
+        })
+        .collect()
 }
 
 /// "mutex (futex) 75%, timer 20%": the reasons of one state's samples.
-fn top_reasons(b: &Budget, state: ThreadState, most: usize) -> String {
+fn top_reasons(b: &Budget, state: ThreadState, most: usize) -> Vec<Part> {
     let Some(why) = b.reasons.get(&state) else {
-        return String::new();
+        return Vec::new();
     };
-    let all: u64 = why.values().sum::<u64>().max(1);
-    let mut v: Vec<_> = why.iter().collect();
-    v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-    v.iter()
-        .take(most)
-        .map(|(w, n)| format!("{w} {:.0}%", **n as f64 * 100.0 / all as f64))
-        .collect::<Vec<_>>()
-        .join(", ")
+    shares(why.iter().map(|(w, n)| (*w, *n)), most)
 }
 
 /// The kernel functions off-CPU samples waited in most.
-fn top_wchans(o: &Observation, most: usize) -> String {
+fn top_wchans(o: &Observation, most: usize) -> Vec<Part> {
     let mut by: std::collections::BTreeMap<&str, u64> = Default::default();
     for s in o
         .samples
@@ -331,19 +307,12 @@ fn top_wchans(o: &Observation, most: usize) -> String {
         *by.entry(s.wchan.split('.').next().unwrap_or(""))
             .or_default() += s.count;
     }
-    let all: u64 = by.values().sum::<u64>().max(1);
-    let mut v: Vec<_> = by.into_iter().collect();
-    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-    v.iter()
-        .take(most)
-        .map(|(w, n)| format!("{w} {:.0}%", *n as f64 * 100.0 / all as f64))
-        .collect::<Vec<_>>()
-        .join(", ")
+    shares(by, most)
 }
 
 /// "futex 75%, write (submit_bio_wait) 20%": off-CPU samples by system
 /// call, with the kernel function when it was read.
-fn top_wait_points(o: &Observation, most: usize) -> String {
+fn top_wait_points(o: &Observation, most: usize) -> Vec<Part> {
     let mut by: std::collections::BTreeMap<String, u64> = Default::default();
     for s in o.samples.iter().filter(|s| s.state != 'R') {
         let wchan = s.wchan.split('.').next().unwrap_or("");
@@ -355,43 +324,21 @@ fn top_wait_points(o: &Observation, most: usize) -> String {
         };
         *by.entry(key).or_default() += s.count;
     }
-    let all: u64 = by.values().sum::<u64>().max(1);
-    let mut v: Vec<_> = by.into_iter().collect();
-    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    v.iter()
-        .take(most)
-        .map(|(w, n)| format!("{w} {:.0}%", *n as f64 * 100.0 / all as f64))
-        .collect::<Vec<_>>()
-        .join(", ")
+    shares(by, most)
 }
 
-/// "3 threads waited on the mutex at 0x55.. (up to 3 at once); another
-/// thread was on CPU or runnable 90% of that time: the holder works while
-/// holding it".
-fn lock_text(o: &Observation) -> Option<String> {
-    // A runtime's lock the waiters' stacks named (the GIL, a monitor)
-    // says most; a plain mutex's address says its holder; else glibc's.
+/// The lock blocked threads waited for: a runtime's lock the waiters'
+/// stacks named (the GIL, a monitor) says most; a plain mutex's address
+/// says its holder; else glibc's.
+fn lock_seen(o: &Observation) -> Option<LockSeen> {
     let runtime = o.runtime_locks.iter().find(|l| l.lock);
     if runtime.is_some_and(|l| l.runtime != "glibc") {
-        return crate::analysis::locks::text(o);
+        return crate::analysis::locks::seen(o);
     }
-    let Some(l) = o.locks.first() else {
-        return crate::analysis::locks::text(o);
-    };
-    let holder = if l.running_share >= 0.5 {
-        "the holder works while holding it"
-    } else {
-        "the holder mostly sleeps or blocks while holding it"
-    };
-    Some(format!(
-        "{} thread{} waited on the mutex at {} in PID {} (up to {} at once); another thread was on CPU or runnable {:.0}% of that time: {holder}",
-        l.waiters,
-        if l.waiters == 1 { "" } else { "s" },
-        l.address,
-        l.pid,
-        l.most_at_once,
-        l.running_share * 100.0
-    ))
+    match o.locks.first() {
+        Some(l) => Some(LockSeen::Mutex(l.clone())),
+        None => crate::analysis::locks::seen(o),
+    }
 }
 
 /// Members by their share of the tree's CPU, busiest first (those with at
@@ -422,186 +369,118 @@ fn evidence(
     trend: Option<&Trend>,
     periodic: Option<&Periodic>,
     busiest: &[MemberShare],
-) -> Vec<String> {
+) -> Vec<Finding> {
     let w = o.window_s.max(1e-3);
     let t = &o.totals;
     let mut e = Vec::new();
     if let Some(z) = &o.zombie {
-        e.push(format!(
-            "Zombie: its exit status waits for PID {} ({}) to call wait(); the zombie holds no memory, only a PID. If the parent never reaps, the parent is the bug (`kdiag diagnose -p {}`); if the parent exits, init reaps it.",
-            z.parent_pid, z.parent_comm, z.parent_pid
-        ));
+        e.push(Finding::Zombie {
+            parent: Process {
+                pid: z.parent_pid,
+                comm: z.parent_comm.clone(),
+            },
+        });
         return e;
     }
     if let Some(k) = &o.kernel_thread {
-        let mut line = format!("Kernel thread ({}): {}", k.kind, k.what);
-        if !k.drivers.is_empty() {
-            let what = if k.kind == "reclaim" || k.kind == "compaction" {
-                "anonymous memory gained"
-            } else {
-                "written"
-            };
-            let ds: Vec<String> = k
-                .drivers
-                .iter()
-                .map(|d| format!("{} (PID {}) {} {what}", d.comm, d.pid, human_bytes(d.bytes)))
-                .collect();
-            line.push_str(&format!("; driven by {}", ds.join(", ")));
-        }
-        e.push(line);
+        e.push(Finding::KernelThread { thread: k.clone() });
     }
     if let Some(x) = &o.ended {
-        e.push(format!(
-            "Ended after {:.1} s{}: the figures cover that time",
-            x.after_s,
-            x.how.as_ref().map_or(String::new(), |h| format!(" ({h})"))
-        ));
+        e.push(Finding::Ended(x.clone()));
     }
-    let states: Vec<String> = b
-        .states
-        .iter()
-        .map(|s| format!("{} {:.0}%", s.state.describe(), s.share * 100.0))
-        .collect();
-    e.push(format!(
-        "Thread time: {} (of {:.1} thread-seconds; {:.2} threads working on average)",
-        states.join(", "),
-        b.total_s,
-        b.working_s / w
-    ));
-    e.push(format!(
-        "CPU: {:.2} CPUs (user {:.2} s, system {:.2} s in {w:.1} s), {} thread{} in {} process{}",
-        o.cpu_s() / w,
-        t.user_s,
-        t.system_s,
-        t.threads,
-        if t.threads == 1 { "" } else { "s" },
-        t.processes,
-        if t.processes == 1 { "" } else { "es" }
-    ));
-    e.push(match t.run_delay_s {
-        // A share of almost no runnable time says nothing (a microsecond of
-        // queueing would read 100%).
-        Some(d) if o.cpu_s() + d < 0.01 => {
-            format!("Waiting for a CPU: run queue {d:.2} s (hardly ever runnable)")
-        }
-        Some(d) => format!(
-            "Waiting for a CPU: {:.0}% of the runnable time (run queue {d:.2} s)",
-            d * 100.0 / (o.cpu_s() + d)
-        ),
-        None => "Waiting for a CPU: unknown (this kernel keeps no schedstats)".to_string(),
+    e.push(Finding::ThreadTime {
+        states: b
+            .states
+            .iter()
+            .map(|s| StatePart {
+                state: s.state,
+                share: s.share,
+            })
+            .collect(),
+        thread_s: b.total_s,
+        working: b.working_s / w,
+    });
+    e.push(Finding::Cpu {
+        user_s: t.user_s,
+        system_s: t.system_s,
+        cpu_s: o.cpu_s(),
+        window_s: w,
+        threads: t.threads,
+        processes: t.processes,
+    });
+    e.push(Finding::RunQueue {
+        delay_s: t.run_delay_s,
+        cpu_s: o.cpu_s(),
     });
     if let (Some(r), Some(wr)) = (t.read_bytes, t.write_bytes) {
-        let mut line = format!(
-            "Storage: read {}/s, written {}/s; page faults: major {:.0}/s, minor {:.0}/s",
-            human_bytes((r as f64 / w) as u64),
-            human_bytes((wr as f64 / w) as u64),
-            t.major_faults as f64 / w,
-            t.minor_faults as f64 / w
-        );
-        if let Some(blk) = t.blkio_delay_s {
-            line.push_str(&format!("; block-I/O delay {blk:.2} s (delay accounting)"));
-        }
-        e.push(line);
+        e.push(Finding::Storage {
+            read_per_s: r as f64 / w,
+            written_per_s: wr as f64 / w,
+            major_per_s: t.major_faults as f64 / w,
+            minor_per_s: t.minor_faults as f64 / w,
+            blkio_delay_s: t.blkio_delay_s,
+        });
     }
-    for (state, label) in [
-        (ThreadState::Storage, "Storage waits"),
-        (ThreadState::Lock, "Lock waits"),
-        (ThreadState::Other, "Other waits"),
-        (ThreadState::Sleeping, "Sleeping by design"),
+    for state in [
+        ThreadState::Storage,
+        ThreadState::Lock,
+        ThreadState::Other,
+        ThreadState::Sleeping,
     ] {
         // The breakdown is of that state's time: say what share of all
         // the thread time that is.
-        let r = top_reasons(b, state, 4);
-        if !r.is_empty() {
-            let of = b.seconds(state) * 100.0 / b.total_s.max(1e-9);
-            e.push(format!("{label} ({of:.0}% of the thread time): {r}"));
+        let waits = top_reasons(b, state, 4);
+        if !waits.is_empty() {
+            let of = b.seconds(state) / b.total_s.max(1e-9);
+            e.push(Finding::Waits { state, of, waits });
         }
     }
     if b.off_samples > 0 {
-        e.push(format!("Blocked in: {}", top_wait_points(o, 4)));
+        e.push(Finding::BlockedIn {
+            waits: top_wait_points(o, 4),
+        });
     }
-    if let Some(l) = lock_text(o) {
-        e.push(format!("Lock: {l}"));
+    if let Some(l) = lock_seen(o) {
+        e.push(Finding::Lock { lock: l });
     }
     if let Some(s) = &o.stopped {
-        e.push(format!(
-            "Stopped: PID {} was seen stopped{}",
-            s.pid,
-            s.tracer_pid.map_or(String::new(), |t| format!(
-                " with tracer {} (PID {t})",
-                s.tracer_comm.as_deref().unwrap_or("?")
-            ))
-        ));
+        e.push(Finding::Stopped(s.clone()));
     }
     if o.kernel_thread.is_none() {
-        e.push(memory_line(o, trend));
+        e.push(memory(o, trend));
     }
     if let Some(p) = periodic {
-        e.push(format!("Periodic: {}", periodic_text(p)));
+        e.push(Finding::Periodic(p.clone()));
     }
     if !busiest.is_empty() {
-        let v: Vec<String> = busiest
-            .iter()
-            .map(|m| format!("{} (PID {}) {:.0}%", m.comm, m.pid, m.cpu_share * 100.0))
-            .collect();
-        let mut line = format!("Tree: {} of the tree's CPU", v.join(", "));
-        if t.unseen_children_cpu_s >= 0.01 {
-            line.push_str(&format!(
-                "; children too short-lived to see used {:.2} s",
-                t.unseen_children_cpu_s
-            ));
-        }
-        e.push(line);
+        e.push(Finding::Tree {
+            busiest: busiest.to_vec(),
+            unseen_children_cpu_s: t.unseen_children_cpu_s,
+        });
     }
     if !o.syscalls_readable {
-        e.push("Note: the threads' syscall files were unreadable (they need ptrace access: run as root or as the owner); wait points come from kernel function names".into());
+        e.push(Finding::SyscallsUnreadable);
     }
     if !o.delay_accounting && b.seconds(ThreadState::Storage) > 0.0 {
-        e.push("Note: storage time is estimated from samples; with delay accounting (sysctl kernel.task_delayacct=1, then restart the program) it is measured".into());
+        e.push(Finding::StorageEstimated);
     }
     e
 }
 
-fn memory_line(o: &Observation, trend: Option<&Trend>) -> String {
+fn memory(o: &Observation, trend: Option<&Trend>) -> Finding {
     let (Some(first), Some(last)) = (o.memory.series.first(), o.memory.series.last()) else {
-        return "Memory: not read".into();
+        return Finding::MemoryUnread;
     };
-    let kib = |k: u64| human_bytes(k * 1024);
-    let delta = |a: u64, b: u64| {
-        let d = b as i64 - a as i64;
-        format!("{}{}", if d < 0 { "-" } else { "+" }, kib(d.unsigned_abs()))
-    };
-    let mut line = format!(
-        "Memory: anonymous {} ({}), file-backed {} ({}), shared {} ({}), swapped out {}",
-        kib(last.anon_kib),
-        delta(first.anon_kib, last.anon_kib),
-        kib(last.file_kib),
-        delta(first.file_kib, last.file_kib),
-        kib(last.shmem_kib),
-        delta(first.shmem_kib, last.shmem_kib),
-        kib(last.swap_kib),
-    );
-    if let Some(m) = &o.memory.end {
-        line.push_str(&format!(
-            "; PSS {}, private {}, shared with other processes {}",
-            kib(m.pss_kib),
-            kib(m.private_kib),
-            kib(m.shared_kib)
-        ));
+    Finding::Memory {
+        first: *first,
+        last: *last,
+        end: o.memory.end.clone(),
+        trend: trend.map(|t| MemoryGrowth {
+            warm_up_s: t.warm_up_s,
+            slope_kib_s: t.slope_kib_s,
+            step: !(t.sustained || t.growth_kib.abs() < 1024.0),
+        }),
     }
-    if let Some(t) = trend {
-        line.push_str(&format!(
-            "; after a {:.1} s warm-up {:+.2} MiB/s{}",
-            t.warm_up_s,
-            t.slope_kib_s / 1024.0,
-            if t.sustained || t.growth_kib.abs() < 1024.0 {
-                ""
-            } else {
-                " (a step, not a steady growth)"
-            }
-        ));
-    }
-    line
 }
 
 fn next(verdict: Class, o: &Observation, pid: i32) -> Vec<String> {
@@ -657,26 +536,27 @@ pub fn with_exec_failures(mut d: Diagnosis, exec: &ExecDrill, pid: i32) -> Diagn
         .text
         .split_once(": ")
         .map_or(first.text.as_str(), |(w, _)| w);
-    d.evidence.insert(
+    let periodic = d.periodic.clone();
+    d.findings.insert(
         0,
-        format!("Thread states alone: {}: {}", d.verdict.name(), d.summary),
+        Finding::StatesAlone {
+            verdict: d.verdict,
+            cause: Box::new(d.cause.clone()),
+            periodic,
+        },
     );
     d.verdict = Class::Exec;
     d.confidence = Confidence::High;
-    d.summary = format!(
-        "what it starts cannot run: {times} of {} execs failed; {} time{}, the last as PID {}: {what}",
-        exec.execs,
-        first.times,
-        if first.times == 1 { "" } else { "s" },
-        first.pid
-    );
+    d.cause = Cause::Exec {
+        failed: times,
+        execs: exec.execs,
+        times: first.times,
+        pid: first.pid,
+        what: what.to_string(),
+    };
     d.next = vec![Drill::Exec.command(pid)];
     if let (Some(_), Some(file)) = (&first.cause, &first.filename) {
         d.next.push(format!("kdiag elf-check {file}"));
     }
     d
 }
-
-#[cfg(test)]
-#[path = "classify_tests.rs"]
-mod tests;

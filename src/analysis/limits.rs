@@ -8,10 +8,12 @@
 //! CPU waits come with idle CPUs (or no CPU pressure) and no quota, the
 //! verdict says it is not competition and that no limit was found.
 
-use crate::analysis::io_pattern::human_bytes;
 use crate::analysis::why::Drill;
 use crate::model::diagnosis::{Class, Confidence, Observation};
-use crate::model::limits::{CgroupLimits, CpuQuota, IoLimit, MemoryLimit, Pressure, Stall};
+use crate::model::limits::{CgroupLimits, CpuQuota, IoLimit, Pressure};
+use crate::model::verdict::{
+    Cause, Cgroup, Device, Finding as Line, IoAgainst, IoLimitKind, LimitKind, Process,
+};
 
 /// A quota that throttled its cgroup in this share of the periods (or
 /// more) explains the run-queue time.
@@ -33,13 +35,13 @@ pub const NO_PRESSURE: f64 = 0.05;
 pub struct Finding {
     pub verdict: Class,
     pub confidence: Confidence,
-    pub summary: String,
+    pub cause: Cause,
     pub next: Vec<String>,
 }
 
-/// What the limits say about the thread states' verdict `class` (whose
-/// summary is `summary`): a verdict of their own, or None when they agree.
-pub fn judge(o: &Observation, class: Class, summary: &str) -> Option<Finding> {
+/// What the limits say about the thread states' verdict `class` (resting
+/// on `cause`): a verdict of their own, or None when they agree.
+pub fn judge(o: &Observation, class: Class, cause: &Cause) -> Option<Finding> {
     if matches!(class, Class::Zombie | Class::Stopped | Class::Exec) {
         return None;
     }
@@ -52,7 +54,7 @@ pub fn judge(o: &Observation, class: Class, summary: &str) -> Option<Finding> {
         Class::Idle | Class::MemoryTrend => None,
         Class::Sched => memory_limit(o)
             .or_else(|| cpu_quota(o))
-            .or_else(|| not_competition(o, summary)),
+            .or_else(|| not_competition(o, cause)),
         Class::Io | Class::Paging => memory_limit(o).or_else(|| io_limit(o)),
         _ => memory_limit(o),
     }
@@ -67,28 +69,24 @@ fn oom_killed(o: &Observation) -> Option<Finding> {
         .filter(|(_, m)| m.oom_kill > 0)
         .max_by_key(|(_, m)| m.oom_kill)?;
     let under = pids_under(o, c);
-    let killed: Vec<String> = o
+    let ended: Vec<Process> = o
         .members
         .iter()
         .filter(|m| m.ended && under.contains(&m.pid))
-        .map(|m| format!("PID {} ({})", m.pid, m.comm))
+        .map(|m| Process {
+            pid: m.pid,
+            comm: m.comm.clone(),
+        })
         .collect();
-    let whom = if killed.is_empty() {
-        "none of the tree's members ended: the victims were other processes of the cgroup".into()
-    } else {
-        format!("the tree's members that ended: {}", killed.join(", "))
-    };
     Some(Finding {
         verdict: Class::OomKill,
         confidence: Confidence::High,
-        summary: format!(
-            "the OOM killer killed {} process{} in its memory cgroup {}{}; {whom}",
-            m.oom_kill,
-            if m.oom_kill == 1 { "" } else { "es" },
-            c.name(),
-            m.max
-                .map_or(String::new(), |x| format!(" (limit {})", human_bytes(x)))
-        ),
+        cause: Cause::OomKill {
+            kills: m.oom_kill,
+            cgroup: cgroup(c),
+            max: m.max,
+            ended,
+        },
         next: vec![
             "sudo dmesg | grep -i -A2 'out of memory'".into(),
             format!("cat {}/{}", c.dir, events_file(c)),
@@ -113,20 +111,19 @@ fn cpu_quota(o: &Observation) -> Option<Finding> {
         } else {
             Confidence::Medium
         },
-        summary: format!(
-            "throttled by its CPU quota: {} at {}, throttled in {} of {} periods; it used {used:.2} CPUs and waited {waited:.2} CPUs' worth for its quota to refill, not for other processes",
-            quota_text(c, q),
-            c.name(),
-            q.throttled,
-            q.periods,
-        ),
+        cause: Cause::CpuQuota {
+            cgroup: cgroup(c),
+            quota: q.clone(),
+            used,
+            waited,
+        },
         next: vec![format!("cat {}/cpu.stat", c.dir), Drill::Cpu.command(o.pid)],
     })
 }
 
 /// Waiting for a CPU with CPUs idle (or no CPU pressure) and no quota:
 /// the same verdict, saying it is not competition and what was looked for.
-fn not_competition(o: &Observation, summary: &str) -> Option<Finding> {
+fn not_competition(o: &Observation, cause: &Cause) -> Option<Finding> {
     let idle = o.limits.cpus.filter(|c| c.idle >= IDLE_CPUS);
     let calm = pressure(o)
         .and_then(|p| p.cpu)
@@ -134,34 +131,29 @@ fn not_competition(o: &Observation, summary: &str) -> Option<Finding> {
     if idle.is_none() && calm.is_none() {
         return None;
     }
-    let why = match (idle, calm) {
-        (Some(c), _) => format!("{:.1} of {} CPUs stood idle on average", c.idle, c.cpus),
-        (None, Some(s)) => format!("CPU pressure was {:.0}% (PSI some)", s.some * 100.0),
-        _ => unreachable!(),
-    };
     Some(Finding {
         verdict: Class::Sched,
         confidence: Confidence::Low,
-        summary: format!(
-            "{summary}; but {why}: not competition for the CPUs, and no CPU quota throttled its cgroups{}",
-            quota_places(o)
-        ),
+        cause: Cause::NotCompetition {
+            states: Box::new(cause.clone()),
+            idle,
+            pressure: calm.map(|s| s.some),
+            read: own_cgroups(o),
+        },
         next: vec![format!("grep Cpus_allowed_list /proc/{}/status", o.pid)],
     })
 }
 
 fn io_limit(o: &Observation) -> Option<Finding> {
     let w = o.window_s.max(1e-3);
-    let (c, l, what, used) = o
+    let (c, l, against) = o
         .limits
         .cgroups
         .iter()
         .flat_map(|c| c.io.iter().map(move |l| (c, l)))
-        .filter_map(|(c, l)| {
-            let (what, used) = tightest(l, w)?;
-            Some((c, l, what, used))
-        })
-        .max_by(|a, b| a.3.total_cmp(&b.3))?;
+        .filter_map(|(c, l)| Some((c, l, tightest(l, w)?)))
+        .max_by(|a, b| a.2.used.total_cmp(&b.2.used))?;
+    let used = against.used;
     if used < AT_LIMIT {
         return None;
     }
@@ -172,12 +164,11 @@ fn io_limit(o: &Observation) -> Option<Finding> {
         } else {
             Confidence::Medium
         },
-        summary: format!(
-            "I/O limited by its cgroup: {what} on {} ({:.0}% of it) at {}: it waits for the limit, not for the device",
-            disk(l),
-            used * 100.0,
-            c.name()
-        ),
+        cause: Cause::IoLimit {
+            cgroup: cgroup(c),
+            device: device(l),
+            against,
+        },
         next: vec![
             format!(
                 "cat {}/{}",
@@ -206,14 +197,11 @@ fn memory_limit(o: &Observation) -> Option<Finding> {
     Some(Finding {
         verdict: Class::MemoryLimit,
         confidence: Confidence::High,
-        summary: format!(
-            "reclaim under its memory limit: {} at {}, {}, {} pages evicted and read again (refaults) in {:.1} s: its working set does not fit, and it waits for storage to read back what the limit evicted",
-            memory_limit_text(m),
-            c.name(),
-            hits(m),
-            m.refaults,
-            o.window_s
-        ),
+        cause: Cause::MemoryLimit {
+            cgroup: cgroup(c),
+            limit: m.clone(),
+            window_s: o.window_s,
+        },
         next: vec![
             format!("cat {}/memory.stat", c.dir),
             Drill::Storage.command(o.pid),
@@ -223,77 +211,68 @@ fn memory_limit(o: &Observation) -> Option<Finding> {
 
 /// One evidence line per limit found, the pressure, and for a verdict
 /// about CPU or storage waits, what was looked for when nothing was found.
-pub fn evidence(o: &Observation, verdict: Class) -> Vec<String> {
+pub fn evidence(o: &Observation, verdict: Class) -> Vec<Line> {
     let w = o.window_s.max(1e-3);
     let mut e = Vec::new();
     for c in &o.limits.cgroups {
         if let Some(q) = c.cpu.as_ref().filter(|q| q.quota_us.is_some()) {
-            e.push(format!(
-                "CPU quota: {} at {}: throttled in {} of {} periods, {:.2} s",
-                quota_text(c, q),
-                c.name(),
-                q.throttled,
-                q.periods,
-                q.throttled_s
-            ));
+            e.push(Line::CpuQuota {
+                cgroup: cgroup(c),
+                quota: q.clone(),
+            });
         }
         for l in &c.io {
-            let used = tightest(l, w).map_or(String::new(), |(what, used)| {
-                format!(": {what} ({:.0}% of it)", used * 100.0)
+            e.push(Line::IoLimit {
+                cgroup: cgroup(c),
+                device: device(l),
+                against: tightest(l, w),
             });
-            e.push(format!("I/O limit: {} at {}{used}", disk(l), c.name()));
         }
         if let Some(m) = c
             .memory
             .as_ref()
             .filter(|m| m.max.is_some() || m.high.is_some())
         {
-            e.push(format!(
-                "Memory limit: {} at {}, using {}; {}, {} refaults, {} OOM kill{}",
-                memory_limit_text(m),
-                c.name(),
-                human_bytes(m.current),
-                hits(m),
-                m.refaults,
-                m.oom_kill,
-                if m.oom_kill == 1 { "" } else { "s" }
-            ));
+            e.push(Line::MemoryLimit {
+                cgroup: cgroup(c),
+                limit: m.clone(),
+            });
         }
         if let Some(p) = &c.pids_limit {
-            e.push(format!(
-                "pids.max: {} of {} at {}{}",
-                p.current,
-                p.max,
-                c.name(),
-                if p.refused > 0 {
-                    format!(", {} forks refused", p.refused)
-                } else {
-                    String::new()
-                }
-            ));
+            e.push(Line::PidsLimit {
+                cgroup: cgroup(c),
+                limit: p.clone(),
+            });
         }
     }
     if let Some(r) = runs_as(o) {
         e.push(r);
     }
-    let none = |what: &str| format!("Limits: no {what} on its cgroups{}", quota_places(o));
+    let none = |limit| Line::NoLimit {
+        limit,
+        read: own_cgroups(o),
+    };
     match verdict {
         Class::Sched if !has(o, |c| c.cpu.as_ref().is_some_and(|q| q.quota_us.is_some())) => {
-            e.push(none("CPU quota"))
+            e.push(none(LimitKind::CpuQuota))
         }
-        Class::Io | Class::Paging if !has(o, |c| !c.io.is_empty()) => e.push(none("I/O limit")),
+        Class::Io | Class::Paging if !has(o, |c| !c.io.is_empty()) => {
+            e.push(none(LimitKind::IoLimit))
+        }
         _ => {}
     }
     if let Some(p) = &o.limits.pressure {
-        e.push(format!("Pressure (machine, PSI): {}", pressure_text(p)));
+        e.push(Line::Pressure {
+            cgroup: None,
+            pressure: p.clone(),
+        });
     }
     for c in o.limits.cgroups.iter().filter(|c| !c.ancestor) {
         if let Some(p) = &c.pressure {
-            e.push(format!(
-                "Pressure (its cgroup {}): {}",
-                c.path,
-                pressure_text(p)
-            ));
+            e.push(Line::Pressure {
+                cgroup: Some(c.path.clone()),
+                pressure: p.clone(),
+            });
         }
     }
     if let Some(c) = o
@@ -301,31 +280,9 @@ pub fn evidence(o: &Observation, verdict: Class) -> Vec<String> {
         .cpus
         .filter(|_| matches!(verdict, Class::Sched | Class::CpuQuota))
     {
-        e.push(format!("CPUs: {:.2} of {} idle on average", c.idle, c.cpus));
+        e.push(Line::Cpus(c));
     }
     e
-}
-
-/// "CPU some 12%, I/O some 40% full 30%, memory some 0%".
-pub fn pressure_text(p: &Pressure) -> String {
-    let one = |name: &str, s: &Option<Stall>| {
-        s.map(|s| {
-            let full = s
-                .full
-                .filter(|f| *f > 0.0 || name != "CPU")
-                .map_or(String::new(), |f| format!(" full {:.0}%", f * 100.0));
-            format!("{name} some {:.0}%{full}", s.some * 100.0)
-        })
-    };
-    [
-        one("CPU", &p.cpu),
-        one("I/O", &p.io),
-        one("memory", &p.memory),
-    ]
-    .into_iter()
-    .flatten()
-    .collect::<Vec<_>>()
-    .join(", ")
 }
 
 /// The pressure closest to the target: its v2 cgroup's, else the machine's.
@@ -346,84 +303,40 @@ fn share(q: &CpuQuota) -> f64 {
     q.throttled as f64 / q.periods.max(1) as f64
 }
 
-fn quota_text(c: &CgroupLimits, q: &CpuQuota) -> String {
-    let file = if c.version == 2 {
-        "cpu.max"
-    } else {
-        "cpu.cfs_quota_us"
-    };
-    format!(
-        "{:.2} CPUs ({file} {} of {} µs)",
-        q.cpus().unwrap_or(0.0),
-        q.quota_us.unwrap_or(0),
-        q.period_us
-    )
-}
-
-/// The limit the cgroup came closest to on a device, in the window: its
-/// text and the share used.
-fn tightest(l: &IoLimit, w: f64) -> Option<(String, f64)> {
+/// The limit the cgroup came closest to on a device, in the window.
+fn tightest(l: &IoLimit, w: f64) -> Option<IoAgainst> {
     let rate = |n: u64| n as f64 / w;
     [
-        (l.read_iops, rate(l.reads), "reads/s", "read IOPS", false),
-        (
-            l.write_iops,
-            rate(l.writes),
-            "writes/s",
-            "write IOPS",
-            false,
-        ),
-        (l.read_bps, rate(l.read_bytes), "read", "read bytes/s", true),
-        (
-            l.write_bps,
-            rate(l.write_bytes),
-            "written",
-            "write bytes/s",
-            true,
-        ),
+        (l.read_iops, rate(l.reads), IoLimitKind::ReadIops),
+        (l.write_iops, rate(l.writes), IoLimitKind::WriteIops),
+        (l.read_bps, rate(l.read_bytes), IoLimitKind::ReadBps),
+        (l.write_bps, rate(l.write_bytes), IoLimitKind::WriteBps),
     ]
     .into_iter()
-    .filter_map(|(limit, r, unit, name, bytes)| {
-        let limit = limit.filter(|&x| x > 0)?;
-        let text = if bytes {
-            format!(
-                "{}/s {unit} against the limit of {}/s",
-                human_bytes(r as u64),
-                human_bytes(limit)
-            )
-        } else {
-            format!("{r:.0} {unit} against the limit of {limit} {name}")
-        };
-        Some((text, r / limit as f64))
+    .filter_map(|(max, rate, limit)| {
+        let max = max.filter(|&x| x > 0)?;
+        Some(IoAgainst {
+            limit,
+            rate,
+            max,
+            used: rate / max as f64,
+        })
     })
-    .max_by(|a, b| a.1.total_cmp(&b.1))
+    .max_by(|a, b| a.used.total_cmp(&b.used))
 }
 
-fn disk(l: &IoLimit) -> String {
-    match &l.disk {
-        Some(d) => format!("{d} ({})", l.device),
-        None => l.device.clone(),
+fn device(l: &IoLimit) -> Device {
+    Device {
+        device: l.device.clone(),
+        disk: l.disk.clone(),
     }
 }
 
-fn memory_limit_text(m: &MemoryLimit) -> String {
-    match (m.max, m.high) {
-        (Some(max), Some(high)) => format!("max {}, high {}", human_bytes(max), human_bytes(high)),
-        (Some(max), None) => human_bytes(max),
-        (None, Some(high)) => format!("high {}", human_bytes(high)),
-        (None, None) => "none".into(),
-    }
-}
-
-/// How often the limit was hit: v1 failcnt, v2 memory.events.
-fn hits(m: &MemoryLimit) -> String {
-    if m.max_events + m.high_events > 0 {
-        format!(
-            "at max {} times, over high {} times",
-            m.max_events, m.high_events
-        )
-    } else {
-        format!("reached {} times (failcnt)", m.failcnt)
+fn cgroup(c: &CgroupLimits) -> Cgroup {
+    Cgroup {
+        version: c.version,
+        controllers: c.controllers.clone(),
+        path: c.path.clone(),
     }
 }
 
@@ -439,20 +352,14 @@ fn has(o: &Observation, f: impl Fn(&CgroupLimits) -> bool) -> bool {
     o.limits.cgroups.iter().any(f)
 }
 
-/// " (looked at v1 cpu /a, v2 /b)": the cgroups read, or nothing to say.
-fn quota_places(o: &Observation) -> String {
-    let own: Vec<String> = o
-        .limits
+/// The target's own cgroups (none: it is in no cgroup but the root).
+fn own_cgroups(o: &Observation) -> Vec<Cgroup> {
+    o.limits
         .cgroups
         .iter()
         .filter(|c| !c.ancestor)
-        .map(CgroupLimits::name)
-        .collect();
-    if own.is_empty() {
-        " (it is in no cgroup but the root)".into()
-    } else {
-        format!(" (read: {})", own.join(", "))
-    }
+        .map(cgroup)
+        .collect()
 }
 
 /// The members in cgroup `c` or below it (in the same hierarchy).
@@ -470,17 +377,18 @@ fn pids_under(o: &Observation, c: &CgroupLimits) -> Vec<i32> {
         .collect()
 }
 
-/// "Runs as: systemd service nginx (cgroup /system.slice/nginx.service)",
-/// from its own cgroups: the v2 one first, then v1's (systemd's first).
-fn runs_as(o: &Observation) -> Option<String> {
+/// Who it runs as, from its own cgroups: the v2 one first, then v1's
+/// (systemd's first).
+fn runs_as(o: &Observation) -> Option<Line> {
     let mut own: Vec<&CgroupLimits> = o.limits.cgroups.iter().filter(|c| !c.ancestor).collect();
     own.sort_by_key(|c| (c.version != 2, c.controllers != "name=systemd"));
     own.iter().find_map(|c| {
         let r = crate::analysis::runs_as::runs_as(&c.path)?;
-        Some(format!("Runs as: {} (cgroup {})", r.text(), c.path))
+        Some(Line::RunsAs {
+            what: r.what.to_string(),
+            name: r.name,
+            pod: r.pod,
+            path: c.path.clone(),
+        })
     })
 }
-
-#[cfg(test)]
-#[path = "limits_tests.rs"]
-mod tests;

@@ -11,6 +11,7 @@ use crate::analysis::waits::RUNTIME_LOCK;
 use crate::model::diagnosis::Observation;
 use crate::model::locks::RuntimeLock;
 use crate::model::profile::{Frame, Profile};
+use crate::model::verdict::LockSeen;
 
 /// One way of waiting: a stack with a frame named `inner` (and, when
 /// given, a frame named `outer` at most three frames further out) waits
@@ -270,9 +271,9 @@ pub fn relabel(o: &mut Observation, locks: &[RuntimeLock]) -> bool {
     true
 }
 
-/// "CPython: the GIL (take_gil, taken in PyEval_RestoreThread): threads
-/// waited for it 48% of their time": the lock waited for most.
-pub fn text(o: &Observation) -> Option<String> {
+/// The runtime's lock waited for most, and the share of the thread time
+/// spent waiting for it (all its waits of that runtime and kind).
+pub fn seen(o: &Observation) -> Option<LockSeen> {
     let l = o.runtime_locks.iter().find(|l| l.lock)?;
     let share: f64 = o
         .runtime_locks
@@ -280,16 +281,13 @@ pub fn text(o: &Observation) -> Option<String> {
         .filter(|k| k.runtime == l.runtime && k.kind == l.kind)
         .map(|k| k.share)
         .sum();
-    Some(format!(
-        "{}: {} ({}{}): threads waited for it {:.0}% of their time",
-        l.runtime,
-        l.kind,
-        l.function,
-        l.caller
-            .as_ref()
-            .map_or(String::new(), |c| format!(", taken in {c}")),
-        share * 100.0
-    ))
+    Some(LockSeen::Runtime {
+        runtime: l.runtime.clone(),
+        kind: l.kind.clone(),
+        function: l.function.clone(),
+        caller: l.caller.clone(),
+        share,
+    })
 }
 
 #[cfg(test)]

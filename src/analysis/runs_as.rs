@@ -17,15 +17,6 @@ pub struct RunsAs {
     pub pod: Option<String>,
 }
 
-impl RunsAs {
-    pub fn text(&self) -> String {
-        match &self.pod {
-            Some(pod) => format!("{} in Kubernetes pod {pod}: {}", self.what, self.name),
-            None => format!("{} {}", self.what, self.name),
-        }
-    }
-}
-
 /// How one part of a cgroup path is named: `prefix` + the name + `suffix`.
 struct Pattern {
     prefix: &'static str,
@@ -140,7 +131,11 @@ mod tests {
     const ID: &str = "3b6190394e67de965155417a11013ebc3b6190394e67de965155417a11013ebc";
 
     fn text(path: &str) -> Option<String> {
-        runs_as(path).map(|r| r.text())
+        // As `render::verdict` words it.
+        runs_as(path).map(|r| match r.pod {
+            Some(pod) => format!("{} in Kubernetes pod {pod}: {}", r.what, r.name),
+            None => format!("{} {}", r.what, r.name),
+        })
     }
 
     #[test]

@@ -2,17 +2,17 @@
 //! whole window while work waited for its process (`model::stalls`) is
 //! not idle, and not merely blocked. Pure.
 
-use crate::analysis::limits::Finding;
+use crate::analysis::limits::Finding as Override;
 use crate::analysis::why::Drill;
 use crate::model::diagnosis::{Class, Confidence, Observation};
-use crate::model::stalls::{Stall, Waiting};
+use crate::model::verdict::{Cause, Finding};
 
 /// The stall that replaces the thread states' verdict `class`: only a
 /// quiet one (idle, blocked), or a lock when work waits on the process's
 /// sockets too: threads waiting on a mutex are the lock verdict's own
 /// story (Python's GIL waiters beside a main thread asleep in join read
 /// `stall` before).
-pub fn judge(o: &Observation, class: Class) -> Option<Finding> {
+pub fn judge(o: &Observation, class: Class) -> Option<Override> {
     if !matches!(class, Class::Idle | Class::Blocked | Class::Lock) {
         return None;
     }
@@ -21,24 +21,17 @@ pub fn judge(o: &Observation, class: Class) -> Option<Finding> {
     if class == Class::Lock && !sockets {
         return None;
     }
-    Some(Finding {
+    Some(Override {
         verdict: Class::Stall,
         confidence: if s.so_far_s.is_some_and(|t| t >= o.window_s) {
             Confidence::High
         } else {
             Confidence::Medium
         },
-        summary: format!(
-            "stalled: thread {} ({}) of PID {} stayed in {} the whole {:.1} s window{} while {}",
-            s.tid,
-            s.comm,
-            s.pid,
-            call_text(s),
-            o.window_s,
-            s.so_far_s
-                .map_or(String::new(), |t| format!(" ({t:.1} s so far)")),
-            waiting_text(&s.waiting)
-        ),
+        cause: Cause::Stall {
+            stall: s.clone(),
+            window_s: o.window_s,
+        },
         next: vec![
             format!("sudo cat /proc/{}/task/{}/stack", s.pid, s.tid),
             Drill::Offcpu.command(s.pid),
@@ -46,87 +39,21 @@ pub fn judge(o: &Observation, class: Class) -> Option<Finding> {
     })
 }
 
-/// One line of evidence per stalled thread.
-pub fn evidence(o: &Observation) -> Vec<String> {
+/// One finding per stalled thread.
+pub fn evidence(o: &Observation) -> Vec<Finding> {
     o.stalls
         .iter()
-        .map(|s| {
-            format!(
-                "Stalled thread {} ({}) of PID {}: in {}, state {}, {}; its stack: {}",
-                s.tid,
-                s.comm,
-                s.pid,
-                call_text(s),
-                s.state,
-                s.so_far_s.map_or_else(
-                    || format!("has not run for {:.1} s at least", o.window_s),
-                    |t| format!("last ran {t:.1} s ago")
-                ),
-                if s.stack.is_empty() {
-                    "unreadable (needs root)".to_string()
-                } else {
-                    s.stack.join(" → ")
-                }
-            )
+        .map(|s| Finding::Stalled {
+            stall: s.clone(),
+            window_s: o.window_s,
         })
         .collect()
-}
-
-/// "clock_nanosleep (hrtimer_nanosleep)".
-fn call_text(s: &Stall) -> String {
-    match (s.call.as_str(), s.wchan.as_str()) {
-        ("", "") => format!("state {}", s.state),
-        ("", w) => w.to_string(),
-        (c, "") => c.to_string(),
-        (c, w) => format!("{c} ({w})"),
-    }
-}
-
-/// "20 connections wait in the accept queue of port 6379 (18 at the start,
-/// limit 511)".
-fn waiting_text(w: &Waiting) -> String {
-    let mut parts: Vec<String> = w
-        .listeners
-        .iter()
-        .map(|l| {
-            format!(
-                "{} connection{} wait{} in the accept queue of {} ({} at the start)",
-                l.queued_end,
-                plural(l.queued_end),
-                if l.queued_end == 1 { "s" } else { "" },
-                l.path
-                    .as_ref()
-                    .map_or(format!("port {}", l.port), |p| format!("unix socket {p}")),
-                l.queued_start
-            )
-        })
-        .collect();
-    if w.unread_bytes > 0 {
-        parts.push(format!(
-            "{} bytes lie unread on {} connected socket{}",
-            w.unread_bytes,
-            w.unread_sockets,
-            plural(w.unread_sockets as u64)
-        ));
-    }
-    if w.lock_waiters > 0 {
-        parts.push(format!(
-            "{} other thread{} waited on its mutexes",
-            w.lock_waiters,
-            plural(w.lock_waiters as u64)
-        ));
-    }
-    parts.join("; ")
-}
-
-fn plural(n: u64) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::stalls::Listener;
+    use crate::model::stalls::{Listener, Stall, Waiting};
 
     fn stalled(waiting: Waiting) -> Observation {
         Observation {
@@ -159,17 +86,20 @@ mod tests {
         });
         let f = judge(&o, Class::Idle).expect("a stall");
         assert_eq!((f.verdict, f.confidence), (Class::Stall, Confidence::High));
-        assert!(
-            f.summary.contains("clock_nanosleep (hrtimer_nanosleep)"),
-            "{}",
-            f.summary
+        assert_eq!(
+            f.cause,
+            Cause::Stall {
+                stall: o.stalls[0].clone(),
+                window_s: 2.0
+            }
         );
-        assert!(f.summary.contains("7.5 s so far"), "{}", f.summary);
-        assert!(
-            f.summary
-                .contains("20 connections wait in the accept queue of port 8080")
+        assert_eq!(
+            evidence(&o),
+            vec![Finding::Stalled {
+                stall: o.stalls[0].clone(),
+                window_s: 2.0
+            }]
         );
-        assert!(evidence(&o)[0].contains("main → sleep → do_nanosleep [k]"));
     }
 
     #[test]

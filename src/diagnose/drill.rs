@@ -13,10 +13,10 @@ use crate::analysis::runtimes;
 use crate::analysis::why::{self, Drill};
 use crate::instruments::observe::competition;
 use crate::instruments::{block, blocked, offcpu, profile};
-use crate::model::diagnosis::Diagnosis;
 use crate::model::drill::{Competition, StorageDrill, Why};
 use crate::model::locks::RuntimeLock;
 use crate::model::profile::Profile;
+use crate::model::verdict::Diagnosis;
 
 /// Seconds a drill-down runs at most (the watch's own length if shorter).
 const DRILL_S: f64 = 3.0;

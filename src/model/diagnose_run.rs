@@ -12,15 +12,18 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::model::diagnosis::{Diagnosis, Observation};
+use crate::model::diagnosis::Observation;
 use crate::model::drill::Why;
+use crate::model::verdict::Diagnosis;
 
 /// The header's `format`: what the file is.
 pub const RECORD_FORMAT: &str = "kdiag-diagnose";
 /// The record format's major version: raised when a field or record kind is
 /// removed or renamed or changes meaning (a reader refuses a newer one).
 /// New fields and kinds keep it: readers skip what they do not know.
-pub const RECORD_VERSION: u32 = 1;
+/// Version 2 stores the verdict as data (`model::verdict`); version 1's
+/// were sentences, and are refused.
+pub const RECORD_VERSION: u32 = 2;
 
 /// Where and when the run happened.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -148,6 +151,19 @@ impl DiagnoseRun {
                 ),
             ));
         }
+        if header.version < RECORD_VERSION {
+            return Err(fail(
+                1,
+                format!(
+                    "recorded by kdiag {} in record format version {}, whose verdicts are \
+                     sentences; this kdiag ({}) reads version {RECORD_VERSION}, verdicts as data: \
+                     replay it with the kdiag that recorded it, or record the run again",
+                    header.meta.kdiag,
+                    header.version,
+                    env!("CARGO_PKG_VERSION")
+                ),
+            ));
+        }
         let (mut observation, mut diagnosis, mut why) = (None, None, None);
         let mut last = 1;
         for (n, text) in lines {
@@ -200,6 +216,7 @@ fn json_line(v: &impl Serialize) -> String {
 mod tests {
     use super::*;
     use crate::model::diagnosis::{Class, Confidence, MemoryPoint};
+    use crate::model::verdict::{Cause, Finding};
 
     fn run() -> DiagnoseRun {
         let mut observation = Observation {
@@ -225,13 +242,18 @@ mod tests {
             diagnosis: Diagnosis {
                 verdict: Class::Cpu,
                 confidence: Confidence::High,
-                summary: "on CPU".into(),
+                cause: Cause::Cpu {
+                    share: 1.0,
+                    cpus: 1.0,
+                    kernel: false,
+                    also: vec![],
+                },
                 states: vec![],
                 working_threads: 1.0,
                 periodic: None,
                 busiest: vec![],
                 carriers: vec![],
-                evidence: vec!["CPU: 1 CPU".into()],
+                findings: vec![Finding::SyscallsUnreadable],
                 next: vec![],
                 trend: Default::default(),
                 fault_reads: None,
@@ -250,7 +272,7 @@ mod tests {
         let text = r.to_record();
         assert!(
             text.starts_with(
-                r#"{"format":"kdiag-diagnose","version":1,"kdiag":"0.1.0","host":"box""#
+                r#"{"format":"kdiag-diagnose","version":2,"kdiag":"0.1.0","host":"box""#
             ),
             "{text}"
         );
@@ -280,10 +302,17 @@ mod tests {
         let e = err("hello\n");
         assert!(e.message.contains("not a kdiag diagnose record"), "{e}");
         let text = run().to_record();
-        let newer = text.replacen("\"version\":1", "\"version\":2", 1);
+        let newer = text.replacen("\"version\":2", "\"version\":3", 1);
         let e = err(&newer);
         assert!(
-            e.message.contains("version 2") && e.message.contains("reads version 1"),
+            e.message.contains("version 3") && e.message.contains("reads version 2"),
+            "{e}"
+        );
+        // Version 1 stored the verdict as sentences.
+        let older = text.replacen("\"version\":2", "\"version\":1", 1);
+        let e = err(&older);
+        assert!(
+            e.message.contains("record format version 1") && e.message.contains("reads version 2"),
             "{e}"
         );
         // Cut in the middle of the diagnosis line.

@@ -1,5 +1,6 @@
 //! What `kdiag diagnose` watched (an `Observation` of a process, or of a
-//! process tree, over a window) and what it concluded (a `Diagnosis`).
+//! process tree, over a window), and the pieces of what it concluded (the
+//! `Diagnosis` itself is in `model::verdict`).
 //! Serialised as JSON version `SCHEMA_VERSION` (docs/diagnose.md).
 
 use serde::{Deserialize, Serialize};
@@ -8,7 +9,7 @@ use crate::model::process::SmapsRollup;
 
 /// Version of the JSON document `kdiag diagnose --json` prints. Raised on
 /// any change that removes or renames a field or changes its meaning.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The verdict. `cpu`, `io`, `lock` and `memory-trend` match the
 /// `expect.class` the bundled workloads print with `--describe`.
@@ -457,36 +458,6 @@ pub struct Carrier {
     pub pid: i32,
     pub comm: String,
     pub share: f64,
-}
-
-/// A verdict with the numbers behind it and what to run next.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Diagnosis {
-    pub verdict: Class,
-    pub confidence: Confidence,
-    /// One sentence.
-    pub summary: String,
-    /// The thread-state breakdown, largest first.
-    pub states: Vec<StateShare>,
-    /// Threads working (not sleeping by design) on average; in bursts
-    /// when the work comes in bursts.
-    pub working_threads: f64,
-    pub periodic: Option<Periodic>,
-    /// The members with most of the tree's CPU (with more than one member).
-    pub busiest: Vec<MemberShare>,
-    /// The members in the verdict's state (storage for `io`, blocked for
-    /// `lock`, on CPU for `cpu`), most first: what the drill-downs trace.
-    #[serde(default)]
-    pub carriers: Vec<Carrier>,
-    pub evidence: Vec<String>,
-    /// The instrument to run for the "why", as a command line.
-    pub next: Vec<String>,
-    /// What each time series did.
-    pub trend: crate::model::trend::Shapes,
-    /// Storage read in page faults (a file read through mmap), when the
-    /// kernel time handling them counted as storage.
-    #[serde(default)]
-    pub fault_reads: Option<FaultReads>,
 }
 
 /// Files read through page faults: the kernel time taken from the CPU time

@@ -22,5 +22,6 @@ pub mod stacks;
 pub mod stalls;
 pub mod system;
 pub mod trend;
+pub mod verdict;
 pub mod wall;
 pub mod watch;

@@ -4,12 +4,12 @@
 use std::io::{self, Write};
 
 use crate::analysis::trend::{about, slope_text, value_text};
-use crate::model::diagnosis::{
-    BpfCost, BpfStats, Diagnosis, FaultReads, Observation, SCHEMA_VERSION, Scope,
-};
+use crate::model::diagnosis::{BpfCost, BpfStats, FaultReads, Observation, SCHEMA_VERSION, Scope};
 use crate::model::drill::Why;
 use crate::model::trend::{Limit, SeriesShape, Shape, Shapes};
+use crate::model::verdict::Diagnosis;
 use crate::render::offcpu::{duration as offcpu_duration, one_line};
+use crate::render::verdict;
 
 pub fn report(
     out: &mut impl Write,
@@ -17,7 +17,12 @@ pub fn report(
     d: &Diagnosis,
     why: Option<&Why>,
 ) -> io::Result<()> {
-    writeln!(out, "Verdict: {}: {}", d.verdict.name(), d.summary)?;
+    writeln!(
+        out,
+        "Verdict: {}: {}",
+        d.verdict.name(),
+        verdict::summary(d)
+    )?;
     let others = o.members.len().saturating_sub(1);
     let what = match (o.scope, others) {
         (Scope::Process, _) => format!("PID {} ({})", o.pid, o.comm),
@@ -48,7 +53,7 @@ pub fn report(
         o.window_s
     )?;
     writeln!(out, "Evidence:")?;
-    for e in &d.evidence {
+    for e in verdict::evidence(d) {
         writeln!(out, "  {e}")?;
     }
     if let Some(f) = &d.fault_reads {

@@ -91,7 +91,7 @@ fn verdict(page: &mut String, run: &DiagnoseRun) {
         "<section id=\"verdict\">\n<p class=\"verdict\">Verdict: <b>{}</b>: {}</p>\n\
          <p>Confidence: {confidence}.</p>\n",
         d.verdict.name(),
-        esc(&d.summary)
+        esc(&crate::render::verdict::summary(d))
     );
     if !d.states.is_empty() {
         page.push_str(
@@ -122,8 +122,8 @@ fn verdict(page: &mut String, run: &DiagnoseRun) {
 
 fn evidence(page: &mut String, run: &DiagnoseRun) {
     page.push_str("<section id=\"evidence\">\n<h2>Evidence</h2>\n<ul>\n");
-    for e in &run.diagnosis.evidence {
-        let _ = writeln!(page, "<li>{}</li>", esc(e));
+    for e in crate::render::verdict::evidence(&run.diagnosis) {
+        let _ = writeln!(page, "<li>{}</li>", esc(&e));
     }
     if let Some(f) = &run.diagnosis.fault_reads {
         let line = crate::render::diagnose::fault_reads(f, run.observation.window_s);

@@ -20,6 +20,7 @@ pub mod speedscope;
 pub mod svg_chart;
 pub mod table;
 pub mod time;
+pub mod verdict;
 pub mod wall;
 
 use std::io::Write;

@@ -393,7 +393,7 @@ pub fn diagnose_json(args: &[&str]) -> serde_json::Value {
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["version"], 2, "the JSON document's version");
+    assert_eq!(v["version"], 3, "the JSON document's version");
     v
 }
 
@@ -449,4 +449,20 @@ pub fn strip_ansi(text: &str) -> String {
         }
     }
     out
+}
+
+/// The verdict's sentence of a `diagnosis` JSON object, as the text report
+/// words it: the JSON holds the verdict as data (docs/diagnose.md).
+pub fn verdict_text(diagnosis: &serde_json::Value) -> String {
+    kdiag::render::verdict::summary(&as_diagnosis(diagnosis))
+}
+
+/// The evidence lines of a `diagnosis` JSON object, as the text report
+/// words them.
+pub fn evidence_text(diagnosis: &serde_json::Value) -> Vec<String> {
+    kdiag::render::verdict::evidence(&as_diagnosis(diagnosis))
+}
+
+fn as_diagnosis(v: &serde_json::Value) -> kdiag::model::verdict::Diagnosis {
+    serde_json::from_value(v.clone()).unwrap_or_else(|e| panic!("not a diagnosis ({e}): {v:#}"))
 }

@@ -330,7 +330,7 @@ fn lock_contend_threads_mostly_wait_in_futex() {
     eprintln!(
         "lock-contend ({n} workers): futex share /proc {proc_share:.2}, strace -w {strace_share:.2}, \
          kdiag diagnose {kd_share:.2} ({})",
-        report["diagnosis"]["summary"]
+        crate::common::verdict_text(&report["diagnosis"])
     );
     assert!(proc_share >= 0.5, "/proc: futex {proc_share:.2}");
     assert!(
@@ -403,7 +403,7 @@ fn mem_leak_rss_grows_at_its_rate() {
         mib(rate),
         mib(proc_slope),
         mib(kd_slope),
-        report["diagnosis"]["summary"]
+        crate::common::verdict_text(&report["diagnosis"])
     );
     for (tool, s) in [("/proc", proc_slope), ("kdiag diagnose", kd_slope)] {
         assert!(

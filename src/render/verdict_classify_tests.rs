@@ -4,6 +4,8 @@
 //! CPU, an idle event loop counted as waits).
 
 use super::*;
+use crate::analysis::classify::{classify, with_exec_failures};
+use crate::model::diagnosis::{Confidence, Observation, Scope};
 use crate::model::diagnosis::{LockWaits, Member, MemoryPoint, Stopped, Totals, Zombie};
 
 /// One thread watched for `window` seconds.
@@ -28,7 +30,7 @@ fn obs(window: f64, threads: usize) -> Observation {
 }
 
 fn has(d: &Diagnosis, what: &str) -> bool {
-    d.summary.contains(what) || d.evidence.iter().any(|e| e.contains(what))
+    summary(d).contains(what) || evidence(d).iter().any(|e| e.contains(what))
 }
 
 #[test]
@@ -40,7 +42,7 @@ fn cpu_bound() {
     let d = classify(&o);
     assert_eq!(d.verdict, Class::Cpu, "{d:#?}");
     assert_eq!(d.confidence, Confidence::High);
-    assert!(d.summary.contains("user space"), "{}", d.summary);
+    assert!(summary(&d).contains("user space"), "{}", summary(&d));
     assert!(d.next[0].contains("profile -p 42"));
 }
 
@@ -54,9 +56,9 @@ fn starved_for_cpu_is_waiting_for_a_cpu_whatever_it_got() {
     let d = classify(&o);
     assert_eq!(d.verdict, Class::Sched, "{d:#?}");
     assert!(
-        d.summary.contains("63% of its runnable time"),
+        summary(&d).contains("63% of its runnable time"),
         "{}",
-        d.summary
+        summary(&d)
     );
 }
 
@@ -70,9 +72,9 @@ fn some_queueing_is_a_runner_up_of_cpu() {
     let d = classify(&o);
     assert_eq!(d.verdict, Class::Cpu, "{d:#?}");
     assert!(
-        d.summary.contains("also waiting for a CPU 3"),
+        summary(&d).contains("also waiting for a CPU 3"),
         "{}",
-        d.summary
+        summary(&d)
     );
 }
 
@@ -108,8 +110,8 @@ fn faults_on_file_pages_are_storage() {
         .collect();
     let d = classify(&o);
     assert_eq!(d.verdict, Class::Io, "{d:#?}");
-    assert!(d.summary.contains("page fault"), "{}", d.summary);
-    assert!(has(&d, "major 6667/s"), "{:?}", d.evidence);
+    assert!(summary(&d).contains("page fault"), "{}", summary(&d));
+    assert!(has(&d, "major 6667/s"), "{:?}", evidence(&d));
     assert!(d.next[0].contains("iosnoop -p 42"));
 }
 
@@ -132,15 +134,14 @@ fn a_lock_held_while_computing_is_a_lock() {
     let d = classify(&o);
     assert_eq!(d.verdict, Class::Lock, "{d:#?}");
     assert!(
-        d.summary
-            .contains("4 threads waited on the mutex at 0x55d0c0"),
+        summary(&d).contains("4 threads waited on the mutex at 0x55d0c0"),
         "{}",
-        d.summary
+        summary(&d)
     );
     assert!(
-        d.summary.contains("the holder works while holding it"),
+        summary(&d).contains("the holder works while holding it"),
         "{}",
-        d.summary
+        summary(&d)
     );
 }
 
@@ -164,7 +165,7 @@ fn an_idle_event_loop_is_idle() {
     o.sample('S', "poll_schedule_timeout.constprop.0", "poll", "", 200);
     let d = classify(&o);
     assert_eq!(d.verdict, Class::Idle, "{d:#?}");
-    assert!(d.summary.contains("events (poll)"), "{}", d.summary);
+    assert!(summary(&d).contains("events (poll)"), "{}", summary(&d));
 }
 
 #[test]
@@ -178,13 +179,13 @@ fn stopped_by_a_signal_and_by_a_tracer() {
     });
     let d = classify(&o);
     assert_eq!(d.verdict, Class::Stopped, "{d:#?}");
-    assert!(d.summary.contains("kill -CONT 42"), "{}", d.summary);
+    assert!(summary(&d).contains("kill -CONT 42"), "{}", summary(&d));
     o.stopped = Some(Stopped {
         pid: 42,
         tracer_pid: Some(7),
         tracer_comm: Some("gdb".into()),
     });
-    assert!(classify(&o).summary.contains("tracer gdb (PID 7"));
+    assert!(summary(&classify(&o)).contains("tracer gdb (PID 7"));
 }
 
 #[test]
@@ -196,7 +197,11 @@ fn a_zombie_names_its_parent() {
     });
     let d = classify(&o);
     assert_eq!(d.verdict, Class::Zombie);
-    assert!(d.summary.contains("parent PID 77 (lazy)"), "{}", d.summary);
+    assert!(
+        summary(&d).contains("parent PID 77 (lazy)"),
+        "{}",
+        summary(&d)
+    );
     assert_eq!(d.next, vec!["kdiag diagnose -p 77"]);
 }
 
@@ -214,9 +219,9 @@ fn bursts_are_reported_as_such_not_as_their_phase() {
     let d = classify(&o);
     assert_eq!(d.verdict, Class::Cpu, "{d:#?}");
     assert!(
-        d.summary.contains("in bursts of about 1.0 s, every 2.0 s"),
+        summary(&d).contains("in bursts of about 1.0 s, every 2.0 s"),
         "{}",
-        d.summary
+        summary(&d)
     );
 }
 
@@ -237,7 +242,7 @@ fn allocating_once_is_not_a_leak_growing_steadily_is() {
     }
     let d = classify(&o);
     assert_eq!(d.verdict, Class::MemoryTrend, "{d:#?}");
-    assert!(d.summary.contains("4.0 MiB/s"), "{}", d.summary);
+    assert!(summary(&d).contains("4.0 MiB/s"), "{}", summary(&d));
 }
 
 #[test]
@@ -258,7 +263,7 @@ fn the_tree_names_its_busiest_member() {
     let d = classify(&o);
     assert_eq!(d.verdict, Class::Cpu, "{d:#?}");
     assert_eq!(d.busiest[0].comm, "gzip");
-    assert!(has(&d, "gzip (PID 812) 94%"), "{:?}", d.evidence);
+    assert!(has(&d, "gzip (PID 812) 94%"), "{:?}", evidence(&d));
     assert!(d.next[0].contains("profile -p 812"), "{:?}", d.next);
 }
 
@@ -289,17 +294,17 @@ fn failed_execs_are_the_verdict_of_an_idle_looking_service() {
     let d = with_exec_failures(idle.clone(), &exec, 42);
     assert_eq!((d.verdict, d.confidence), (Class::Exec, Confidence::High));
     assert!(
-        d.summary.contains("3 of 3 execs failed")
-            && d.summary.contains(
+        summary(&d).contains("3 of 3 execs failed")
+            && summary(&d).contains(
                 "failed with ENOMEM (Cannot allocate memory) after the point of no return"
             )
-            && !d.summary.contains("old image"),
+            && !summary(&d).contains("old image"),
         "{}",
-        d.summary
+        summary(&d)
     );
     assert_eq!(
-        d.evidence[0],
-        format!("Thread states alone: idle: {}", idle.summary)
+        evidence(&d)[0],
+        format!("Thread states alone: idle: {}", summary(&idle))
     );
     assert_eq!(
         d.next,
@@ -349,11 +354,11 @@ fn io_next_names_the_member_waiting_on_storage() {
     assert_eq!(d.carriers.iter().map(|c| c.pid).collect::<Vec<_>>(), [3]);
     assert!(d.next[0].contains("iosnoop -p 3 "), "{:?}", d.next);
     assert!(
-        d.evidence
+        evidence(&d)
             .iter()
             .any(|e| e == "Members carrying `io`: p3 (PID 3) 100% (the drill-downs trace them)"),
         "{:?}",
-        d.evidence
+        evidence(&d)
     );
 }
 
@@ -426,8 +431,8 @@ fn gil_waits_become_the_lock_verdict() {
     let d = classify(&o);
     assert_eq!(d.verdict, Class::Lock, "{d:#?}");
     assert!(
-            d.summary.contains("CPython: the GIL (take_gil, taken in PyEval_RestoreThread): threads waited for it 50% of their time"),
+            summary(&d).contains("CPython: the GIL (take_gil, taken in PyEval_RestoreThread): threads waited for it 50% of their time"),
             "{}",
-            d.summary
+            summary(&d)
         );
 }

@@ -1,11 +1,13 @@
 //! The limits' verdicts on synthetic observations: each found where the
 //! thread states alone would mislead, and left alone where they agree.
 
+use super::{evidence, pressure_text, summary};
 use crate::analysis::classify::classify;
-use crate::model::diagnosis::{Class, Diagnosis, Member, Observation, Totals};
+use crate::model::diagnosis::{Class, Member, Observation, Totals};
 use crate::model::limits::{
     CgroupLimits, CpuQuota, IoLimit, Limits, MemoryLimit, Pressure, Stall, SystemCpus,
 };
+use crate::model::verdict::Diagnosis;
 
 /// One thread watched for 3 s, runnable all along: 0.2 CPUs used, 0.8 of
 /// the time in the run queue (what a 20% quota looks like, and a process
@@ -55,7 +57,7 @@ fn cgroup(path: &str, version: u8, controllers: &str) -> CgroupLimits {
 }
 
 fn has(d: &Diagnosis, what: &str) -> bool {
-    d.summary.contains(what) || d.evidence.iter().any(|e| e.contains(what))
+    summary(d).contains(what) || evidence(d).iter().any(|e| e.contains(what))
 }
 
 #[test]
@@ -123,14 +125,11 @@ fn waiting_for_a_cpu_on_idle_cpus_is_not_called_competition() {
     let d = classify(&o);
     assert_eq!(d.verdict, Class::Sched);
     assert!(
-        d.summary.contains("2.5 of 4 CPUs stood idle"),
+        summary(&d).contains("2.5 of 4 CPUs stood idle"),
         "{}",
-        d.summary
+        summary(&d)
     );
-    assert!(
-        d.summary
-            .contains("no CPU quota throttled its cgroups (read: v2 /user.slice)")
-    );
+    assert!(summary(&d).contains("no CPU quota throttled its cgroups (read: v2 /user.slice)"));
     assert!(d.next.iter().all(|n| !n.contains("top")), "{:?}", d.next);
     // No CPU pressure says the same on a busy machine.
     o.limits.cpus = Some(SystemCpus { cpus: 4, idle: 0.1 });
@@ -142,7 +141,11 @@ fn waiting_for_a_cpu_on_idle_cpus_is_not_called_competition() {
         ..Default::default()
     });
     let d = classify(&o);
-    assert!(d.summary.contains("CPU pressure was 1%"), "{}", d.summary);
+    assert!(
+        summary(&d).contains("CPU pressure was 1%"),
+        "{}",
+        summary(&d)
+    );
     assert!(has(&d, "Pressure (machine, PSI): CPU some 1%"), "{d:#?}");
 }
 
@@ -161,10 +164,10 @@ fn storage_waits_at_the_cgroups_iops_limit_are_the_limit() {
     let d = classify(&o);
     assert_eq!(d.verdict, Class::IoLimit, "{d:#?}");
     assert!(
-        d.summary
+        summary(&d)
             .contains("199 reads/s against the limit of 200 read IOPS on vda (254:0) (100% of it) at v1 blkio /slow"),
         "{}",
-        d.summary
+        summary(&d)
     );
     assert!(has(&d, "Thread states alone: io"));
     // Far below its limit: the device, not the limit.
@@ -208,10 +211,10 @@ fn refaults_at_the_memory_limit_are_the_verdict() {
     let d = classify(&o);
     assert_eq!(d.verdict, Class::MemoryLimit, "{d:#?}");
     assert!(
-        d.summary
+        summary(&d)
             .contains("48 MiB at v1 memory /small, reached 796000 times (failcnt), 4800000 pages"),
         "{}",
-        d.summary
+        summary(&d)
     );
     // A limit never reached is only evidence.
     o.limits.cgroups[0].memory.as_mut().unwrap().failcnt = 0;
@@ -257,9 +260,9 @@ fn an_oom_kill_names_the_members_that_ended() {
     let d = classify(&o);
     assert_eq!(d.verdict, Class::OomKill, "{d:#?}");
     assert!(
-        d.summary.contains("killed 1 process in its memory cgroup v2 /box (limit 32 MiB); the tree's members that ended: PID 43 (hog)"),
+        summary(&d).contains("killed 1 process in its memory cgroup v2 /box (limit 32 MiB); the tree's members that ended: PID 43 (hog)"),
         "{}",
-        d.summary
+        summary(&d)
     );
     assert!(d.next[1].ends_with("/box/memory.events"));
 }
@@ -277,10 +280,7 @@ fn pressure_reads_as_shares() {
         }),
         memory: None,
     };
-    assert_eq!(
-        super::pressure_text(&p),
-        "CPU some 12%, I/O some 40% full 30%"
-    );
+    assert_eq!(pressure_text(&p), "CPU some 12%, I/O some 40% full 30%");
 }
 
 #[test]
@@ -299,4 +299,57 @@ fn who_it_runs_as_comes_from_its_own_cgroup() {
         ),
         "{d:#?}"
     );
+}
+
+/// The verdict is stored as data: the serialised diagnosis (what `--json`
+/// prints and `--record` saves) has no sentence field, its findings are
+/// tagged objects, and the words come only from here.
+#[test]
+fn the_serialised_diagnosis_holds_data_not_sentences() {
+    let mut o = waiting_for_cpu();
+    let mut c = cgroup("/box", 2, "");
+    c.cpu = Some(CpuQuota {
+        quota_us: Some(20_000),
+        period_us: 100_000,
+        periods: 30,
+        throttled: 29,
+        throttled_s: 2.3,
+    });
+    c.pressure = Some(Pressure::default());
+    o.limits = Limits {
+        cgroups: vec![c],
+        cpus: Some(SystemCpus { cpus: 2, idle: 1.7 }),
+        ..Default::default()
+    };
+    let d = classify(&o);
+    let v = serde_json::to_value(&d).unwrap();
+    fn keys(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    out.push(k.clone());
+                    keys(x, out);
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| keys(x, out)),
+            _ => {}
+        }
+    }
+    let mut all = Vec::new();
+    keys(&v, &mut all);
+    for prose in ["summary", "evidence", "text", "line"] {
+        assert!(!all.iter().any(|k| k == prose), "a `{prose}` field: {v:#}");
+    }
+    assert_eq!(v["cause"]["kind"], "cpu-quota", "{v:#}");
+    let findings = v["findings"].as_array().unwrap();
+    assert!(findings.len() >= 5, "{v:#}");
+    assert!(
+        findings.iter().all(|f| f["kind"].is_string()),
+        "a finding that is not a tagged object: {v:#}"
+    );
+    // The words are made from the data alone, and it reads back the same.
+    let back: Diagnosis = serde_json::from_value(v).unwrap();
+    assert_eq!(back, d);
+    assert!(summary(&back).starts_with("throttled by its CPU quota: 0.20 CPUs (cpu.max"));
+    assert_eq!(evidence(&back)[0], evidence(&d)[0]);
 }
