@@ -185,7 +185,7 @@ fn a_server_asleep_with_connections_queued_on_a_unix_socket_is_stalled() {
         (Some(5), Some(5)),
         "{stall}"
     );
-    let summary = d["summary"].as_str().unwrap();
+    let summary = common::verdict_text(d);
     assert!(
         summary.contains(&format!(
             "5 connections wait in the accept queue of unix socket {}",

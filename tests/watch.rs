@@ -486,9 +486,9 @@ fn a_group_turned_storage_bound_leaves_a_flight_record_of_the_bad_phase() {
     assert_eq!(o["comm"], "dd", "taken in the bad phase: {o}");
     assert_eq!(d["verdict"], "io-limit", "{d:#}");
     assert!(
-        d["evidence"]
-            .to_string()
-            .contains("Thread states alone: io"),
+        common::evidence_text(&d)
+            .iter()
+            .any(|e| e.contains("Thread states alone: io")),
         "{d:#}"
     );
     let html = std::fs::read_to_string(flights.path().join(&names[0])).unwrap();
