@@ -27,16 +27,25 @@ pub mod burst {
         ](file: &mut File, chunk: &[u8], burst: u64, round: u8) -> std::io::Result<()>, |salt| {
             // Rewrite the whole burst through the page cache: each page turns
             // dirty again (one byte differs per round), and that is all the
-            // culprit pays for.
+            // culprit pays for. Each page is written once per burst, in
+            // chunks no folio spans: a sync elsewhere that cleaned a folio
+            // between two writes into it would charge the whole folio to
+            // write_bytes again (a round byte written last put 129 MiB in
+            // a 128 MiB step beside `stress-ng --io`).
             file.seek(SeekFrom::Start(0))?;
             let mut left = burst;
+            let mut first = true;
             while left > 0 {
                 let n = left.min(chunk.len() as u64) as usize;
-                file.write_all(&chunk[..n])?;
+                if std::mem::take(&mut first) {
+                    let mut head = chunk[..n].to_vec();
+                    head[0] = round;
+                    file.write_all(&head)?;
+                } else {
+                    file.write_all(&chunk[..n])?;
+                }
                 left -= n as u64;
             }
-            file.seek(SeekFrom::Start(0))?;
-            file.write_all(&[round])?;
             Ok(())
         }
     }
@@ -156,7 +165,8 @@ impl Workload for IoStall {
                 path.display()
             )
         });
-        let chunk = vec![0xa5u8; 1 << 20];
+        // 2 MiB: the largest folio of the page cache (a PMD), aligned.
+        let chunk = vec![0xa5u8; 2 << 20];
         let dirty = burst::FNS[self.function];
         let mut round = 0u8;
         while ctx.running() {
