@@ -180,16 +180,7 @@ fn a_direct_reader_under_a_blkio_iops_limit_is_io_limited() {
     }
     // A file on a real disk (the build tree's), read 4 KiB at a time with
     // O_DIRECT: each read is a request the limit counts.
-    let file = Path::new(env!("CARGO_TARGET_TMPDIR")).join("limits-direct-read");
-    if std::fs::metadata(&file).map_or(true, |m| m.len() != 16 << 20) {
-        let ok = Command::new("dd")
-            .args(["if=/dev/zero", "bs=1M", "count=16", "conv=fsync"])
-            .arg(format!("of={}", file.display()))
-            .stderr(Stdio::null())
-            .status()
-            .unwrap();
-        assert!(ok.success());
-    }
+    let file = common::direct_read_file("limits-direct-read");
     let disk = kdiag::sys::cgroup::disk_of(&file).unwrap();
     let cg = Cg::new("blkio");
     cg.set(

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use common::{kdiag, require_program, require_root, stderr, stdout, workload};
+use common::{kdiag, require_root, stderr, stdout, workload};
 use serde_json::Value;
 
 /// The recorded run, shared by the tests (made once).
@@ -134,41 +134,6 @@ fn a_replay_shows_the_same_report() {
     }
 }
 
-/// Chromium (Debian's `chromium`), or None where it is missing outside CI.
-fn chromium(test: &str) -> Option<&'static str> {
-    require_program(test, &["chromium", "chromium-browser"], "chromium")
-}
-
-/// Run headless Chromium on `page` with `args`, its own profile folder,
-/// its console on stderr, and timers run: (stdout, the console lines).
-fn headless(browser: &str, page: &Path, args: &[&str]) -> (String, Vec<String>) {
-    let profile = tempfile::tempdir().unwrap();
-    let out = Command::new(browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--enable-logging=stderr",
-            "--v=1",
-            "--virtual-time-budget=5000",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .args(args)
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{browser}: {}", stderr(&out));
-    // Every console message (log, warning, error, uncaught exception) is
-    // logged as INFO:CONSOLE; the report writes none.
-    let console = stderr(&out)
-        .lines()
-        .filter(|l| l.contains(":CONSOLE"))
-        .map(String::from)
-        .collect();
-    (stdout(&out), console)
-}
-
 /// The number of `points` of the polyline in the chart of `series`.
 fn chart_points(dom: &str, series: &str) -> usize {
     let figure = dom
@@ -209,7 +174,7 @@ fn flame_graph<'a>(dom: &'a str, id: &str) -> &'a str {
 fn the_html_report_renders_in_chromium() {
     let test = "the_html_report_renders_in_chromium";
     let Some(r) = recorded(test) else { return };
-    let Some(browser) = chromium(test) else {
+    let Some(browser) = common::chromium::browser(test) else {
         return;
     };
     let page = r.file("report.html");
@@ -220,7 +185,7 @@ fn the_html_report_renders_in_chromium() {
     }
     let doc = json(&r.file("report.json"));
 
-    let (dom, console) = headless(browser, &page, &["--dump-dom"]);
+    let (dom, console) = common::chromium::headless(browser, &page, &["--dump-dom"]);
     assert!(console.is_empty(), "console messages: {console:#?}");
     // The verdict and evidence, as the JSON has them.
     let verdict = doc["diagnosis"]["verdict"].as_str().unwrap();
@@ -277,7 +242,7 @@ fn the_html_report_renders_in_chromium() {
 
     // A screenshot of the page: a PNG of the window's size, not blank.
     let png = r.file("report.png");
-    let (_, console) = headless(
+    let (_, console) = common::chromium::headless(
         browser,
         &page,
         &[
@@ -457,7 +422,7 @@ impl Drop for Devtools {
 fn the_flame_graphs_zoom_in_chromium() {
     let test = "the_flame_graphs_zoom_in_chromium";
     let Some(r) = recorded(test) else { return };
-    let Some(browser) = chromium(test) else {
+    let Some(browser) = common::chromium::browser(test) else {
         return;
     };
     let mut page = Devtools::open(browser, &r.file("report.html"));

@@ -7,7 +7,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{kdiag, require_program, stderr, stdout};
+use common::{kdiag, stderr, stdout};
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -296,37 +296,14 @@ fn the_summary_shows_the_distribution_the_most_missed_checks_and_what_went_wrong
 /// per tenth of the maximum with the class's counts, every check a row.
 fn drawn_by_chromium(page: &str, bins: &[usize]) {
     let test = "the_summary_shows_the_distribution_the_most_missed_checks_and_what_went_wrong";
-    let Some(browser) = require_program(test, &["chromium", "chromium-browser"], "chromium") else {
+    let Some(browser) = common::chromium::browser(test) else {
         return;
     };
     let d = tempfile::tempdir().unwrap();
     let file = d.path().join("summary.html");
     std::fs::write(&file, page).unwrap();
-    let out = std::process::Command::new(browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--enable-logging=stderr",
-            "--v=1",
-            "--dump-dom",
-        ])
-        .arg(format!(
-            "--user-data-dir={}",
-            d.path().join("profile").display()
-        ))
-        .arg(format!("file://{}", file.display()))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{browser}: {}", stderr(&out));
-    let console: Vec<String> = stderr(&out)
-        .lines()
-        .filter(|l| l.contains(":CONSOLE"))
-        .map(String::from)
-        .collect();
+    let (dom, console) = common::chromium::headless(browser, &file, &["--dump-dom"]);
     assert!(console.is_empty(), "console messages: {console:#?}");
-    let dom = stdout(&out);
     let drawn: Vec<usize> = dom
         .split("<rect class=\"column\"")
         .skip(1)

@@ -354,16 +354,7 @@ fn a_group_turned_storage_bound_leaves_a_flight_record_of_the_bad_phase() {
     if !require_root(TEST) {
         return;
     }
-    let file = Path::new(env!("CARGO_TARGET_TMPDIR")).join("watch-flight-direct-read");
-    if std::fs::metadata(&file).map_or(true, |m| m.len() != 16 << 20) {
-        let ok = Command::new("dd")
-            .args(["if=/dev/zero", "bs=1M", "count=16", "conv=fsync"])
-            .arg(format!("of={}", file.display()))
-            .stderr(Stdio::null())
-            .status()
-            .unwrap();
-        assert!(ok.success());
-    }
+    let file = common::direct_read_file("watch-flight-direct-read");
     let disk = kdiag::sys::cgroup::disk_of(&file).unwrap();
     let cpu = OwnCg::new("cpu");
     cpu.set("cpu.shares", "262144");

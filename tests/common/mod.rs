@@ -3,6 +3,7 @@
 //! (loudly) elsewhere.
 #![allow(dead_code)]
 
+pub mod chromium;
 pub mod lab_run;
 pub mod loop_disk;
 pub mod own_cpu;
@@ -465,4 +466,21 @@ pub fn evidence_text(diagnosis: &serde_json::Value) -> Vec<String> {
 
 fn as_diagnosis(v: &serde_json::Value) -> kdiag::model::verdict::Diagnosis {
     serde_json::from_value(v.clone()).unwrap_or_else(|e| panic!("not a diagnosis ({e}): {v:#}"))
+}
+
+/// A 16 MiB file of zeros on the build tree's disk (a real block device,
+/// unlike /tmp's tmpfs), made once and kept: what the tests read with
+/// O_DIRECT under an I/O limit.
+pub fn direct_read_file(name: &str) -> PathBuf {
+    let file = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    if std::fs::metadata(&file).map_or(true, |m| m.len() != 16 << 20) {
+        let ok = Command::new("dd")
+            .args(["if=/dev/zero", "bs=1M", "count=16", "conv=fsync"])
+            .arg(format!("of={}", file.display()))
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+    file
 }
