@@ -471,8 +471,9 @@ fn the_cost_counts_the_bpf_programs_of_every_drill_down() {
         bpf["stats"] == "turned-on" || bpf["stats"] == "already-on",
         "{bpf}"
     );
-    // The off-CPU program runs at every context switch of the machine.
-    assert!(bpf["runs"].as_u64().unwrap() > 100, "{bpf}");
+    // The kernel ran them and kdiag counted it (how often depends on how
+    // busy the machine is: 25 runs in a quiet CI second, thousands loaded).
+    assert!(bpf["runs"].as_u64().unwrap() > 0, "{bpf}");
     assert!(bpf["run_time_ns"].as_u64().unwrap() > 0, "{bpf}");
     assert_eq!(std::fs::read_to_string(sysctl).unwrap(), before);
 }
