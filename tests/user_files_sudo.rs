@@ -167,6 +167,15 @@ fn cases() -> BTreeMap<&'static str, Case> {
             DirReader("workload build-module io --kernel-dir {P} --out {OUT}"),
         ),
         // lab::Files (--dir, --labs) is flattened into these commands.
+        (
+            "course gradebook <GRADED>",
+            Reader("course gradebook {P}", Some(256 * MIB)),
+        ),
+        // Read by the same function as the graded files.
+        (
+            "course gradebook --previous",
+            Same("course gradebook <GRADED>"),
+        ),
         ("lab --dir", Same("answer --dir")),
         ("lab --labs", Same("lab list --labs")),
         ("lab list --dir", Same("answer --dir")),
