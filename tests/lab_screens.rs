@@ -257,6 +257,7 @@ fn profile() -> Profile {
             user_depth: 10,
             state: None,
             waker: None,
+            ongoing: false,
         });
     }
     p.cost.wall_secs = 2.0;
@@ -524,6 +525,7 @@ fn exec_trace_and_offcpu_panels() {
         user_depth: 4,
         state: Some(state),
         waker: None,
+        ongoing: false,
     };
     p.stacks.push(stack(
         &[

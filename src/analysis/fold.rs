@@ -214,6 +214,7 @@ mod tests {
             user_depth: depth,
             state: None,
             waker: None,
+            ongoing: false,
         }
     }
 

@@ -188,6 +188,7 @@ mod tests {
             user_depth: 2,
             state: Some(state),
             waker: None,
+            ongoing: false,
         }
     }
 

@@ -137,6 +137,7 @@ mod tests {
             user_depth: 0,
             state: None,
             waker: None,
+            ongoing: false,
         }
     }
 

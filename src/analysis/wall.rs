@@ -117,7 +117,9 @@ pub struct Merged {
     pub modules: Vec<Module>,
 }
 
-type Key = (Root, TimeKind, Option<OffState>, Vec<Frame>, Option<Waker>);
+/// A stack's waker, and whether it was still waiting when the profile ended.
+type Woken = (Option<Waker>, bool);
+type Key = (Root, TimeKind, Option<OffState>, Vec<Frame>, Woken);
 
 /// Merge both halves into one profile in nanoseconds.
 pub fn merge(h: &Halves<'_>) -> Merged {
@@ -165,7 +167,7 @@ pub fn merge(h: &Halves<'_>) -> Merged {
         let root = root_of(h.cpu.threads.get(i), &s.comm);
         *samples.entry(root.clone()).or_default() += s.samples;
         let e = merged
-            .entry((root, TimeKind::OnCpu, None, s.frames.clone(), None))
+            .entry((root, TimeKind::OnCpu, None, s.frames.clone(), (None, false)))
             .or_default();
         e.0 += s.samples;
         e.1 += s.weight;
@@ -191,9 +193,10 @@ pub fn merge(h: &Halves<'_>) -> Merged {
                 frames: remap(&w.frames),
                 ..w.clone()
             });
+        let ongoing = s.ongoing && shows_waker(kind);
         let root = root_of(h.off.threads.get(i), &s.comm);
         let e = merged
-            .entry((root, kind, Some(state), frames, waker))
+            .entry((root, kind, Some(state), frames, (waker, ongoing)))
             .or_default();
         e.0 += s.samples;
         e.1 += s.weight;
@@ -202,7 +205,7 @@ pub fn merge(h: &Halves<'_>) -> Merged {
         let root = root_of(None, &r.comm);
         let kind = proc_kind(r.state, &r.wchan, &r.syscall);
         let e = merged
-            .entry((root, kind, Some(r.state), Vec::new(), None))
+            .entry((root, kind, Some(r.state), Vec::new(), (None, false)))
             .or_default();
         e.0 += r.samples;
         e.1 += r.est_ns;
@@ -239,12 +242,13 @@ pub fn merge(h: &Halves<'_>) -> Merged {
     let mut stacks: Vec<WallStack> = merged
         .into_iter()
         .map(
-            |((root, kind, state, frames, waker), (count, ns))| WallStack {
+            |((root, kind, state, frames, (waker, ongoing)), (count, ns))| WallStack {
                 root: index[&root],
                 kind,
                 state,
                 frames,
                 waker,
+                ongoing,
                 count,
                 ns,
             },
@@ -256,6 +260,7 @@ pub fn merge(h: &Halves<'_>) -> Merged {
             .then_with(|| a.kind.cmp(&b.kind))
             .then_with(|| a.frames.cmp(&b.frames))
             .then_with(|| a.waker.cmp(&b.waker))
+            .then_with(|| a.ongoing.cmp(&b.ongoing))
     });
     Merged {
         roots,
@@ -289,6 +294,7 @@ mod tests {
     use super::*;
     use crate::model::offcpu::WaitRow;
     use crate::model::profile::Stack;
+    use crate::model::wall::STILL_WAITING;
 
     fn stack(comm: &str, frames: &[Frame], state: Option<OffState>, n: u64, ns: u64) -> Stack {
         Stack {
@@ -299,6 +305,7 @@ mod tests {
             user_depth: 0,
             state,
             waker: None,
+            ongoing: false,
         }
     }
 
@@ -471,6 +478,48 @@ mod tests {
             ]
         );
         assert_eq!(lock.frames.len(), 2, "the waiter's own frames stay apart");
+    }
+
+    #[test]
+    fn waits_still_going_on_are_marked_where_wakers_are_shown() {
+        let ongoing = |frames: &[Frame], state| Stack {
+            ongoing: true,
+            ..stack("w", frames, Some(state), 1, 5)
+        };
+        let off = Profile {
+            stacks: vec![
+                ongoing(
+                    &[
+                        Frame::user("pthread_mutex_lock"),
+                        Frame::kernel("futex_wait"),
+                    ],
+                    OffState::S,
+                ),
+                ongoing(&[Frame::kernel("io_schedule")], OffState::D),
+            ],
+            threads: vec![ThreadId { pid: 10, tid: 11 }; 2],
+            ..Default::default()
+        };
+        let m = merge(&Halves {
+            cpu: &Profile::default(),
+            off: &off,
+            waits: None,
+            per_process: false,
+        });
+        let lock = m.stacks.iter().find(|s| s.kind == TimeKind::Lock).unwrap();
+        let storage = m
+            .stacks
+            .iter()
+            .find(|s| s.kind == TimeKind::Storage)
+            .unwrap();
+        assert!(lock.ongoing);
+        // Storage waits never show a waker, so nor its absence.
+        assert!(!storage.ongoing);
+        let names: Vec<String> = lock.graph_frames().iter().map(|f| f.name.clone()).collect();
+        assert_eq!(
+            names,
+            ["pthread_mutex_lock", "futex_wait", "--", STILL_WAITING]
+        );
     }
 
     #[test]

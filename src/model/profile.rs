@@ -112,6 +112,10 @@ pub struct Stack {
     /// Off-CPU profiles with wakers: who woke the thread from this sleep.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waker: Option<Waker>,
+    /// Off-CPU profiles with wakers: sleeps still going on when the
+    /// profile ended, so nothing had woken them yet.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ongoing: bool,
 }
 
 /// The thread that woke a sleeping one, and where it was when it did.

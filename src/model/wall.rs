@@ -151,6 +151,10 @@ pub struct WallStack {
     /// one at the end of each of these blocks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waker: Option<Waker>,
+    /// Waits of those kinds still going on when the profile ended: nothing
+    /// had woken them yet (their time counts up to the end).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ongoing: bool,
     /// Samples (on CPU) or blocks (off CPU).
     pub count: u64,
     pub ns: u64,
@@ -158,6 +162,8 @@ pub struct WallStack {
 
 /// The frame between a waiter's stack and its waker's in the graphs.
 pub const WAKER_SEPARATOR: &str = "--";
+/// In a waker's place: the wait had not ended when the profile did.
+pub const STILL_WAITING: &str = "[still waiting at the end]";
 
 impl WallStack {
     /// The frames the graphs and files draw, outermost first: the thread's
@@ -165,6 +171,12 @@ impl WallStack {
     /// innermost first and its name on top, as in Brendan Gregg's off-wake
     /// flame graphs (the two stacks meet where one woke the other).
     pub fn graph_frames(&self) -> Cow<'_, [Frame]> {
+        if self.ongoing {
+            let mut frames = self.frames.clone();
+            frames.push(Frame::user(WAKER_SEPARATOR));
+            frames.push(Frame::user(STILL_WAITING));
+            return Cow::Owned(frames);
+        }
         let Some(w) = &self.waker else {
             return Cow::Borrowed(&self.frames);
         };

@@ -120,6 +120,7 @@ mod tests {
                 user_depth: 2,
                 state: None,
                 waker: None,
+                ongoing: false,
             }],
             ..Default::default()
         };
@@ -146,6 +147,7 @@ mod tests {
                 user_depth: 1,
                 state: Some(crate::model::profile::OffState::S),
                 waker: None,
+                ongoing: false,
             }],
             ..Default::default()
         };

@@ -355,6 +355,7 @@ mod tests {
                     user_depth: 1,
                     state: Some(OffState::S),
                     waker: None,
+                    ongoing: false,
                 }],
                 cost: ProbeCost {
                     kdiag_cpu_secs: 0.004,

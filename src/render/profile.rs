@@ -230,6 +230,7 @@ mod tests {
                 user_depth: 2,
                 state: None,
                 waker: None,
+                ongoing: false,
             }],
             unknown_frames: vec![("libc.so.6: no symbols".into(), 1)],
             ended_early: Some("PID 7 exited during the run".into()),

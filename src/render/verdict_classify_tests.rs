@@ -377,6 +377,7 @@ fn profile_of(stacks: &[(&[&str], u64)]) -> crate::model::profile::Profile {
                 user_depth: 0,
                 state: None,
                 waker: None,
+                ongoing: false,
             })
             .collect(),
         ..Default::default()

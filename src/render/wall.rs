@@ -126,6 +126,7 @@ fn stack_line(s: &WallStack) -> String {
     let frames: Vec<String> = s.frames.iter().map(folded_frame).collect();
     match &s.waker {
         Some(w) => format!("{}  (woken by {})", one_line(&frames), waker_line(w)),
+        None if s.ongoing => format!("{}  (still waiting at the end)", one_line(&frames)),
         None => one_line(&frames),
     }
 }

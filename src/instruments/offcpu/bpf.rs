@@ -134,6 +134,8 @@ pub struct Block {
     pub count: u64,
     /// Who woke the thread from this sleep (with `Options::wakers`).
     pub waker: Option<Woke>,
+    /// Still going on when tracing ended: nothing has woken it yet.
+    pub ongoing: bool,
 }
 
 /// The thread that woke a sleeper, as it was when it did.
@@ -169,6 +171,9 @@ pub struct OffcpuBpf {
     /// Programs attached, by name, until `stop`.
     attached: Vec<&'static str>,
     filter_on: bool,
+    /// Sleeps are paired with their wakers: a block still going on at the
+    /// end is told apart (it has no waker yet, rather than none known).
+    wakers: bool,
 }
 
 /// The waking program of each attach type.
@@ -225,6 +230,7 @@ impl OffcpuBpf {
             attach: Attach::TpBtf,
             attached: Vec::new(),
             filter_on: filter_on != 0,
+            wakers: options.wakers,
         };
         // Both attach types read task_struct with CO-RE, which only the
         // kernel's BTF can relocate: without it the reads would land on the
@@ -349,8 +355,9 @@ impl OffcpuBpf {
         let offwake: BpfHashMap<_, WakeKey, Value> =
             BpfHashMap::try_from(self.ebpf.map("offwake").context("no offwake map")?)?;
 
-        // Keyed by the thread's block and its waker (none: from `blocked`).
-        let mut totals: HashMap<(Key, Option<WakerRec>), Value> = HashMap::new();
+        // Keyed by the thread's block, its waker (none: from `blocked`) and
+        // whether it was still going on at the end.
+        let mut totals: HashMap<(Key, Option<WakerRec>, bool), Value> = HashMap::new();
         let mut add = |k, v: Value| {
             let t = totals.entry(k).or_default();
             t.total_ns += v.total_ns;
@@ -358,11 +365,11 @@ impl OffcpuBpf {
         };
         for entry in blocked.iter() {
             let (k, v) = entry.context("reading the off-CPU table")?;
-            add((k, None), v);
+            add((k, None, false), v);
         }
         for entry in offwake.iter() {
             let (k, v) = entry.context("reading the off-wake table")?;
-            add((k.block, Some(k.waker)), v);
+            add((k.block, Some(k.waker), false), v);
         }
         let mut in_progress = 0;
         for entry in starts.iter() {
@@ -380,7 +387,7 @@ impl OffcpuBpf {
                 state: s.state,
             };
             add(
-                (k, None),
+                (k, None, self.wakers),
                 Value {
                     total_ns: ns,
                     count: 1,
@@ -397,7 +404,7 @@ impl OffcpuBpf {
         };
         let blocks = totals
             .into_iter()
-            .map(|((k, waker), v)| Block {
+            .map(|((k, waker, ongoing), v)| Block {
                 waker: waker.map(|w| Woke {
                     tgid: w.tgid,
                     tid: w.pid,
@@ -415,6 +422,7 @@ impl OffcpuBpf {
                 user: resolve(k.ustack, true),
                 total_ns: v.total_ns,
                 count: v.count,
+                ongoing,
             })
             .collect();
         Ok((blocks, in_progress))
@@ -559,6 +567,7 @@ impl Tracer {
                 user: half(&b.user, "[user stack lost]"),
                 count: b.count,
                 weight: b.total_ns,
+                ongoing: b.ongoing,
                 waker: b.waker.as_ref().map(|w| WakerStack {
                     pid: w.tgid,
                     tid: w.tid,

@@ -56,6 +56,7 @@ struct RawKey {
     user_lost: Option<&'static str>,
     /// Off-CPU stacks with wakers: who woke the thread.
     waker: Option<Box<RawWaker>>,
+    ongoing: bool,
 }
 
 /// A waker's stack as captured: `RawKey`'s fields for another thread.
@@ -94,6 +95,8 @@ pub struct CountedStack<'a> {
     pub weight: u64,
     /// Off-CPU: the thread that woke this one, when known.
     pub waker: Option<WakerStack<'a>>,
+    /// Off-CPU with wakers: blocks still going on when tracing ended.
+    pub ongoing: bool,
 }
 
 /// The thread that woke a sleeper, with its stack (a BPF stack map's).
@@ -237,6 +240,7 @@ impl Recorder {
                     kernel_lost: None,
                     user_lost: None,
                     waker: None,
+                    ongoing: false,
                 };
                 self.add(key, 1, s.period);
             }
@@ -319,6 +323,7 @@ impl Recorder {
             kernel_lost: lost(stack.kernel),
             user_lost: lost(stack.user),
             waker,
+            ongoing: stack.ongoing,
         };
         self.add(key, stack.count, stack.weight);
     }
@@ -367,6 +372,7 @@ impl Recorder {
             Option<OffState>,
             Vec<Frame>,
             Option<Waker>,
+            bool,
         );
         let mut merged: HashMap<MergeKey, Stack> = HashMap::new();
         for (key, count) in &self.stacks {
@@ -401,11 +407,13 @@ impl Recorder {
                     key.state,
                     frames.clone(),
                     waker.clone(),
+                    key.ongoing,
                 ))
                 .or_insert_with(|| Stack {
                     comm,
                     frames,
                     waker,
+                    ongoing: key.ongoing,
                     samples: 0,
                     weight: 0,
                     user_depth: 0,

@@ -262,6 +262,7 @@ mod tests {
             user_depth: 3,
             state: None,
             waker: None,
+            ongoing: false,
         }
     }
 
