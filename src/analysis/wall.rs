@@ -420,6 +420,37 @@ mod tests {
         assert_eq!(m.roots[0].times.total(), 5_710_000_000);
     }
 
+    /// A lock wait and a storage wait of one thread, each made by `make`
+    /// from its frames and state, merged: (the lock's, the storage's).
+    fn lock_and_storage(make: impl Fn(&[Frame], OffState) -> Stack) -> (WallStack, WallStack) {
+        let off = Profile {
+            stacks: vec![
+                make(
+                    &[
+                        Frame::user("pthread_mutex_lock"),
+                        Frame::kernel("futex_wait"),
+                    ],
+                    OffState::S,
+                ),
+                make(&[Frame::kernel("io_schedule")], OffState::D),
+            ],
+            threads: vec![ThreadId { pid: 10, tid: 11 }; 2],
+            ..Default::default()
+        };
+        let m = merge(&Halves {
+            cpu: &Profile::default(),
+            off: &off,
+            waits: None,
+            per_process: false,
+        });
+        let of = |kind| m.stacks.iter().find(|s| s.kind == kind).unwrap().clone();
+        (of(TimeKind::Lock), of(TimeKind::Storage))
+    }
+
+    fn graph_names(s: &WallStack) -> Vec<String> {
+        s.graph_frames().iter().map(|f| f.name.clone()).collect()
+    }
+
     #[test]
     fn wakers_stay_on_waits_and_follow_the_waiter_in_the_graph() {
         let waker = Waker {
@@ -432,41 +463,14 @@ mod tests {
                 Frame::kernel("try_to_wake_up"),
             ],
         };
-        let with_waker = |frames: &[Frame], state| Stack {
+        let (lock, storage) = lock_and_storage(|frames, state| Stack {
             waker: Some(waker.clone()),
             ..stack("w", frames, Some(state), 1, 5)
-        };
-        let off = Profile {
-            stacks: vec![
-                with_waker(
-                    &[
-                        Frame::user("pthread_mutex_lock"),
-                        Frame::kernel("futex_wait"),
-                    ],
-                    OffState::S,
-                ),
-                with_waker(&[Frame::kernel("io_schedule")], OffState::D),
-            ],
-            threads: vec![ThreadId { pid: 10, tid: 11 }; 2],
-            ..Default::default()
-        };
-        let m = merge(&Halves {
-            cpu: &Profile::default(),
-            off: &off,
-            waits: None,
-            per_process: false,
         });
-        let lock = m.stacks.iter().find(|s| s.kind == TimeKind::Lock).unwrap();
-        let storage = m
-            .stacks
-            .iter()
-            .find(|s| s.kind == TimeKind::Storage)
-            .unwrap();
         // A device's interrupt ends a storage wait: no waker to show.
         assert_eq!(storage.waker, None);
-        let names: Vec<String> = lock.graph_frames().iter().map(|f| f.name.clone()).collect();
         assert_eq!(
-            names,
+            graph_names(&lock),
             [
                 "pthread_mutex_lock",
                 "futex_wait",
@@ -482,42 +486,15 @@ mod tests {
 
     #[test]
     fn waits_still_going_on_are_marked_where_wakers_are_shown() {
-        let ongoing = |frames: &[Frame], state| Stack {
+        let (lock, storage) = lock_and_storage(|frames, state| Stack {
             ongoing: true,
             ..stack("w", frames, Some(state), 1, 5)
-        };
-        let off = Profile {
-            stacks: vec![
-                ongoing(
-                    &[
-                        Frame::user("pthread_mutex_lock"),
-                        Frame::kernel("futex_wait"),
-                    ],
-                    OffState::S,
-                ),
-                ongoing(&[Frame::kernel("io_schedule")], OffState::D),
-            ],
-            threads: vec![ThreadId { pid: 10, tid: 11 }; 2],
-            ..Default::default()
-        };
-        let m = merge(&Halves {
-            cpu: &Profile::default(),
-            off: &off,
-            waits: None,
-            per_process: false,
         });
-        let lock = m.stacks.iter().find(|s| s.kind == TimeKind::Lock).unwrap();
-        let storage = m
-            .stacks
-            .iter()
-            .find(|s| s.kind == TimeKind::Storage)
-            .unwrap();
         assert!(lock.ongoing);
         // Storage waits never show a waker, so nor its absence.
         assert!(!storage.ongoing);
-        let names: Vec<String> = lock.graph_frames().iter().map(|f| f.name.clone()).collect();
         assert_eq!(
-            names,
+            graph_names(&lock),
             ["pthread_mutex_lock", "futex_wait", "--", STILL_WAITING]
         );
     }
