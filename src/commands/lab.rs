@@ -17,7 +17,7 @@ use crate::error;
 use crate::grade::answers;
 use crate::grade::{self, CheckResult, Evidence, Status};
 use crate::lab::engine::{Engine, Resumed, shell_word};
-use crate::lab::medium::{Medium, text_for};
+use crate::lab::medium::{Medium, line_for, text_for};
 use crate::lab::state::{self, LabDir, Progress};
 use crate::lab::{self, solution, submission};
 use crate::lab::{default_seed, user_name};
@@ -440,7 +440,7 @@ pub fn lab_view(
                         label: c.name.clone(),
                         input,
                         points: if c.live() { 0.0 } else { c.points },
-                        hint: c.hint.clone(),
+                        hint: line_for(&c.hint, medium),
                         shell: shell.get(i).cloned().unwrap_or_default(),
                     }
                 })
