@@ -354,9 +354,14 @@ fn run_app(
     let state =
         plain::run(state, driver, &mut next_line, &mut out, prompt).map_err(unreadable_terminal)?;
     match interrupt.signal() {
-        Some(sig) if sig != libc::SIGINT => {
-            Err(interrupt.explain(anyhow::anyhow!("the lab was stopped by signal {sig}"), true))
-        }
+        // The error's context names the signal; the message says what stays.
+        Some(sig) if sig != libc::SIGINT => Err(interrupt.explain(
+            anyhow::anyhow!(
+                "the lab stopped before its end; your answers and progress stay in {}",
+                driver.engine.dir.path.display()
+            ),
+            true,
+        )),
         _ => Ok(state),
     }
 }
