@@ -191,6 +191,19 @@ fn resuming_keeps_every_answer_and_redoes_only_live_checks() {
     let mut lab = start(root.path(), &seed);
     let (new_pid, _) = workload(&lab);
     assert_ne!(new_pid, pid);
+    // The notice names the old PID, once; no step's text names it: the
+    // dead process is no process to look at.
+    // (Words of the text but its folder's name, random.)
+    let dir = root.path().display().to_string();
+    let names = |text: &str, n: u64| {
+        text.replace(&dir, "")
+            .split(|c: char| !c.is_ascii_digit())
+            .filter(|w| *w == n.to_string())
+            .count()
+    };
+    let said = lab.transcript.borrow().clone();
+    assert!(said.contains(&format!("(it was PID {pid})")), "{said}");
+    assert_eq!(names(&said, pid), 1, "{said}");
     let after = graded(root.path(), &seed);
     assert_eq!(after["score"], before["score"], "resuming keeps the score");
     lab.send("status");
@@ -208,9 +221,21 @@ fn resuming_keeps_every_answer_and_redoes_only_live_checks() {
         seen.contains("not yet: who.pid") && seen.contains("right: who.comm"),
         "{seen}"
     );
+    lab.send("next");
+    lab.expect("-- Step 2/4");
+    let step2 = lab.expect("Questions");
+    assert_eq!(names(&step2, pid), 0, "{step2}");
     lab.answer("who.pid", &new_pid.to_string());
     lab.send("check");
     lab.expect("All steps done");
+    // Step 2's commands now name the running workload.
+    lab.send("step");
+    lab.expect("-- Step 2/4");
+    let step2 = lab.expect("Questions");
+    assert!(
+        names(&step2, new_pid) > 0 && names(&step2, pid) == 0,
+        "{step2}"
+    );
     assert_eq!(lab.finish(), 0);
 
     // Submitted as an archive, the same answers get the same score from
