@@ -48,6 +48,20 @@ pub fn answer_all(lab: &mut LabRun, answers: &[(&str, String)]) -> Vec<String> {
     wrong
 }
 
+/// `kdiag ARGS FILE` run as the player runs the step's command that saves
+/// evidence (`sudo kdiag profile -p PID -d 5 --folded FILE`).
+pub fn save_evidence(lab: &LabRun, args: &[&str], file: &Path) {
+    let ok = lab
+        .kdiag()
+        .args(args)
+        .arg(file)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(ok.success(), "kdiag {args:?} {}", file.display());
+}
+
 /// `kdiag time -v -o FILE kdiag workload run ARGS...` as a step tells the
 /// learner to run it; FILE.
 pub fn time_workload(lab: &LabRun, root: &Path, file: &str, args: &[&str]) -> PathBuf {

@@ -9,7 +9,7 @@ use std::process::Stdio;
 
 use crate::common::lab_run::LabRun;
 use crate::common::stdout;
-use crate::course_common::{expect, full_score, text};
+use crate::course_common::{expect, full_score, save_evidence, text};
 
 /// The TYPE most of `pid`'s requests have in `sudo kdiag iosnoop -p PID 2`,
 /// as step 2 has the learner read it.
@@ -43,15 +43,8 @@ fn answers(lab: &LabRun, seed: &str, root: &Path) -> Vec<(&'static str, String)>
     let io_type = io_type_shown(lab, pid);
     assert_eq!(io_type, text(&e["io_type"]), "{seed}: iosnoop's TYPE");
     let folded = root.join("0-demo-profile.folded");
-    let ok = lab
-        .kdiag()
-        .args(["profile", "-p", &pid.to_string(), "-d", "5", "--folded"])
-        .arg(&folded)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(ok.success());
+    let args = ["profile", "-p", &pid.to_string(), "-d", "5", "--folded"];
+    save_evidence(lab, &args, &folded);
     vec![
         ("who.pid", pid.to_string()),
         ("who.comm", "io-app".into()),
@@ -76,8 +69,10 @@ fn the_learner_scripting_it_through_tee_reaches_the_full_score() {
     let log = root.path().join("lab.log");
     let lab = LabRun::start_as_learner_through_tee("0-demo", root.path(), seed, &log);
     let tee = lab.tee;
+    let scratch = crate::common::scratch_of(lab.pid());
     let answers = answers(&lab, seed, root.path());
     full_score(lab, &answers, "15/15", seed);
+    assert!(!scratch.exists(), "{} is removed", scratch.display());
     // What the script saw is in the log too, to the end.
     if tee {
         let logged = std::fs::read_to_string(&log).unwrap();
