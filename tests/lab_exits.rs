@@ -12,17 +12,18 @@ use std::time::Duration;
 use common::lab_run::{LabRun, one_workload, pid_alive, workload_pid};
 use common::{LEARNER, Tmux, learner, require_root};
 
-/// Signal `sig` to the plain lab, then its exit code; the workload is gone.
-fn plain_ended_by(sig: i32, seed: &str) -> i32 {
+/// Signal `sig` to the plain lab, then its exit code and what it said on
+/// stderr; the workload is gone.
+fn plain_ended_by(sig: i32, seed: &str) -> (i32, String) {
     let root = tempfile::tempdir().unwrap();
     let lab = LabRun::start("0-demo", root.path(), seed);
     let pid = lab.pid();
     lab.expect("Questions");
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(lab.child.id() as i32, sig) };
-    let code = lab.finish();
+    let ended = lab.finish_with_stderr();
     assert!(!pid_alive(pid), "the workload outlived the lab");
-    code
+    ended
 }
 
 #[test]
@@ -30,8 +31,15 @@ fn plain_mode_ctrl_c_leaves_as_quit_does_and_sigterm_interrupts() {
     if !require_root("plain_mode_ctrl_c_leaves_as_quit_does_and_sigterm_interrupts") {
         return;
     }
-    assert_eq!(plain_ended_by(libc::SIGINT, "exits-int"), 1, "unfinished");
-    assert_eq!(plain_ended_by(libc::SIGTERM, "exits-term"), 143);
+    assert_eq!(plain_ended_by(libc::SIGINT, "exits-int").0, 1, "unfinished");
+    let (code, said) = plain_ended_by(libc::SIGTERM, "exits-term");
+    assert_eq!(code, 143);
+    // The signal named once, and what stays.
+    assert_eq!(said.matches("SIGTERM").count(), 1, "{said}");
+    assert!(
+        !said.contains("signal 15") && said.contains("your answers and progress stay in"),
+        "{said}"
+    );
 }
 
 #[test]
@@ -54,11 +62,20 @@ fn app_ctrl_c_leaves_as_q_does_and_clears_its_frame() {
     t.wait_for("the welcome", |s| s.contains("Press any key to start"));
     t.keys(&["Space"]);
     t.wait_for("the first step", |s| s.contains("Step 1/"));
-    // A window made larger while the app runs: nothing of its last frame
-    // stays on the terminal after it.
+    // A window made larger, then smaller than at the start, while the app
+    // runs: nothing of its last frame stays on the terminal after it.
     t.resize(100, 30);
     t.wait_for("the frame redrawn", |s| {
         s.lines().next().is_some_and(|l| l.chars().count() > 80)
+    });
+    t.resize(70, 20);
+    // Redrawn, not cut by the terminal: the title bar ends with the score
+    // within the 70 columns.
+    t.wait_for("the frame redrawn smaller", |s| {
+        s.lines().next().is_some_and(|l| {
+            let l = l.trim_end();
+            l.ends_with("steps done") && l.chars().count() <= 70
+        })
     });
     t.keys(&["C-c"]);
     let s = t.wait_for("kdiag to end", |s| s.contains("EXITED rc="));

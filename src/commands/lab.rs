@@ -17,7 +17,7 @@ use crate::error;
 use crate::grade::answers;
 use crate::grade::{self, CheckResult, Evidence, Status};
 use crate::lab::engine::{Engine, Resumed, shell_word};
-use crate::lab::medium::{Medium, text_for};
+use crate::lab::medium::{Medium, line_for, text_for};
 use crate::lab::state::{self, LabDir, Progress};
 use crate::lab::{self, solution, submission};
 use crate::lab::{default_seed, user_name};
@@ -354,9 +354,14 @@ fn run_app(
     let state =
         plain::run(state, driver, &mut next_line, &mut out, prompt).map_err(unreadable_terminal)?;
     match interrupt.signal() {
-        Some(sig) if sig != libc::SIGINT => {
-            Err(interrupt.explain(anyhow::anyhow!("the lab was stopped by signal {sig}"), true))
-        }
+        // The error's context names the signal; the message says what stays.
+        Some(sig) if sig != libc::SIGINT => Err(interrupt.explain(
+            anyhow::anyhow!(
+                "the lab stopped before its end; your answers and progress stay in {}",
+                driver.engine.dir.path.display()
+            ),
+            true,
+        )),
         _ => Ok(state),
     }
 }
@@ -440,7 +445,7 @@ pub fn lab_view(
                         label: c.name.clone(),
                         input,
                         points: if c.live() { 0.0 } else { c.points },
-                        hint: c.hint.clone(),
+                        hint: line_for(&c.hint, medium),
                         shell: shell.get(i).cloned().unwrap_or_default(),
                     }
                 })

@@ -2,7 +2,8 @@
 //! reads keys; `--plain` has neither, and says the same with commands. In
 //! a step's markdown a block fenced `::: app` … `:::` is the app's alone,
 //! `::: plain` … `:::` plain mode's alone (pandoc's fenced divs); the rest
-//! reads the same in both.
+//! reads the same in both. A check's hint is written the same way, and
+//! read as one line.
 
 /// Where a lab is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +45,15 @@ pub fn text_for(md: &str, medium: Medium) -> String {
     out
 }
 
+/// A one-line text (a check's hint) for `medium`: its lines joined by
+/// spaces.
+pub fn line_for(text: &str, medium: Medium) -> String {
+    text_for(text, medium)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,6 +72,14 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_hint_is_one_line_of_its_medium() {
+        let hint = "::: app\nThe trend panel.\n:::\n::: plain\nsudo kdiag diagnose\n-p PID.\n:::\n";
+        assert_eq!(line_for(hint, Medium::App), "The trend panel.");
+        assert_eq!(line_for(hint, Medium::Plain), "sudo kdiag diagnose -p PID.");
+        assert_eq!(line_for("Both.", Medium::Plain), "Both.");
+    }
+
     /// What only the app has: its panels and the keys that drive them.
     const APP_ONLY: [&str; 8] = [
         "panel",
@@ -74,15 +92,19 @@ mod tests {
         "switches to",
     ];
 
-    /// Every built-in lab's steps, read in plain mode, mention no panel
-    /// or key of the app; every fence names a medium and is closed.
+    /// Every built-in lab's steps and hints, read in plain mode, mention
+    /// no panel or key of the app; every fence names a medium and is closed.
     #[test]
     fn plain_texts_never_mention_the_apps_panels_or_keys() {
         let source = Source::default();
         for id in source.ids().unwrap() {
-            let lab = source.lab(&id).unwrap();
+            let (lab, checks) = crate::lab::load(&source, &id).unwrap();
             for step in &lab.steps {
-                for md in [&step.text, &step.explain] {
+                let hints = checks.checks.iter().filter(|c| c.step == step.id);
+                let texts = [&step.text, &step.explain]
+                    .into_iter()
+                    .chain(hints.map(|c| &c.hint));
+                for md in texts {
                     let mut open: Option<&str> = None;
                     for line in md.lines() {
                         if let Some(name) = line.trim_end().strip_prefix(":::") {

@@ -2,12 +2,13 @@
 //! script or a screen reader would: one command a line, one reply a line.
 
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
-use super::{kdiag, kdiag_as_learner};
+use super::{LEARNER, kdiag, kdiag_as_learner};
 
 /// `kdiag lab LAB --plain` running with piped input; its output lines
 /// arrive on a channel. Dropping it closes stdin (the lab quits) and reaps
@@ -22,6 +23,10 @@ pub struct LabRun {
     pub lab: String,
     /// Played by the learner through sudo.
     pub learner: bool,
+    /// Started from a script with no terminal, its output through `| tee`.
+    pub tee: bool,
+    /// kdiag's standard error, whole once it has ended.
+    stderr: Option<std::thread::JoinHandle<String>>,
     /// Every line kdiag printed that `expect` has read.
     pub transcript: std::cell::RefCell<String>,
 }
@@ -37,7 +42,7 @@ pub fn one_workload() -> std::sync::MutexGuard<'static, ()> {
 
 impl LabRun {
     pub fn start(lab: &str, root: &Path, seed: &str) -> LabRun {
-        LabRun::start_with(lab, root, seed, false)
+        LabRun::start_with(lab, root, seed, None)
     }
 
     /// The same played by the unprivileged learner through sudo, as on a
@@ -49,19 +54,68 @@ impl LabRun {
             return LabRun::start(lab, root, seed);
         };
         std::os::unix::fs::chown(root, Some(uid), Some(gid)).unwrap();
-        LabRun::start_with(lab, root, seed, true)
+        LabRun::start_with(lab, root, seed, Some(None))
     }
 
-    fn start_with(lab: &str, root: &Path, seed: &str, learner: bool) -> LabRun {
+    /// The learner's `sudo kdiag lab LAB --plain | tee LOG` run by a
+    /// script (`bash -c`) in a session with no terminal at all, as cron or
+    /// a CI job would: the commands come on the script's stdin, the
+    /// replies through tee. Its exit code is kdiag's. As root, without
+    /// tee, where the learner is missing (outside CI).
+    pub fn start_as_learner_through_tee(lab: &str, root: &Path, seed: &str, log: &Path) -> LabRun {
+        let Some((uid, gid)) = super::learner(&format!("{lab} through tee")) else {
+            return LabRun::start(lab, root, seed);
+        };
+        std::os::unix::fs::chown(root, Some(uid), Some(gid)).unwrap();
+        LabRun::start_with(lab, root, seed, Some(Some(log)))
+    }
+
+    /// `learner`: None as root, Some(log) as the learner, through tee to
+    /// `log` when there is one.
+    fn start_with(lab: &str, root: &Path, seed: &str, learner: Option<Option<&Path>>) -> LabRun {
         let guard = one_workload();
-        let mut kdiag = if learner { kdiag_as_learner() } else { kdiag() };
+        let mut kdiag = match learner {
+            None => kdiag(),
+            Some(None) => kdiag_as_learner(),
+            Some(Some(log)) => {
+                let script = format!(
+                    "sudo -n {} \"$@\" | tee {}; exit ${{PIPESTATUS[0]}}",
+                    env!("CARGO_BIN_EXE_kdiag"),
+                    log.display()
+                );
+                let mut c = Command::new("sudo");
+                c.args(["-n", "-u", LEARNER, "bash", "-c", &script, "bash"]);
+                // SAFETY: setsid(2) is async-signal-safe; a session of its
+                // own has no controlling terminal.
+                unsafe {
+                    c.pre_exec(|| {
+                        libc::setsid();
+                        Ok(())
+                    })
+                };
+                c
+            }
+        };
         let mut child = kdiag
             .args(["lab", lab, "--plain", "--seed", seed, "--dir"])
             .arg(root)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap();
+        // Kept whole for the test, and shown as it comes (with the test's
+        // output when it fails).
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let stderr = std::thread::spawn(move || {
+            let (mut all, mut line) = (String::new(), String::new());
+            while err.read_line(&mut line).is_ok_and(|n| n > 0) {
+                eprint!("{line}");
+                all.push_str(&line);
+                line.clear();
+            }
+            all
+        });
         let out = BufReader::new(child.stdout.take().unwrap());
         let (tx, lines) = channel();
         std::thread::spawn(move || {
@@ -76,7 +130,9 @@ impl LabRun {
             lines,
             dir: root.join(lab),
             lab: lab.to_string(),
-            learner,
+            learner: learner.is_some(),
+            tee: matches!(learner, Some(Some(_))),
+            stderr: Some(stderr),
             transcript: Default::default(),
         };
         run.expect("Step 1/");
@@ -152,9 +208,16 @@ impl LabRun {
     }
 
     /// Close stdin (the lab quits) and return kdiag's exit code.
-    pub fn finish(mut self) -> i32 {
+    pub fn finish(self) -> i32 {
+        self.finish_with_stderr().0
+    }
+
+    /// The same, and what kdiag wrote on standard error.
+    pub fn finish_with_stderr(mut self) -> (i32, String) {
         drop(self.stdin.take());
-        self.child.wait().unwrap().code().unwrap_or(-1)
+        let code = self.child.wait().unwrap().code().unwrap_or(-1);
+        let err = self.stderr.take().unwrap().join().unwrap();
+        (code, err)
     }
 }
 

@@ -3,12 +3,11 @@
 //! CPU, load) is tests/symptoms/bio.rs's; here the lab's answers.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::common::lab_run::LabRun;
 use crate::common::require_root;
-use crate::course_common::{answer_all, expect, full_score, self_test, text};
+use crate::course_common::{answer_all, expect, full_score, save_evidence, self_test, text};
 
 /// The lab's answers for `seed`'s truth; with `evidence`, the off-CPU
 /// profile made as the step says (of the running workload).
@@ -30,15 +29,8 @@ fn answers(lab: &LabRun, seed: &str, root: &Path, evidence: bool) -> Vec<(&'stat
     ];
     if evidence {
         let folded = root.join(format!("offcpu-{seed}.folded"));
-        let ok = lab
-            .kdiag()
-            .args(["offcpu", "-p", &pid.to_string(), "-d", "2", "--folded"])
-            .arg(&folded)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .unwrap();
-        assert!(ok.success());
+        let args = ["offcpu", "-p", &pid.to_string(), "-d", "2", "--folded"];
+        save_evidence(lab, &args, &folded);
         answers.push(("artifacts.offcpu", folded.display().to_string()));
     }
     answers

@@ -48,6 +48,20 @@ pub fn answer_all(lab: &mut LabRun, answers: &[(&str, String)]) -> Vec<String> {
     wrong
 }
 
+/// `kdiag ARGS FILE` run as the player runs the step's command that saves
+/// evidence (`sudo kdiag profile -p PID -d 5 --folded FILE`).
+pub fn save_evidence(lab: &LabRun, args: &[&str], file: &Path) {
+    let ok = lab
+        .kdiag()
+        .args(args)
+        .arg(file)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(ok.success(), "kdiag {args:?} {}", file.display());
+}
+
 /// `kdiag time -v -o FILE kdiag workload run ARGS...` as a step tells the
 /// learner to run it; FILE.
 pub fn time_workload(lab: &LabRun, root: &Path, file: &str, args: &[&str]) -> PathBuf {
@@ -65,11 +79,23 @@ pub fn time_workload(lab: &LabRun, root: &Path, file: &str, args: &[&str]) -> Pa
     path
 }
 
-/// Every answer right, then quit: no "not yet", the full `score` ("14/14"),
-/// no panel or key of the app named, kdiag exits 0 (left with `quit`, or
-/// Ctrl-C by the learner) and the workload `pid` is stopped.
+/// Every hint of every step asked for first (`next` between steps), then
+/// every answer right, then quit: no "not yet", the full `score`
+/// ("14/14"), no panel or key of the app named in any step or hint, kdiag
+/// exits 0 (left with `quit`, or Ctrl-C by the learner) and the workload
+/// `pid` is stopped.
 pub fn full_score(mut lab: LabRun, answers: &[(&str, String)], score: &str, seed: &str) {
     let pid = lab.pid();
+    // Five questions at most in a step: the sixth hint says there are no
+    // more. `status` ends with the score: all replies read by then.
+    for _ in 0..4 {
+        for _ in 0..6 {
+            lab.send("hint");
+        }
+        lab.send("next");
+    }
+    lab.send("status");
+    lab.expect("score ");
     assert_eq!(
         answer_all(&mut lab, answers),
         Vec::<String>::new(),
@@ -80,14 +106,26 @@ pub fn full_score(mut lab: LabRun, answers: &[(&str, String)], score: &str, seed
         seen.contains(&format!("score {score} points, 4/4 steps done")),
         "{seen}"
     );
-    // Plain mode has no panels, and its texts say so.
+    // Plain mode has no panels, and its texts and hints say so.
     let said = lab.transcript.borrow().clone();
-    assert!(
-        !said.contains("panel") && !said.contains('↑'),
-        "plain mode names the app's panels or keys:\n{said}"
-    );
-    // The learner leaves with Ctrl-C (sudo passes it on), as quit does.
-    match lab.learner {
+    // Each step's part of the transcript, from its heading on.
+    let steps: Vec<&str> = said.split("\n-- Step ").skip(1).collect();
+    assert_eq!(steps.len(), 4, "{said}");
+    for step in steps {
+        assert!(
+            step.contains("Hint: ") && step.contains("No more hints for this step."),
+            "every hint of the step asked for:\n{step}"
+        );
+    }
+    for app_only in ["panel", "↑", "Enter"] {
+        assert!(
+            !said.contains(app_only),
+            "plain mode names the app's {app_only:?}:\n{said}"
+        );
+    }
+    // The learner leaves with Ctrl-C (sudo passes it on), as quit does; a
+    // script ends its input with quit.
+    match lab.learner && !lab.tee {
         // SAFETY: kill(2) on our own child, sudo.
         true => unsafe { libc::kill(lab.child.id() as i32, libc::SIGINT) },
         false => {

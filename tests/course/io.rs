@@ -2,12 +2,11 @@
 //! flusher writes out while the culprit looks idle.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::common::lab_run::LabRun;
 use crate::common::{kdiag, require_root, stdout};
-use crate::course_common::{answer_all, expect, full_score, self_test, text};
+use crate::course_common::{answer_all, expect, full_score, save_evidence, self_test, text};
 
 /// The lab's answers for `seed`'s truth; with `evidence`, the profile made
 /// as the step says (of the running workload).
@@ -28,16 +27,9 @@ fn answers(lab: &LabRun, seed: &str, root: &Path, evidence: bool) -> Vec<(&'stat
     ];
     if evidence {
         let folded = root.join(format!("profile-{seed}.folded"));
-        let ok = lab
-            .kdiag()
-            .args(["profile", "-p", &pid.to_string(), "-d", "5", "-F", "999"])
-            .arg("--folded")
-            .arg(&folded)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .unwrap();
-        assert!(ok.success());
+        let pid = pid.to_string();
+        let args = ["profile", "-p", &pid, "-d", "5", "-F", "999", "--folded"];
+        save_evidence(lab, &args, &folded);
         answers.push(("artifacts.profile", folded.display().to_string()));
     }
     answers

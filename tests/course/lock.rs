@@ -2,26 +2,18 @@
 //! sleeps.
 
 use std::path::Path;
-use std::process::Stdio;
 
 use crate::common::lab_run::LabRun;
 use crate::common::require_root;
-use crate::course_common::{answer_all, expect, full_score, self_test, text};
+use crate::course_common::{answer_all, expect, full_score, save_evidence, self_test, text};
 
 /// The lab's answers for `seed`'s truth, the evidence made as the step says.
 fn answers(lab: &LabRun, seed: &str, root: &Path) -> Vec<(&'static str, String)> {
     let e = expect("lock-contend", seed);
     let pid = lab.pid();
     let folded = root.join(format!("offcpu-{seed}.folded"));
-    let ok = lab
-        .kdiag()
-        .args(["offcpu", "-p", &pid.to_string(), "-d", "2", "--folded"])
-        .arg(&folded)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(ok.success());
+    let args = ["offcpu", "-p", &pid.to_string(), "-d", "2", "--folded"];
+    save_evidence(lab, &args, &folded);
     vec![
         ("who.pid", pid.to_string()),
         ("who.comm", "lock-contend".into()),

@@ -2,12 +2,11 @@
 //! rate; the rate and the time to the cap are measured, within a tolerance.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::common::lab_run::LabRun;
 use crate::common::require_root;
-use crate::course_common::{answer_all, expect, full_score, self_test, text};
+use crate::course_common::{answer_all, expect, full_score, save_evidence, self_test, text};
 
 /// The tolerance of the lab's measured checks (checks/7-trend.toml).
 const TOLERANCE: f64 = 0.15;
@@ -42,24 +41,17 @@ fn answers(lab: &LabRun, seed: &str, rate: f64, root: &Path) -> Vec<(&'static st
     // 2 MiB/s, about 6 fault samples in 10 s at 999 Hz, 28 at 4999 Hz).
     let want = [text(&e["leak_function"]), "page_fault".to_string()];
     for _ in 0..3 {
-        let ok = lab
-            .kdiag()
-            .args([
-                "profile",
-                "-p",
-                &pid.to_string(),
-                "-F",
-                "4999",
-                "-d",
-                "10",
-                "--folded",
-            ])
-            .arg(&folded)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .unwrap();
-        assert!(ok.success());
+        let args = [
+            "profile",
+            "-p",
+            &pid.to_string(),
+            "-F",
+            "4999",
+            "-d",
+            "10",
+            "--folded",
+        ];
+        save_evidence(lab, &args, &folded);
         let got = std::fs::read_to_string(&folded).unwrap_or_default();
         if want.iter().all(|w| got.contains(w.as_str())) {
             break;
