@@ -474,7 +474,7 @@ fn memory(o: &Observation, trend: Option<&Trend>) -> Finding {
     Finding::Memory {
         first: *first,
         last: *last,
-        end: o.memory.end.clone(),
+        end: o.memory.end,
         trend: trend.map(|t| MemoryGrowth {
             warm_up_s: t.warm_up_s,
             slope_kib_s: t.slope_kib_s,
