@@ -126,14 +126,19 @@ pub fn text(s: &Summary) -> String {
         let _ = writeln!(out, "  mean {}, median {}", round(mean), round(median));
     }
     let _ = writeln!(out, "\nChecks, the most missed first:");
+    // Columns as wide as the longest id and name, so long names stay aligned.
+    let width = |f: fn(&CheckRate) -> &str| s.checks.iter().map(|c| f(c).chars().count()).max();
+    let (id_w, name_w) = (width(|c| &c.id), width(|c| &c.name));
     for c in &s.checks {
         let line = format!(
-            "  {:>3.0}% passed  missed by {:>4}  {:<20} {:<40} {}",
+            "  {:>3.0}% passed  missed by {:>4}  {:<id_w$} {:<name_w$} {}",
             c.rate() * 100.0,
             c.missed,
             c.id,
             c.name,
-            attempts(c)
+            attempts(c),
+            id_w = id_w.unwrap_or(0),
+            name_w = name_w.unwrap_or(0),
         );
         let _ = writeln!(out, "{}", line.trim_end());
     }
@@ -228,5 +233,20 @@ mod tests {
         );
         assert!(t.contains("attempts: mean 2, most 2\n"), "{t}");
         assert!(t.contains("e: answers.toml is a FIFO"), "{t}");
+    }
+
+    #[test]
+    fn check_columns_stay_aligned_whatever_the_names_length() {
+        let mut a = graded("a", &[true, false]);
+        a.results[1].name = "the function the profile shows hottest, by name".into();
+        a.results[1].id = "why.function_of_the_hot_path".into();
+        let t = text(&of("l", "abc", 4.0, &[a], &[]));
+        let at: Vec<usize> = t
+            .lines()
+            .filter(|l| l.contains("% passed"))
+            .map(|l| l.find("attempts").unwrap())
+            .collect();
+        assert_eq!(at.len(), 2, "{t}");
+        assert_eq!(at[0], at[1], "{t}");
     }
 }
