@@ -131,7 +131,7 @@ pub fn text(s: &Summary) -> String {
     let (id_w, name_w) = (width(|c| &c.id), width(|c| &c.name));
     for c in &s.checks {
         let line = format!(
-            "  {:>3.0}% passed  missed by {:>4}  {:<id_w$} {:<name_w$} {}",
+            "  {:>3.0}% passed  missed by {:>4}  {:<id_w$}  {:<name_w$}  {}",
             c.rate() * 100.0,
             c.missed,
             c.id,
