@@ -407,13 +407,7 @@ impl Cluster {
 
     /// `program` of the server's as PG_USER, which must succeed.
     fn run(&self, program: &str, args: &[&str]) -> String {
-        let out = Command::new("runuser")
-            .args(["-u", PG_USER, "--"])
-            .arg(self.bin.join(program))
-            .args(args)
-            .current_dir("/tmp")
-            .output()
-            .unwrap();
+        let out = self.as_pg_user(program).args(args).output().unwrap();
         assert!(
             out.status.success(),
             "{program} {args:?}: {}{}",
@@ -425,22 +419,29 @@ impl Cluster {
 
     /// psql on the cluster, running `sql`, as a command to run or spawn.
     fn psql(&self, sql: &str) -> Command {
+        let mut c = self.as_pg_user("psql");
+        c.args([
+            "-h",
+            &self.socket_dir(),
+            "-U",
+            "postgres",
+            "-X",
+            "-q",
+            "-At",
+        ])
+        .args(["-c", sql])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+        c
+    }
+
+    /// The server's `program`, run as PG_USER (from a directory they may
+    /// enter).
+    fn as_pg_user(&self, program: &str) -> Command {
         let mut c = Command::new("runuser");
         c.args(["-u", PG_USER, "--"])
-            .arg(self.bin.join("psql"))
-            .args([
-                "-h",
-                &self.socket_dir(),
-                "-U",
-                "postgres",
-                "-X",
-                "-q",
-                "-At",
-            ])
-            .args(["-c", sql])
-            .current_dir("/tmp")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
+            .arg(self.bin.join(program))
+            .current_dir("/tmp");
         c
     }
 
@@ -470,11 +471,9 @@ impl Cluster {
 impl Drop for Cluster {
     fn drop(&mut self) {
         // The clients' backends end with the server.
-        let _ = Command::new("runuser")
-            .args(["-u", PG_USER, "--"])
-            .arg(self.bin.join("pg_ctl"))
+        let _ = self
+            .as_pg_user("pg_ctl")
             .args(["-D", &self.data(), "-m", "immediate", "-w", "stop"])
-            .current_dir("/tmp")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
