@@ -417,8 +417,15 @@ impl Cluster {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    /// psql on the cluster, running `sql`, as a command to run or spawn.
+    /// psql on the cluster, running `sql`, its output thrown away: a
+    /// session to spawn.
     fn psql(&self, sql: &str) -> Command {
+        let mut c = self.client(sql);
+        c.stdout(Stdio::null()).stderr(Stdio::null());
+        c
+    }
+
+    fn client(&self, sql: &str) -> Command {
         let mut c = self.as_pg_user("psql");
         c.args([
             "-h",
@@ -429,9 +436,7 @@ impl Cluster {
             "-q",
             "-At",
         ])
-        .args(["-c", sql])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
+        .args(["-c", sql]);
         c
     }
 
@@ -445,21 +450,15 @@ impl Cluster {
         c
     }
 
+    /// `sql`'s output (unaligned, tuples only); it must succeed.
     fn query(&self, sql: &str) -> String {
-        self.run(
-            "psql",
-            &[
-                "-h",
-                &self.socket_dir(),
-                "-U",
-                "postgres",
-                "-X",
-                "-q",
-                "-At",
-                "-c",
-                sql,
-            ],
-        )
+        let out = self.client(sql).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{sql}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     fn postmaster(&self) -> String {
