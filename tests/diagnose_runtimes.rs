@@ -333,3 +333,303 @@ fn a_contended_java_monitor_is_a_lock() {
     let (_, stack) = first_lock(&v);
     assert!(stack.iter().any(|f| names.contains(*f)), "{stack:?}");
 }
+
+/// The newest PostgreSQL server programs' directory (Debian keeps them
+/// out of PATH, under /usr/lib/postgresql/VERSION/bin).
+fn postgres_bin(test: &str) -> Option<std::path::PathBuf> {
+    let newest = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("bin"))
+        .filter(|b| b.join("pg_ctl").exists())
+        .max_by_key(|b| {
+            let v = b.parent().unwrap().file_name().unwrap().to_string_lossy();
+            v.parse::<u32>().unwrap_or(0)
+        });
+    if newest.is_none() {
+        assert!(
+            !common::in_ci(),
+            "{test}: needs PostgreSQL (apt-get install postgresql), and CI=true forbids skipping"
+        );
+        eprintln!("SKIPPED {test}: PostgreSQL is not installed");
+    }
+    newest
+}
+
+/// The unprivileged user the cluster runs as (.ci/run creates it).
+const PG_USER: &str = "kdiag-other";
+
+/// A PostgreSQL cluster of the test's own in a temporary directory, run by
+/// PG_USER, reached only through its own unix socket (no TCP port); stopped
+/// (immediately) and removed on every way out of the test.
+struct Cluster {
+    bin: std::path::PathBuf,
+    dir: tempfile::TempDir,
+}
+
+impl Cluster {
+    fn start(bin: std::path::PathBuf) -> Cluster {
+        let dir = tempfile::Builder::new()
+            .prefix("kdiag-pgtest-")
+            .tempdir_in("/tmp")
+            .unwrap();
+        let chown = Command::new("chown")
+            .args([PG_USER, dir.path().to_str().unwrap()])
+            .status()
+            .unwrap();
+        assert!(chown.success());
+        let c = Cluster { bin, dir };
+        let data = c.data();
+        c.run(
+            "initdb",
+            &["-D", &data, "-A", "trust", "-U", "postgres", "--no-sync"],
+        );
+        let opts = format!(
+            "-k {} -c listen_addresses= -c fsync=off -c shared_buffers=16MB",
+            c.socket_dir()
+        );
+        let log = format!("{}/log", c.socket_dir());
+        c.run(
+            "pg_ctl",
+            &["-D", &data, "-o", &opts, "-l", &log, "-w", "start"],
+        );
+        c
+    }
+
+    fn socket_dir(&self) -> String {
+        self.dir.path().to_str().unwrap().to_string()
+    }
+
+    fn data(&self) -> String {
+        format!("{}/data", self.socket_dir())
+    }
+
+    /// `program` of the server's as PG_USER, which must succeed.
+    fn run(&self, program: &str, args: &[&str]) -> String {
+        let out = self.as_pg_user(program).args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{program} {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// psql on the cluster, running `sql`, its output thrown away: a
+    /// session to spawn.
+    fn psql(&self, sql: &str) -> Command {
+        let mut c = self.client(sql);
+        c.stdout(Stdio::null()).stderr(Stdio::null());
+        c
+    }
+
+    fn client(&self, sql: &str) -> Command {
+        let mut c = self.as_pg_user("psql");
+        c.args([
+            "-h",
+            &self.socket_dir(),
+            "-U",
+            "postgres",
+            "-X",
+            "-q",
+            "-At",
+        ])
+        .args(["-c", sql]);
+        c
+    }
+
+    /// The server's `program`, run as PG_USER (from a directory they may
+    /// enter).
+    fn as_pg_user(&self, program: &str) -> Command {
+        let mut c = Command::new("runuser");
+        c.args(["-u", PG_USER, "--"])
+            .arg(self.bin.join(program))
+            .current_dir("/tmp");
+        c
+    }
+
+    /// `sql`'s output (unaligned, tuples only); it must succeed.
+    fn query(&self, sql: &str) -> String {
+        let out = self.client(sql).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{sql}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn postmaster(&self) -> String {
+        let pid = std::fs::read_to_string(format!("{}/postmaster.pid", self.data())).unwrap();
+        pid.lines().next().unwrap().to_string()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        // The clients' backends end with the server.
+        let _ = self
+            .as_pg_user("pg_ctl")
+            .args(["-D", &self.data(), "-m", "immediate", "-w", "stop"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// Two sessions wait on the row a third holds locked in an open
+/// transaction: their backends sleep in ProcSleep → WaitLatch, which
+/// waits in epoll_wait (a futex is nowhere), "sleeping by design" by the
+/// call alone. The stacks read from /proc name the lock: the waiting
+/// backend's verdict is `lock`, a PostgreSQL heavyweight lock; `--tree`
+/// on the postmaster says the same.
+#[test]
+fn postgresql_backends_waiting_on_a_row_lock_are_a_lock() {
+    let test = "postgresql_backends_waiting_on_a_row_lock_are_a_lock";
+    if !require_root(test) {
+        return;
+    }
+    let Some(bin) = postgres_bin(test) else {
+        return;
+    };
+    if Command::new("id")
+        .arg(PG_USER)
+        .output()
+        .map_or(true, |o| !o.status.success())
+    {
+        assert!(
+            !common::in_ci(),
+            "{test}: needs the user {PG_USER} (.ci/run creates it)"
+        );
+        eprintln!("SKIPPED {test}: no user {PG_USER}");
+        return;
+    }
+    let pg = Cluster::start(bin);
+    pg.query("CREATE TABLE t (id int PRIMARY KEY, n int); INSERT INTO t VALUES (1, 0);");
+    let _holder = Proc(
+        pg.psql("BEGIN; UPDATE t SET n = n + 1 WHERE id = 1; SELECT pg_sleep(600);")
+            .spawn()
+            .unwrap(),
+    );
+    // The holder's update first, then the waiters'.
+    let t = Instant::now();
+    while pg.query("SELECT count(*) FROM pg_locks WHERE locktype = 'transactionid' AND granted")
+        == "0\n"
+    {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "the holder took no lock"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _waiters: Vec<Proc> = (0..2)
+        .map(|_| {
+            Proc(
+                pg.psql("UPDATE t SET n = n + 1 WHERE id = 1;")
+                    .spawn()
+                    .unwrap(),
+            )
+        })
+        .collect();
+    let waiting =
+        || pg.query("SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' ORDER BY pid");
+    let t = Instant::now();
+    while waiting().lines().count() < 2 {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "no session waits: {}",
+            waiting()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let backend = waiting().lines().next().unwrap().to_string();
+    let v = common::diagnose_json(&["-d", "2", "-p", &backend]);
+    let share = assert_runtime_lock(
+        &v,
+        "PostgreSQL",
+        "a heavyweight lock (row or table)",
+        "ProcSleep",
+    );
+    // It waits all the time (one thread, asleep in the lock).
+    assert!(
+        share >= 0.8,
+        "{share}: {}",
+        v["observation"]["runtime_locks"]
+    );
+    let (l, _) = first_lock(&v);
+    assert_eq!(l["call"], "epoll_wait", "{l}");
+
+    // The whole server: two of its processes wait, the rest sleep.
+    let v = common::diagnose_json(&["-d", "2", "-p", &pg.postmaster(), "--tree"]);
+    assert_runtime_lock(
+        &v,
+        "PostgreSQL",
+        "a heavyweight lock (row or table)",
+        "ProcSleep",
+    );
+}
+
+/// Eight goroutines take turns at one sync.Mutex, computing while they
+/// hold it (tests/programs/contend_mutex.go, built by the test). A
+/// goroutine that waits parks, and the thread that ran it sleeps in the
+/// scheduler's futex: the stacks read from /proc stop where Go switches to
+/// the scheduler's stack, the off-CPU profile's frame-pointer stacks go on
+/// to the goroutine's sync.(*Mutex).lockSlow. The verdict is `lock`, a
+/// Go sync.Mutex, taken in main.worker. In a cpu cgroup of its own
+/// (`OwnCpu`), as the GIL test, so the holder gets its CPU.
+#[test]
+fn go_goroutines_contending_a_mutex_are_a_lock() {
+    let test = "go_goroutines_contending_a_mutex_are_a_lock";
+    if !require_root(test) {
+        return;
+    }
+    let Some(go) = common::require_program(test, &["go"], "golang-go") else {
+        return;
+    };
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let bin = dir.path().join("contend_mutex");
+    let source = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/programs/contend_mutex.go"
+    );
+    let out = Command::new(go)
+        .args(["build", "-o"])
+        .arg(&bin)
+        .arg(source)
+        .env("GOCACHE", dir.path().join("cache"))
+        .env("GOPATH", dir.path().join("gopath"))
+        .env("GOFLAGS", "")
+        .env("GO111MODULE", "off")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "go build: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let own = OwnCpu::new("gomutex");
+    let p = started(&mut Command::new(&bin));
+    if let Some(own) = &own {
+        own.add(p.0.id());
+    }
+    let pid = p.0.id().to_string();
+    let v = common::diagnose_json(&["-d", "2", "-p", &pid]);
+    let share = assert_runtime_lock(&v, "Go", "a sync.Mutex", "sync.(*Mutex).lockSlow");
+    assert!(
+        share > 0.2,
+        "{share}: {}",
+        v["observation"]["runtime_locks"]
+    );
+    let (l, stack) = first_lock(&v);
+    assert_eq!(l["caller"], "main.worker", "{l}");
+    assert!(
+        stack.iter().any(|f| f.starts_with("runtime.semacquire")),
+        "{stack:?}"
+    );
+    assert!(
+        stack.iter().any(|f| f.starts_with("runtime.futex")),
+        "{stack:?}"
+    );
+}

@@ -9,8 +9,8 @@ use std::collections::HashMap;
 
 use crate::analysis::waits::RUNTIME_LOCK;
 use crate::model::diagnosis::Observation;
-use crate::model::locks::RuntimeLock;
-use crate::model::profile::{Frame, Profile};
+use crate::model::locks::{LOCK_CALLS, RuntimeLock};
+use crate::model::profile::{Frame, Profile, WeightUnit};
 use crate::model::verdict::LockSeen;
 
 /// One way of waiting: a stack with a frame named `inner` (and, when
@@ -143,22 +143,27 @@ pub const PATTERNS: &[Pattern] = &[
 /// samples or more: their stacks are worth reading after the verdict.
 pub const WORTH_A_LOOK: f64 = 0.1;
 
-/// Whether the observation's threads waited enough in futexes or
-/// semaphores for their stacks to matter (a runtime's lock may hide there).
+/// Whether the observation's threads waited enough in the calls a lock
+/// waits in for their stacks to matter (a runtime's lock may hide there).
 pub fn worth_a_look(o: &Observation) -> bool {
     let all: u64 = o.samples.iter().map(|s| s.count).sum();
     let waits: u64 = o
         .samples
         .iter()
-        .filter(|s| {
-            matches!(
-                s.syscall.as_str(),
-                "futex" | "futex_waitv" | "semop" | "semtimedop"
-            )
-        })
+        .filter(|s| LOCK_CALLS.contains(&s.syscall.as_str()))
         .map(|s| s.count)
         .sum();
     all > 0 && waits as f64 >= WORTH_A_LOOK * all as f64
+}
+
+/// The system call an off-CPU stack waits in, from its kernel entry frame
+/// (`__x64_sys_futex`); None for a stack without kernel frames.
+pub fn call_of(frames: &[Frame]) -> Option<&str> {
+    const ENTRIES: &[&str] = &["__x64_sys_", "__arm64_sys_", "__se_sys_", "__do_sys_"];
+    frames
+        .iter()
+        .filter(|f| f.kernel)
+        .find_map(|f| ENTRIES.iter().find_map(|e| f.name.strip_prefix(e)))
 }
 
 /// How far out `outer` may be from `inner`.
@@ -187,12 +192,21 @@ fn named(f: &Frame) -> bool {
     !f.kernel && !f.name.starts_with('[') && !f.name.contains("+0x")
 }
 
-/// What the stacks of `p` (one sample per thread seen waiting, per sweep)
-/// waited in, of `thread_samples` taken in all: each kind once, most
-/// first. Stacks no pattern matches are left out.
-pub fn attribute(p: &Profile, thread_samples: u64) -> Vec<RuntimeLock> {
-    type Key = (&'static str, &'static str, &'static str, Option<String>);
-    let mut by: HashMap<Key, (u64, u64, Vec<String>)> = HashMap::new();
+/// What the stacks of `p` waited in, of `total` in all (thread samples
+/// for the sweep's profile, one sample per thread seen waiting, per sweep;
+/// thread-nanoseconds for an off-CPU profile, whose stacks weigh the time
+/// blocked), in `call` (None: each stack's own kernel entry): each kind
+/// once per call, most first. Stacks no pattern matches are left out.
+pub fn attribute(p: &Profile, total: u64, call: Option<&str>) -> Vec<RuntimeLock> {
+    type Key = (
+        &'static str,
+        &'static str,
+        &'static str,
+        Option<String>,
+        String,
+    );
+    let nanoseconds = p.unit == WeightUnit::Nanoseconds;
+    let mut by: HashMap<Key, (u64, u64, u64, Vec<String>)> = HashMap::new();
     for s in &p.stacks {
         let Some((pat, i)) = matching(&s.frames) else {
             continue;
@@ -202,73 +216,112 @@ pub fn attribute(p: &Profile, thread_samples: u64) -> Vec<RuntimeLock> {
             .rev()
             .find(|f| named(f) && !PATTERNS.iter().any(|q| f.name.contains(q.inner)))
             .map(|f| f.name.clone());
+        let call = call.or_else(|| call_of(&s.frames)).unwrap_or_default();
         let e = by
-            .entry((pat.runtime, pat.kind, pat.function, caller))
+            .entry((pat.runtime, pat.kind, pat.function, caller, call.into()))
             .or_default();
         e.0 += s.samples;
-        if s.samples > e.1 {
-            e.1 = s.samples;
-            e.2 = s.frames.iter().map(|f| f.name.clone()).collect();
+        e.1 += if nanoseconds { s.weight } else { s.samples };
+        if s.samples > e.2 {
+            e.2 = s.samples;
+            e.3 = s.frames.iter().map(|f| f.name.clone()).collect();
         }
     }
     let lock_of = |kind: &str| PATTERNS.iter().any(|p| p.kind == kind && p.lock);
     let mut v: Vec<RuntimeLock> = by
         .into_iter()
         .map(
-            |((runtime, kind, function, caller), (n, _, stack))| RuntimeLock {
+            |((runtime, kind, function, caller, call), (n, weight, _, stack))| RuntimeLock {
                 runtime: runtime.into(),
                 kind: kind.into(),
                 lock: lock_of(kind),
                 function: function.into(),
                 caller,
+                call,
                 samples: n,
-                share: n as f64 / thread_samples.max(1) as f64,
+                share: weight as f64 / total.max(1) as f64,
                 stack,
             },
         )
         .collect();
-    v.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.kind.cmp(&b.kind)));
+    v.sort_by(|a, b| {
+        b.share
+            .total_cmp(&a.share)
+            .then(b.samples.cmp(&a.samples))
+            .then(a.kind.cmp(&b.kind))
+            .then(a.call.cmp(&b.call))
+    });
     v
 }
 
-/// Count as lock waits the share of the observation's futex and semaphore
-/// waits that the stacks showed waiting for a runtime's lock (they were
-/// "condition (futex)", sleeping by design). Returns whether any moved.
+/// The share of the thread time `locks` saw waiting for a lock.
+pub fn lock_share(locks: &[RuntimeLock]) -> f64 {
+    locks.iter().filter(|l| l.lock).map(|l| l.share).sum()
+}
+
+/// Count as lock waits the share of the observation's waits that the
+/// stacks showed waiting for a runtime's lock (they were "condition
+/// (futex)" or "events (poll)", sleeping by design), call by call.
+/// Returns whether any moved.
 pub fn relabel(o: &mut Observation, locks: &[RuntimeLock]) -> bool {
-    let lock_share: f64 = locks.iter().filter(|l| l.lock).map(|l| l.share).sum();
-    let waits = |s: &crate::model::diagnosis::ThreadSamples| {
-        matches!(s.syscall.as_str(), "futex" | "futex_waitv") && s.on == "futex"
-    };
     let all: u64 = o.samples.iter().map(|s| s.count).sum();
-    let futex: u64 = o.samples.iter().filter(|s| waits(s)).map(|s| s.count).sum();
-    if lock_share <= 0.0 || futex == 0 || all == 0 {
-        return false;
-    }
-    // The stacks were sampled in another window: the same share of the
-    // thread time, at most every futex wait.
-    let moved = (lock_share / (futex as f64 / all as f64)).min(1.0);
-    let mut out = Vec::new();
-    for s in std::mem::take(&mut o.samples) {
-        if !waits(&s) {
-            out.push(s);
+    let mut calls: Vec<&str> = locks
+        .iter()
+        .filter(|l| l.lock)
+        .map(|l| l.call.as_str())
+        .collect();
+    calls.sort();
+    calls.dedup();
+    let mut moved_any = false;
+    for call in calls {
+        let share: f64 = locks
+            .iter()
+            .filter(|l| l.lock && l.call == call)
+            .map(|l| l.share)
+            .sum();
+        // A lock seen in no known call: the futex and semaphore waits.
+        let waits = |s: &crate::model::diagnosis::ThreadSamples| {
+            let in_call = if call.is_empty() {
+                matches!(
+                    s.syscall.as_str(),
+                    "futex" | "futex_waitv" | "semop" | "semtimedop"
+                )
+            } else {
+                s.syscall == call
+            };
+            in_call && s.state != 'R' && s.on != "mutex" && s.on != RUNTIME_LOCK
+        };
+        let n: u64 = o.samples.iter().filter(|s| waits(s)).map(|s| s.count).sum();
+        if share <= 0.0 || n == 0 || all == 0 {
             continue;
         }
-        let n = (s.count as f64 * moved).round() as u64;
-        if n > 0 {
-            let mut l = s.clone();
-            l.on = RUNTIME_LOCK.into();
-            l.count = n;
-            out.push(l);
+        // The stacks were sampled in another window: the same share of the
+        // thread time, at most every wait in that call.
+        let moved = (share / (n as f64 / all as f64)).min(1.0);
+        let mut out = Vec::new();
+        for s in std::mem::take(&mut o.samples) {
+            if !waits(&s) {
+                out.push(s);
+                continue;
+            }
+            let n = (s.count as f64 * moved).round() as u64;
+            if n > 0 {
+                let mut l = s.clone();
+                l.on = RUNTIME_LOCK.into();
+                l.count = n;
+                out.push(l);
+                moved_any = true;
+            }
+            if s.count > n {
+                let mut rest = s;
+                rest.count -= n;
+                out.push(rest);
+            }
         }
-        if s.count > n {
-            let mut rest = s;
-            rest.count -= n;
-            out.push(rest);
-        }
+        out.sort_by(|a, b| b.count.cmp(&a.count).then(a.cmp(b)));
+        o.samples = out;
     }
-    out.sort_by(|a, b| b.count.cmp(&a.count).then(a.cmp(b)));
-    o.samples = out;
-    true
+    moved_any
 }
 
 /// The runtime's lock waited for most, and the share of the thread time
@@ -300,6 +353,45 @@ mod tests {
 
     fn kind(names: &[&str]) -> Option<&'static str> {
         matching(&stack(names)).map(|(p, _)| p.kind)
+    }
+
+    #[test]
+    fn a_lock_is_relabelled_in_the_call_it_was_seen_in() {
+        let mut frames = stack(&["PostgresMain", "LockAcquireExtended", "ProcSleep"]);
+        frames.push(Frame {
+            name: "__x64_sys_epoll_wait".into(),
+            kernel: true,
+            module: None,
+        });
+        assert_eq!(call_of(&frames), Some("epoll_wait"));
+        assert_eq!(call_of(&stack(&["main"])), None);
+        let l = RuntimeLock {
+            runtime: "PostgreSQL".into(),
+            kind: "a heavyweight lock (row or table)".into(),
+            lock: true,
+            call: "epoll_wait".into(),
+            share: 0.25,
+            ..Default::default()
+        };
+        let mut o = Observation::default();
+        o.sample('S', "", "epoll_wait", "", 50);
+        o.sample('S', "", "futex", "futex", 50);
+        assert!(relabel(&mut o, &[l]));
+        let lock: u64 = o
+            .samples
+            .iter()
+            .filter(|s| s.on == RUNTIME_LOCK)
+            .map(|s| s.count)
+            .sum();
+        // A quarter of all the samples, all in epoll_wait; the futex
+        // waits stay conditions.
+        assert_eq!(lock, 25);
+        assert!(
+            o.samples
+                .iter()
+                .filter(|s| s.on == RUNTIME_LOCK)
+                .all(|s| s.syscall == "epoll_wait")
+        );
     }
 
     #[test]

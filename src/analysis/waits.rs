@@ -56,10 +56,9 @@ fn by_syscall(d: bool, syscall: &str, on: &str) -> Option<Wait> {
     Some(match syscall {
         "fault" if d => w(Storage, "page fault"),
         "futex" if on == "mutex" => w(Lock, "mutex (futex)"),
-        // A runtime's lock, named by the waiters' stacks (`analysis::locks`).
-        "futex" | "futex_waitv" | "semop" | "semtimedop" if on == RUNTIME_LOCK => {
-            w(Lock, "runtime lock")
-        }
+        // A runtime's lock, named by the waiters' stacks (`analysis::locks`),
+        // whatever call it waits in (PostgreSQL's in epoll_wait).
+        _ if on == RUNTIME_LOCK => w(Lock, "runtime lock"),
         "futex" | "futex_waitv" => w(Sleeping, "condition (futex)"),
         "nanosleep" | "clock_nanosleep" => w(Sleeping, "timer"),
         "poll" | "ppoll" | "select" | "pselect6" | "epoll_wait" | "epoll_pwait"

@@ -89,6 +89,17 @@ pub(super) fn drill(
     // seconds, and the wait is one window whatever the number.
     let mut runtime_locks = Vec::new();
     let mut profiles = Vec::new();
+    // The lock sweep reads stacks DWARF-unwound, which stop where a
+    // runtime switches stacks (Go's scheduler, under which a goroutine
+    // parked on a sync.Mutex leaves its thread asleep); the off-CPU
+    // profile's frame-pointer stacks cross it. Recorded for the locks
+    // alone when no off-CPU drill-down runs.
+    let threads: usize = carriers
+        .iter()
+        .map(|&p| crate::sys::procfs::tids(p).len())
+        .sum();
+    let offcpu_for_locks = sweep && root && !runs.contains(&Drill::Offcpu);
+    let mut fp_locks = Vec::new();
     let results: Vec<(Drill, anyhow::Result<Found>)> = std::thread::scope(|s| {
         let running: Vec<_> = runs
             .iter()
@@ -99,9 +110,16 @@ pub(super) fn drill(
                 )
             })
             .collect();
+        let offcpu =
+            offcpu_for_locks.then(|| s.spawn(move || offcpu::record_all(carriers, window, stop)));
         if sweep && let Ok(w) = blocked::sweep(carriers, window, stop) {
-            runtime_locks = locks::attribute(&w.profile, w.thread_samples);
-            profiles.push(w.profile);
+            for (call, p) in w.by_call {
+                runtime_locks.extend(locks::attribute(&p, w.thread_samples, Some(call)));
+                profiles.push(p);
+            }
+        }
+        if let Some(Ok(Ok((p, _)))) = offcpu.map(|t| t.join()) {
+            fp_locks = blocked_locks(&p, window, threads);
         }
         running
             .into_iter()
@@ -121,6 +139,9 @@ pub(super) fn drill(
             }
             Ok(Found::Offcpu(p)) => {
                 found.add_offcpu(&p);
+                if sweep {
+                    fp_locks = blocked_locks(&p, window, threads);
+                }
                 profiles.push(p);
             }
             Ok(Found::Storage(s)) => found.storage = Some(s),
@@ -132,9 +153,21 @@ pub(super) fn drill(
             )),
         }
     }
+    // Whichever stacks saw more of the waiting as a lock tell it.
+    if locks::lock_share(&fp_locks) > locks::lock_share(&runtime_locks) {
+        runtime_locks = fp_locks;
+    }
+    runtime_locks.sort_by(|a, b| b.share.total_cmp(&a.share).then(a.kind.cmp(&b.kind)));
     let profiles: Vec<&Profile> = profiles.iter().collect();
     found.unnamed = runtimes::unnamed(&profiles, carriers);
     (Some(found), runtime_locks)
+}
+
+/// The runtime locks an off-CPU profile of `threads` threads over
+/// `window` saw, by the time blocked in each.
+fn blocked_locks(p: &Profile, window: Duration, threads: usize) -> Vec<RuntimeLock> {
+    let total = window.as_nanos() as u64 * threads.max(1) as u64;
+    locks::attribute(p, total, None)
 }
 
 /// What one drill-down collected.

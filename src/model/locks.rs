@@ -18,6 +18,9 @@ pub struct RuntimeLock {
     pub function: String,
     /// The nearest named function outside the lock's own, when known.
     pub caller: Option<String>,
+    /// The system call the waits were seen in (`futex`, `epoll_wait`);
+    /// empty when unknown.
+    pub call: String,
     /// Thread samples seen waiting this way, and their share of all the
     /// thread samples taken.
     pub samples: u64,
@@ -25,3 +28,16 @@ pub struct RuntimeLock {
     /// The most common stack waiting this way, outermost first.
     pub stack: Vec<String>,
 }
+
+/// The calls a runtime's lock waits in: futexes and semaphores, and the
+/// event waits of runtimes that sleep on a latch (PostgreSQL's lock sleeps
+/// wait in epoll_wait).
+pub const LOCK_CALLS: &[&str] = &[
+    "futex",
+    "futex_waitv",
+    "semop",
+    "semtimedop",
+    "epoll_wait",
+    "epoll_pwait",
+    "epoll_pwait2",
+];

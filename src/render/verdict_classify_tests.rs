@@ -407,7 +407,7 @@ fn gil_waits_become_the_lock_verdict() {
         ),
         (&["main", "sleep"], 5),
     ]);
-    let locks = crate::analysis::locks::attribute(&p, 200);
+    let locks = crate::analysis::locks::attribute(&p, 200, None);
     assert_eq!(locks.len(), 2, "{locks:?}");
     assert_eq!(locks[0].kind, "the GIL");
     assert_eq!(locks[0].caller.as_deref(), Some("PyEval_RestoreThread"));

@@ -1,6 +1,7 @@
 //! What blocked threads wait in, in user space, without BPF: every 50 ms,
-//! each thread of the processes that sleeps in a call threads wait in for
-//! each other (futex, System V semaphores) has its user stack read from
+//! each thread of the processes that sleeps in a call a lock waits in
+//! (futex, System V semaphores, a latch's epoll_wait) has its user stack
+//! read from
 //! /proc (`sys::procfs::stack`) and unwound from the binaries' DWARF CFI,
 //! as a `--call-graph dwarf` sample would be. Runtimes built without frame
 //! pointers (CPython, glibc) show their lock functions this way, where the
@@ -11,7 +12,8 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use crate::instruments::profile::symbolize::{RecordOptions, Recorder};
-use crate::instruments::profile::unwind::{CallGraph, DEFAULT_STACK_SIZE};
+use crate::instruments::profile::unwind::{CallGraph, DEFAULT_STACK_SIZE, UNKNOWN_BP};
+use crate::model::locks::LOCK_CALLS;
 use crate::model::profile::Profile;
 use crate::sys::perf::{Record, Sample, UserRegs};
 use crate::sys::procfs::{stack, syscalls};
@@ -21,13 +23,11 @@ const EVERY: Duration = Duration::from_millis(50);
 /// The most threads looked at in one sweep (the cost stays bounded).
 const MOST_THREADS: usize = 256;
 
-/// The calls threads wait for each other in.
-const WAITS: &[&str] = &["futex", "futex_waitv", "semop", "semtimedop"];
-
-/// A sweep's stacks (one sample per thread seen waiting, per sweep) and how
-/// many thread samples were taken in all (waiting or not).
+/// A sweep's stacks (one sample per thread seen waiting, per sweep), a
+/// profile per call they waited in, and how many thread samples were taken
+/// in all (waiting or not).
 pub struct Sweep {
-    pub profile: Profile,
+    pub by_call: Vec<(&'static str, Profile)>,
     pub thread_samples: u64,
 }
 
@@ -69,7 +69,7 @@ fn record(recorder: &mut Recorder, pid: i32, tid: i32, b: stack::Blocked) {
         user_regs: Some(UserRegs {
             ip: b.pc,
             sp: b.sp,
-            bp: 0,
+            bp: UNKNOWN_BP,
         }),
         user_stack: &bytes,
     };
@@ -78,14 +78,9 @@ fn record(recorder: &mut Recorder, pid: i32, tid: i32, b: stack::Blocked) {
 
 /// Sweep the threads of `pids` for `window` (cut short when `stop` is set).
 pub fn sweep(pids: &[i32], window: Duration, stop: &AtomicBool) -> anyhow::Result<Sweep> {
-    let mut recorder = Recorder::new(RecordOptions {
-        call_graph: CallGraph::Dwarf,
-        user_only: true,
-        ..Default::default()
-    });
-    for &pid in pids {
-        recorder.capture(pid as u32);
-    }
+    // One recorder per call, made when a thread is first seen in it: the
+    // waits are relabelled call by call (`analysis::locks::relabel`).
+    let mut recorders: Vec<(&'static str, Recorder)> = Vec::new();
     let (start, mut thread_samples, mut next) = (Instant::now(), 0u64, Instant::now());
     super::for_window(window, stop, |wait| {
         if Instant::now() < next {
@@ -101,21 +96,43 @@ pub fn sweep(pids: &[i32], window: Duration, stop: &AtomicBool) -> anyhow::Resul
             let Some(b) = stack::blocked(pid, tid) else {
                 continue;
             };
-            if !syscalls::name(b.nr as i64).is_some_and(|n| WAITS.contains(&n)) {
+            let Some(call) = syscalls::name(b.nr as i64).filter(|n| LOCK_CALLS.contains(n)) else {
                 continue;
-            }
-            record(&mut recorder, pid, tid, b);
+            };
+            let i = match recorders.iter().position(|(c, _)| *c == call) {
+                Some(i) => i,
+                None => {
+                    let mut r = Recorder::new(RecordOptions {
+                        call_graph: CallGraph::Dwarf,
+                        user_only: true,
+                        ..Default::default()
+                    });
+                    for &pid in pids {
+                        r.capture(pid as u32);
+                    }
+                    recorders.push((call, r));
+                    recorders.len() - 1
+                }
+            };
+            record(&mut recorders[i].1, pid, tid, b);
         }
         Ok(())
     })?;
-    let mut profile = Profile {
-        target: crate::instruments::profile::target_name(pids),
-        ..Default::default()
-    };
-    profile.cost.wall_secs = start.elapsed().as_secs_f64();
-    recorder.finish(&mut profile);
+    let wall_secs = start.elapsed().as_secs_f64();
+    let by_call = recorders
+        .into_iter()
+        .map(|(call, r)| {
+            let mut profile = Profile {
+                target: crate::instruments::profile::target_name(pids),
+                ..Default::default()
+            };
+            profile.cost.wall_secs = wall_secs;
+            r.finish(&mut profile);
+            (call, profile)
+        })
+        .collect();
     Ok(Sweep {
-        profile,
+        by_call,
         thread_samples,
     })
 }

@@ -209,7 +209,19 @@ impl Unwinder {
     }
 }
 
-/// Unwind one stack copy. `stack` starts at `regs.sp`.
+/// The frame pointer of a thread read from /proc (`instruments::blocked`),
+/// which tells its stack pointer and instruction pointer but not rbp.
+pub const UNKNOWN_BP: u64 = u64::MAX;
+
+/// How many guesses at an unknown rbp are walked.
+const BP_GUESSES: usize = 8;
+
+/// Unwind one stack copy. `stack` starts at `regs.sp`. With an unknown
+/// rbp ([`UNKNOWN_BP`]), a walk that stops at a function whose frame is
+/// found through rbp (one with a variable-length array: PostgreSQL's
+/// WaitEventSetWait) is walked again from each place in the copy that
+/// looks like a saved frame (a pointer further up the stack, then a code
+/// address), and the longest walk kept.
 fn walk(
     proc: &mut Process,
     regs: crate::sys::perf::UserRegs,
@@ -220,6 +232,57 @@ fn walk(
     if stack.is_empty() {
         stats.no_stack += 1;
     }
+    let unknown = regs.bp == UNKNOWN_BP;
+    let regs = crate::sys::perf::UserRegs {
+        bp: if unknown { 0 } else { regs.bp },
+        ..regs
+    };
+    let (mut frames, mut exhausted) = walk_from(proc, regs, stack, max_frames);
+    // framehop ends a walk whose frame address it cannot compute as it
+    // ends one at the outermost frame: every walk short of the limit is
+    // tried again (a guess is kept only when it walks further).
+    if unknown && frames.len() < max_frames && !exhausted {
+        let word = |off: usize| {
+            stack
+                .get(off..off + 8)
+                .map(|b| u64::from_ne_bytes(b.try_into().unwrap()))
+        };
+        let end = regs.sp + stack.len() as u64;
+        let code = |a: u64| proc.modules.iter().any(|&(s, e, _, _)| s <= a && a < e);
+        let guesses: Vec<u64> = (0..stack.len().saturating_sub(16))
+            .step_by(8)
+            .filter(|&off| {
+                let at = regs.sp + off as u64;
+                word(off).is_some_and(|up| up > at && up < end) && word(off + 8).is_some_and(code)
+            })
+            .map(|off| regs.sp + off as u64)
+            .take(BP_GUESSES)
+            .collect();
+        for bp in guesses {
+            let (f, ex) = walk_from(
+                proc,
+                crate::sys::perf::UserRegs { bp, ..regs },
+                stack,
+                max_frames,
+            );
+            if f.len() > frames.len() {
+                (frames, exhausted) = (f, ex);
+            }
+        }
+    }
+    if exhausted {
+        stats.stack_exhausted += 1;
+    }
+    frames
+}
+
+/// One walk: the frames, and whether it ran out of the stack copy.
+fn walk_from(
+    proc: &mut Process,
+    regs: crate::sys::perf::UserRegs,
+    stack: &[u8],
+    max_frames: usize,
+) -> (Vec<u64>, bool) {
     let sp = regs.sp;
     let mut exhausted = false;
     let mut read_stack = |addr: u64| -> Result<u64, ()> {
@@ -247,10 +310,7 @@ fn walk(
             }
         }
     }
-    if exhausted {
-        stats.stack_exhausted += 1;
-    }
-    frames
+    (frames, exhausted)
 }
 
 #[cfg(test)]
