@@ -157,9 +157,11 @@ impl Watcher {
                 .procs
                 .remove(&pid)
                 .filter(|p| p.start == st.start_ticks);
+            // By name, the name now: a process that execs (a shell that
+            // becomes the workload) changes group. A cgroup is read once.
             let group = match (&cached, self.opts.group_by) {
-                (Some(p), _) => p.group.clone(),
-                (None, GroupBy::Name) => st.comm.clone(),
+                (_, GroupBy::Name) => st.comm.clone(),
+                (Some(p), GroupBy::Cgroup) => p.group.clone(),
                 (None, GroupBy::Cgroup) => std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
                     .map_or_else(|_| "/".to_string(), |t| pressure::cgroup_of(&t)),
             };
