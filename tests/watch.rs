@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::watch::{Guard, OwnCg, log_lines, within};
+use common::watch::{Guard, OwnCg, log_lines, turns_storage_bound, within};
 use common::{kdiag, require_program, require_root, workload};
 use serde_json::Value;
 
@@ -287,33 +287,9 @@ fn a_group_turned_storage_bound_leaves_a_flight_record_of_the_bad_phase() {
     if !require_root(TEST) {
         return;
     }
-    let file = common::direct_read_file("watch-flight-direct-read");
-    let disk = kdiag::sys::cgroup::disk_of(&file).unwrap();
     let cpu = OwnCg::new("cpu");
-    cpu.set("cpu.shares", "262144");
-    let blkio = OwnCg::new("blkio");
-    blkio.set(
-        "blkio.throttle.read_iops_device",
-        &format!("{}:{} 100", disk.major, disk.minor),
-    );
-    let script = format!(
-        "echo $$ > {} && echo $$ > {} && sleep 10 && exec dd if={} of=/dev/null bs=4k iflag=direct",
-        cpu.0.join("cgroup.procs").display(),
-        blkio.0.join("cgroup.procs").display(),
-        file.display()
-    );
-    let shell = Guard(
-        Command::new("sh")
-            .args(["-c", &script])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let (shell, _blkio) = turns_storage_bound(&cpu, "watch-flight-direct-read", 10);
     let pid = shell.0.id() as i32;
-    within(Duration::from_secs(5), "the shell in its cgroup", || {
-        cpu.pids().contains(&pid).then_some(())
-    });
     let flights = tempfile::tempdir().unwrap();
     let textfile = tempfile::tempdir().unwrap();
     const MAX_BYTES: u64 = 8 << 20;

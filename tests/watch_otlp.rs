@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
-use common::watch::{Guard, OwnCg, log_lines, within};
+use common::watch::{Guard, OwnCg, log_lines, turns_storage_bound, within};
 use common::{in_ci, kdiag, require_root};
 use serde_json::Value;
 
@@ -121,32 +121,7 @@ fn an_otlp_receiver_gets_the_verdict_change_and_the_metrics_of_a_container() {
         .as_nanos();
     let id = format!("{:032x}{:032x}", std::process::id(), nanos as u64);
     let cpu = OwnCg::named("cpu", &format!("docker-{id}.scope"));
-    cpu.set("cpu.shares", "262144");
-    let blkio = OwnCg::new("blkio");
-    let file = common::direct_read_file("watch-otlp-direct-read");
-    let disk = kdiag::sys::cgroup::disk_of(&file).unwrap();
-    blkio.set(
-        "blkio.throttle.read_iops_device",
-        &format!("{}:{} 100", disk.major, disk.minor),
-    );
-    let script = format!(
-        "echo $$ > {} && echo $$ > {} && sleep 8 && exec dd if={} of=/dev/null bs=4k iflag=direct",
-        cpu.0.join("cgroup.procs").display(),
-        blkio.0.join("cgroup.procs").display(),
-        file.display()
-    );
-    let shell = Guard(
-        Command::new("sh")
-            .args(["-c", &script])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let pid = shell.0.id() as i32;
-    within(Duration::from_secs(5), "the shell in its cgroup", || {
-        cpu.pids().contains(&pid).then_some(())
-    });
+    let (shell, _blkio) = turns_storage_bound(&cpu, "watch-otlp-direct-read", 8);
     let group = format!("/docker-{id}.scope");
     let mut watch = Guard(
         kdiag()

@@ -72,21 +72,25 @@ fn the_unit_verifies_and_the_deb_ships_it() {
     );
 }
 
-/// `kdiag_storage_written_bytes_total` of group `io-app` in watch's
-/// textfile after 4 s, watch run as `nobody` with `caps` (setpriv's list).
-fn storage_bytes_as_nobody(pid: u32, caps: Option<&str>) -> u64 {
-    let dir = tempfile::tempdir().unwrap();
-    let mode = std::os::unix::fs::PermissionsExt::from_mode(0o777);
-    std::fs::set_permissions(dir.path(), mode).unwrap();
+/// kdiag run as `nobody` with `caps` (setpriv's list), or none.
+fn kdiag_as_nobody(caps: Option<&str>) -> Command {
     let mut cmd = Command::new("setpriv");
     cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
     if let Some(c) = caps {
         cmd.arg(format!("--inh-caps={c}"))
             .arg(format!("--ambient-caps={c}"));
     }
-    let out = cmd
-        .arg("--")
-        .arg(env!("CARGO_BIN_EXE_kdiag"))
+    cmd.arg("--").arg(env!("CARGO_BIN_EXE_kdiag"));
+    cmd
+}
+
+/// `kdiag_storage_written_bytes_total` of group `io-app` in watch's
+/// textfile after 4 s, watch run as `nobody` with `caps` (setpriv's list).
+fn storage_bytes_as_nobody(pid: u32, caps: Option<&str>) -> u64 {
+    let dir = tempfile::tempdir().unwrap();
+    let mode = std::os::unix::fs::PermissionsExt::from_mode(0o777);
+    std::fs::set_permissions(dir.path(), mode).unwrap();
+    let out = kdiag_as_nobody(caps)
         .args(["watch", "--interval", "1", "--duration", "4", "--pid"])
         .arg(pid.to_string())
         .arg("--textfile")
@@ -172,15 +176,7 @@ fn drill_downs_run_as_a_user_with_the_units_capabilities() {
     );
     let pid = burn.0.id().to_string();
     let diagnose = |caps: Option<&str>| -> Value {
-        let mut cmd = Command::new("setpriv");
-        cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
-        if let Some(c) = caps {
-            cmd.arg(format!("--inh-caps={c}"))
-                .arg(format!("--ambient-caps={c}"));
-        }
-        let out = cmd
-            .arg("--")
-            .arg(env!("CARGO_BIN_EXE_kdiag"))
+        let out = kdiag_as_nobody(caps)
             .args([
                 "diagnose", "--json", "--why", "all", "-d", "1.5", "-p", &pid,
             ])

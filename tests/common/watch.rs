@@ -3,7 +3,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::Child;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A child killed (and reaped) when the test ends, however it ends.
@@ -90,4 +90,40 @@ pub fn log_lines(child: &mut Guard) -> std::sync::mpsc::Receiver<String> {
         }
     });
     rx
+}
+
+/// A shell in `cpu` (given the largest weight, so it never waits for a
+/// CPU) and in a blkio cgroup of its own limiting reads to 100 IOPS on the
+/// disk of a 16 MiB file (`common::direct_read_file(file)`), that sleeps
+/// `idle_s` and then execs dd's 4 KiB O_DIRECT reads of the file: idle,
+/// then storage-bound whatever else loads the machine. The shell (dd after
+/// the exec, its pid the same) and the blkio cgroup, which must outlive it.
+pub fn turns_storage_bound(cpu: &OwnCg, file: &str, idle_s: u32) -> (Guard, OwnCg) {
+    let file = super::direct_read_file(file);
+    let disk = kdiag::sys::cgroup::disk_of(&file).unwrap();
+    cpu.set("cpu.shares", "262144");
+    let blkio = OwnCg::new("blkio");
+    blkio.set(
+        "blkio.throttle.read_iops_device",
+        &format!("{}:{} 100", disk.major, disk.minor),
+    );
+    let script = format!(
+        "echo $$ > {} && echo $$ > {} && sleep {idle_s} && exec dd if={} of=/dev/null bs=4k iflag=direct",
+        cpu.0.join("cgroup.procs").display(),
+        blkio.0.join("cgroup.procs").display(),
+        file.display()
+    );
+    let shell = Guard(
+        Command::new("sh")
+            .args(["-c", &script])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = shell.0.id() as i32;
+    within(Duration::from_secs(5), "the shell in its cgroup", || {
+        cpu.pids().contains(&pid).then_some(())
+    });
+    (shell, blkio)
 }
