@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::watch::{Guard, OwnCg, log_lines, turns_storage_bound, within};
+use common::watch::{Guard, OwnCg, log_lines, quiet_shell, turns_storage_bound, within};
 use common::{kdiag, require_program, require_root, workload};
 use serde_json::Value;
 
@@ -570,14 +570,7 @@ fn a_churn_of_short_lived_processes_keeps_memory_and_series_bounded() {
         procs.display(),
         counted.path().display()
     );
-    let churn = Guard(
-        Command::new("sh")
-            .args(["-c", &script])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let churn = quiet_shell(&script);
     let dir = tempfile::tempdir().unwrap();
     let watch = Guard(
         kdiag()

@@ -113,17 +113,22 @@ pub fn turns_storage_bound(cpu: &OwnCg, file: &str, idle_s: u32) -> (Guard, OwnC
         blkio.0.join("cgroup.procs").display(),
         file.display()
     );
-    let shell = Guard(
-        Command::new("sh")
-            .args(["-c", &script])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let shell = quiet_shell(&script);
     let pid = shell.0.id() as i32;
     within(Duration::from_secs(5), "the shell in its cgroup", || {
         cpu.pids().contains(&pid).then_some(())
     });
     (shell, blkio)
+}
+
+/// `sh -c SCRIPT`, its output dropped, killed when the test ends.
+pub fn quiet_shell(script: &str) -> Guard {
+    Guard(
+        Command::new("sh")
+            .args(["-c", script])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
 }
