@@ -10,21 +10,12 @@ mod common;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::watch::{Guard, OwnCg, log_lines, quiet_shell, turns_storage_bound, within};
 use common::{kdiag, require_program, require_root, workload};
 use serde_json::Value;
-
-/// A child killed (and reaped) when the test ends, however it ends.
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// A v1 cpu cgroup of the test's own with the largest weight, so the
 /// workload gets its CPU whatever else the machine runs (its verdict is
@@ -94,18 +85,6 @@ fn query(prom: &str, q: &str) -> Vec<Value> {
     };
     let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
     v["data"]["result"].as_array().cloned().unwrap_or_default()
-}
-
-/// Poll `f` every 500 ms until it gives Some, for at most `limit`.
-fn within<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let end = Instant::now() + limit;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < end, "no {what} within {limit:?}");
-        std::thread::sleep(Duration::from_millis(500));
-    }
 }
 
 #[test]
@@ -293,52 +272,6 @@ fn textfile_is_written_atomically_and_bad_input_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
 }
 
-/// A v1 cgroup `kdiagtest-cg-PID-N` under /sys/fs/cgroup/CONTROLLER (N
-/// counts them: the tests run at once); on drop every process in it is
-/// killed and it is removed.
-struct OwnCg(PathBuf);
-
-impl OwnCg {
-    fn new(controller: &str) -> OwnCg {
-        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = Path::new("/sys/fs/cgroup")
-            .join(controller)
-            .join(format!("kdiagtest-cg-{}-{n}", std::process::id()));
-        std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-        OwnCg(dir)
-    }
-
-    fn set(&self, file: &str, value: &str) {
-        let f = self.0.join(file);
-        std::fs::write(&f, value).unwrap_or_else(|e| panic!("{} <- {value}: {e}", f.display()));
-    }
-
-    fn pids(&self) -> Vec<i32> {
-        std::fs::read_to_string(self.0.join("cgroup.procs"))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| l.parse().ok())
-            .collect()
-    }
-}
-
-impl Drop for OwnCg {
-    fn drop(&mut self) {
-        let end = Instant::now() + Duration::from_secs(5);
-        while !self.pids().is_empty() && Instant::now() < end {
-            for pid in self.pids() {
-                // SAFETY: plain kill(2) of a process in the test's own cgroup.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        while std::fs::remove_dir(&self.0).is_err() && Instant::now() < end {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
 /// The flight recorder: a cgroup idle for 10 s, then storage-bound (dd's
 /// 4 KiB O_DIRECT reads under a blkio limit of 100 read IOPS, so its waits
 /// for storage dominate whatever else loads the machine; the cgroup's large
@@ -354,33 +287,9 @@ fn a_group_turned_storage_bound_leaves_a_flight_record_of_the_bad_phase() {
     if !require_root(TEST) {
         return;
     }
-    let file = common::direct_read_file("watch-flight-direct-read");
-    let disk = kdiag::sys::cgroup::disk_of(&file).unwrap();
     let cpu = OwnCg::new("cpu");
-    cpu.set("cpu.shares", "262144");
-    let blkio = OwnCg::new("blkio");
-    blkio.set(
-        "blkio.throttle.read_iops_device",
-        &format!("{}:{} 100", disk.major, disk.minor),
-    );
-    let script = format!(
-        "echo $$ > {} && echo $$ > {} && sleep 10 && exec dd if={} of=/dev/null bs=4k iflag=direct",
-        cpu.0.join("cgroup.procs").display(),
-        blkio.0.join("cgroup.procs").display(),
-        file.display()
-    );
-    let shell = Guard(
-        Command::new("sh")
-            .args(["-c", &script])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let (shell, _blkio) = turns_storage_bound(&cpu, "watch-flight-direct-read", 10);
     let pid = shell.0.id() as i32;
-    within(Duration::from_secs(5), "the shell in its cgroup", || {
-        cpu.pids().contains(&pid).then_some(())
-    });
     let flights = tempfile::tempdir().unwrap();
     let textfile = tempfile::tempdir().unwrap();
     const MAX_BYTES: u64 = 8 << 20;
@@ -452,11 +361,12 @@ fn a_group_turned_storage_bound_leaves_a_flight_record_of_the_bad_phase() {
     names.sort();
     let stem = format!("{}-io", group.trim_start_matches('/').replace('/', "_"));
     assert!(
-        names.len() == 2
+        names.len() == 3
             && names[0].starts_with("flight-")
             && names[0].ends_with(&format!("{stem}.html"))
-            && names[1].ends_with(&format!("{stem}.jsonl")),
-        "one record and its report: {names:?}"
+            && names[1].ends_with(&format!("{stem}.jsonl"))
+            && names[2].ends_with(&format!("{stem}.pprof")),
+        "one record, its report and its profile: {names:?}"
     );
     let bytes: u64 = names
         .iter()
@@ -482,6 +392,37 @@ fn a_group_turned_storage_bound_leaves_a_flight_record_of_the_bad_phase() {
             .any(|e| e.contains("Thread states alone: io")),
         "{d:#}"
     );
+    // The off-CPU profile the io verdict called for, as pprof: the
+    // record's flame graph stacks, microseconds blocked.
+    let p = common::profile_files::Pprof::read(&flights.path().join(&names[2]));
+    assert_eq!(p.sample_types[0], ("off-cpu".into(), "microseconds".into()));
+    let flame = &line("why")["offcpu_flame"];
+    let folded: u64 = flame["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            l.as_str()
+                .unwrap()
+                .rsplit_once(' ')
+                .unwrap()
+                .1
+                .parse::<u64>()
+                .unwrap()
+        })
+        .sum();
+    let in_pprof: u64 = p.stacks().iter().map(|s| s.1).sum();
+    assert!(
+        folded > 0 && in_pprof == folded,
+        "{in_pprof} µs in pprof, {folded} in the record"
+    );
+    assert!(
+        recorded.ends_with(&format!(
+            ", its profile {}",
+            flights.path().join(&names[2]).display()
+        )),
+        "{recorded}"
+    );
     let html = std::fs::read_to_string(flights.path().join(&names[0])).unwrap();
     assert!(
         html.starts_with("<!DOCTYPE html>"),
@@ -499,18 +440,6 @@ fn a_group_turned_storage_bound_leaves_a_flight_record_of_the_bad_phase() {
         String::from_utf8_lossy(&replay.stderr)
     );
     drop(shell);
-}
-
-/// A child's log (stderr), line by line, read on a thread (a read blocks).
-fn log_lines(child: &mut Guard) -> std::sync::mpsc::Receiver<String> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let stderr = child.0.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    rx
 }
 
 /// Watch's resident memory (VmRSS), bytes.
@@ -641,14 +570,7 @@ fn a_churn_of_short_lived_processes_keeps_memory_and_series_bounded() {
         procs.display(),
         counted.path().display()
     );
-    let churn = Guard(
-        Command::new("sh")
-            .args(["-c", &script])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let churn = quiet_shell(&script);
     let dir = tempfile::tempdir().unwrap();
     let watch = Guard(
         kdiag()

@@ -8,22 +8,14 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use common::watch::Guard;
 use common::{require_program, require_root, workload};
+use serde_json::Value;
 
 const UNIT: &str = include_str!("../packaging/kdiag-watch.service");
-
-/// A child killed (and reaped) when the test ends, however it ends.
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// The unit's value of `key` (the first line setting it).
 fn unit_value(key: &str) -> &'static str {
@@ -80,21 +72,25 @@ fn the_unit_verifies_and_the_deb_ships_it() {
     );
 }
 
-/// `kdiag_storage_written_bytes_total` of group `io-app` in watch's
-/// textfile after 4 s, watch run as `nobody` with `caps` (setpriv's list).
-fn storage_bytes_as_nobody(pid: u32, caps: Option<&str>) -> u64 {
-    let dir = tempfile::tempdir().unwrap();
-    let mode = std::os::unix::fs::PermissionsExt::from_mode(0o777);
-    std::fs::set_permissions(dir.path(), mode).unwrap();
+/// kdiag run as `nobody` with `caps` (setpriv's list), or none.
+fn kdiag_as_nobody(caps: Option<&str>) -> Command {
     let mut cmd = Command::new("setpriv");
     cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
     if let Some(c) = caps {
         cmd.arg(format!("--inh-caps={c}"))
             .arg(format!("--ambient-caps={c}"));
     }
-    let out = cmd
-        .arg("--")
-        .arg(env!("CARGO_BIN_EXE_kdiag"))
+    cmd.arg("--").arg(env!("CARGO_BIN_EXE_kdiag"));
+    cmd
+}
+
+/// `kdiag_storage_written_bytes_total` of group `io-app` in watch's
+/// textfile after 4 s, watch run as `nobody` with `caps` (setpriv's list).
+fn storage_bytes_as_nobody(pid: u32, caps: Option<&str>) -> u64 {
+    let dir = tempfile::tempdir().unwrap();
+    let mode = std::os::unix::fs::PermissionsExt::from_mode(0o777);
+    std::fs::set_permissions(dir.path(), mode).unwrap();
+    let out = kdiag_as_nobody(caps)
         .args(["watch", "--interval", "1", "--duration", "4", "--pid"])
         .arg(pid.to_string())
         .arg("--textfile")
@@ -120,12 +116,7 @@ fn watch_runs_as_a_user_with_the_units_capabilities_and_no_root() {
     if !require_root(TEST) || require_program(TEST, &["setpriv"], "util-linux").is_none() {
         return;
     }
-    // setpriv's names: CAP_SYS_PTRACE is +sys_ptrace.
-    let caps: Vec<String> = unit_value("AmbientCapabilities")
-        .split_whitespace()
-        .map(|c| format!("+{}", c.trim_start_matches("CAP_").to_lowercase()))
-        .collect();
-    let caps = caps.join(",");
+    let caps = unit_caps();
     // root's io-app, writing 1 MiB with O_SYNC every 50 ms on a real disk.
     let scratch: PathBuf = Path::new(env!("CARGO_TARGET_TMPDIR")).join("watch-service-io");
     std::fs::create_dir_all(&scratch).unwrap();
@@ -154,6 +145,66 @@ fn watch_runs_as_a_user_with_the_units_capabilities_and_no_root() {
     );
     let without = storage_bytes_as_nobody(app.0.id(), None);
     assert_eq!(without, 0, "without capabilities /proc/PID/io is closed");
+}
+
+/// The unit's ambient capabilities in setpriv's words (+sys_ptrace, ...).
+fn unit_caps() -> String {
+    let caps: Vec<String> = unit_value("AmbientCapabilities")
+        .split_whitespace()
+        .map(|c| format!("+{}", c.trim_start_matches("CAP_").to_lowercase()))
+        .collect();
+    caps.join(",")
+}
+
+/// The flight recorder's drill-downs under the service: diagnose run as
+/// `nobody` with the unit's capabilities (as the recorder runs it, on a
+/// process of root's) profiles it on and off the CPU, which needs no more
+/// than CAP_PERFMON and CAP_BPF; without them both are skipped as needing
+/// root.
+#[test]
+fn drill_downs_run_as_a_user_with_the_units_capabilities() {
+    const TEST: &str = "drill_downs_run_as_a_user_with_the_units_capabilities";
+    if !require_root(TEST) || require_program(TEST, &["setpriv"], "util-linux").is_none() {
+        return;
+    }
+    let burn = Guard(
+        Command::new(workload("cpu-burn"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = burn.0.id().to_string();
+    let diagnose = |caps: Option<&str>| -> Value {
+        let out = kdiag_as_nobody(caps)
+            .args([
+                "diagnose", "--json", "--why", "all", "-d", "1.5", "-p", &pid,
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "diagnose as nobody ({caps:?}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["why"].clone()
+    };
+    let why = diagnose(Some(&unit_caps()));
+    let skipped = why["skipped"].to_string();
+    assert!(!why["cpu"].is_null(), "no CPU profile: {skipped}");
+    assert!(!why["offcpu"].is_null(), "no off-CPU profile: {skipped}");
+    assert!(!skipped.contains("profile: needs root"), "{skipped}");
+    let without = diagnose(None);
+    assert!(
+        without["cpu"].is_null() && without["offcpu"].is_null(),
+        "without capabilities: {without}"
+    );
+    assert!(
+        without["skipped"]
+            .to_string()
+            .contains("CPU profile: needs root"),
+        "{without}"
+    );
 }
 
 /// The metric names an expression (or a file of them) uses.

@@ -5,7 +5,7 @@
 
 use crate::analysis::classify;
 use crate::model::diagnosis::{Class, Observation, Scope, ThreadSamples, Totals};
-use crate::model::watch::{STATES, state_index};
+use crate::model::watch::{Event, STATES, state_index};
 
 /// A group's counter deltas over one interval.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -105,9 +105,60 @@ pub fn due_records(
     due
 }
 
+/// The groups whose verdict changed since the last scan, as events; `last`
+/// holds each group's verdict of the last scan and is brought up to date.
+/// A group not in the last scan (new, or back in the top) is news only
+/// when its verdict is worth a record: a new idle group is not.
+pub fn verdict_changes(
+    last: &mut std::collections::HashMap<String, Class>,
+    verdicts: &[(&str, Class)],
+) -> Vec<Event> {
+    let mut events = Vec::new();
+    let mut now = std::collections::HashMap::with_capacity(verdicts.len());
+    for &(group, to) in verdicts {
+        let from = last.get(group).copied();
+        if from.is_some_and(|f| f != to) || (from.is_none() && worth_a_record(to)) {
+            events.push(Event::Verdict {
+                group: group.to_string(),
+                from,
+                to,
+            });
+        }
+        now.insert(group.to_string(), to);
+    }
+    *last = now;
+    events
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_change_of_verdict_is_an_event_and_a_new_group_only_when_bad() {
+        let mut last = std::collections::HashMap::new();
+        assert!(verdict_changes(&mut last, &[("a", Class::Idle)]).is_empty());
+        assert_eq!(
+            verdict_changes(&mut last, &[("a", Class::Io), ("b", Class::Lock)]),
+            [
+                Event::Verdict {
+                    group: "a".into(),
+                    from: Some(Class::Idle),
+                    to: Class::Io
+                },
+                Event::Verdict {
+                    group: "b".into(),
+                    from: None,
+                    to: Class::Lock
+                }
+            ]
+        );
+        assert!(verdict_changes(&mut last, &[("a", Class::Io), ("b", Class::Lock)]).is_empty());
+        // Gone, and back idle: no news.
+        assert!(verdict_changes(&mut last, &[]).is_empty());
+        assert!(verdict_changes(&mut last, &[("a", Class::Idle)]).is_empty());
+        assert_eq!(verdict_changes(&mut last, &[("a", Class::Cpu)]).len(), 1);
+    }
 
     #[test]
     fn a_record_is_due_once_a_bad_verdict_has_lasted() {

@@ -48,6 +48,30 @@ pub struct Group {
     /// kernel counts it (cpu.stat): seconds throttled and periods throttled.
     pub throttled_s: Option<f64>,
     pub throttled_periods: Option<u64>,
+    /// With --group-by cgroup, who runs in the cgroup as its path says
+    /// (a container, a pod's container, a systemd unit).
+    pub runs_as: Option<RunsAs>,
+}
+
+/// Who runs in a cgroup, from its path (`analysis::runs_as`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunsAs {
+    /// "Docker container", "container" (a Kubernetes pod's), "systemd
+    /// service", ...
+    pub what: String,
+    /// The container id (12 characters, as `docker ps` shows it), the
+    /// unit's name or the session's number.
+    pub name: String,
+    /// A Kubernetes pod's uid, when the path has one.
+    pub pod: Option<String>,
+}
+
+impl RunsAs {
+    /// A container of any runtime, whose name is its id.
+    pub fn is_container(&self) -> bool {
+        self.what.ends_with("container")
+    }
 }
 
 /// System pressure stall information, cumulative.
@@ -93,4 +117,31 @@ pub struct Snapshot {
     pub interval_s: f64,
     /// Flight records taken, per group and verdict (with --flight-dir).
     pub flight: Vec<FlightCount>,
+    /// Groups are cgroups (--group-by cgroup), else process names.
+    pub by_cgroup: bool,
+    /// The process watched with --pid.
+    pub pid: Option<i32>,
+}
+
+/// Something that happened to a group, which OTLP sends as a log record.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// The group's verdict changed (`from` None: its first verdict).
+    Verdict {
+        group: String,
+        from: Option<Class>,
+        to: Class,
+    },
+    /// A flight record was kept: watch's verdict, the process diagnosed
+    /// and diagnose's verdict, the record, its report and its profile.
+    Flight {
+        group: String,
+        verdict: Class,
+        pid: i32,
+        found: Class,
+        record: std::path::PathBuf,
+        report: std::path::PathBuf,
+        /// The drill-down's profile as pprof, when one ran.
+        profile: Option<std::path::PathBuf>,
+    },
 }

@@ -1,7 +1,6 @@
 //! pprof output: a gzip'd `profile.proto` (github.com/google/pprof,
 //! proto/profile.proto), as `go tool pprof`, Parca, Pyroscope and Grafana
-//! read it. Written with a small protobuf encoder: only varints and
-//! length-delimited fields are needed.
+//! read it, written with kdiag's protobuf encoder (render::protobuf).
 //!
 //! A stack set's sample carries two values, the stack's sample count and
 //! weight (`samples/count` and e.g. `cpu/nanoseconds`), and a `comm` label;
@@ -15,60 +14,11 @@
 use std::collections::HashMap;
 use std::io::Write;
 
-use crate::model::profile::{Frame, Module};
+use crate::model::flame::Flame;
+use crate::model::profile::{Frame, Module, Stack, WeightUnit};
 use crate::model::stacks::{StackSet, ValueType};
 use crate::model::wall::{TimeKind, Wall};
-
-/// The protobuf message being built.
-#[derive(Default)]
-struct Msg(Vec<u8>);
-
-impl Msg {
-    fn varint(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.0.push(v as u8 | 0x80);
-            v >>= 7;
-        }
-        self.0.push(v as u8);
-    }
-
-    fn key(&mut self, field: u32, wire: u8) {
-        self.varint(((field as u64) << 3) | wire as u64);
-    }
-
-    /// A varint field; zero is the default and is left out.
-    fn uint(&mut self, field: u32, v: u64) -> &mut Self {
-        if v != 0 {
-            self.key(field, 0);
-            self.varint(v);
-        }
-        self
-    }
-
-    fn bool(&mut self, field: u32, v: bool) -> &mut Self {
-        self.uint(field, v as u64)
-    }
-
-    fn bytes(&mut self, field: u32, b: &[u8]) -> &mut Self {
-        self.key(field, 2);
-        self.varint(b.len() as u64);
-        self.0.extend_from_slice(b);
-        self
-    }
-
-    fn msg(&mut self, field: u32, m: &Msg) -> &mut Self {
-        self.bytes(field, &m.0)
-    }
-
-    /// A packed repeated varint field.
-    fn packed(&mut self, field: u32, vals: impl IntoIterator<Item = u64>) -> &mut Self {
-        let mut inner = Msg::default();
-        for v in vals {
-            inner.varint(v);
-        }
-        self.bytes(field, &inner.0)
-    }
-}
+use crate::render::protobuf::Msg;
 
 /// Strings by index; index 0 is the empty string, as the format requires.
 struct Strings {
@@ -307,24 +257,62 @@ pub fn wall_gzipped(wall: &Wall) -> anyhow::Result<Vec<u8>> {
     gzip(&encode_doc(&wall_doc(wall)))
 }
 
+/// The gzip'd profile of a diagnose record's flame graph (its drill-down
+/// profile as folded stacks, the heaviest kept): a CPU profile's lines
+/// count weighted samples, each `period` CPU nanoseconds; an off-CPU
+/// profile's count microseconds blocked (how many blocks is not kept).
+pub fn flame_gzipped(f: &Flame) -> anyhow::Result<Vec<u8>> {
+    let cpu = f.unit == WeightUnit::Samples;
+    let period = match (cpu, f.freq_hz) {
+        (false, _) => 1000,
+        (true, 0) => f.total_weight / f.samples.max(1),
+        (true, hz) => 1_000_000_000 / hz,
+    };
+    let stacks: Vec<Stack> = f
+        .lines
+        .iter()
+        .filter_map(|line| {
+            let (path, n) = line.rsplit_once(' ')?;
+            let n: u64 = n.parse().ok()?;
+            let mut names = path.split(';');
+            Some(Stack {
+                comm: names.next()?.to_string(),
+                frames: names.map(crate::analysis::fold::frame_of).collect(),
+                samples: n,
+                weight: n * period,
+                user_depth: 0,
+                state: None,
+                waker: None,
+            })
+        })
+        .collect();
+    let (title, count, weight) = if cpu {
+        (
+            "CPU profile",
+            ValueType::new("samples", "count"),
+            ValueType::new("cpu", "nanoseconds"),
+        )
+    } else {
+        (
+            "Off-CPU profile",
+            ValueType::new("off-cpu", "microseconds"),
+            ValueType::new("off-cpu", "nanoseconds"),
+        )
+    };
+    gzipped(&StackSet {
+        title: format!("{title} of {}", f.target),
+        count,
+        weight,
+        period: if cpu { period } else { 0 },
+        start_unix_ns: 0,
+        duration_ns: (f.wall_s * 1e9) as u64,
+        stacks: &stacks,
+        modules: &[],
+    })
+}
+
 fn gzip(raw: &[u8]) -> anyhow::Result<Vec<u8>> {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     gz.write_all(raw)?;
     Ok(gz.finish()?)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn varints_and_defaults() {
-        let mut m = Msg::default();
-        m.uint(1, 300).uint(2, 0).bool(3, true);
-        // 300 = 0b10_0101100: 0xac 0x02; field 2 (zero) left out.
-        assert_eq!(m.0, [0x08, 0xac, 0x02, 0x18, 0x01]);
-        let mut p = Msg::default();
-        p.packed(1, [1, 150]);
-        assert_eq!(p.0, [0x0a, 0x03, 0x01, 0x96, 0x01]);
-    }
 }

@@ -91,6 +91,30 @@ pub fn render(s: &Snapshot) -> String {
         "Threads in the group at the last scan.",
         per_group(|g| g.threads.to_string()),
     );
+    metric(
+        "kdiag_group_info",
+        "gauge",
+        "Who runs in the group's cgroup as its path says (with --group-by cgroup): a container (its id), a pod's, a systemd unit.",
+        s.groups
+            .iter()
+            .filter_map(|g| {
+                let r = g.runs_as.as_ref()?;
+                let mut labels = format!(
+                    "{},runs_as=\"{}\",name=\"{}\"",
+                    group(&g.name),
+                    escape(&r.what),
+                    escape(&r.name)
+                );
+                if r.is_container() {
+                    let _ = write!(labels, ",container_id=\"{}\"", escape(&r.name));
+                }
+                if let Some(pod) = &r.pod {
+                    let _ = write!(labels, ",pod_uid=\"{}\"", escape(pod));
+                }
+                Some((labels, "1".into()))
+            })
+            .collect(),
+    );
     let throttled: Vec<_> = s
         .groups
         .iter()
@@ -227,5 +251,30 @@ mod tests {
             1
         );
         assert_eq!(t.matches("state=").count(), STATES.len());
+        assert!(!t.contains("kdiag_group_info{"), "no cgroup, no info: {t}");
+    }
+
+    #[test]
+    fn a_containers_group_says_its_id_and_pod() {
+        let g = Group {
+            name: "/kubepods/pod1234/3b61".into(),
+            verdict: Some(Class::Cpu),
+            runs_as: Some(crate::model::watch::RunsAs {
+                what: "container".into(),
+                name: "3b6190394e67".into(),
+                pod: Some("1234".into()),
+            }),
+            ..Group::default()
+        };
+        let t = render(&Snapshot {
+            groups: vec![g],
+            ..Snapshot::default()
+        });
+        assert!(
+            t.contains(
+                "kdiag_group_info{group=\"/kubepods/pod1234/3b61\",runs_as=\"container\",name=\"3b6190394e67\",container_id=\"3b6190394e67\",pod_uid=\"1234\"} 1\n"
+            ),
+            "{t}"
+        );
     }
 }

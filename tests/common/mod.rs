@@ -9,6 +9,7 @@ pub mod loop_disk;
 pub mod own_cpu;
 pub mod profile_files;
 pub mod screens;
+pub mod watch;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};

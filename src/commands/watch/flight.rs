@@ -2,8 +2,8 @@
 //! one worth a record (`analysis::watch::worth_a_record`) and stays so for
 //! `--record-after`, diagnose's own engine runs on the process that carries
 //! it, on a thread while watch goes on scanning, with the drill-downs the
-//! verdict calls for; its record (for `kdiag diagnose --replay`) and its
-//! HTML report are kept in DIR as the user who ran sudo, each written to a
+//! verdict calls for; its record (for `kdiag diagnose --replay`), its
+//! HTML report and its profile as pprof are kept in DIR as the user who ran sudo, each written to a
 //! temporary file and renamed, oldest records removed first past
 //! `--flight-keep` records or `--flight-max-size` bytes. One capture runs
 //! at a time; a group due meanwhile waits for the next scan.
@@ -19,7 +19,7 @@ use crate::analysis::watch::{Spell, due_records};
 use crate::diagnose::{self, Request, WhyMode};
 use crate::instruments::watch::Watcher;
 use crate::model::diagnosis::Class;
-use crate::model::watch::{FlightCount, Snapshot};
+use crate::model::watch::{Event, FlightCount, Snapshot};
 use crate::sys::process::interrupt::Interrupt;
 use crate::sys::process::user_files;
 
@@ -32,7 +32,8 @@ const PREFIX: &str = "flight-";
 pub struct Limits {
     /// Seconds a verdict lasts before it is recorded.
     pub after_s: f64,
-    /// Records kept at most (a record is its .jsonl and its .html).
+    /// Records kept at most (a record is its .jsonl, its .html and its
+    /// .pprof).
     pub keep: usize,
     /// Bytes kept at most, all records together.
     pub max_bytes: u64,
@@ -44,6 +45,8 @@ struct Taken {
     verdict: Class,
     record: PathBuf,
     report: PathBuf,
+    /// The drill-down's profile as pprof, when one ran.
+    profile: Option<PathBuf>,
     found: Class,
     pid: i32,
 }
@@ -56,6 +59,8 @@ pub struct Recorder {
     counts: Vec<FlightCount>,
     running: Option<JoinHandle<anyhow::Result<Option<Taken>>>>,
     interrupt: Interrupt,
+    /// Records kept since `take_events` last took them.
+    events: Vec<Event>,
 }
 
 impl Recorder {
@@ -81,6 +86,7 @@ impl Recorder {
             counts: Vec::new(),
             running: None,
             interrupt: interrupt.clone(),
+            events: Vec::new(),
         })
     }
 
@@ -167,8 +173,13 @@ impl Recorder {
                 records: 1,
             }),
         }
+        let profile = t
+            .profile
+            .as_ref()
+            .map(|p| format!(", its profile {}", p.display()))
+            .unwrap_or_default();
         eprintln!(
-            "kdiag watch: flight record of {} ({}; diagnose of PID {} says {}): {} and {}",
+            "kdiag watch: flight record of {} ({}; diagnose of PID {} says {}): {} and {}{profile}",
             t.group,
             t.verdict.name(),
             t.pid,
@@ -176,7 +187,21 @@ impl Recorder {
             t.record.display(),
             t.report.display()
         );
+        self.events.push(Event::Flight {
+            group: t.group,
+            verdict: t.verdict,
+            pid: t.pid,
+            found: t.found,
+            record: t.record,
+            report: t.report,
+            profile: t.profile,
+        });
         Ok(())
+    }
+
+    /// The records kept since the last call, as events (for OTLP's logs).
+    pub fn take_events(&mut self) -> Vec<Event> {
+        std::mem::take(&mut self.events)
     }
 
     /// Remove the oldest records past the count and size limits; the
@@ -266,10 +291,21 @@ fn capture(
     );
     let mut html = Vec::new();
     crate::render::html::diagnose(&mut html, &run)?;
-    for (path, data) in [(&record, run.to_record().into_bytes()), (&report, html)] {
+    let mut files = vec![
+        (record.clone(), run.to_record().into_bytes()),
+        (report.clone(), html),
+    ];
+    // The profile the verdict called for, as pprof: the CPU profile's, else
+    // the off-CPU one's.
+    let why = run.why.as_ref();
+    let flame = why.and_then(|w| w.cpu_flame.as_ref().or(w.offcpu_flame.as_ref()));
+    let profile = flame.map(|_| dir.join(format!("{stem}.pprof")));
+    if let (Some(flame), Some(path)) = (flame, &profile) {
+        files.push((path.clone(), crate::render::pprof::flame_gzipped(flame)?));
+    }
+    for (path, data) in &files {
         let temp = dir.join(format!(".{}", name_of(path)));
-        let written =
-            user_files::write(&temp, &data).and_then(|()| user_files::rename(&temp, path));
+        let written = user_files::write(&temp, data).and_then(|()| user_files::rename(&temp, path));
         if written.is_err() {
             let _ = user_files::remove_file(&temp);
         }
@@ -280,6 +316,7 @@ fn capture(
         verdict,
         record,
         report,
+        profile,
         found: run.diagnosis.verdict,
         pid,
     }))

@@ -1,13 +1,16 @@
 //! `kdiag watch`: diagnose's thread-state model, always on, for the whole
 //! machine (or one process, or one cgroup), grouped and exported for
-//! Prometheus (`--listen`) or node_exporter's textfile collector
-//! (`--textfile`); without either, a table every interval.
+//! Prometheus (`--listen`), node_exporter's textfile collector
+//! (`--textfile`) or an OpenTelemetry collector (`--otlp`); without any, a
+//! table every interval.
 
 mod config;
 mod flight;
+mod otlp;
 mod serve;
 mod textfile;
 
+use std::collections::HashMap;
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -17,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
+use crate::analysis::watch::verdict_changes;
 use crate::error;
 use crate::instruments::watch::{GroupBy, Options, Scope, Watcher};
 use crate::model::watch::{STATES, Snapshot};
@@ -56,6 +60,10 @@ pub struct Args {
     /// Write DIR/kdiag.prom every interval for node_exporter's textfile collector
     #[arg(long, value_name = "DIR")]
     pub textfile: Option<PathBuf>,
+    /// Send the metrics, and each verdict change as a log record, to an
+    /// OpenTelemetry collector over OTLP/HTTP (e.g. http://127.0.0.1:4318)
+    #[arg(long, value_name = "URL", value_parser = otlp::endpoint)]
+    pub otlp: Option<otlp::Endpoint>,
     /// Keep a flight record (diagnose's record and HTML report) in DIR when
     /// a group's verdict turns bad and stays so for --record-after
     #[arg(long, value_name = "DIR")]
@@ -72,7 +80,7 @@ pub struct Args {
     pub flight_max_size: u64,
     /// Read the options from a TOML file instead (one key per long option:
     /// `interval = 5`, `group-by = "cgroup"`); SIGHUP reads it again
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["pid", "cgroup", "unit", "group_by", "top", "listen", "textfile", "flight_dir", "interval"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["pid", "cgroup", "unit", "group_by", "top", "listen", "textfile", "otlp", "flight_dir", "interval"])]
     pub config: Option<PathBuf>,
     /// Stop after this many seconds (default: until interrupted)
     #[arg(long, value_name = "SECS", value_parser = super::args::duration)]
@@ -139,6 +147,9 @@ struct Session {
     every: Duration,
     textfile: Option<textfile::Textfile>,
     recorder: Option<flight::Recorder>,
+    otlp: Option<otlp::Exporter>,
+    /// Each group's verdict at the last scan (for the verdict changes).
+    verdicts: HashMap<String, crate::model::diagnosis::Class>,
     /// What the listener serves, if there is one.
     body: Option<Arc<Mutex<String>>>,
 }
@@ -168,6 +179,7 @@ impl Session {
                 flight::Recorder::new(dir, limits, interrupt)
             })
             .transpose()?;
+        let otlp = args.otlp.clone().map(otlp::Exporter::start).transpose()?;
         if listener.as_ref().map(|l| l.0) != args.listen {
             *listener = None;
             if let Some(addr) = args.listen {
@@ -188,6 +200,8 @@ impl Session {
             every: Duration::from_secs_f64(args.interval),
             textfile,
             recorder,
+            otlp,
+            verdicts: HashMap::new(),
             body: listener.as_ref().map(|l| Arc::clone(&l.2)),
         })
     }
@@ -231,13 +245,25 @@ impl Session {
         if let Some(r) = self.recorder.as_mut() {
             r.after_scan(&mut snap, &self.watcher)?;
         }
+        let verdicts: Vec<_> = snap
+            .groups
+            .iter()
+            .filter_map(|g| Some((g.name.as_str(), g.verdict?)))
+            .collect();
+        let mut events = verdict_changes(&mut self.verdicts, &verdicts);
+        if let Some(r) = self.recorder.as_mut() {
+            events.extend(r.take_events());
+        }
+        if let Some(o) = &self.otlp {
+            o.send(&snap, &events);
+        }
         let text = prometheus::render(&snap);
         if let Some(t) = &self.textfile {
             t.write(&text)?;
         }
         match &self.body {
             Some(body) => *body.lock().expect("the listener never panics holding it") = text,
-            None if self.textfile.is_none() => print_table(&snap),
+            None if self.textfile.is_none() && self.otlp.is_none() => print_table(&snap),
             None => {}
         }
         Ok(())

@@ -15,7 +15,7 @@ use std::time::Instant;
 use crate::analysis::watch::{Interval, judge};
 use crate::instruments::observe::sampling::Sampler;
 use crate::model::diagnosis::{Class, Observation, ThreadSamples};
-use crate::model::watch::{Cost, Group, Snapshot};
+use crate::model::watch::{Cost, Group, RunsAs, Snapshot};
 use crate::sys::cgroupfs;
 use crate::sys::procfs::{self, parse, pressure, task::TaskReader};
 
@@ -157,9 +157,11 @@ impl Watcher {
                 .procs
                 .remove(&pid)
                 .filter(|p| p.start == st.start_ticks);
+            // By name, the name now: a process that execs (a shell that
+            // becomes the workload) changes group. A cgroup is read once.
             let group = match (&cached, self.opts.group_by) {
-                (Some(p), _) => p.group.clone(),
-                (None, GroupBy::Name) => st.comm.clone(),
+                (_, GroupBy::Name) => st.comm.clone(),
+                (Some(p), GroupBy::Cgroup) => p.group.clone(),
                 (None, GroupBy::Cgroup) => std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
                     .map_or_else(|_| "/".to_string(), |t| pressure::cgroup_of(&t)),
             };
@@ -357,6 +359,11 @@ impl Watcher {
                 if let Some((secs, periods)) = dir.as_deref().and_then(throttling) {
                     (out.throttled_s, out.throttled_periods) = (Some(secs), Some(periods));
                 }
+                out.runs_as = crate::analysis::runs_as::runs_as(n).map(|r| RunsAs {
+                    what: r.what.to_string(),
+                    name: r.name,
+                    pod: r.pod,
+                });
             }
             groups.push(out);
         }
@@ -376,6 +383,11 @@ impl Watcher {
             },
             interval_s,
             flight: Vec::new(),
+            by_cgroup,
+            pid: match self.opts.scope {
+                Scope::Pid(p) => Some(p),
+                _ => None,
+            },
         }
     }
 }

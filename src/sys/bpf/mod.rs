@@ -131,7 +131,7 @@ fn field(info: &str, name: &str) -> Option<u64> {
 }
 
 /// Whether the effective capability set holds CAP_BPF and CAP_PERFMON.
-fn has_bpf_caps() -> bool {
+pub fn has_bpf_caps() -> bool {
     const CAP_PERFMON: u32 = 38;
     const CAP_BPF: u32 = 39;
     let Ok(status) = std::fs::read_to_string("/proc/self/status") else {

@@ -1,0 +1,134 @@
+//! Helpers of the watch tests: a child killed at the end, a wait with a
+//! deadline, a child's log read line by line, a cgroup of the test's own.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A child killed (and reaped) when the test ends, however it ends.
+pub struct Guard(pub Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Poll `f` every 500 ms until it gives Some, for at most `limit`.
+pub fn within<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let end = Instant::now() + limit;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < end, "no {what} within {limit:?}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// A v1 cgroup `kdiagtest-cg-PID-N` under /sys/fs/cgroup/CONTROLLER (N
+/// counts them: the tests run at once), or named by the test; on drop every process in it is
+/// killed and it is removed.
+pub struct OwnCg(pub PathBuf);
+
+impl OwnCg {
+    pub fn new(controller: &str) -> OwnCg {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        OwnCg::named(
+            controller,
+            &format!("kdiagtest-cg-{}-{n}", std::process::id()),
+        )
+    }
+
+    /// One named `name` (unique to the test: it is the caller's).
+    pub fn named(controller: &str, name: &str) -> OwnCg {
+        let dir = Path::new("/sys/fs/cgroup").join(controller).join(name);
+        std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        OwnCg(dir)
+    }
+
+    pub fn set(&self, file: &str, value: &str) {
+        let f = self.0.join(file);
+        std::fs::write(&f, value).unwrap_or_else(|e| panic!("{} <- {value}: {e}", f.display()));
+    }
+
+    pub fn pids(&self) -> Vec<i32> {
+        std::fs::read_to_string(self.0.join("cgroup.procs"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.parse().ok())
+            .collect()
+    }
+}
+
+impl Drop for OwnCg {
+    fn drop(&mut self) {
+        let end = Instant::now() + Duration::from_secs(5);
+        while !self.pids().is_empty() && Instant::now() < end {
+            for pid in self.pids() {
+                // SAFETY: plain kill(2) of a process in the test's own cgroup.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        while std::fs::remove_dir(&self.0).is_err() && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// A child's log (stderr), line by line, read on a thread (a read blocks).
+pub fn log_lines(child: &mut Guard) -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.0.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    rx
+}
+
+/// A shell in `cpu` (given the largest weight, so it never waits for a
+/// CPU) and in a blkio cgroup of its own limiting reads to 100 IOPS on the
+/// disk of a 16 MiB file (`common::direct_read_file(file)`), that sleeps
+/// `idle_s` and then execs dd's 4 KiB O_DIRECT reads of the file: idle,
+/// then storage-bound whatever else loads the machine. The shell (dd after
+/// the exec, its pid the same) and the blkio cgroup, which must outlive it.
+pub fn turns_storage_bound(cpu: &OwnCg, file: &str, idle_s: u32) -> (Guard, OwnCg) {
+    let file = super::direct_read_file(file);
+    let disk = kdiag::sys::cgroup::disk_of(&file).unwrap();
+    cpu.set("cpu.shares", "262144");
+    let blkio = OwnCg::new("blkio");
+    blkio.set(
+        "blkio.throttle.read_iops_device",
+        &format!("{}:{} 100", disk.major, disk.minor),
+    );
+    let script = format!(
+        "echo $$ > {} && echo $$ > {} && sleep {idle_s} && exec dd if={} of=/dev/null bs=4k iflag=direct",
+        cpu.0.join("cgroup.procs").display(),
+        blkio.0.join("cgroup.procs").display(),
+        file.display()
+    );
+    let shell = quiet_shell(&script);
+    let pid = shell.0.id() as i32;
+    within(Duration::from_secs(5), "the shell in its cgroup", || {
+        cpu.pids().contains(&pid).then_some(())
+    });
+    (shell, blkio)
+}
+
+/// `sh -c SCRIPT`, its output dropped, killed when the test ends.
+pub fn quiet_shell(script: &str) -> Guard {
+    Guard(
+        Command::new("sh")
+            .args(["-c", script])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
