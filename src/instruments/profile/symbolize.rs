@@ -428,7 +428,7 @@ impl Recorder {
             s.weight += count.weight;
             s.user_depth = s.user_depth.max(user.len() as u16);
         }
-        let mut stacks: Vec<(Option<ThreadId>, Stack, Vec<(u64, u64)>)> = merged
+        let mut stacks: Vec<_> = merged
             .into_iter()
             .map(|(k, (s, mut times))| {
                 times.sort_unstable();
