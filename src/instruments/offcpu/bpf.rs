@@ -346,9 +346,7 @@ impl OffcpuBpf {
     /// Every aggregated block, plus the blocks still going on at `end_ns`
     /// (counted up to then, if at least `min_block_ns`), with their stacks
     /// resolved to addresses. Call after `stop`. Returns the blocks and how
-    /// many were still going on.
-    /// `times`: when each block's time was seen (`Tracer::read_times`),
-    /// taken into its `Block`.
+    /// many were still going on. `times` (`Tracer::read_times`) go to their blocks.
     fn collect(
         &self,
         end_ns: u64,
@@ -356,17 +354,9 @@ impl OffcpuBpf {
         times: &mut HashMap<TableKey, Vec<(u64, u64)>>,
     ) -> anyhow::Result<(Vec<Block>, u64)> {
         let stacks = StackTraceMap::try_from(self.ebpf.map("stacks").context("no stacks map")?)?;
-        let starts: BpfHashMap<_, u32, Start> =
-            BpfHashMap::try_from(self.ebpf.map("starts").context("no starts map")?)?;
         let mut totals = self.totals()?;
-        let mut add = |k, v: Value| {
-            let t = totals.entry(k).or_default();
-            t.total_ns += v.total_ns;
-            t.count += v.count;
-        };
         let mut in_progress = 0;
-        for entry in starts.iter() {
-            let (tid, s) = entry.context("reading the blocks in progress")?;
+        for (tid, s) in self.starts()? {
             let ns = end_ns.saturating_sub(s.ts);
             if ns < min_block_ns.max(1) {
                 continue;
@@ -380,13 +370,9 @@ impl OffcpuBpf {
                 state: s.state,
             };
             times.entry((k, None)).or_default().push((end_ns, ns));
-            add(
-                (k, None),
-                Value {
-                    total_ns: ns,
-                    count: 1,
-                },
-            );
+            let t = totals.entry((k, None)).or_default();
+            t.total_ns += ns;
+            t.count += 1;
         }
 
         let mut cache: HashMap<i32, Captured> = HashMap::new();
@@ -459,9 +445,8 @@ impl OffcpuBpf {
     }
 }
 
-/// How often a per-thread trace reads the tables to learn when the time
-/// was blocked: the finest the heat map of `profile --wall` can place
-/// off-CPU time.
+/// How often a per-thread trace reads the tables to learn when its time was
+/// blocked (the finest `profile --wall`'s heat map places a short wait).
 const READ_EVERY_NS: u64 = 100_000_000;
 
 fn read_stack(map: &StackTraceMap<&MapData>, id: i32, user: bool) -> Captured {
@@ -506,8 +491,7 @@ pub struct Tracer {
     watched: Option<HashSet<u32>>,
     follow: bool,
     min_block_ns: u64,
-    /// Per thread: the tables as last read, when, and what each block's
-    /// time grew by at each read (`Block::times`).
+    /// Per thread: the tables as last read, when, and each block's growth at each read.
     per_thread: bool,
     last: HashMap<TableKey, Value>,
     last_read_ns: u64,
@@ -564,9 +548,8 @@ impl Tracer {
             if grew == 0 {
                 continue;
             }
-            // A block in progress at the last read, on this key, began at
-            // its start: it ended `grew` later (give or take the short
-            // blocks after it). Else it ended at some time since then.
+            // A block in progress at the last read, on this key, ended `grew`
+            // after its start (give or take short ones after it); else since then.
             let end = match self.last_starts.get(&k.0.pid) {
                 Some(s)
                     if (s.tgid, s.kstack, s.ustack, s.state)
