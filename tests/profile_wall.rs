@@ -602,3 +602,188 @@ fn pprof_and_speedscope_hold_the_reports_times() {
         }
     }
 }
+
+/// The first and last slice (of `slice_ns`) holding `kind` time under
+/// `function` in root `root`.
+fn slices_of(w: &Value, root: usize, function: &str, kinds: &[&str]) -> (u64, u64) {
+    let mut found: Vec<u64> = Vec::new();
+    for s in w["stacks"].as_array().unwrap() {
+        let named = s["frames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["name"] == function);
+        if s["root"].as_u64() == Some(root as u64)
+            && named
+            && kinds.contains(&s["kind"].as_str().unwrap())
+        {
+            for slice in s["slices"].as_array().into_iter().flatten() {
+                found.push(slice[0].as_u64().unwrap());
+            }
+        }
+    }
+    let first = *found.iter().min().expect("slices under the function");
+    (first, *found.iter().max().unwrap())
+}
+
+/// The `*_part` frames the page's flame graph shows after `clicks` (heat
+/// map cells of root `root`, clicked in turn), and its heading.
+fn flame_after(browser: &str, page: &str, root: usize, clicks: &[u64]) -> (Vec<String>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("selected.html");
+    let script: String = clicks
+        .iter()
+        .map(|i| {
+            format!(
+                "document.querySelector('#heat [data-root=\"{root}\"] [data-slice=\"{i}\"]')\
+                 .dispatchEvent(new MouseEvent('click', {{bubbles: true}}));\n"
+            )
+        })
+        .collect();
+    let page = page.replace("</body>", &format!("<script>\n{script}</script>\n</body>"));
+    std::fs::write(&path, page).unwrap();
+    let (dom, console) = common::chromium::headless(browser, &path, &["--dump-dom"]);
+    assert!(console.is_empty(), "the page logged: {console:?}");
+    // Chromium's DOM is HTML, not XML: the flame graph's frames by text.
+    let flame = &dom[dom.find("id=\"flame\"").expect("a flame graph")..];
+    let mut parts: Vec<String> = flame
+        .split(['<', '>'])
+        .filter(|t| t.ends_with("_part"))
+        .map(String::from)
+        .collect();
+    parts.sort();
+    parts.dedup();
+    let heading = dom[dom.find("id=\"range\">").unwrap()..]
+        .split(['<', '>'])
+        .nth(1)
+        .unwrap()
+        .to_string();
+    (parts, heading)
+}
+
+#[test]
+fn the_html_heat_map_selects_the_range_the_flame_graph_shows() {
+    let test = "the_html_heat_map_selects_the_range_the_flame_graph_shows";
+    if !require_root(test) {
+        return;
+    }
+    let Some(browser) = common::chromium::browser(test) else {
+        return;
+    };
+    let _g = serial();
+    let prog = c_fixture("wall_parts");
+    let data = data_file();
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("wall.html");
+    let w = wall_json(&[
+        "profile",
+        "--wall",
+        "-F",
+        "499",
+        "--json",
+        "--html",
+        html.to_str().unwrap(),
+        "--",
+        prog.to_str().unwrap(),
+        data.to_str().unwrap(),
+        "1",
+    ]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    let (i, _) = roots(&w, "parts")[0];
+    let slice_ns = w["slice_ns"].as_u64().unwrap();
+    assert_eq!(slice_ns, 20_000_000, "FlameScope's 50 rows a second");
+
+    // The data: the sleep is one block, placed where it was (from its
+    // start, seen while in progress), a second long; the compute part
+    // before it, the read part after it.
+    let (s0, s1) = slices_of(&w, i, "sleep_part", &["sleep"]);
+    let second = 1_000_000_000 / slice_ns;
+    assert!(
+        (s1 - s0 + 1).abs_diff(second) <= 2,
+        "the sleep's slices {s0}..={s1}"
+    );
+    let (c0, _) = slices_of(&w, i, "compute_part", &["on_cpu", "run_queue"]);
+    let (r0, _) = slices_of(&w, i, "read_part", &["on_cpu", "storage", "run_queue"]);
+    assert!(c0 < s0 && s0 < r0, "compute {c0}, sleep {s0}, read {r0}");
+
+    // Nothing selected: the whole window, every part.
+    let (parts, heading) = flame_after(browser, &page, i, &[]);
+    assert_eq!(
+        parts,
+        ["compute_part", "read_part", "sleep_part"],
+        "{heading}"
+    );
+    assert!(heading.contains("the whole window"), "{heading}");
+    // Inside the compute second (time is never placed before it happened,
+    // so the sleep and the read cannot show here): the compute part only.
+    let a = (s0 + 5).saturating_sub(second);
+    let (parts, heading) = flame_after(browser, &page, i, &[a, a + 25]);
+    assert_eq!(parts, ["compute_part"], "{heading}");
+    let want = format!(
+        "{:.2} s to {:.2} s",
+        a as f64 / 50.0,
+        (a + 26) as f64 / 50.0
+    );
+    assert!(heading.contains(&want), "{heading} (want {want})");
+    // Inside the sleep's second, clicked end first: the sleep part, and
+    // not the read, which came after.
+    let (parts, heading) = flame_after(browser, &page, i, &[s0 + 40, s0 + 10]);
+    assert!(
+        parts.contains(&"sleep_part".to_string()),
+        "{parts:?} {heading}"
+    );
+    assert!(
+        !parts.contains(&"read_part".to_string()),
+        "{parts:?} {heading}"
+    );
+}
+
+#[test]
+fn the_cost_line_is_what_kdiag_used_in_all() {
+    if !require_root("the_cost_line_is_what_kdiag_used_in_all") {
+        return;
+    }
+    let _g = serial();
+    // A target kdiag does not start (its CPU is no part of kdiag's rusage),
+    // busy on the CPU and off it for the whole profile.
+    let prog = c_fixture("lock_compute");
+    let mut target = std::process::Command::new(&prog).arg("4").spawn().unwrap();
+    let pid = target.id().to_string();
+    let mut child = kdiag()
+        .args([
+            "profile", "--wall", "-F", "999", "-d", "2", "--json", "-p", &pid,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let id = child.id() as i32;
+    std::mem::forget(child);
+    let mut json = Vec::new();
+    std::io::Read::read_to_end(&mut stdout, &mut json).unwrap();
+    let mut status = 0;
+    // SAFETY: rusage is a plain out-parameter.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waiting for our own child, with valid out-pointers.
+    let rc = unsafe { libc::wait4(id, &mut status, 0, &mut ru) };
+    target.kill().unwrap();
+    target.wait().unwrap();
+    assert_eq!(rc, id, "wait4");
+    assert_eq!(status, 0, "kdiag's exit status");
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let measured = tv(ru.ru_utime) + tv(ru.ru_stime);
+    let w: Value = serde_json::from_slice(&json).unwrap();
+    let reported = w["run_cpu_secs"].as_f64().unwrap();
+    // Read just before the report is written and kdiag exits: a little
+    // less than the kernel's count, never more.
+    assert!(
+        reported <= measured + 0.005 && reported >= measured * 0.9 - 0.02,
+        "kdiag reported {reported:.3} s of its own CPU, the kernel counted {measured:.3} s"
+    );
+    assert!(reported >= w["cost"]["kdiag_cpu_secs"].as_f64().unwrap());
+    // Its BPF programs ran in the target's threads: their time is counted
+    // apart (the test turns statistics on as kdiag does: root, 5.8+).
+    let bpf = w["bpf_run_secs"].as_f64().expect("BPF run time measured");
+    assert!(bpf > 0.0, "{}", w["bpf_run_secs"]);
+}

@@ -5,7 +5,7 @@
 //! gets the kind of time it stands for (run-queue wait, storage, lock,
 //! sleep, other waits) from its state and frames. Pure.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::analysis::locks;
 use crate::model::offcpu::WaitSamples;
@@ -107,6 +107,33 @@ pub struct Halves<'a> {
     pub waits: Option<&'a WaitSamples>,
     /// One root per process, not per thread.
     pub per_process: bool,
+    /// When the window began (CLOCK_MONOTONIC ns), and the length of the
+    /// slices each stack's time is counted in (`WallStack::slices`).
+    pub origin_ns: u64,
+    pub slice_ns: u64,
+}
+
+/// Add weights seen as (CLOCK_MONOTONIC ns it ended, weight) to `slices`
+/// (slice of `slice_ns` since `origin_ns` → ns): each weight covers the
+/// time just before it ended (a sample its period, a block its length),
+/// split where it crosses slices; time before the origin is left out.
+pub fn spread(
+    times: &[(u64, u64)],
+    origin_ns: u64,
+    slice_ns: u64,
+    slices: &mut BTreeMap<u32, u64>,
+) {
+    let slice_ns = slice_ns.max(1);
+    for &(end, weight) in times {
+        let mut end = end.saturating_sub(origin_ns);
+        let start = end.saturating_sub(weight);
+        while end > start {
+            let slice = (end - 1) / slice_ns;
+            let from = (slice * slice_ns).max(start);
+            *slices.entry(slice as u32).or_default() += end - from;
+            end = from;
+        }
+    }
 }
 
 /// The merged profile's roots (largest total first), stacks (largest
@@ -161,7 +188,12 @@ pub fn merge(h: &Halves<'_>) -> Merged {
         })
         .collect();
 
-    let mut merged: HashMap<Key, (u64, u64)> = HashMap::new();
+    let mut merged: HashMap<Key, (u64, u64, BTreeMap<u32, u64>)> = HashMap::new();
+    let place = |i: usize, p: &Profile, slices: &mut BTreeMap<u32, u64>| {
+        if let Some(times) = p.times.get(i) {
+            spread(times, h.origin_ns, h.slice_ns, slices);
+        }
+    };
     let mut samples: HashMap<Root, u64> = HashMap::new();
     for (i, s) in h.cpu.stacks.iter().enumerate() {
         let root = root_of(h.cpu.threads.get(i), &s.comm);
@@ -171,6 +203,7 @@ pub fn merge(h: &Halves<'_>) -> Merged {
             .or_default();
         e.0 += s.samples;
         e.1 += s.weight;
+        place(i, h.cpu, &mut e.2);
     }
     for (i, s) in h.off.stacks.iter().enumerate() {
         let Some(state) = s.state else { continue };
@@ -200,6 +233,7 @@ pub fn merge(h: &Halves<'_>) -> Merged {
             .or_default();
         e.0 += s.samples;
         e.1 += s.weight;
+        place(i, h.off, &mut e.2);
     }
     for r in h.waits.iter().flat_map(|w| &w.rows) {
         let root = root_of(None, &r.comm);
@@ -212,7 +246,7 @@ pub fn merge(h: &Halves<'_>) -> Merged {
     }
 
     let mut times: HashMap<Root, Times> = HashMap::new();
-    for ((root, kind, ..), (_, ns)) in &merged {
+    for ((root, kind, ..), (_, ns, _)) in &merged {
         times.entry(root.clone()).or_default().add(*kind, *ns);
     }
     let period = 1_000_000_000 / h.cpu.freq_hz.max(1);
@@ -242,7 +276,7 @@ pub fn merge(h: &Halves<'_>) -> Merged {
     let mut stacks: Vec<WallStack> = merged
         .into_iter()
         .map(
-            |((root, kind, state, frames, (waker, ongoing)), (count, ns))| WallStack {
+            |((root, kind, state, frames, (waker, ongoing)), (count, ns, slices))| WallStack {
                 root: index[&root],
                 kind,
                 state,
@@ -251,6 +285,7 @@ pub fn merge(h: &Halves<'_>) -> Merged {
                 ongoing,
                 count,
                 ns,
+                slices: slices.into_iter().collect(),
             },
         )
         .collect();
@@ -394,6 +429,8 @@ mod tests {
             off: &off,
             waits: None,
             per_process: false,
+            origin_ns: 0,
+            slice_ns: 1,
         });
         assert_eq!(m.roots.len(), 2);
         let w = &m.roots[0];
@@ -414,6 +451,8 @@ mod tests {
             off: &off,
             waits: None,
             per_process: true,
+            origin_ns: 0,
+            slice_ns: 1,
         });
         assert_eq!(m.roots.len(), 1);
         assert_eq!(m.roots[0].root.label(), "m [10]");
@@ -442,6 +481,8 @@ mod tests {
             off: &off,
             waits: None,
             per_process: false,
+            origin_ns: 0,
+            slice_ns: 1,
         });
         let of = |kind| m.stacks.iter().find(|s| s.kind == kind).unwrap().clone();
         (of(TimeKind::Lock), of(TimeKind::Storage))
@@ -524,10 +565,63 @@ mod tests {
             off: &Profile::default(),
             waits: Some(&waits),
             per_process: false,
+            origin_ns: 0,
+            slice_ns: 1,
         });
         assert_eq!(m.roots.len(), 1);
         assert_eq!(m.roots[0].root.label(), "w");
         assert_eq!(m.roots[0].times.storage, 500_000_000);
         assert_eq!(m.roots[0].times.on_cpu, 500_000_000);
+    }
+
+    #[test]
+    fn a_weight_covers_the_time_before_it_split_by_slice() {
+        let mut slices = BTreeMap::new();
+        // A 10 ms sample ending 25 ms in; a 1.5 s block ending at 2 s; a
+        // sample from before the window, and one straddling its start.
+        let ms = 1_000_000;
+        let origin = 1_000 * ms;
+        let times = [
+            (origin + 25 * ms, 10 * ms),
+            (origin + 2_000 * ms, 1_500 * ms),
+            (origin - 5 * ms, 10 * ms),
+            (origin + 4 * ms, 10 * ms),
+        ];
+        spread(&times, origin, 20 * ms, &mut slices);
+        assert_eq!(
+            slices[&0],
+            4 * ms + 5 * ms,
+            "the straddling sample's part, 15-20 ms"
+        );
+        assert_eq!(slices[&1], 5 * ms, "20-25 ms");
+        // The block: 500 ms to 2 s, every slice of it full.
+        assert!(!slices.contains_key(&24));
+        assert!((25..100).all(|i| slices[&i] == 20 * ms));
+        assert_eq!(slices.values().sum::<u64>(), 14 * ms + 1_500 * ms);
+    }
+
+    #[test]
+    fn a_stacks_slices_add_both_threads_of_a_process() {
+        let ms = 1_000_000;
+        let cpu = Profile {
+            freq_hz: 100,
+            stacks: vec![
+                stack("a", &[Frame::user("spin")], None, 1, 10 * ms),
+                stack("b", &[Frame::user("spin")], None, 1, 10 * ms),
+            ],
+            threads: vec![ThreadId { pid: 1, tid: 1 }, ThreadId { pid: 1, tid: 2 }],
+            times: vec![vec![(110 * ms, 10 * ms)], vec![(215 * ms, 10 * ms)]],
+            ..Default::default()
+        };
+        let m = merge(&Halves {
+            cpu: &cpu,
+            off: &Profile::default(),
+            waits: None,
+            per_process: true,
+            origin_ns: 100 * ms,
+            slice_ns: 50 * ms,
+        });
+        assert_eq!(m.stacks.len(), 1);
+        assert_eq!(m.stacks[0].slices, vec![(0, 10 * ms), (2, 10 * ms)]);
     }
 }

@@ -71,6 +71,10 @@ pub struct Args {
     /// sleep with its waker's stack: one more program, on sched_waking)
     #[arg(long, requires = "wall")]
     pub no_wakers: bool,
+    /// With --wall: write an HTML page (self-contained) with a heat map of when each thread's
+    /// time went; selecting a range in it draws the flame graph of that range
+    #[arg(long, value_name = "FILE", requires = "wall")]
+    pub html: Option<std::path::PathBuf>,
     /// With --wall: where off-CPU time comes from
     #[arg(long, default_value = "auto",
           value_parser = super::args::tier("BPF where the kernel allows it, else /proc without stacks", OFFCPU_TIERS))]
@@ -102,6 +106,8 @@ const OFFCPU_TIERS: &[(Tier, &str)] = &[
 const STOP_GRACE: Duration = Duration::from_secs(2);
 /// How many entries each top list keeps.
 const TOP: usize = 15;
+/// --wall's slices of time (the heat map's cells): FlameScope's, 50 a second.
+const SLICE_NS: u64 = 20_000_000;
 
 /// The checks on the arguments as a whole (values are checked when parsed).
 pub fn validate(args: &Args) -> anyhow::Result<()> {
@@ -252,6 +258,8 @@ fn own_exit(running: &Running) -> u8 {
 /// profile in nanoseconds, reported per thread (or process).
 fn run_wall(args: Args) -> anyhow::Result<u8> {
     let interrupt = Interrupt::catch()?;
+    // The BPF programs' run time is part of the cost: measured while held.
+    let (stats, _stats_on) = crate::sys::bpf::measure_run_time();
     let (mut recording, mut running, target) = match args.pid {
         Some(pid) => {
             target::check_pids(&[pid])?;
@@ -276,6 +284,8 @@ fn run_wall(args: Args) -> anyhow::Result<u8> {
     let fallback = recording.fallback.take().map(|f| format!("{:#}", f.error));
     let (started, started_unix_ns) = target::utc_now();
     let t0 = Instant::now();
+    // The window's start, in the clock of samples and BPF.
+    let origin_ns = crate::sys::monotonic_ns();
     let cpu0 = target::self_cpu_secs();
     let limit = args.duration.map(Duration::from_secs_f64);
     let mut ended_early = None;
@@ -288,10 +298,10 @@ fn run_wall(args: Args) -> anyhow::Result<u8> {
             break;
         }
     }
-    // The window ends here: finishing reads and symbolizes, after it.
-    let window = t0.elapsed();
     let kdiag_cpu = target::self_cpu_secs() - cpu0;
     let halves = recording.finish()?;
+    // The window ends when recording did (reading and symbolizing after).
+    let window = Duration::from_nanos(halves.end_ns.saturating_sub(origin_ns));
     running.finish(STOP_GRACE)?;
     let post = Instant::now();
     let merged = crate::analysis::wall::merge(&crate::analysis::wall::Halves {
@@ -299,6 +309,8 @@ fn run_wall(args: Args) -> anyhow::Result<u8> {
         off: &halves.off,
         waits: halves.waits.as_ref(),
         per_process: args.per_process,
+        origin_ns,
+        slice_ns: SLICE_NS,
     });
     let offcpu = match halves.collection {
         Collection::Bpf { .. } => wall_model::OffcpuFrom::Bpf,
@@ -312,6 +324,7 @@ fn run_wall(args: Args) -> anyhow::Result<u8> {
         started,
         started_unix_ns,
         window_ns: window.as_nanos() as u64,
+        slice_ns: SLICE_NS,
         event: halves.cpu.event.clone(),
         freq_hz: args.freq,
         per_process: args.per_process,
@@ -328,6 +341,10 @@ fn run_wall(args: Args) -> anyhow::Result<u8> {
             profiled_cpu_secs: None,
             post_secs: 0.0,
         },
+        run_cpu_secs: 0.0,
+        // Every program is unloaded by now (`finish`), so tallied.
+        bpf_run_secs: (stats != crate::sys::bpf::RunTimeStats::Unavailable)
+            .then(|| crate::sys::bpf::tally().run_time_ns as f64 / 1e9),
     };
     let ctrl_c_ends = args.command.is_empty() && args.duration.is_none();
     if wall.roots.is_empty() {
@@ -342,7 +359,11 @@ fn run_wall(args: Args) -> anyhow::Result<u8> {
     for (path, data) in args.files.render_wall(&wall)? {
         user_files::write(path, &data)?;
     }
+    if let Some(path) = &args.html {
+        user_files::write(path, &render::wall_html::page(&wall)?)?;
+    }
     wall.cost.post_secs = post.elapsed().as_secs_f64();
+    wall.run_cpu_secs = target::self_cpu_secs();
     let mut out = std::io::stdout().lock();
     if args.json {
         render::wall::json(&mut out, &wall)?;

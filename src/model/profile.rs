@@ -207,6 +207,12 @@ pub struct Profile {
     /// stacks of different threads kept apart; empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub threads: Vec<ThreadId>,
+    /// Per-thread profiles: when `stacks[i]`'s weight was seen, as
+    /// (CLOCK_MONOTONIC ns it ended, weight): each sample's time and
+    /// period, each stretch of blocked time as read from the kernel's
+    /// tables (`analysis::wall` spreads a weight over the time before it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub times: Vec<Vec<(u64, u64)>>,
     /// The binaries frames came from (`Frame::module` indexes this).
     pub modules: Vec<Module>,
     /// Every sample kept (idle excluded unless asked for).

@@ -158,6 +158,12 @@ pub struct WallStack {
     /// Samples (on CPU) or blocks (off CPU).
     pub count: u64,
     pub ns: u64,
+    /// When the time was spent: (slice of the window, `Wall::slice_ns`
+    /// long, counted from its start; ns in it), by slice. Off-CPU time is
+    /// placed as precisely as the tables were read (every 100 ms); empty
+    /// for the /proc tier.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slices: Vec<(u32, u64)>,
 }
 
 /// The frame between a waiter's stack and its waker's in the graphs.
@@ -210,6 +216,10 @@ pub struct Wall {
     pub started_unix_ns: u64,
     /// The window every root's time is measured against, ns.
     pub window_ns: u64,
+    /// The length of the slices `WallStack::slices` counts time in, ns
+    /// (the heat map's cells).
+    #[serde(default)]
+    pub slice_ns: u64,
     /// CPU sampling: the event (cpu-clock) and its rate.
     pub event: String,
     pub freq_hz: u64,
@@ -226,5 +236,15 @@ pub struct Wall {
     pub lost_samples: u64,
     pub lost_stacks: u64,
     pub ended_early: Option<String>,
+    /// `cost.kdiag_cpu_secs` is kdiag's CPU while recording.
     pub cost: ProbeCost,
+    /// kdiag's whole cost: its process's CPU from its start to the report
+    /// (user + system, rusage: reading, symbolizing, writing included),
+    /// and its BPF programs' run time, which runs in the traced threads and
+    /// so is no part of kdiag's rusage (None where the kernel keeps no
+    /// run-time statistics).
+    #[serde(default)]
+    pub run_cpu_secs: f64,
+    #[serde(default)]
+    pub bpf_run_secs: Option<f64>,
 }

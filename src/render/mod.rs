@@ -24,6 +24,7 @@ pub mod table;
 pub mod time;
 pub mod verdict;
 pub mod wall;
+pub mod wall_html;
 
 use std::io::Write;
 

@@ -283,6 +283,7 @@ pub fn flame_gzipped(f: &Flame) -> anyhow::Result<Vec<u8>> {
                 user_depth: 0,
                 state: None,
                 waker: None,
+                ongoing: false,
             })
         })
         .collect();

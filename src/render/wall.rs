@@ -109,12 +109,19 @@ pub fn text(out: &mut impl Write, wall: &Wall) -> anyhow::Result<()> {
     if let Some(why) = &wall.ended_early {
         writeln!(out, "\nThe target ended early: {why}")?;
     }
+    let bpf = match wall.bpf_run_secs {
+        Some(b) => format!("{b:.3} s in its BPF programs, in the traced threads"),
+        None => "its BPF programs' time unknown (the kernel keeps no run-time statistics)".into(),
+    };
+    let total = wall.run_cpu_secs + wall.bpf_run_secs.unwrap_or(0.0);
     writeln!(
         out,
-        "\nkdiag used {:.2} s of CPU over {:.2} s ({:.1}% of one CPU).",
-        wall.cost.kdiag_cpu_secs,
+        "\nkdiag used {total:.3} s of CPU ({:.1}% of one CPU over the {:.2} s window): \
+         {:.3} s in its own process from start to report ({:.3} s while recording), {bpf}.",
+        100.0 * total / wall.cost.wall_secs.max(1e-9),
         wall.cost.wall_secs,
-        100.0 * wall.cost.kdiag_cpu_secs / wall.cost.wall_secs.max(1e-9)
+        wall.run_cpu_secs,
+        wall.cost.kdiag_cpu_secs,
     )?;
     Ok(())
 }

@@ -136,7 +136,13 @@ pub struct Block {
     pub waker: Option<Woke>,
     /// Still going on when tracing ended: nothing has woken it yet.
     pub ongoing: bool,
+    /// Per thread: (CLOCK_MONOTONIC ns, ns blocked that ended by then), as
+    /// the tables grew between reads.
+    pub times: Vec<(u64, u64)>,
 }
+
+/// A block's place in the kernel's tables: its key, and its waker's.
+type TableKey = (Key, Option<WakerRec>);
 
 /// The thread that woke a sleeper, as it was when it did.
 #[derive(Debug, Clone)]
@@ -312,6 +318,8 @@ impl OffcpuBpf {
     pub fn stop(&mut self) -> anyhow::Result<u64> {
         for name in std::mem::take(&mut self.attached) {
             let prog = self.ebpf.program_mut(name).context("program vanished")?;
+            // Its run time, before unloading closes it.
+            crate::sys::bpf::count(prog);
             match prog {
                 aya::programs::Program::BtfTracePoint(p) => p.unload()?,
                 aya::programs::Program::RawTracePoint(p) => p.unload()?,
@@ -344,36 +352,24 @@ impl OffcpuBpf {
     /// Every aggregated block, plus the blocks still going on at `end_ns`
     /// (counted up to then, if at least `min_block_ns`), with their stacks
     /// resolved to addresses. Call after `stop`. Returns the blocks and how
-    /// many were still going on.
-    pub fn collect(&self, end_ns: u64, min_block_ns: u64) -> anyhow::Result<(Vec<Block>, u64)> {
+    /// many were still going on. `times` (`Tracer::read_times`) go to their blocks.
+    fn collect(
+        &self,
+        end_ns: u64,
+        min_block_ns: u64,
+        times: &mut HashMap<TableKey, Vec<(u64, u64)>>,
+    ) -> anyhow::Result<(Vec<Block>, u64)> {
         let stacks = StackTraceMap::try_from(self.ebpf.map("stacks").context("no stacks map")?)?;
-        let blocked: BpfHashMap<_, Key, Value> =
-            BpfHashMap::try_from(self.ebpf.map("blocked").context("no blocked map")?)?;
-        let starts: BpfHashMap<_, u32, Start> =
-            BpfHashMap::try_from(self.ebpf.map("starts").context("no starts map")?)?;
-
-        let offwake: BpfHashMap<_, WakeKey, Value> =
-            BpfHashMap::try_from(self.ebpf.map("offwake").context("no offwake map")?)?;
-
-        // Keyed by the thread's block, its waker (none: from `blocked`) and
-        // whether it was still going on at the end.
-        let mut totals: HashMap<(Key, Option<WakerRec>, bool), Value> = HashMap::new();
-        let mut add = |k, v: Value| {
-            let t = totals.entry(k).or_default();
-            t.total_ns += v.total_ns;
-            t.count += v.count;
-        };
-        for entry in blocked.iter() {
-            let (k, v) = entry.context("reading the off-CPU table")?;
-            add((k, None, false), v);
-        }
-        for entry in offwake.iter() {
-            let (k, v) = entry.context("reading the off-wake table")?;
-            add((k.block, Some(k.waker), false), v);
-        }
+        // Finished blocks by key and waker; with wakers on, the blocks still
+        // going on at the end apart from them (they have no waker yet).
+        let mut totals: HashMap<(TableKey, bool), Value> = self
+            .totals()?
+            .into_iter()
+            .map(|(k, v)| ((k, false), v))
+            .collect();
+        let mut open_times: HashMap<(TableKey, bool), Vec<(u64, u64)>> = HashMap::new();
         let mut in_progress = 0;
-        for entry in starts.iter() {
-            let (tid, s) = entry.context("reading the blocks in progress")?;
+        for (tid, s) in self.starts()? {
             let ns = end_ns.saturating_sub(s.ts);
             if ns < min_block_ns.max(1) {
                 continue;
@@ -386,13 +382,11 @@ impl OffcpuBpf {
                 ustack: s.ustack,
                 state: s.state,
             };
-            add(
-                (k, None, self.wakers),
-                Value {
-                    total_ns: ns,
-                    count: 1,
-                },
-            );
+            let key = ((k, None), self.wakers);
+            let t = totals.entry(key).or_default();
+            t.total_ns += ns;
+            t.count += 1;
+            open_times.entry(key).or_default().push((end_ns, ns));
         }
 
         let mut cache: HashMap<i32, Captured> = HashMap::new();
@@ -404,7 +398,7 @@ impl OffcpuBpf {
         };
         let blocks = totals
             .into_iter()
-            .map(|((k, waker, ongoing), v)| Block {
+            .map(|(((k, waker), ongoing), v)| Block {
                 waker: waker.map(|w| Woke {
                     tgid: w.tgid,
                     tid: w.pid,
@@ -423,11 +417,63 @@ impl OffcpuBpf {
                 total_ns: v.total_ns,
                 count: v.count,
                 ongoing,
+                times: {
+                    let mut t = match ongoing {
+                        true => Vec::new(),
+                        false => times.remove(&(k, waker)).unwrap_or_default(),
+                    };
+                    t.extend(
+                        open_times
+                            .remove(&((k, waker), ongoing))
+                            .unwrap_or_default(),
+                    );
+                    t
+                },
             })
             .collect();
         Ok((blocks, in_progress))
     }
+
+    /// The blocks in progress, by thread.
+    fn starts(&self) -> anyhow::Result<HashMap<u32, Start>> {
+        let starts: BpfHashMap<_, u32, Start> =
+            BpfHashMap::try_from(self.ebpf.map("starts").context("no starts map")?)?;
+        let mut all = HashMap::new();
+        for entry in starts.iter() {
+            let (tid, s) = entry.context("reading the blocks in progress")?;
+            all.insert(tid, s);
+        }
+        Ok(all)
+    }
+
+    /// The blocked time summed so far, keyed by the thread's block and its
+    /// waker (none: from `blocked`).
+    fn totals(&self) -> anyhow::Result<HashMap<TableKey, Value>> {
+        let blocked: BpfHashMap<_, Key, Value> =
+            BpfHashMap::try_from(self.ebpf.map("blocked").context("no blocked map")?)?;
+        let offwake: BpfHashMap<_, WakeKey, Value> =
+            BpfHashMap::try_from(self.ebpf.map("offwake").context("no offwake map")?)?;
+        let mut totals: HashMap<TableKey, Value> = HashMap::new();
+        let mut add = |k, v: Value| {
+            let t = totals.entry(k).or_default();
+            t.total_ns += v.total_ns;
+            t.count += v.count;
+        };
+        for entry in blocked.iter() {
+            let (k, v) = entry.context("reading the off-CPU table")?;
+            add((k, None), v);
+        }
+        for entry in offwake.iter() {
+            let (k, v) = entry.context("reading the off-wake table")?;
+            add((k.block, Some(k.waker)), v);
+        }
+        Ok(totals)
+    }
 }
+
+/// How often a per-thread trace reads the tables to learn when its time was
+/// blocked (the finest `profile --wall`'s heat map places a short wait).
+const READ_EVERY_NS: u64 = 100_000_000;
 
 fn read_stack(map: &StackTraceMap<&MapData>, id: i32, user: bool) -> Captured {
     match id {
@@ -471,6 +517,13 @@ pub struct Tracer {
     watched: Option<HashSet<u32>>,
     follow: bool,
     min_block_ns: u64,
+    /// Per thread: the tables as last read, when, and each block's growth at each read.
+    per_thread: bool,
+    last: HashMap<TableKey, Value>,
+    last_read_ns: u64,
+    /// The blocks in progress at the last read, by thread.
+    last_starts: HashMap<u32, Start>,
+    times: HashMap<TableKey, Vec<(u64, u64)>>,
 }
 
 impl Tracer {
@@ -500,7 +553,42 @@ impl Tracer {
             watched: (!options.tgids.is_empty()).then(|| options.tgids.iter().copied().collect()),
             follow: options.follow,
             min_block_ns: options.min_block_ns,
+            per_thread: options.per_thread,
+            last: HashMap::new(),
+            last_read_ns: crate::sys::monotonic_ns(),
+            last_starts: HashMap::new(),
+            times: HashMap::new(),
         })
+    }
+
+    /// Per thread: read the tables and keep what each block's time grew by
+    /// since the last read, as ending at `now_ns`.
+    fn read_times(&mut self, now_ns: u64) -> anyhow::Result<()> {
+        if !self.per_thread {
+            return Ok(());
+        }
+        self.last_read_ns = now_ns;
+        for (k, v) in self.bpf.totals()? {
+            let before = self.last.insert(k, v).unwrap_or_default();
+            let grew = v.total_ns.saturating_sub(before.total_ns);
+            if grew == 0 {
+                continue;
+            }
+            // A block in progress at the last read, on this key, ended `grew`
+            // after its start (give or take short ones after it); else since then.
+            let end = match self.last_starts.get(&k.0.pid) {
+                Some(s)
+                    if (s.tgid, s.kstack, s.ustack, s.state)
+                        == (k.0.tgid, k.0.kstack, k.0.ustack, k.0.state) =>
+                {
+                    (s.ts + grew).min(now_ns)
+                }
+                _ => now_ns,
+            };
+            self.times.entry(k).or_default().push((end, grew));
+        }
+        self.last_starts = self.bpf.starts()?;
+        Ok(())
     }
 
     /// How the switch tracepoint was attached.
@@ -523,6 +611,10 @@ impl Tracer {
     pub fn poll(&mut self, timeout: Duration) -> anyhow::Result<()> {
         self.sideband.poll(timeout)?;
         self.drain();
+        let now = crate::sys::monotonic_ns();
+        if now - self.last_read_ns >= READ_EVERY_NS {
+            self.read_times(now)?;
+        }
         Ok(())
     }
 
@@ -556,7 +648,10 @@ impl Tracer {
         self.sideband.disable()?;
         self.drain();
         let mut counts = self.bpf.counts()?;
-        let (blocks, in_progress) = self.bpf.collect(end_ns, self.min_block_ns)?;
+        self.read_times(end_ns)?;
+        let (blocks, in_progress) = self
+            .bpf
+            .collect(end_ns, self.min_block_ns, &mut self.times)?;
         counts.in_progress = in_progress;
         for b in &blocks {
             self.recorder.add_stack(CountedStack {
@@ -575,6 +670,7 @@ impl Tracer {
                     kernel: half(&w.kernel, "[kernel stack lost]"),
                     user: half(&w.user, "[user stack lost]"),
                 }),
+                times: &b.times,
             });
         }
         profile.unit = WeightUnit::Nanoseconds;

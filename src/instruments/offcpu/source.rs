@@ -18,7 +18,9 @@ pub struct Options {
     /// Blocks shorter than this are counted, not kept.
     pub min_block_ns: u64,
     pub states: StateFilter,
-    /// Keep each thread's stacks apart (`Profile::threads`).
+    /// Keep each thread's stacks apart (`Profile::threads`), with when each
+    /// one's time was blocked (`Profile::times`: the BPF tier reads its
+    /// tables every 100 ms for it).
     pub per_thread: bool,
     /// BPF tier: pair each sleep with the stack of the thread that woke it
     /// (`Stack::waker`).

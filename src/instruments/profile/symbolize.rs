@@ -38,7 +38,8 @@ pub struct RecordOptions {
     pub kernel_only: bool,
     /// How user stacks are walked (fp: the kernel's callchain as is).
     pub call_graph: CallGraph,
-    /// Keep each thread's stacks apart (`Profile::threads`).
+    /// Keep each thread's stacks apart (`Profile::threads`), with when each
+    /// weight was seen (`Profile::times`).
     pub per_thread: bool,
 }
 
@@ -97,6 +98,8 @@ pub struct CountedStack<'a> {
     pub waker: Option<WakerStack<'a>>,
     /// Off-CPU with wakers: blocks still going on when tracing ended.
     pub ongoing: bool,
+    /// When the weight was seen: (CLOCK_MONOTONIC ns it ended, weight).
+    pub times: &'a [(u64, u64)],
 }
 
 /// The thread that woke a sleeper, with its stack (a BPF stack map's).
@@ -109,10 +112,12 @@ pub struct WakerStack<'a> {
     pub user: Half<'a>,
 }
 
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 struct RawCount {
     samples: u64,
     weight: u64,
+    /// Per thread: (CLOCK_MONOTONIC ns, weight) as seen.
+    times: Vec<(u64, u64)>,
 }
 
 /// Collects samples and task events during a recording.
@@ -242,7 +247,7 @@ impl Recorder {
                     waker: None,
                     ongoing: false,
                 };
-                self.add(key, 1, s.period);
+                self.add(key, 1, s.period, &[(s.time, s.period)]);
             }
             Record::Comm { tid, comm, .. } => {
                 self.comms.insert(tid, comm.to_string());
@@ -325,18 +330,22 @@ impl Recorder {
             waker,
             ongoing: stack.ongoing,
         };
-        self.add(key, stack.count, stack.weight);
+        self.add(key, stack.count, stack.weight, stack.times);
     }
 
-    fn add(&mut self, key: RawKey, count: u64, weight: u64) {
+    fn add(&mut self, key: RawKey, count: u64, weight: u64, times: &[(u64, u64)]) {
         self.samples += count;
         if key.pid != 0 {
             self.ensure(key.pid);
             self.ensure_comm(key.pid, key.tid);
         }
+        let per_thread = self.opts.per_thread;
         let c = self.stacks.entry(key).or_default();
         c.samples += count;
         c.weight += weight;
+        if per_thread {
+            c.times.extend_from_slice(times);
+        }
     }
 
     /// Name every frame and build the profile's stacks. `profile` gets the
@@ -374,7 +383,7 @@ impl Recorder {
             Option<Waker>,
             bool,
         );
-        let mut merged: HashMap<MergeKey, Stack> = HashMap::new();
+        let mut merged: HashMap<MergeKey, (Stack, Vec<(u64, u64)>)> = HashMap::new();
         for (key, count) in &self.stacks {
             let user = &key.ips[key.kernel as usize..];
             let lost = (key.kernel_lost, key.user_lost);
@@ -400,7 +409,7 @@ impl Recorder {
                 pid: key.pid,
                 tid: key.tid,
             });
-            let s = merged
+            let (s, times) = merged
                 .entry((
                     thread,
                     comm.clone(),
@@ -409,31 +418,43 @@ impl Recorder {
                     waker.clone(),
                     key.ongoing,
                 ))
-                .or_insert_with(|| Stack {
-                    comm,
-                    frames,
-                    waker,
-                    ongoing: key.ongoing,
-                    samples: 0,
-                    weight: 0,
-                    user_depth: 0,
-                    state: key.state,
+                .or_insert_with(|| {
+                    let s = Stack {
+                        comm,
+                        frames,
+                        waker,
+                        ongoing: key.ongoing,
+                        samples: 0,
+                        weight: 0,
+                        user_depth: 0,
+                        state: key.state,
+                    };
+                    (s, Vec::new())
                 });
+            times.extend_from_slice(&count.times);
             s.samples += count.samples;
             s.weight += count.weight;
             s.user_depth = s.user_depth.max(user.len() as u16);
         }
-        let mut stacks: Vec<(Option<ThreadId>, Stack)> =
-            merged.into_iter().map(|(k, s)| (k.0, s)).collect();
-        stacks.sort_by(|(ta, a), (tb, b)| {
+        let mut stacks: Vec<_> = merged
+            .into_iter()
+            .map(|(k, (s, mut times))| {
+                times.sort_unstable();
+                (k.0, s, times)
+            })
+            .collect();
+        stacks.sort_by(|(ta, a, _), (tb, b, _)| {
             b.weight
                 .cmp(&a.weight)
                 .then_with(|| a.frames.cmp(&b.frames))
                 .then_with(|| a.waker.cmp(&b.waker))
                 .then_with(|| ta.cmp(tb))
         });
-        profile.threads = stacks.iter().filter_map(|(t, _)| *t).collect();
-        profile.stacks = stacks.into_iter().map(|(_, s)| s).collect();
+        profile.threads = stacks.iter().filter_map(|(t, ..)| *t).collect();
+        if self.opts.per_thread {
+            profile.times = stacks.iter_mut().map(|(.., t)| std::mem::take(t)).collect();
+        }
+        profile.stacks = stacks.into_iter().map(|(_, s, _)| s).collect();
         profile.samples = self.samples;
         profile.idle_samples = self.idle;
         profile.modules = names.modules();

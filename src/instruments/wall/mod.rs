@@ -32,6 +32,12 @@ pub struct Halves {
     pub waits: Option<WaitSamples>,
     /// How the off-CPU half was collected.
     pub collection: Collection,
+    /// When recording ended (CLOCK_MONOTONIC ns): the CPU half had
+    /// stopped, the off-CPU half stopped next, counting the blocks still
+    /// going on up to then. The window ends here, not when the command
+    /// decided to stop: a kdiag delayed in between would otherwise count
+    /// more time than its window.
+    pub end_ns: u64,
 }
 
 /// Open both halves on `pids` (their threads and the children they start;
@@ -81,6 +87,7 @@ impl Recording {
     /// Stop both halves and symbolize.
     pub fn finish(mut self) -> anyhow::Result<Halves> {
         self.cpu.stop()?;
+        let end_ns = crate::sys::monotonic_ns();
         let mut off = Profile {
             unit: WeightUnit::Nanoseconds,
             ..Default::default()
@@ -93,6 +100,7 @@ impl Recording {
             off,
             waits: found.waits,
             collection: found.collection,
+            end_ns,
         })
     }
 }

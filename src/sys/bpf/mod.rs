@@ -58,16 +58,23 @@ impl std::ops::DerefMut for Loaded {
 impl Drop for Loaded {
     fn drop(&mut self) {
         // Read before aya closes the programs' descriptors.
-        let mut t = TALLY.lock().unwrap_or_else(|e| e.into_inner());
         for (_, program) in self.0.programs() {
-            let Some(info) = fdinfo(program) else {
-                continue;
-            };
-            t.programs += 1;
-            t.run_time_ns += field(&info, "run_time_ns:").unwrap_or(0);
-            t.runs += field(&info, "run_cnt:").unwrap_or(0);
+            count(program);
         }
     }
+}
+
+/// Add what `program` did to the tally, if it is still loaded: a loader
+/// that unloads a program before dropping its object calls this first
+/// (an unloaded program is not counted again on drop).
+pub fn count(program: &aya::programs::Program) {
+    let Some(info) = fdinfo(program) else {
+        return;
+    };
+    let mut t = TALLY.lock().unwrap_or_else(|e| e.into_inner());
+    t.programs += 1;
+    t.run_time_ns += field(&info, "run_time_ns:").unwrap_or(0);
+    t.runs += field(&info, "run_cnt:").unwrap_or(0);
 }
 
 /// What the BPF programs kdiag loaded and unloaded so far did.
