@@ -11,6 +11,7 @@
 pub mod bpf;
 pub mod proc;
 pub mod source;
+mod trim;
 
 use std::time::Duration;
 
