@@ -9,90 +9,12 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
 
+use common::own_cgroup::OwnCg;
 use common::{c_fixture, diagnose_json, kdiag, require_root, stderr, stdout};
 use serde_json::Value;
-
-/// A v1 cgroup `kdiag-test-limits-PID-N` under /sys/fs/cgroup/CONTROLLER
-/// (not `kdiag-PID-N`: kdiag sweeps those of dead kdiags); on drop every
-/// process in it is killed and it is removed.
-struct Cg {
-    dir: PathBuf,
-    path: String,
-}
-
-impl Cg {
-    fn new(controller: &str) -> Cg {
-        Cg::named(controller, "")
-    }
-
-    /// One named as a systemd unit's would be (`...service`).
-    fn named(controller: &str, suffix: &str) -> Cg {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let name = format!(
-            "kdiag-test-limits-{}-{}{suffix}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        );
-        let dir = Path::new("/sys/fs/cgroup").join(controller).join(&name);
-        std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-        Cg {
-            dir,
-            path: format!("/{name}"),
-        }
-    }
-
-    fn set(&self, file: &str, value: &str) {
-        let f = self.dir.join(file);
-        std::fs::write(&f, value).unwrap_or_else(|e| panic!("{} <- {value}: {e}", f.display()));
-    }
-
-    fn pids(&self) -> Vec<i32> {
-        std::fs::read_to_string(self.dir.join("cgroup.procs"))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| l.parse().ok())
-            .collect()
-    }
-
-    /// Start `script` (sh) after it has joined this cgroup: everything it
-    /// runs is in it from its first instruction.
-    fn spawn(&self, script: &str) -> Child {
-        let procs = self.dir.join("cgroup.procs");
-        let child = Command::new("sh")
-            .args(["-c", &format!("echo $$ > {} && {script}", procs.display())])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let end = Instant::now() + Duration::from_secs(5);
-        while !self.pids().contains(&(child.id() as i32)) {
-            assert!(Instant::now() < end, "{script} did not join {}", self.path);
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        child
-    }
-}
-
-impl Drop for Cg {
-    fn drop(&mut self) {
-        let end = Instant::now() + Duration::from_secs(5);
-        while !self.pids().is_empty() && Instant::now() < end {
-            for pid in self.pids() {
-                // SAFETY: plain kill(2) of a process in our own cgroup.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        while std::fs::remove_dir(&self.dir).is_err() && Instant::now() < end {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-}
 
 /// Kills and reaps a child at the end of a test, however it ends.
 struct Reap(Child);
@@ -130,7 +52,7 @@ fn a_spin_loop_under_a_cpu_quota_is_throttled_not_starved() {
     }
     // 5% of a CPU: the loop spends its quota in every period however busy
     // the machine is, so every period it has ends throttled.
-    let cg = Cg::new("cpu");
+    let cg = OwnCg::new("cpu");
     cg.set("cpu.cfs_period_us", "100000");
     cg.set("cpu.cfs_quota_us", "5000");
     let spin = Reap(cg.spawn("exec sh -c 'while :; do :; done'"));
@@ -182,7 +104,7 @@ fn a_direct_reader_under_a_blkio_iops_limit_is_io_limited() {
     // O_DIRECT: each read is a request the limit counts.
     let file = common::direct_read_file("limits-direct-read");
     let disk = kdiag::sys::cgroup::disk_of(&file).unwrap();
-    let cg = Cg::new("blkio");
+    let cg = OwnCg::new("blkio");
     cg.set(
         "blkio.throttle.read_iops_device",
         &format!("{}:{} 100", disk.major, disk.minor),
@@ -234,7 +156,7 @@ fn a_file_reread_through_mmap_under_a_smaller_memory_limit_is_memory_limited() {
             .unwrap();
         assert!(ok.success());
     }
-    let cg = Cg::new("memory");
+    let cg = OwnCg::new("memory");
     cg.set("memory.limit_in_bytes", &(48u64 << 20).to_string());
     let reader = Reap(cg.spawn(&format!(
         "exec {} {} keep",
@@ -261,7 +183,7 @@ fn an_oom_killed_member_of_a_tree_is_named() {
     if !require_root("an_oom_killed_member_of_a_tree_is_named") {
         return;
     }
-    let cg = Cg::new("memory");
+    let cg = OwnCg::new("memory");
     cg.set("memory.limit_in_bytes", &(32u64 << 20).to_string());
     // The shell outlives its child, which starts growing after 0.5 s (seen
     // by then) and is killed near 32 MiB.
@@ -326,7 +248,10 @@ fn a_cgroup_and_a_unit_are_diagnosed_as_a_tree_of_their_processes() {
     if !require_root("a_cgroup_and_a_unit_are_diagnosed_as_a_tree_of_their_processes") {
         return;
     }
-    let cg = Cg::named("pids", ".service");
+    let cg = OwnCg::named(
+        "pids",
+        &format!("kdiagtest-limits-{}.service", std::process::id()),
+    );
     let unit = cg
         .path
         .trim_start_matches('/')

@@ -9,7 +9,7 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -19,27 +19,11 @@ use serde_json::Value;
 
 /// A v1 cpu cgroup of the test's own with the largest weight, so the
 /// workload gets its CPU whatever else the machine runs (its verdict is
-/// `cpu`, not `sched`); removed at the end.
-struct OwnCpu(PathBuf);
-
-impl OwnCpu {
-    fn new() -> OwnCpu {
-        let root = Path::new("/sys/fs/cgroup/cpu");
-        let dir = root.join(format!("kdiagtest-watch-{}", std::process::id()));
-        std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-        let own = OwnCpu(dir);
-        std::fs::write(own.0.join("cpu.shares"), "262144").unwrap();
-        own
-    }
-}
-
-impl Drop for OwnCpu {
-    fn drop(&mut self) {
-        let end = Instant::now() + Duration::from_secs(3);
-        while std::fs::remove_dir(&self.0).is_err() && Instant::now() < end {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
+/// `cpu`, not `sched`); emptied and removed at the end.
+fn own_cpu() -> OwnCg {
+    let own = OwnCg::new("cpu");
+    own.set("cpu.shares", "262144");
+    own
 }
 
 fn free_port() -> u16 {
@@ -96,8 +80,8 @@ fn prometheus_scrapes_the_verdict_and_thread_state_rates() {
     {
         return;
     }
-    let own = OwnCpu::new();
-    let procs = own.0.join("cgroup.procs");
+    let own = own_cpu();
+    let procs = own.dir.join("cgroup.procs");
     let burn = workload("cpu-burn");
     let script = format!(
         "echo $$ > {} && exec {} --threads 1 --duration 120",
@@ -116,7 +100,7 @@ fn prometheus_scrapes_the_verdict_and_thread_state_rates() {
                 "127.0.0.1:0",
                 "--cgroup",
             ])
-            .arg(&own.0)
+            .arg(&own.dir)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -303,7 +287,7 @@ fn a_group_turned_storage_bound_leaves_a_flight_record_of_the_bad_phase() {
                 "cgroup",
                 "--cgroup",
             ])
-            .arg(&cpu.0)
+            .arg(&cpu.dir)
             .arg("--flight-dir")
             .arg(flights.path())
             .args([
@@ -559,7 +543,7 @@ fn a_churn_of_short_lived_processes_keeps_memory_and_series_bounded() {
         return;
     }
     let own = OwnCg::new("cpu");
-    let procs = own.0.join("cgroup.procs");
+    let procs = own.dir.join("cgroup.procs");
     let counted = tempfile::NamedTempFile::new().unwrap();
     // Batches of 50 processes living 0.2 s, each naming itself, until
     // the test ends; the count so far in a file.
@@ -575,7 +559,7 @@ fn a_churn_of_short_lived_processes_keeps_memory_and_series_bounded() {
     let watch = Guard(
         kdiag()
             .args(["watch", "--interval", "1", "--top", "5", "--cgroup"])
-            .arg(&own.0)
+            .arg(&own.dir)
             .arg("--textfile")
             .arg(dir.path())
             .stdout(Stdio::null())
@@ -638,7 +622,7 @@ fn a_group_under_a_cpu_quota_exports_its_throttling() {
     own.set("cpu.cfs_quota_us", "20000");
     let script = format!(
         "echo $$ > {} && exec {} --threads 1 --duration 60",
-        own.0.join("cgroup.procs").display(),
+        own.dir.join("cgroup.procs").display(),
         workload("cpu-burn").display()
     );
     let _burn = Guard(Command::new("sh").args(["-c", &script]).spawn().unwrap());
@@ -653,7 +637,7 @@ fn a_group_under_a_cpu_quota_exports_its_throttling() {
                 "cgroup",
                 "--cgroup",
             ])
-            .arg(&own.0)
+            .arg(&own.dir)
             .arg("--textfile")
             .arg(dir.path())
             .stdout(Stdio::null())

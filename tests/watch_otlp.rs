@@ -133,7 +133,7 @@ fn an_otlp_receiver_gets_the_verdict_change_and_the_metrics_of_a_container() {
                 "cgroup",
                 "--cgroup",
             ])
-            .arg(&cpu.0)
+            .arg(&cpu.dir)
             .args(["--otlp", &format!("http://127.0.0.1:{port}")])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

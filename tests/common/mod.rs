@@ -6,6 +6,7 @@
 pub mod chromium;
 pub mod lab_run;
 pub mod loop_disk;
+pub mod own_cgroup;
 pub mod own_cpu;
 pub mod profile_files;
 pub mod screens;

@@ -1,8 +1,7 @@
 //! Helpers of the watch tests: a child killed at the end, a wait with a
-//! deadline, a child's log read line by line, a cgroup of the test's own.
+//! deadline, a child's log read line by line (their cgroups: `OwnCg`).
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -28,57 +27,7 @@ pub fn within<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>) 
     }
 }
 
-/// A v1 cgroup `kdiagtest-cg-PID-N` under /sys/fs/cgroup/CONTROLLER (N
-/// counts them: the tests run at once), or named by the test; on drop every process in it is
-/// killed and it is removed.
-pub struct OwnCg(pub PathBuf);
-
-impl OwnCg {
-    pub fn new(controller: &str) -> OwnCg {
-        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        OwnCg::named(
-            controller,
-            &format!("kdiagtest-cg-{}-{n}", std::process::id()),
-        )
-    }
-
-    /// One named `name` (unique to the test: it is the caller's).
-    pub fn named(controller: &str, name: &str) -> OwnCg {
-        let dir = Path::new("/sys/fs/cgroup").join(controller).join(name);
-        std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-        OwnCg(dir)
-    }
-
-    pub fn set(&self, file: &str, value: &str) {
-        let f = self.0.join(file);
-        std::fs::write(&f, value).unwrap_or_else(|e| panic!("{} <- {value}: {e}", f.display()));
-    }
-
-    pub fn pids(&self) -> Vec<i32> {
-        std::fs::read_to_string(self.0.join("cgroup.procs"))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| l.parse().ok())
-            .collect()
-    }
-}
-
-impl Drop for OwnCg {
-    fn drop(&mut self) {
-        let end = Instant::now() + Duration::from_secs(5);
-        while !self.pids().is_empty() && Instant::now() < end {
-            for pid in self.pids() {
-                // SAFETY: plain kill(2) of a process in the test's own cgroup.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        while std::fs::remove_dir(&self.0).is_err() && Instant::now() < end {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
+pub use super::own_cgroup::OwnCg;
 
 /// A child's log (stderr), line by line, read on a thread (a read blocks).
 pub fn log_lines(child: &mut Guard) -> std::sync::mpsc::Receiver<String> {
@@ -109,8 +58,8 @@ pub fn turns_storage_bound(cpu: &OwnCg, file: &str, idle_s: u32) -> (Guard, OwnC
     );
     let script = format!(
         "echo $$ > {} && echo $$ > {} && sleep {idle_s} && exec dd if={} of=/dev/null bs=4k iflag=direct",
-        cpu.0.join("cgroup.procs").display(),
-        blkio.0.join("cgroup.procs").display(),
+        cpu.dir.join("cgroup.procs").display(),
+        blkio.dir.join("cgroup.procs").display(),
         file.display()
     );
     let shell = quiet_shell(&script);
