@@ -7,6 +7,9 @@ use clap::{CommandFactory, Parser};
 use kdiag::{cli, commands, error};
 
 fn main() -> ExitCode {
+    // Before any handler: which terminal signals we were started with
+    // ignored (nohup), so the commands kdiag runs start the same way.
+    kdiag::sys::process::supervisor::note_inherited_dispositions();
     // Die quietly when a reader such as `head` closes the pipe, like other
     // Unix tools, instead of reporting "Broken pipe". Kernel state is held
     // in fds, which the kernel releases when the process ends.

@@ -540,4 +540,28 @@ fn the_command_starts_with_default_signal_dispositions() {
     let direct = Command::new(list[0]).args(&list[1..]).output().unwrap();
     let timed = kdiag().args(["time", "--"]).args(list).output().unwrap();
     assert_eq!(stdout(&timed), stdout(&direct));
+
+    // What kdiag was started with ignored stays ignored for the command,
+    // as it would without kdiag in between: `nohup kdiag time -- CMD`
+    // leaves CMD immune to SIGHUP; and kdiag started with the defaults
+    // gives the defaults (SIGPIPE included), whatever it ignores itself.
+    let ignored = |sh: &str| -> u64 {
+        let out = Command::new("sh")
+            .args(["-c", sh, "sh", env!("CARGO_BIN_EXE_kdiag")])
+            .output()
+            .unwrap();
+        let line = stdout(&out);
+        let mask = line
+            .lines()
+            .find_map(|l| l.strip_prefix("SigIgn:"))
+            .unwrap_or_else(|| panic!("no SigIgn: {line} {}", stderr(&out)));
+        u64::from_str_radix(mask.trim(), 16).unwrap()
+    };
+    let grep = "exec \"$1\" time -- grep ^SigIgn /proc/self/status";
+    let hup = 1 << (libc::SIGHUP - 1);
+    let (int, pipe) = (1 << (libc::SIGINT - 1), 1 << (libc::SIGPIPE - 1));
+    let nohup = ignored(&format!("trap '' HUP; {grep}"));
+    assert_eq!(nohup & (hup | int | pipe), hup, "{nohup:x}");
+    let plain = ignored(&format!("trap - HUP INT PIPE; {grep}"));
+    assert_eq!(plain & (hup | int | pipe), 0, "{plain:x}");
 }

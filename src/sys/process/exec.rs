@@ -117,9 +117,10 @@ impl Exec {
                 libc::close(output);
             }
             // The supervisor ignores the terminal's signals; the command
-            // starts with the defaults and no blocked signals, as std gives.
+            // starts with them as kdiag was started (the defaults, or
+            // ignored under nohup) and no blocked signals, as std gives.
             for sig in super::supervisor::TERMINAL_SIGNALS {
-                libc::signal(sig, libc::SIG_DFL);
+                libc::signal(sig, super::supervisor::command_disposition(sig));
             }
             libc::pthread_sigmask(libc::SIG_SETMASK, &self.no_signals, std::ptr::null_mut());
             let mut byte = 0u8;

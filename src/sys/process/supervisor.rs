@@ -32,9 +32,48 @@ use std::os::fd::RawFd;
 /// wait behind its own throttled reads (bio) for a second or more.
 const GONE_GRACE_NS: u64 = 3_000_000_000;
 
+/// Of `TERMINAL_SIGNALS`, those kdiag was started with ignored (`nohup`
+/// ignores SIGHUP, a shell's background job SIGINT and SIGQUIT): bit N for
+/// signal N. The command gets them ignored too, as it would have without
+/// kdiag in between (an ignored signal stays ignored across exec).
+static INHERITED_IGNORED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Note which terminal signals kdiag was started with ignored. Call first
+/// thing in main, before anything installs a handler (SIGPIPE is not
+/// noted: Rust's start-up ignores it for every program, so the default is
+/// what a shell would have given).
+pub fn note_inherited_dispositions() {
+    let mut ignored = 0u64;
+    for sig in TERMINAL_SIGNALS {
+        if sig == libc::SIGPIPE {
+            continue;
+        }
+        // SAFETY: a zeroed sigaction is a valid out-parameter; a null new
+        // action only reads the current one.
+        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+        if unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) } == 0
+            && old.sa_sigaction == libc::SIG_IGN
+        {
+            ignored |= 1 << sig;
+        }
+    }
+    INHERITED_IGNORED.store(ignored, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The disposition the command starts with for `sig` (one of
+/// `TERMINAL_SIGNALS`): ignored if kdiag was started so, else the default.
+/// Async-signal-safe (one atomic load).
+pub(super) fn command_disposition(sig: i32) -> libc::sighandler_t {
+    if INHERITED_IGNORED.load(std::sync::atomic::Ordering::Relaxed) & (1 << sig) != 0 {
+        libc::SIG_IGN
+    } else {
+        libc::SIG_DFL
+    }
+}
+
 /// The signals a terminal sends to its foreground group (and SIGPIPE):
-/// the supervisor ignores them, the command gets them back at their
-/// defaults before it execs.
+/// the supervisor ignores them, the command gets them back as kdiag was
+/// started with them (`command_disposition`) before it execs.
 pub(super) const TERMINAL_SIGNALS: [i32; 8] = [
     libc::SIGINT,
     libc::SIGQUIT,
