@@ -62,15 +62,18 @@ pub fn require_root(test: &str) -> bool {
     false
 }
 
-/// The first of `names` that runs (`NAME --version`). Where none does,
-/// outside CI the test is skipped (None, said on stderr); under CI=true it
-/// fails, as a missing privilege does (`require_root`).
+/// The first of `names` that runs (`NAME --version`, or `NAME version` for
+/// tools such as go that have no flag for it). Where none does, outside CI
+/// the test is skipped (None, said on stderr); under CI=true it fails, as a
+/// missing privilege does (`require_root`).
 pub fn require_program(test: &str, names: &[&'static str], package: &str) -> Option<&'static str> {
     let found = names.iter().find(|name| {
-        Command::new(name)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
+        ["--version", "version"].iter().any(|arg| {
+            Command::new(name)
+                .arg(arg)
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
     });
     if found.is_none() {
         assert!(
