@@ -642,3 +642,29 @@ fn a_small_terminal_keeps_a_usable_layout() {
     }
     assert!(t.contains("13812 WS"), "a request row fits: {t}");
 }
+
+/// A step that says how often the profile panel samples says the rate
+/// the panel uses (and shows: "at 999 Hz").
+#[test]
+fn step_texts_give_the_profile_panels_rate() {
+    let hz = kdiag::tui::lab::collect::PROFILE_HZ;
+    let source = Source::default();
+    let mut said = 0;
+    for id in source.ids().unwrap() {
+        for step in source.lab(&id).unwrap().steps {
+            let text = kdiag::lab::medium::text_for(&step.text, Medium::App).replace('\n', " ");
+            for sentence in text.split(". ").filter(|s| s.contains("panel")) {
+                let Some((before, _)) = sentence.split_once(" times a second") else {
+                    continue;
+                };
+                let rate = before.rsplit(' ').next().unwrap();
+                assert_eq!(rate, hz.to_string(), "{id} {}: {sentence}", step.id);
+                said += 1;
+            }
+        }
+    }
+    assert!(
+        said >= 2,
+        "the labs' texts give the panel's rate {said} times"
+    );
+}

@@ -3,7 +3,8 @@
 //! a step's markdown a block fenced `::: app` … `:::` is the app's alone,
 //! `::: plain` … `:::` plain mode's alone (pandoc's fenced divs); the rest
 //! reads the same in both. A check's hint is written the same way, and
-//! read as one line.
+//! read as one line. `runnable` makes a text's commands name the kdiag
+//! that runs it when `kdiag` alone would not find it.
 
 /// Where a lab is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +51,58 @@ pub fn text_for(md: &str, medium: Medium) -> String {
 pub fn line_for(text: &str, medium: Medium) -> String {
     text_for(text, medium)
         .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `text` with its commands runnable as printed: the word `kdiag` before
+/// arguments, in code spans and code lines (indented by four), becomes
+/// `exe`, wherever it is in the command (`kdiag time kdiag workload ...`).
+pub fn runnable(text: &str, exe: Option<&str>) -> String {
+    let Some(exe) = exe else {
+        return text.to_string();
+    };
+    let mut in_span = false;
+    text.lines()
+        .map(|l| {
+            if l.starts_with("    ") {
+                return commands(l, exe, false);
+            }
+            if l.trim().is_empty() {
+                // A span never crosses paragraphs.
+                in_span = false;
+            }
+            let mut out = String::new();
+            let parts: Vec<&str> = l.split('`').collect();
+            for (i, part) in parts.iter().enumerate() {
+                if i > 0 {
+                    out.push('`');
+                    in_span = !in_span;
+                }
+                match in_span {
+                    // A span open at the end of the line goes on.
+                    true => out.push_str(&commands(part, exe, i == parts.len() - 1)),
+                    false => out.push_str(part),
+                }
+            }
+            out
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `code` with every `kdiag` followed by an argument (on the next line
+/// when the code `goes_on`) replaced by `exe`.
+fn commands(code: &str, exe: &str, goes_on: bool) -> String {
+    let words: Vec<&str> = code.split(' ').collect();
+    let last = words.len() - 1;
+    words
+        .iter()
+        .enumerate()
+        .map(|(i, w)| match *w == "kdiag" && (i < last || goes_on) {
+            true => exe,
+            false => w,
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -134,5 +187,17 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn commands_become_runnable_wherever_kdiag_is() {
+        let text = "Run `sudo kdiag top` or `kdiag\nps -e`; kdiag is a tool, `kdiag`.\n\n    \
+                    kdiag time -v kdiag workload run x --seed s\n";
+        assert_eq!(
+            runnable(text, Some("/b/kdiag")),
+            "Run `sudo /b/kdiag top` or `/b/kdiag\nps -e`; kdiag is a tool, `kdiag`.\n\n    \
+             /b/kdiag time -v /b/kdiag workload run x --seed s"
+        );
+        assert_eq!(runnable(text, None), text);
     }
 }
