@@ -72,6 +72,10 @@ fn cases() -> BTreeMap<&'static str, Case> {
             "profile --speedscope",
             Writer("profile -F 999 --speedscope {P} -- {BUSY}"),
         ),
+        (
+            "profile --html",
+            Writer("profile --wall -F 999 --html {P} -- {BUSY}"),
+        ),
         ("course init --out", Writer("course init --out {P}")),
         (
             "diagnose --record",
