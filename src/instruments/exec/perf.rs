@@ -20,6 +20,7 @@ use crate::model::exec::{
 };
 use crate::sys::kallsyms::KernelSymbols;
 use crate::sys::perf::{EventSpec, Record, Session, Space, Target};
+use crate::sys::procfs::parse::{self, Status};
 use crate::sys::tracefs::{EventFormat, Tracefs};
 
 /// The tracepoints this tier reads, by role.
@@ -199,8 +200,14 @@ fn decode(
         }),
         Role::Signal => {
             let target = num("pid")? as u32;
-            // The target's tgid: signal_generate names the thread.
-            let tgid = tgid_of(target).unwrap_or(target);
+            // signal_generate names the thread. A watched pid is a process
+            // (its own thread group's leader); another thread's process is
+            // asked of /proc, which may already have forgotten it.
+            let tgid = if s.watching(target) {
+                target
+            } else {
+                tgid_of(target).unwrap_or(target)
+            };
             if !s.watching(tgid) {
                 return None;
             }
@@ -313,22 +320,24 @@ fn comm(pid: u32) -> String {
         .unwrap_or_default()
 }
 
-fn status_field(pid: u32, key: &str) -> Option<u32> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(key))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+/// /proc/PID/status, while the task lives.
+fn status(pid: u32) -> Option<Status> {
+    std::fs::read(format!("/proc/{pid}/status"))
+        .ok()
+        .map(|b| parse::status(&b))
 }
 
+// A task being released reads 0 for its tgid and parent (its pids are
+// detached first): unknown, not process 0. Taking that 0 for the tgid once
+// dropped a traced process's fatal signal as someone else's.
 fn ppid(pid: u32) -> u32 {
-    status_field(pid, "PPid:").unwrap_or(0)
+    status(pid).map_or(0, |s| s.ppid as u32)
 }
 
 fn uid(pid: u32) -> u32 {
-    status_field(pid, "Uid:").unwrap_or(0)
+    status(pid).map_or(0, |s| s.uid)
 }
 
 fn tgid_of(tid: u32) -> Option<u32> {
-    status_field(tid, "Tgid:")
+    status(tid).map(|s| s.tgid as u32).filter(|&t| t != 0)
 }

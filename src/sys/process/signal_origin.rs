@@ -82,15 +82,11 @@ fn remove_stale(instances: &std::path::Path) {
     }
 }
 
-/// The process a thread belongs to, while it lives.
+/// The process a thread belongs to, while it lives (a task being released
+/// reads Tgid 0: unknown).
 fn tgid(tid: i32) -> Option<i32> {
-    let status = fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Tgid:"))?
-        .trim()
-        .parse()
-        .ok()
+    let status = fs::read(format!("/proc/{tid}/status")).ok()?;
+    Some(crate::sys::procfs::parse::status(&status).tgid).filter(|&t| t != 0)
 }
 
 struct Generated {

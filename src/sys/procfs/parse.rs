@@ -95,6 +95,8 @@ pub fn stat(b: &[u8]) -> Option<Stat> {
 pub struct Status {
     /// The task's state letter (the "State:" line), '?' when absent.
     pub state: char,
+    /// The real uid (whose process it is) and the effective one (ps's).
+    pub uid: u32,
     pub euid: u32,
     pub locked_kib: u64,
     /// VmRSS, which procps prints; absent for kernel threads and zombies.
@@ -103,8 +105,11 @@ pub struct Status {
     pub nonvoluntary_ctxt: u64,
     /// The thread tracing this one (ptrace), 0 for none.
     pub tracer_pid: i32,
-    /// The process (thread group) this task belongs to.
+    /// The process (thread group) this task belongs to; 0 while the task
+    /// is being released (its pids are detached before /proc forgets it).
     pub tgid: i32,
+    /// The parent process; 0 likewise.
+    pub ppid: i32,
     /// VmRSS split by kind: anonymous, file-backed and shared memory (shmem,
     /// tmpfs, shared anonymous mappings), and anonymous memory swapped out;
     /// None for kernel threads and zombies.
@@ -127,7 +132,10 @@ pub fn status(b: &[u8]) -> Status {
         match key {
             // Real, effective, saved, filesystem: ps shows the effective one.
             b"State" => s.state = rest.trim_ascii_start().first().map_or('?', |&c| c as char),
-            b"Uid" => s.euid = nth_int(rest, 1).unwrap_or(0) as u32,
+            b"Uid" => {
+                s.uid = nth_int(rest, 0).unwrap_or(0) as u32;
+                s.euid = nth_int(rest, 1).unwrap_or(0) as u32;
+            }
             b"VmRSS" => s.rss_kib = nth_int(rest, 0).map(|v| v as u64),
             b"VmLck" => s.locked_kib = nth_int(rest, 0).unwrap_or(0) as u64,
             b"voluntary_ctxt_switches" => s.voluntary_ctxt = nth_int(rest, 0).unwrap_or(0) as u64,
@@ -136,6 +144,7 @@ pub fn status(b: &[u8]) -> Status {
             }
             b"TracerPid" => s.tracer_pid = nth_int(rest, 0).unwrap_or(0) as i32,
             b"Tgid" => s.tgid = nth_int(rest, 0).unwrap_or(0) as i32,
+            b"PPid" => s.ppid = nth_int(rest, 0).unwrap_or(0) as i32,
             b"RssAnon" => s.rss_anon_kib = nth_int(rest, 0).map(|v| v as u64),
             b"RssFile" => s.rss_file_kib = nth_int(rest, 0).map(|v| v as u64),
             b"RssShmem" => s.rss_shmem_kib = nth_int(rest, 0).map(|v| v as u64),
@@ -487,16 +496,16 @@ mod tests {
             b"Name:\tbash\nUid:\t1000\t1001\t1000\t1000\nVmRSS:\t 2048 kB\nVmLck:\t      16 kB\n\
               voluntary_ctxt_switches:\t57\nnonvoluntary_ctxt_switches:\t3\n",
         );
-        assert_eq!(s.euid, 1001);
+        assert_eq!((s.uid, s.euid), (1000, 1001));
         assert_eq!(s.locked_kib, 16);
         assert_eq!(s.rss_kib, Some(2048));
         assert_eq!((s.voluntary_ctxt, s.nonvoluntary_ctxt), (57, 3));
         assert_eq!(s.tracer_pid, 0);
         let s = status(
-            b"Tgid:\t4700\nTracerPid:\t4711\nVmRSS:\t 2048 kB\nRssAnon:\t 1500 kB\nRssFile:\t 500 kB\n\
+            b"Tgid:\t4700\nPPid:\t1\nTracerPid:\t4711\nVmRSS:\t 2048 kB\nRssAnon:\t 1500 kB\nRssFile:\t 500 kB\n\
               RssShmem:\t 48 kB\nVmSwap:\t 12 kB\n",
         );
-        assert_eq!((s.tracer_pid, s.tgid), (4711, 4700));
+        assert_eq!((s.tracer_pid, s.tgid, s.ppid), (4711, 4700, 1));
         assert_eq!(
             (s.rss_anon_kib, s.rss_file_kib, s.rss_shmem_kib, s.swap_kib),
             (Some(1500), Some(500), Some(48), Some(12))
