@@ -12,7 +12,7 @@ mod common;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::watch::{Guard, OwnCg, within};
+use common::watch::{Guard, OwnCg, log_lines, within};
 use common::{kdiag, require_root};
 
 /// A container id of the test's own (64 hex digits).
@@ -154,4 +154,71 @@ fn a_container_of_no_cgroup_is_a_usage_error_naming_those_there_are() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// With a configuration file, a SIGHUP while the container is between two
+/// cgroups (restarting) and the new file names no container: the file is
+/// refused, watch goes on with the container it had, and follows it into
+/// its new cgroup.
+#[test]
+fn a_reload_refused_while_the_container_restarts_keeps_watching_it() {
+    if !require_root("a_reload_refused_while_the_container_restarts_keeps_watching_it") {
+        return;
+    }
+    let id = fake_id();
+    let parent = OwnCg::new("cpu");
+    let container = container_in(&parent, &id);
+    let first = named_sleeper(&container, "kdt-before");
+    let dir = tempfile::tempdir().unwrap();
+    let conf = tempfile::NamedTempFile::new().unwrap();
+    let good = format!(
+        "container = \"{}\"\ninterval = 1\ntextfile = \"{}\"\n",
+        &id[..16],
+        dir.path().display()
+    );
+    std::fs::write(conf.path(), &good).unwrap();
+    let mut watch = Guard(
+        kdiag()
+            .args(["watch", "--config"])
+            .arg(conf.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let log = log_lines(&mut watch);
+    let prom = dir.path().join("kdiag.prom");
+    let seen = |name: &str| {
+        let name = name.to_string();
+        let prom = prom.clone();
+        move || {
+            let text = std::fs::read_to_string(&prom).ok()?;
+            groups(&text).contains(&name).then_some(())
+        }
+    };
+    within(
+        Duration::from_secs(20),
+        "the container's process",
+        seen("kdt-before"),
+    );
+    drop(first);
+    drop(container);
+    std::fs::write(conf.path(), "container = \"kdt-no-such-container\"\n").unwrap();
+    // SAFETY: kill on the child's own pid.
+    unsafe { libc::kill(watch.0.id() as i32, libc::SIGHUP) };
+    // The refusal's message, over lines, ends in "going on as before".
+    let mut said = String::new();
+    within(Duration::from_secs(10), "the refusal", || {
+        said.extend(log.try_iter().map(|l| l + "\n"));
+        said.contains("going on as before").then_some(())
+    });
+    assert!(said.contains("--container kdt-no-such-container"), "{said}");
+    let container = container_in(&parent, &id);
+    let _after = named_sleeper(&container, "kdt-after");
+    within(
+        Duration::from_secs(20),
+        "the restarted container",
+        seen("kdt-after"),
+    );
+    assert!(watch.0.try_wait().unwrap().is_none(), "watch ended");
 }

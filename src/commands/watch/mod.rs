@@ -107,7 +107,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let mut listener = None;
     let Some(file) = args.config.clone() else {
         let interrupt = Interrupt::catch()?;
-        Session::new(&args, &interrupt, &mut listener)?.run(&interrupt, None, end)?;
+        Session::new(&args, &interrupt, &mut listener, false)?.run(&interrupt, None, end)?;
         return Ok(interrupt.exit_code(error::OK, true));
     };
     // With a file, SIGHUP reads it again instead of ending watch.
@@ -115,7 +115,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let hangup = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(SIGHUP, Arc::clone(&hangup))?;
     let mut settings = config::load(&file)?;
-    let mut session = Session::new(&settings, &interrupt, &mut listener)?;
+    let mut session = Session::new(&settings, &interrupt, &mut listener, false)?;
     loop {
         session.run(&interrupt, Some(&hangup), end)?;
         if !hangup.swap(false, Ordering::Relaxed) {
@@ -124,7 +124,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         // A file that does not load, or options that cannot be applied
         // (a cgroup gone, a port taken), leave watch as it was.
         let reloaded = config::load(&file).and_then(|new| {
-            let s = Session::new(&new, &interrupt, &mut listener)?;
+            let s = Session::new(&new, &interrupt, &mut listener, false)?;
             Ok((new, s))
         });
         session = match reloaded {
@@ -135,7 +135,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             }
             Err(e) => {
                 eprintln!("kdiag watch: {e:#}; going on as before");
-                Session::new(&settings, &interrupt, &mut listener)?
+                // The settings it ran with: their container may be
+                // between two cgroups (restarting) and is still the scope.
+                Session::new(&settings, &interrupt, &mut listener, true)?
             }
         };
     }
@@ -160,11 +162,18 @@ struct Session {
 }
 
 impl Session {
-    fn new(args: &Args, interrupt: &Interrupt, listener: &mut Listener) -> anyhow::Result<Session> {
+    /// `again`: the settings watch already ran with.
+    fn new(
+        args: &Args,
+        interrupt: &Interrupt,
+        listener: &mut Listener,
+        again: bool,
+    ) -> anyhow::Result<Session> {
         let scope = match (&args.pid, &args.cgroup, &args.unit, &args.container) {
             (Some(p), ..) => Scope::Pid(*p),
             (None, Some(c), ..) => Scope::Cgroup(super::args::cgroup_dir("--cgroup", c)?),
             (None, None, Some(u), _) => Scope::Cgroup(super::args::unit_dir(u)?),
+            (None, None, None, Some(c)) if again => Scope::Container(c.clone()),
             (None, None, None, Some(c)) => container_scope(c)?,
             (None, None, None, None) => Scope::All,
         };
