@@ -2,9 +2,10 @@
 # A compressed soak of `kdiag watch`: SCANS scans of the whole machine at
 # an INTERVAL of seconds (default 17,280 at 1 s: the scans of a day at the
 # default 5 s interval, in 4.8 hours), grouped by name with the textfile
-# exporter, while a churn of short-lived processes (batches of 10 twice a second, each
-# of a name of its own, so watch's tables keep meeting new groups and
-# forgetting old ones; 17 a second on 2 shared cores) comes and goes. Every minute: watch's RSS, open
+# exporter, while a churn of short-lived processes (batches of 10 twice a
+# second, 17 a second on 2 shared cores; each a shell that names itself and
+# execs sleep, which renames it: new pids every scan, few new groups)
+# comes and goes. Every minute: watch's RSS, open
 # descriptors and CPU over the minute; at the end (or when interrupted: the
 # figures so far), the first, last and largest of each, the scans done and
 # the processes churned. The churn and watch are this script's children,
