@@ -13,7 +13,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::watch::{Guard, OwnCg, log_lines, quiet_shell, turns_storage_bound, within};
+use common::watch::{
+    Guard, OwnCg, log_lines, quiet_shell, turns_storage_bound, watch_cgroups, within,
+};
 use common::{kdiag, require_program, require_root, workload};
 use serde_json::Value;
 
@@ -278,16 +280,7 @@ fn a_group_turned_storage_bound_leaves_a_flight_record_of_the_bad_phase() {
     let textfile = tempfile::tempdir().unwrap();
     const MAX_BYTES: u64 = 8 << 20;
     let mut watch = Guard(
-        kdiag()
-            .args([
-                "watch",
-                "--interval",
-                "1",
-                "--group-by",
-                "cgroup",
-                "--cgroup",
-            ])
-            .arg(&cpu.dir)
+        watch_cgroups(&cpu.dir)
             .arg("--flight-dir")
             .arg(flights.path())
             .args([
@@ -628,16 +621,7 @@ fn a_group_under_a_cpu_quota_exports_its_throttling() {
     let _burn = Guard(Command::new("sh").args(["-c", &script]).spawn().unwrap());
     let dir = tempfile::tempdir().unwrap();
     let _watch = Guard(
-        kdiag()
-            .args([
-                "watch",
-                "--interval",
-                "1",
-                "--group-by",
-                "cgroup",
-                "--cgroup",
-            ])
-            .arg(&own.dir)
+        watch_cgroups(&own.dir)
             .arg("--textfile")
             .arg(dir.path())
             .stdout(Stdio::null())

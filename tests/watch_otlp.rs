@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
-use common::watch::{Guard, OwnCg, log_lines, turns_storage_bound, within};
+use common::watch::{Guard, OwnCg, log_lines, turns_storage_bound, watch_cgroups, within};
 use common::{in_ci, kdiag, require_root};
 use serde_json::Value;
 
@@ -124,16 +124,7 @@ fn an_otlp_receiver_gets_the_verdict_change_and_the_metrics_of_a_container() {
     let (shell, _blkio) = turns_storage_bound(&cpu, "watch-otlp-direct-read", 8);
     let group = format!("/docker-{id}.scope");
     let mut watch = Guard(
-        kdiag()
-            .args([
-                "watch",
-                "--interval",
-                "1",
-                "--group-by",
-                "cgroup",
-                "--cgroup",
-            ])
-            .arg(&cpu.dir)
+        watch_cgroups(&cpu.dir)
             .args(["--otlp", &format!("http://127.0.0.1:{port}")])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

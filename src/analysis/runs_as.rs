@@ -98,6 +98,55 @@ pub fn runs_as(path: &str) -> Option<RunsAs> {
     None
 }
 
+/// The container (or Kubernetes pod) whose own cgroup is `path` (its
+/// innermost part is the container's: `docker-<id>.scope`, `/docker/<id>`,
+/// `pod<uid>`), as `--container` lists it: "Docker container 3b6190394e67";
+/// None for any other cgroup, a container's monitor or one inside a
+/// container.
+pub fn container_at(path: &str) -> Option<String> {
+    let last = path.rsplit('/').find(|p| !p.is_empty())?;
+    if let Some(uid) = pod_uid(last) {
+        return Some(format!("Kubernetes pod {uid}"));
+    }
+    let r = runs_as(path)?;
+    let own = full_id(last).is_some_and(|id| id.starts_with(&r.name))
+        || (r.what == "LXC container" && last.ends_with(&r.name));
+    (own && r.what.ends_with("container")).then(|| format!("{} {}", r.what, r.name))
+}
+
+/// Whether `name` names the container or pod whose own cgroup is `path`
+/// (`container_at`), as the path shows it: its id's first 12 characters
+/// (`docker ps`), a longer prefix of its id or the whole id, an LXC
+/// container's name, a pod's uid.
+pub fn names_container(path: &str, name: &str) -> bool {
+    let Some(last) = path.rsplit('/').find(|p| !p.is_empty()) else {
+        return false;
+    };
+    if container_at(path).is_none() || name.is_empty() {
+        return false;
+    }
+    if let Some(uid) = pod_uid(last) {
+        return uid == name.replace('_', "-");
+    }
+    match full_id(last) {
+        Some(id) => name.len() >= 12 && id.starts_with(name),
+        None => runs_as(path).is_some_and(|r| r.name == name),
+    }
+}
+
+/// The 64 hex digits of a container id in one part of a path, bare or in
+/// a runtime's `<prefix><id><suffix>`.
+fn full_id(part: &str) -> Option<&str> {
+    if is_id(part) {
+        return Some(part);
+    }
+    PATTERNS.iter().filter(|p| p.id).find_map(|p| {
+        part.strip_prefix(p.prefix)
+            .and_then(|r| r.strip_suffix(p.suffix))
+            .filter(|n| is_id(n))
+    })
+}
+
 fn found(what: &'static str, name: &str, pod: Option<String>) -> RunsAs {
     RunsAs {
         what,
@@ -220,5 +269,42 @@ mod tests {
         assert_eq!(text("/kdiag-4242-0"), None);
         // A bare id outside a runtime's folder is nobody's.
         assert_eq!(text(&format!("/{ID}")), None);
+    }
+
+    #[test]
+    fn containers_by_name_where_their_own_cgroup_is() {
+        let docker = format!("/system.slice/docker-{ID}.scope");
+        assert_eq!(
+            container_at(&docker).as_deref(),
+            Some("Docker container 3b6190394e67")
+        );
+        for name in ["3b6190394e67", &ID[..20], ID] {
+            assert!(names_container(&docker, name), "{name}");
+        }
+        // Too short a prefix, another id, a unit's name.
+        for name in ["3b61", "3b6190394e68", "docker", ""] {
+            assert!(!names_container(&docker, name), "{name}");
+        }
+        // Inside the container, or its monitor: not the container's own.
+        assert_eq!(container_at(&format!("{docker}/init")), None);
+        assert_eq!(
+            container_at(&format!("/machine.slice/libpod-conmon-{ID}.scope")),
+            None
+        );
+        assert!(names_container(&format!("/docker/{ID}"), "3b6190394e67"));
+        assert!(names_container("/lxc/web1", "web1"));
+        assert!(names_container("/lxc.payload.web1", "web1"));
+        assert_eq!(container_at("/system.slice/nginx.service"), None);
+        assert!(!names_container("/system.slice/nginx.service", "nginx"));
+        let pod = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod7b1f2c3d_4e5f_6789_abcd_ef0123456789.slice";
+        assert_eq!(
+            container_at(pod).as_deref(),
+            Some("Kubernetes pod 7b1f2c3d-4e5f-6789-abcd-ef0123456789")
+        );
+        assert!(names_container(pod, "7b1f2c3d-4e5f-6789-abcd-ef0123456789"));
+        assert!(names_container(
+            &format!("{pod}/cri-containerd-{ID}.scope"),
+            "3b6190394e67"
+        ));
     }
 }

@@ -2,6 +2,7 @@
 //! deadline, a child's log read line by line (their cgroups: `OwnCg`).
 
 use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -13,6 +14,23 @@ impl Drop for Guard {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// `kdiag watch --interval 1 --group-by cgroup --cgroup DIR`: a scan a
+/// second of the cgroups below DIR, a group each; the caller adds the
+/// exporters and the output's handling.
+pub fn watch_cgroups(dir: &Path) -> Command {
+    let mut c = super::kdiag();
+    c.args([
+        "watch",
+        "--interval",
+        "1",
+        "--group-by",
+        "cgroup",
+        "--cgroup",
+    ])
+    .arg(dir);
+    c
 }
 
 /// Poll `f` every 500 ms until it gives Some, for at most `limit`.

@@ -1,5 +1,5 @@
 //! `kdiag watch`: diagnose's thread-state model, always on, for the whole
-//! machine (or one process, or one cgroup), grouped and exported for
+//! machine (or one process, one cgroup, one container), grouped and exported for
 //! Prometheus (`--listen`), node_exporter's textfile collector
 //! (`--textfile`) or an OpenTelemetry collector (`--otlp`); without any, a
 //! table every interval.
@@ -22,7 +22,7 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 use crate::analysis::watch::verdict_changes;
 use crate::error;
-use crate::instruments::watch::{GroupBy, Options, Scope, Watcher};
+use crate::instruments::watch::{GroupBy, Options, Scope, Watcher, container};
 use crate::model::watch::{STATES, Snapshot};
 use crate::render::prometheus;
 use crate::sys::process::interrupt::Interrupt;
@@ -48,6 +48,11 @@ pub struct Args {
     /// cgroup found by name in the cgroup trees
     #[arg(long, value_name = "NAME", conflicts_with_all = ["pid", "cgroup"])]
     pub unit: Option<String>,
+    /// Watch a container or pod by the name its cgroup path gives it
+    /// (Docker, Podman, containerd, CRI-O: its id's first 12 characters or
+    /// more; LXC: its name; Kubernetes: a pod's uid), found again every scan
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["pid", "cgroup", "unit"])]
+    pub container: Option<String>,
     /// Group processes by name (default) or by cgroup: one set of series per group
     #[arg(long, value_name = "BY", default_value = "name")]
     pub group_by: GroupBy,
@@ -80,7 +85,7 @@ pub struct Args {
     pub flight_max_size: u64,
     /// Read the options from a TOML file instead (one key per long option:
     /// `interval = 5`, `group-by = "cgroup"`); SIGHUP reads it again
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["pid", "cgroup", "unit", "group_by", "top", "listen", "textfile", "otlp", "flight_dir", "interval"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["pid", "cgroup", "unit", "container", "group_by", "top", "listen", "textfile", "otlp", "flight_dir", "interval"])]
     pub config: Option<PathBuf>,
     /// Stop after this many seconds (default: until interrupted)
     #[arg(long, value_name = "SECS", value_parser = super::args::duration)]
@@ -102,7 +107,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let mut listener = None;
     let Some(file) = args.config.clone() else {
         let interrupt = Interrupt::catch()?;
-        Session::new(&args, &interrupt, &mut listener)?.run(&interrupt, None, end)?;
+        Session::new(&args, &interrupt, &mut listener, false)?.run(&interrupt, None, end)?;
         return Ok(interrupt.exit_code(error::OK, true));
     };
     // With a file, SIGHUP reads it again instead of ending watch.
@@ -110,7 +115,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let hangup = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(SIGHUP, Arc::clone(&hangup))?;
     let mut settings = config::load(&file)?;
-    let mut session = Session::new(&settings, &interrupt, &mut listener)?;
+    let mut session = Session::new(&settings, &interrupt, &mut listener, false)?;
     loop {
         session.run(&interrupt, Some(&hangup), end)?;
         if !hangup.swap(false, Ordering::Relaxed) {
@@ -119,7 +124,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         // A file that does not load, or options that cannot be applied
         // (a cgroup gone, a port taken), leave watch as it was.
         let reloaded = config::load(&file).and_then(|new| {
-            let s = Session::new(&new, &interrupt, &mut listener)?;
+            let s = Session::new(&new, &interrupt, &mut listener, false)?;
             Ok((new, s))
         });
         session = match reloaded {
@@ -130,7 +135,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             }
             Err(e) => {
                 eprintln!("kdiag watch: {e:#}; going on as before");
-                Session::new(&settings, &interrupt, &mut listener)?
+                // The settings it ran with: their container may be
+                // between two cgroups (restarting) and is still the scope.
+                Session::new(&settings, &interrupt, &mut listener, true)?
             }
         };
     }
@@ -155,12 +162,20 @@ struct Session {
 }
 
 impl Session {
-    fn new(args: &Args, interrupt: &Interrupt, listener: &mut Listener) -> anyhow::Result<Session> {
-        let scope = match (&args.pid, &args.cgroup, &args.unit) {
-            (Some(p), _, _) => Scope::Pid(*p),
-            (None, Some(c), _) => Scope::Cgroup(super::args::cgroup_dir("--cgroup", c)?),
-            (None, None, Some(u)) => Scope::Cgroup(super::args::unit_dir(u)?),
-            (None, None, None) => Scope::All,
+    /// `again`: the settings watch already ran with.
+    fn new(
+        args: &Args,
+        interrupt: &Interrupt,
+        listener: &mut Listener,
+        again: bool,
+    ) -> anyhow::Result<Session> {
+        let scope = match (&args.pid, &args.cgroup, &args.unit, &args.container) {
+            (Some(p), ..) => Scope::Pid(*p),
+            (None, Some(c), ..) => Scope::Cgroup(super::args::cgroup_dir("--cgroup", c)?),
+            (None, None, Some(u), _) => Scope::Cgroup(super::args::unit_dir(u)?),
+            (None, None, None, Some(c)) if again => Scope::Container(c.clone()),
+            (None, None, None, Some(c)) => container_scope(c)?,
+            (None, None, None, None) => Scope::All,
         };
         let textfile = args
             .textfile
@@ -268,6 +283,24 @@ impl Session {
         }
         Ok(())
     }
+}
+
+/// `--container NAME`, when the cgroup trees have it now; else a usage
+/// error that lists the containers they have.
+fn container_scope(name: &str) -> anyhow::Result<Scope> {
+    if !container::dirs(name).is_empty() {
+        return Ok(Scope::Container(name.to_string()));
+    }
+    const SHOWN: usize = 20;
+    let known = container::known();
+    let list = match known.len() {
+        0 => "none (no cgroup path here names a container)".to_string(),
+        n if n > SHOWN => format!("{}, and {} more", known[..SHOWN].join(", "), n - SHOWN),
+        _ => known.join(", "),
+    };
+    Err(error::usage(format!(
+        "--container {name}: no container or pod of that name in the cgroup trees (give a container's id, 12 characters or more, an LXC container's name or a pod's uid); the containers here: {list}"
+    )))
 }
 
 fn print_table(s: &Snapshot) {

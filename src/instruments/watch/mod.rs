@@ -8,6 +8,8 @@
 //! `GROUPS_PER_TICK` × `THREADS_PER_GROUP` thread samples per tick, the
 //! busiest groups first.
 
+pub mod container;
+
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -43,6 +45,9 @@ pub enum Scope {
     Pid(i32),
     /// A cgroup directory and every cgroup below it.
     Cgroup(PathBuf),
+    /// The cgroups of a container or pod by the name their paths give
+    /// it, found again at every scan (`container`).
+    Container(String),
 }
 
 #[derive(Debug, Clone)]
@@ -132,6 +137,17 @@ impl Watcher {
             Scope::Pid(p) => vec![*p],
             Scope::Cgroup(dir) => pressure::cgroup_pids(dir)
                 .map_err(|e| anyhow::anyhow!("cannot read cgroup {}: {e}", dir.display()))?,
+            // None while a container restarts: nothing to watch this scan.
+            // A cgroup removed while read is one gone.
+            Scope::Container(name) => {
+                let mut pids: Vec<i32> = container::dirs(name)
+                    .iter()
+                    .flat_map(|d| pressure::cgroup_pids(d).unwrap_or_default())
+                    .collect();
+                pids.sort_unstable();
+                pids.dedup();
+                pids
+            }
         })
     }
 
