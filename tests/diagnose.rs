@@ -220,6 +220,26 @@ fn starved_for_cpu_is_waiting_for_a_cpu() {
         "{}",
         pretty(&v)
     );
+    // The machine's CPU pressure over the window: every CPU has a busy
+    // loop waiting behind another nearly all the time. It is in the JSON,
+    // in the evidence as the JSON has it, and it is why the run-queue time
+    // reads as competition (low pressure would have read not-competition).
+    if std::path::Path::new("/proc/pressure/cpu").exists() {
+        let some = num(&v["observation"]["limits"]["pressure"]["cpu"]["some"]);
+        assert!(
+            (0.5..=1.05).contains(&some),
+            "CPU some {some}: {}",
+            pretty(&v)
+        );
+        let evidence = common::evidence_text(&v["diagnosis"]).join("\n");
+        assert!(
+            evidence.contains(&format!(
+                "Pressure (machine, PSI): CPU some {:.0}%",
+                some * 100.0
+            )),
+            "{evidence}"
+        );
+    }
 }
 
 #[test]
@@ -353,8 +373,21 @@ fn reading_a_file_through_mmap_after_dropping_its_cache_is_storage() {
     );
     // The kernel time handling the faults counts as storage, not CPU:
     // the storage state holds it and more.
-    let f = &v["diagnosis"]["fault_reads"];
+    // A finding of its own, worded beside the others.
+    let f = &v["diagnosis"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "fault-reads")
+        .unwrap_or_else(|| panic!("no fault-reads finding: {}", pretty(&v)))["reads"];
     let kernel_s = num(&f["kernel_s"]);
+    assert!(
+        common::evidence_text(&v["diagnosis"])
+            .iter()
+            .any(|e| e.starts_with("Reads through page faults")),
+        "{}",
+        pretty(&v)
+    );
     assert!(kernel_s > 0.0, "{}", pretty(&v));
     let storage = v["diagnosis"]["states"]
         .as_array()
@@ -441,7 +474,7 @@ fn the_why_is_run_for_the_verdict() {
 /// BPF programs of the exec trace, the off-CPU profile and the block
 /// trace are counted with their run time, measured by the kernel's
 /// run-time statistics turned on for the run only (BPF_ENABLE_STATS: the
-/// sysctl is never written).
+/// sysctl is never written), and the memory of their maps.
 #[test]
 fn the_cost_counts_the_bpf_programs_of_every_drill_down() {
     if !common::require_root("the_cost_counts_the_bpf_programs_of_every_drill_down") {
@@ -475,6 +508,9 @@ fn the_cost_counts_the_bpf_programs_of_every_drill_down() {
     // busy the machine is: 25 runs in a quiet CI second, thousands loaded).
     assert!(bpf["runs"].as_u64().unwrap() > 0, "{bpf}");
     assert!(bpf["run_time_ns"].as_u64().unwrap() > 0, "{bpf}");
+    // Their maps' memory, as the kernel charged it (memlock in each map's
+    // fdinfo): the off-CPU profile's stack map alone holds more than 1 MiB.
+    assert!(bpf["map_bytes"].as_u64().unwrap() > 1 << 20, "{bpf}");
     assert_eq!(std::fs::read_to_string(sysctl).unwrap(), before);
 }
 

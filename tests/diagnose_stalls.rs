@@ -195,3 +195,76 @@ fn a_server_asleep_with_connections_queued_on_a_unix_socket_is_stalled() {
     );
     assert_eq!(control["diagnosis"]["verdict"], "idle", "{control}");
 }
+
+/// A server that accepts one connection, says so, and sleeps without
+/// reading it (one long call, as a server inside `DEBUG SLEEP` would).
+const READER: &str = r#"
+import socket, time
+s = socket.socket()
+s.bind(('127.0.0.1', 0))
+s.listen(64)
+print(s.getsockname()[1], flush=True)
+c, _ = s.accept()
+print('accepted', flush=True)
+time.sleep(600)
+"#;
+
+/// The work waiting is bytes a client wrote on a connection the server
+/// accepted and never reads: the receive queue of its connected socket in
+/// /proc/net/tcp, matched to its socket inode.
+#[test]
+fn a_server_asleep_with_bytes_unread_on_a_connection_is_stalled() {
+    let Some(python) = require_program(
+        "a_server_asleep_with_bytes_unread_on_a_connection_is_stalled",
+        &["python3"],
+        "python3",
+    ) else {
+        return;
+    };
+    let _g = one_at_a_time();
+    let mut child = Command::new(python)
+        .args(["-c", READER])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let stalled = Server {
+        port: line.trim().parse().expect("the port"),
+        child,
+    };
+    let mut client = TcpStream::connect(("127.0.0.1", stalled.port)).unwrap();
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line, "accepted\n");
+    // Written before the window; the server never reads them.
+    std::io::Write::write_all(&mut client, &[b'x'; 3000]).unwrap();
+    let quiet = server(python);
+    let (v, control) = both(&stalled, &quiet);
+    let d = &v["diagnosis"];
+    assert_eq!(d["verdict"], "stall", "{d:#}");
+    let stall = &v["observation"]["stalls"][0];
+    assert_eq!(stall["pid"], stalled.child.id(), "{stall}");
+    assert_eq!(stall["call"], "clock_nanosleep", "{stall}");
+    let w = &stall["waiting"];
+    assert_eq!(
+        (w["unread_bytes"].as_u64(), w["unread_sockets"].as_u64()),
+        (Some(3000), Some(1)),
+        "{stall}"
+    );
+    assert_eq!(w["listeners"], serde_json::json!([]), "{stall}");
+    if std::path::Path::new("/proc/self/sched").exists() {
+        assert!(stall["so_far_s"].as_f64().unwrap() >= 1.9, "{stall}");
+    }
+    // The verdict names the call, how long, and the bytes waiting.
+    let summary = common::verdict_text(d);
+    for words in [
+        "stayed in clock_nanosleep",
+        "s so far",
+        "3000 bytes lie unread on 1 connected socket",
+    ] {
+        assert!(summary.contains(words), "{words:?} in {summary}");
+    }
+    assert_eq!(control["diagnosis"]["verdict"], "idle", "{control}");
+}

@@ -135,13 +135,6 @@ pub fn classify(o: &Observation) -> Diagnosis {
         findings,
         next,
         trend: crate::analysis::trend::shapes(&o.trend),
-        fault_reads: (b.fault_cpu_s > 0.0).then(|| FaultReads {
-            major_faults: o.totals.major_faults,
-            minor_faults: o.totals.minor_faults,
-            read_bytes: o.totals.read_bytes.unwrap_or(0),
-            kernel_s: b.fault_cpu_s,
-            system_s: o.totals.system_s,
-        }),
     }
 }
 
@@ -419,6 +412,20 @@ fn evidence(
             major_per_s: t.major_faults as f64 / w,
             minor_per_s: t.minor_faults as f64 / w,
             blkio_delay_s: t.blkio_delay_s,
+        });
+    }
+    // A file read through page faults: the kernel time handling them
+    // counted as storage (tsa::fault_reads), said beside the storage.
+    if b.fault_cpu_s > 0.0 {
+        e.push(Finding::FaultReads {
+            reads: FaultReads {
+                major_faults: t.major_faults,
+                minor_faults: t.minor_faults,
+                read_bytes: t.read_bytes.unwrap_or(0),
+                kernel_s: b.fault_cpu_s,
+                system_s: t.system_s,
+            },
+            window_s: w,
         });
     }
     for state in [

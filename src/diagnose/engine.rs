@@ -236,5 +236,6 @@ fn bpf_cost(stats: crate::sys::bpf::RunTimeStats) -> BpfCost {
         run_time_ns: measured.then_some(t.run_time_ns),
         runs: measured.then_some(t.runs),
         stats,
+        map_bytes: t.map_bytes,
     }
 }

@@ -181,7 +181,7 @@ impl DiagnoseRun {
                 "observation" if observation.is_some() => return Err(twice()),
                 "observation" => observation = Some(serde_json::from_value(data).map_err(damaged)?),
                 "diagnosis" if diagnosis.is_some() => return Err(twice()),
-                "diagnosis" => diagnosis = Some(serde_json::from_value(data).map_err(damaged)?),
+                "diagnosis" => diagnosis = Some((n, data)),
                 "why" if why.is_some() => return Err(twice()),
                 "why" => why = Some(serde_json::from_value(data).map_err(damaged)?),
                 // A kind added later, within the same major version.
@@ -196,12 +196,34 @@ impl DiagnoseRun {
                 ),
             )
         };
+        let observation: Observation = observation.ok_or_else(|| missing("observation"))?;
+        let (n, mut data) = diagnosis.ok_or_else(|| missing("diagnosis"))?;
+        fault_reads_as_finding(&mut data, observation.window_s);
+        let diagnosis = serde_json::from_value(data)
+            .map_err(|e| fail(n, format!("damaged diagnosis record: {e}")))?;
         Ok(DiagnoseRun {
             meta: header.meta,
-            observation: observation.ok_or_else(|| missing("observation"))?,
-            diagnosis: diagnosis.ok_or_else(|| missing("diagnosis"))?,
+            observation,
+            diagnosis,
             why,
         })
+    }
+}
+
+/// Records made before the fault reads were a finding kept them in
+/// `diagnosis.fault_reads`: read that as the finding, last, where the
+/// report printed it then.
+fn fault_reads_as_finding(diagnosis: &mut Value, window_s: f64) {
+    let Some(d) = diagnosis.as_object_mut() else {
+        return;
+    };
+    let Some(reads) = d.remove("fault_reads").filter(|r| !r.is_null()) else {
+        return;
+    };
+    if let Some(Value::Array(findings)) = d.get_mut("findings") {
+        findings.push(serde_json::json!({
+            "kind": "fault-reads", "reads": reads, "window_s": window_s
+        }));
     }
 }
 
@@ -256,7 +278,6 @@ mod tests {
                 findings: vec![Finding::SyscallsUnreadable],
                 next: vec![],
                 trend: Default::default(),
-                fault_reads: None,
             },
             why: Some(Why {
                 window_s: 2.0,
@@ -282,6 +303,27 @@ mod tests {
         assert_eq!(
             DiagnoseRun::from_record(&no_why.to_record()).unwrap(),
             no_why
+        );
+    }
+
+    #[test]
+    fn an_older_records_fault_reads_read_as_the_finding() {
+        let r = run();
+        let text = r.to_record().replacen(
+            r#""findings":["#,
+            r#""fault_reads":{"major_faults":4,"minor_faults":6,"read_bytes":8192,"kernel_s":0.5,"system_s":0.75},"findings":["#,
+            1,
+        );
+        let back = DiagnoseRun::from_record(&text).unwrap();
+        let last = back.diagnosis.findings.last().unwrap();
+        let Finding::FaultReads { reads, window_s } = last else {
+            panic!("{last:?}");
+        };
+        assert_eq!((reads.major_faults, reads.kernel_s), (4, 0.5));
+        assert_eq!(*window_s, r.observation.window_s);
+        assert_eq!(
+            back.diagnosis.findings.len(),
+            r.diagnosis.findings.len() + 1
         );
     }
 

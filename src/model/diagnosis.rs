@@ -9,7 +9,8 @@ use crate::model::process::SmapsRollup;
 
 /// Version of the JSON document `kdiag diagnose --json` prints. Raised on
 /// any change that removes or renames a field or changes its meaning.
-pub const SCHEMA_VERSION: u32 = 3;
+/// Version 4 moved `diagnosis.fault_reads` into `findings[]`.
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// The verdict. `cpu`, `io`, `lock` and `memory-trend` match the
 /// `expect.class` the bundled workloads print with `--describe`.
@@ -374,6 +375,9 @@ pub struct BpfCost {
     pub run_time_ns: Option<u64>,
     pub runs: Option<u64>,
     pub stats: BpfStats,
+    /// Memory the kernel charged for their maps (`memlock` of each),
+    /// summed over every object loaded; 0 in records made before.
+    pub map_bytes: u64,
 }
 
 /// How the run time was measured.

@@ -8,8 +8,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::model::diagnosis::{
-    Carrier, Class, Confidence, Ended, KernelThread, LockWaits, MemberShare, MemoryPoint, Periodic,
-    StateShare, Stopped, ThreadState,
+    Carrier, Class, Confidence, Ended, FaultReads, KernelThread, LockWaits, MemberShare,
+    MemoryPoint, Periodic, StateShare, Stopped, ThreadState,
 };
 use crate::model::limits::{CpuQuota, MemoryLimit, PidsLimit, Pressure, SystemCpus};
 use crate::model::process::SmapsRollup;
@@ -40,10 +40,6 @@ pub struct Diagnosis {
     pub next: Vec<String>,
     /// What each time series did.
     pub trend: crate::model::trend::Shapes,
-    /// Storage read in page faults (a file read through mmap), when the
-    /// kernel time handling them counted as storage.
-    #[serde(default)]
-    pub fault_reads: Option<crate::model::diagnosis::FaultReads>,
 }
 
 /// Something named and its share: a wait point ("mutex (futex)"), a
@@ -326,6 +322,9 @@ pub enum Finding {
     SyscallsUnreadable,
     /// Storage time is estimated from samples (no delay accounting).
     StorageEstimated,
+    /// Storage read in page faults (a file read through mmap): the kernel
+    /// time handling them counted as storage, over a window of `window_s`.
+    FaultReads { reads: FaultReads, window_s: f64 },
     /// A CPU quota on one of its cgroups, and its throttling.
     CpuQuota { cgroup: Cgroup, quota: CpuQuota },
     /// An I/O limit on one of its cgroups, and how near it came.

@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 use crate::analysis::trend::{about, slope_text, value_text};
-use crate::model::diagnosis::{BpfCost, BpfStats, FaultReads, Observation, SCHEMA_VERSION, Scope};
+use crate::model::diagnosis::{BpfCost, BpfStats, Observation, SCHEMA_VERSION, Scope};
 use crate::model::drill::Why;
 use crate::model::trend::{Limit, SeriesShape, Shape, Shapes};
 use crate::model::verdict::Diagnosis;
@@ -56,9 +56,6 @@ pub fn report(
     for e in verdict::evidence(d) {
         writeln!(out, "  {e}")?;
     }
-    if let Some(f) = &d.fault_reads {
-        writeln!(out, "  {}", fault_reads(f, o.window_s))?;
-    }
     if let Some(w) = why {
         why_section(out, w)?;
     }
@@ -104,31 +101,24 @@ pub fn cost_line(o: &Observation) -> String {
     )
 }
 
-/// "Reads through page faults: ...": the kernel time counted as storage.
-pub fn fault_reads(f: &FaultReads, window_s: f64) -> String {
-    let w = window_s.max(1e-3);
-    format!(
-        "Reads through page faults (a file read through mmap): {:.0} faults/s ({:.0} major) \
-         while it read {}/s from storage; {:.2} s of its {:.2} s in the kernel handled them and \
-         count as waiting for storage, not as CPU",
-        (f.major_faults + f.minor_faults) as f64 / w,
-        f.major_faults as f64 / w,
-        crate::analysis::io_pattern::human_bytes((f.read_bytes as f64 / w) as u64),
-        f.kernel_s,
-        f.system_s
-    )
-}
-
-/// ", 4 BPF programs loaded (0.8 ms in them over 1200 runs, run-time
-/// statistics turned on for the run)".
+/// ", 4 BPF programs loaded with 3.2 MiB of maps (0.8 ms in them over
+/// 1200 runs, run-time statistics turned on for the run)".
 fn bpf_cost(b: &BpfCost) -> String {
     if b.programs == 0 {
         return ", no BPF program".into();
     }
     let programs = format!(
-        ", {} BPF program{} loaded",
+        ", {} BPF program{} loaded{}",
         b.programs,
-        if b.programs == 1 { "" } else { "s" }
+        if b.programs == 1 { "" } else { "s" },
+        if b.map_bytes > 0 {
+            format!(
+                " with {:.1} MiB of maps",
+                b.map_bytes as f64 / (1024.0 * 1024.0)
+            )
+        } else {
+            String::new()
+        }
     );
     let how = match b.stats {
         BpfStats::AlreadyOn => "kernel.bpf_stats_enabled on",
@@ -346,7 +336,26 @@ pub fn shape_text(s: &SeriesShape, limit: Option<&Limit>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::stack_lines;
+    use super::{BpfCost, BpfStats, bpf_cost, stack_lines};
+
+    #[test]
+    fn the_bpf_cost_names_the_maps_memory() {
+        let b = BpfCost {
+            programs: 4,
+            run_time_ns: Some(800_000),
+            runs: Some(1200),
+            stats: BpfStats::TurnedOn,
+            map_bytes: 33 << 19,
+        };
+        assert_eq!(
+            bpf_cost(&b),
+            ", 4 BPF programs loaded with 16.5 MiB of maps (0.8 ms in them over 1200 runs, \
+             run-time statistics turned on for the run)"
+        );
+        // A record made before the maps were counted says nothing of them.
+        let old = BpfCost { map_bytes: 0, ..b };
+        assert!(!bpf_cost(&old).contains("maps"), "{}", bpf_cost(&old));
+    }
 
     #[test]
     fn a_stack_is_printed_once() {

@@ -125,10 +125,6 @@ fn evidence(page: &mut String, run: &DiagnoseRun) {
     for e in crate::render::verdict::evidence(&run.diagnosis) {
         let _ = writeln!(page, "<li>{}</li>", esc(&e));
     }
-    if let Some(f) = &run.diagnosis.fault_reads {
-        let line = crate::render::diagnose::fault_reads(f, run.observation.window_s);
-        let _ = writeln!(page, "<li>{}</li>", esc(&line));
-    }
     page.push_str("</ul>\n</section>\n");
 }
 

@@ -391,6 +391,19 @@ pub fn finding(f: &Finding) -> String {
         }
         Finding::SyscallsUnreadable => "Note: the threads' syscall files were unreadable (they need ptrace access: run as root or as the owner); wait points come from kernel function names".into(),
         Finding::StorageEstimated => "Note: storage time is estimated from samples; with delay accounting (sysctl kernel.task_delayacct=1, then restart the program) it is measured".into(),
+        Finding::FaultReads { reads: f, window_s } => {
+            let w = window_s.max(1e-3);
+            format!(
+                "Reads through page faults (a file read through mmap): {:.0} faults/s ({:.0} major) \
+                 while it read {}/s from storage; {:.2} s of its {:.2} s in the kernel handled them \
+                 and count as waiting for storage, not as CPU",
+                (f.major_faults + f.minor_faults) as f64 / w,
+                f.major_faults as f64 / w,
+                human_bytes((f.read_bytes as f64 / w) as u64),
+                f.kernel_s,
+                f.system_s
+            )
+        }
         Finding::CpuQuota { cgroup, quota } => format!(
             "CPU quota: {} at {}: throttled in {} of {} periods, {:.2} s",
             quota_text(cgroup, quota),

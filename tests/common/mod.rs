@@ -399,7 +399,7 @@ pub fn diagnose_json(args: &[&str]) -> serde_json::Value {
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["version"], 3, "the JSON document's version");
+    assert_eq!(v["version"], 4, "the JSON document's version");
     v
 }
 

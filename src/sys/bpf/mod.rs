@@ -30,10 +30,58 @@ pub fn load_with<'a>(
     }
     let mut loader = aya::EbpfLoader::new();
     configure(&mut loader);
-    loader
+    let ebpf = loader
         .load(object)
-        .map(Loaded)
-        .with_context(|| format!("loading the BPF programs for {what}"))
+        .with_context(|| format!("loading the BPF programs for {what}"))?;
+    // Its maps' memory, counted once while they all exist (an instrument
+    // may take a map out of the object later).
+    let bytes: u64 = ebpf.maps().filter_map(|(_, m)| map_memlock(m)).sum();
+    TALLY.lock().unwrap_or_else(|e| e.into_inner()).map_bytes += bytes;
+    Ok(Loaded(ebpf))
+}
+
+/// The memory the kernel charged for a map (`memlock:` in its fdinfo).
+fn map_memlock(map: &aya::maps::Map) -> Option<u64> {
+    use aya::maps::Map;
+    use std::os::fd::{AsFd, AsRawFd};
+    macro_rules! data {
+        ($($v:ident),*) => { match map { $(Map::$v(d))|* => d } };
+    }
+    let d = data!(
+        Array,
+        ArrayOfMaps,
+        BloomFilter,
+        CgroupArray,
+        CgroupStorage,
+        CgrpStorage,
+        CpuMap,
+        DevMap,
+        DevMapHash,
+        HashMap,
+        HashOfMaps,
+        InodeStorage,
+        LpmTrie,
+        LruHashMap,
+        PerCpuArray,
+        PerCpuCgroupStorage,
+        PerCpuHashMap,
+        PerCpuLruHashMap,
+        PerfEventArray,
+        ProgramArray,
+        Queue,
+        ReusePortSockArray,
+        RingBuf,
+        SockHash,
+        SockMap,
+        SkStorage,
+        Stack,
+        StackTraceMap,
+        Unsupported,
+        XskMap
+    );
+    let fd = d.fd().as_fd().as_raw_fd();
+    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).ok()?;
+    field(&info, "memlock:")
 }
 
 /// A loaded object (aya's handle, which owns its programs and maps). When
@@ -77,7 +125,8 @@ pub fn count(program: &aya::programs::Program) {
     t.runs += field(&info, "run_cnt:").unwrap_or(0);
 }
 
-/// What the BPF programs kdiag loaded and unloaded so far did.
+/// What the BPF programs kdiag loaded and unloaded so far did, and the
+/// memory of the maps of every object it loaded.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Tally {
     pub programs: u64,
@@ -85,12 +134,16 @@ pub struct Tally {
     /// statistics are on (`RunTimeStats`).
     pub run_time_ns: u64,
     pub runs: u64,
+    /// Bytes the kernel charged for the maps of every object loaded
+    /// (`memlock:` of each map's fdinfo, read when the object was loaded).
+    pub map_bytes: u64,
 }
 
 static TALLY: std::sync::Mutex<Tally> = std::sync::Mutex::new(Tally {
     programs: 0,
     run_time_ns: 0,
     runs: 0,
+    map_bytes: 0,
 });
 
 /// The programs unloaded so far (a program still loaded is not counted).
