@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use crate::analysis::locks;
 use crate::model::offcpu::WaitSamples;
 use crate::model::profile::{Frame, Module, OffState, Profile, ThreadId, Waker};
-use crate::model::wall::{Root, RootTime, TimeKind, Times, WallStack};
+use crate::model::wall::{OffcpuFrom, Root, RootTime, TimeKind, Times, Wall, WallStack};
 
 /// Kernel functions a thread sleeps in on purpose (nanosleep, timers).
 const SLEEPS: &[&str] = &[
@@ -315,6 +315,39 @@ fn process_names(h: &Halves<'_>) -> HashMap<u32, String> {
         }
     }
     names
+}
+
+/// A wall-clock profile of `merged` over `window_ns` with nothing more
+/// to say than its data: no start time, cost or losses (diagnose's
+/// drill-down, whose report says those of its own).
+pub fn plain(
+    target: String,
+    merged: Merged,
+    window_ns: u64,
+    slice_ns: u64,
+    freq_hz: u64,
+    offcpu: OffcpuFrom,
+) -> Wall {
+    Wall {
+        target,
+        started: String::new(),
+        started_unix_ns: 0,
+        window_ns,
+        slice_ns,
+        event: "cpu-clock".into(),
+        freq_hz,
+        per_process: false,
+        offcpu,
+        roots: merged.roots,
+        stacks: merged.stacks,
+        modules: merged.modules,
+        lost_samples: 0,
+        lost_stacks: 0,
+        ended_early: None,
+        cost: Default::default(),
+        run_cpu_secs: 0.0,
+        bpf_run_secs: None,
+    }
 }
 
 /// A root's time the profile does not account for: the window less its
