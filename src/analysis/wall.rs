@@ -243,6 +243,7 @@ pub fn merge(h: &Halves<'_>) -> Merged {
             .or_default();
         e.0 += r.samples;
         e.1 += r.est_ns;
+        spread(&r.times, h.origin_ns, h.slice_ns, &mut e.2);
     }
 
     let mut times: HashMap<Root, Times> = HashMap::new();
@@ -575,6 +576,7 @@ mod tests {
 
     #[test]
     fn proc_rows_fill_the_off_cpu_part_by_name() {
+        let origin = 1_000_000_000;
         let cpu = Profile {
             freq_hz: 100,
             stacks: vec![stack("w", &[Frame::user("spin")], None, 50, 500_000_000)],
@@ -585,6 +587,7 @@ mod tests {
             sweeps: 50,
             samples: 50,
             rows: vec![WaitRow {
+                times: vec![(origin + 500_000_000, 500_000_000)],
                 comm: "w".into(),
                 state: OffState::D,
                 wchan: "io_schedule".into(),
@@ -598,13 +601,19 @@ mod tests {
             off: &Profile::default(),
             waits: Some(&waits),
             per_process: false,
-            origin_ns: 0,
-            slice_ns: 1,
+            origin_ns: origin,
+            slice_ns: 100_000_000,
         });
         assert_eq!(m.roots.len(), 1);
         assert_eq!(m.roots[0].root.label(), "w");
         assert_eq!(m.roots[0].times.storage, 500_000_000);
         assert_eq!(m.roots[0].times.on_cpu, 500_000_000);
+        // The samples are placed in time too: the half second before their sweep.
+        let storage = m.stacks.iter().find(|s| s.kind == TimeKind::Storage);
+        assert_eq!(
+            storage.unwrap().slices,
+            (0..5).map(|i| (i, 100_000_000)).collect::<Vec<_>>()
+        );
     }
 
     #[test]
