@@ -158,6 +158,8 @@ pub struct Block {
 
 /// A block's place in the kernel's tables: its key, and its waker's.
 type TableKey = (Key, Option<WakerRec>);
+/// A block's (CLOCK_MONOTONIC ns it ended, ns it lasted), each.
+type Times = Vec<(u64, u64)>;
 
 /// The thread that woke a sleeper, as it was when it did.
 #[derive(Debug, Clone)]
@@ -429,7 +431,7 @@ impl OffcpuBpf {
         // Finished blocks by key and waker, with their times; with wakers
         // on, the blocks still going on at the end apart from them (they
         // have no waker yet).
-        let mut totals: HashMap<(TableKey, bool), (Value, Vec<(u64, u64)>)> = self
+        let mut totals: HashMap<(TableKey, bool), (Value, Times)> = self
             .totals()?
             .into_iter()
             .map(|(k, v)| ((k, false), (v, times.remove(&k).unwrap_or_default())))
