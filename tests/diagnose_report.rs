@@ -1,7 +1,8 @@
 //! `kdiag diagnose --record/--replay/--report`: one real run of cpu-burn
 //! (with its CPU drill-down, so a flame graph exists) recorded, then
 //! replayed to the very same text, JSON and HTML; the HTML report opened in
-//! headless Chromium (the rendered DOM, a screenshot, no console message);
+//! headless Chromium (the rendered DOM, a screenshot, no console message;
+//! its heat map's selected range redraws its wall-clock flame graph);
 //! damaged and foreign records refused with their line.
 
 mod common;
@@ -477,6 +478,84 @@ fn the_flame_graphs_zoom_in_chromium() {
         matched.as_str().is_some_and(|m| m.starts_with("Matched: ")),
         "{matched}"
     );
+}
+
+/// The heat map's flame graph heading and frames after `clicks` (cells of
+/// root `root`, clicked in turn) in the rendered `page`.
+fn heat_flame(browser: &str, page: &str, root: usize, clicks: &[u64]) -> (String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("selected.html");
+    let script: String = clicks
+        .iter()
+        .map(|i| {
+            format!(
+                "document.querySelector('#heat [data-root=\"{root}\"] [data-slice=\"{i}\"]')\
+                 .dispatchEvent(new MouseEvent('click', {{bubbles: true}}));\n"
+            )
+        })
+        .collect();
+    let page = page.replace("</body>", &format!("<script>\n{script}</script>\n</body>"));
+    std::fs::write(&path, page).unwrap();
+    let (dom, console) = common::chromium::headless(browser, &path, &["--dump-dom"]);
+    assert!(console.is_empty(), "the page logged: {console:?}");
+    let heading = dom[dom.find("id=\"range\">").expect("the heat map's heading")..]
+        .split(['<', '>'])
+        .nth(1)
+        .unwrap()
+        .to_string();
+    let flame = dom[dom.find("id=\"flame\"").unwrap()..].to_string();
+    (heading, flame)
+}
+
+/// The thread time a heading states (`..., 1.234 s of thread time`).
+fn thread_time(heading: &str) -> f64 {
+    let head = heading.strip_suffix(" s of thread time").expect(heading);
+    head.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn the_heat_map_selects_a_range_in_chromium() {
+    let test = "the_heat_map_selects_a_range_in_chromium";
+    let Some(r) = recorded(test) else { return };
+    let Some(browser) = common::chromium::browser(test) else {
+        return;
+    };
+    let doc = json(&r.file("report.json"));
+    let wall = &doc["why"]["wall"];
+    assert!(wall.is_object(), "no heat map data: {}", doc["why"]);
+    let page = std::fs::read_to_string(r.file("report.html")).unwrap();
+    assert_eq!(page.matches("id=\"heat\"").count(), 1);
+    // The threads' time in slices 5..=29 (0.1 s to 0.6 s), from the data.
+    let (a, b) = (5u64, 29u64);
+    let mut whole = 0u64;
+    let mut in_range = 0u64;
+    for s in wall["stacks"].as_array().unwrap() {
+        whole += s["ns"].as_u64().unwrap();
+        for slice in s["slices"].as_array().into_iter().flatten() {
+            if (a..=b).contains(&slice[0].as_u64().unwrap()) {
+                in_range += slice[1].as_u64().unwrap();
+            }
+        }
+    }
+    assert!(in_range > 0 && in_range < whole, "{in_range} of {whole}");
+
+    let (heading, flame) = heat_flame(browser, &page, 0, &[]);
+    assert!(heading.contains("the whole window"), "{heading}");
+    assert!(
+        (thread_time(&heading) - whole as f64 / 1e9).abs() < 0.002,
+        "{heading}"
+    );
+    let hot = doc["why"]["cpu"]["top_self"][0]["name"].as_str().unwrap();
+    let hot = hot.split("::").last().unwrap();
+    assert!(flame.contains(hot), "{hot} not in the whole window's graph");
+    // A range, clicked end first: its time only, and the burn within it.
+    let (heading, flame) = heat_flame(browser, &page, 0, &[b, a]);
+    assert!(heading.contains("0.10 s to 0.60 s"), "{heading}");
+    assert!(
+        (thread_time(&heading) - in_range as f64 / 1e9).abs() < 0.002,
+        "{heading}: want {in_range} ns"
+    );
+    assert!(flame.contains(hot), "{hot} not in the range's graph");
 }
 
 #[test]

@@ -394,6 +394,30 @@ fn without_bpf_proc_fills_the_off_cpu_part_and_says_so() {
     // Sampled every 10 ms: the half-second sleep within 20%.
     let sleep = r["times"]["sleep"].as_f64().unwrap() / 1e9;
     assert!((0.4..=0.6).contains(&sleep), "{r}");
+    // Placed in time by the sweeps that saw it (the heat map's slices):
+    // all of it, over half a second of slices.
+    assert!(text.contains("each sample placed in time"), "{text}");
+    let slices: Vec<(u64, u64)> = w["stacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["root"].as_u64() == Some(parts[0].0 as u64) && s["kind"] == "sleep")
+        .flat_map(|s| s["slices"].as_array().unwrap().clone())
+        .map(|x| (x[0].as_u64().unwrap(), x[1].as_u64().unwrap()))
+        .collect();
+    let placed = slices.iter().map(|x| x.1).sum::<u64>() as f64 / 1e9;
+    assert!(
+        (placed - sleep).abs() < 0.02,
+        "{placed} s of {sleep} s placed"
+    );
+    let first = slices.iter().map(|x| x.0).min().unwrap();
+    let last = slices.iter().map(|x| x.0).max().unwrap();
+    let slice_ns = w["slice_ns"].as_u64().unwrap();
+    let span = (last - first + 1) * slice_ns;
+    assert!(
+        (0.4e9..=0.62e9).contains(&(span as f64)),
+        "the sleep's slices {first}..={last}"
+    );
     // (Its O_DIRECT reads are too short for a 10 ms sampler to see reliably.)
     // No stacks off the CPU.
     for s in w["stacks"].as_array().unwrap() {

@@ -155,6 +155,7 @@ impl WaitTally {
                     syscall,
                     samples,
                     est_ns,
+                    times: Vec::new(),
                 },
             )
             .collect();

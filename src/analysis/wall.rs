@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use crate::analysis::locks;
 use crate::model::offcpu::WaitSamples;
 use crate::model::profile::{Frame, Module, OffState, Profile, ThreadId, Waker};
-use crate::model::wall::{Root, RootTime, TimeKind, Times, WallStack};
+use crate::model::wall::{OffcpuFrom, Root, RootTime, TimeKind, Times, Wall, WallStack};
 
 /// Kernel functions a thread sleeps in on purpose (nanosleep, timers).
 const SLEEPS: &[&str] = &[
@@ -243,6 +243,7 @@ pub fn merge(h: &Halves<'_>) -> Merged {
             .or_default();
         e.0 += r.samples;
         e.1 += r.est_ns;
+        spread(&r.times, h.origin_ns, h.slice_ns, &mut e.2);
     }
 
     let mut times: HashMap<Root, Times> = HashMap::new();
@@ -315,6 +316,39 @@ fn process_names(h: &Halves<'_>) -> HashMap<u32, String> {
         }
     }
     names
+}
+
+/// A wall-clock profile of `merged` over `window_ns` with nothing more
+/// to say than its data: no start time, cost or losses (diagnose's
+/// drill-down, whose report says those of its own).
+pub fn plain(
+    target: String,
+    merged: Merged,
+    window_ns: u64,
+    slice_ns: u64,
+    freq_hz: u64,
+    offcpu: OffcpuFrom,
+) -> Wall {
+    Wall {
+        target,
+        started: String::new(),
+        started_unix_ns: 0,
+        window_ns,
+        slice_ns,
+        event: "cpu-clock".into(),
+        freq_hz,
+        per_process: false,
+        offcpu,
+        roots: merged.roots,
+        stacks: merged.stacks,
+        modules: merged.modules,
+        lost_samples: 0,
+        lost_stacks: 0,
+        ended_early: None,
+        cost: Default::default(),
+        run_cpu_secs: 0.0,
+        bpf_run_secs: None,
+    }
 }
 
 /// A root's time the profile does not account for: the window less its
@@ -542,6 +576,7 @@ mod tests {
 
     #[test]
     fn proc_rows_fill_the_off_cpu_part_by_name() {
+        let origin = 1_000_000_000;
         let cpu = Profile {
             freq_hz: 100,
             stacks: vec![stack("w", &[Frame::user("spin")], None, 50, 500_000_000)],
@@ -552,6 +587,7 @@ mod tests {
             sweeps: 50,
             samples: 50,
             rows: vec![WaitRow {
+                times: vec![(origin + 500_000_000, 500_000_000)],
                 comm: "w".into(),
                 state: OffState::D,
                 wchan: "io_schedule".into(),
@@ -565,13 +601,19 @@ mod tests {
             off: &Profile::default(),
             waits: Some(&waits),
             per_process: false,
-            origin_ns: 0,
-            slice_ns: 1,
+            origin_ns: origin,
+            slice_ns: 100_000_000,
         });
         assert_eq!(m.roots.len(), 1);
         assert_eq!(m.roots[0].root.label(), "w");
         assert_eq!(m.roots[0].times.storage, 500_000_000);
         assert_eq!(m.roots[0].times.on_cpu, 500_000_000);
+        // The samples are placed in time too: the half second before their sweep.
+        let storage = m.stacks.iter().find(|s| s.kind == TimeKind::Storage);
+        assert_eq!(
+            storage.unwrap().slices,
+            (0..5).map(|i| (i, 100_000_000)).collect::<Vec<_>>()
+        );
     }
 
     #[test]

@@ -202,6 +202,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         why: args.why,
         json: args.json,
         live: args.live.then_some(&live as &Live),
+        heat_map: reports(&args)?.iter().any(|(f, _)| *f == Format::Html),
     };
     let run = match diagnose::run(&request, &interrupt) {
         Ok(run) => run,

@@ -12,7 +12,7 @@ use crate::analysis::locks;
 use crate::analysis::runtimes;
 use crate::analysis::why::{self, Drill};
 use crate::instruments::observe::competition;
-use crate::instruments::{block, blocked, offcpu, profile};
+use crate::instruments::{block, blocked, offcpu, profile, wall};
 use crate::model::drill::{Competition, StorageDrill, Why};
 use crate::model::locks::RuntimeLock;
 use crate::model::profile::Profile;
@@ -115,6 +115,8 @@ pub(super) fn drill(
             .collect();
         let offcpu =
             offcpu_for_locks.then(|| s.spawn(move || offcpu::record_all(carriers, window, stop)));
+        let heat = (req.heat_map && root)
+            .then(|| s.spawn(move || wall::record(carriers, DRILL_HZ, window, stop)));
         if sweep && let Ok(w) = blocked::sweep(carriers, window, stop) {
             for (call, p) in w.by_call {
                 runtime_locks.extend(locks::attribute(&p, w.thread_samples, Some(call)));
@@ -123,6 +125,13 @@ pub(super) fn drill(
         }
         if let Some(Ok(Ok((p, _)))) = offcpu.map(|t| t.join()) {
             fp_locks = blocked_locks(&p, window, threads);
+        }
+        match heat.map(|t| t.join()) {
+            Some(Ok(Ok(recorded))) => found.wall = Some(heat_map(carriers, recorded)),
+            Some(Ok(Err(e))) => found
+                .skipped
+                .push(format!("the heat map of when the time went: {e:#}")),
+            _ => {}
         }
         running
             .into_iter()
@@ -164,6 +173,42 @@ pub(super) fn drill(
     let profiles: Vec<&Profile> = profiles.iter().collect();
     found.unnamed = runtimes::unnamed(&profiles, carriers);
     (Some(found), runtime_locks)
+}
+
+/// The heat map's wall-clock profile of `carriers`, per thread.
+fn heat_map(
+    carriers: &[i32],
+    (halves, origin_ns, why): (wall::Halves, u64, Option<String>),
+) -> crate::model::wall::Wall {
+    use crate::analysis::wall as analysis;
+    use crate::model::offcpu::Collection;
+    use crate::model::wall::OffcpuFrom;
+    // Per 20 ms, as `profile --wall` (FlameScope's 50 rows a second).
+    const SLICE_NS: u64 = 20_000_000;
+    let merged = analysis::merge(&analysis::Halves {
+        cpu: &halves.cpu,
+        off: &halves.off,
+        waits: halves.waits.as_ref(),
+        per_process: false,
+        origin_ns,
+        slice_ns: SLICE_NS,
+    });
+    let offcpu = match halves.collection {
+        Collection::Bpf { .. } => OffcpuFrom::Bpf,
+        Collection::Proc { interval_ms } => OffcpuFrom::Proc {
+            interval_ms,
+            why: why.unwrap_or_else(|| "BPF could not attach".into()),
+        },
+    };
+    let pids: Vec<String> = carriers.iter().map(|p| p.to_string()).collect();
+    analysis::plain(
+        format!("PID {}", pids.join(", ")),
+        merged,
+        halves.end_ns.saturating_sub(origin_ns),
+        SLICE_NS,
+        DRILL_HZ,
+        offcpu,
+    )
 }
 
 /// The runtime locks an off-CPU profile of `threads` threads over

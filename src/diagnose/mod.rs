@@ -51,6 +51,10 @@ pub struct Request<'a> {
     pub json: bool,
     /// Watch through the live view instead of plainly.
     pub live: Option<&'a Live<'a>>,
+    /// An HTML report is wanted: the drill-down also records the window
+    /// per thread, for its heat map (a second CPU sampler and off-CPU
+    /// trace beside the drill-downs' own).
+    pub heat_map: bool,
 }
 
 /// A command's words as text.

@@ -183,6 +183,10 @@ pub struct Why {
     /// Frames the profiles could not name, by the runtime or binary that
     /// made them (`analysis::runtimes`): how to get names for them.
     pub unnamed: Vec<UnnamedFrames>,
+    /// For the HTML report: the same window as a wall-clock profile per
+    /// thread, with when each stack's time was spent (its heat map).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wall: Option<crate::model::wall::Wall>,
 }
 
 /// A runtime (or a stripped binary) whose frames the drill-downs' stacks

@@ -87,6 +87,10 @@ pub struct WaitRow {
     pub samples: u64,
     /// Estimated time: the sweep intervals those samples stand for.
     pub est_ns: u64,
+    /// When asked for (`Options::per_thread`): each sample's (CLOCK_MONOTONIC
+    /// ns of its sweep, ns it stands for), for `profile --wall`'s heat map.
+    #[serde(skip)]
+    pub times: Vec<(u64, u64)>,
 }
 
 /// The coarse view: every sweep of /proc, aggregated.

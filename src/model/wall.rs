@@ -160,8 +160,8 @@ pub struct WallStack {
     pub ns: u64,
     /// When the time was spent: (slice of the window, `Wall::slice_ns`
     /// long, counted from its start; ns in it), by slice. Off-CPU time is
-    /// placed as precisely as the tables were read (every 100 ms); empty
-    /// for the /proc tier.
+    /// placed exactly, each block before its end (the BPF ring of block
+    /// ends); the /proc tier's samples at their sweeps.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub slices: Vec<(u32, u64)>,
 }

@@ -23,6 +23,7 @@ pub fn diagnose(out: &mut impl Write, run: &DiagnoseRun) -> anyhow::Result<()> {
     why(&mut page, run.why.as_ref());
     charts(&mut page, run, &series(run));
     flame_graphs(&mut page, run.why.as_ref());
+    heat_map(&mut page, run.why.as_ref())?;
     iosnoop(&mut page, run);
     next(&mut page, run);
     cost(&mut page, run);
@@ -306,6 +307,26 @@ fn flame_graphs(page: &mut String, why: Option<&Why>) {
         }
     }
     page.push_str("</section>\n");
+}
+
+/// When the time went: the drill-down's window per thread as a heat map,
+/// a range of which redraws a flame graph in the page (`profile --wall
+/// --html`'s, from `render::wall_html`).
+fn heat_map(page: &mut String, why: Option<&Why>) -> anyhow::Result<()> {
+    let Some(wall) = why.and_then(|w| w.wall.as_ref()) else {
+        return Ok(());
+    };
+    let _ = writeln!(
+        page,
+        "<section id=\"when\">\n<p class=\"meta\">The drill-down's {:.1} s again, per thread: \
+         on CPU sampled at {} Hz, {}.</p>",
+        wall.window_ns as f64 / 1e9,
+        wall.freq_hz,
+        esc(&crate::render::wall::offcpu_source(wall))
+    );
+    page.push_str(&crate::render::wall_html::section(wall)?);
+    page.push_str("</section>\n");
+    Ok(())
 }
 
 fn flame_graph(page: &mut String, id: &str, title: &str, flame: &Flame) {

@@ -422,6 +422,7 @@ mod tests {
             sweeps: 200,
             samples: 150,
             rows: vec![WaitRow {
+                times: Vec::new(),
                 comm: "dd".into(),
                 state: OffState::D,
                 wchan: "folio_wait_bit".into(),

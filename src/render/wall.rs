@@ -32,7 +32,8 @@ pub fn offcpu_source(wall: &Wall) -> String {
     match &wall.offcpu {
         OffcpuFrom::Bpf => "off CPU from BPF (sched_switch, exact, with stacks)".into(),
         OffcpuFrom::Proc { interval_ms, why } => format!(
-            "off CPU from /proc sampled every {interval_ms} ms, WITHOUT stacks (no BPF: {why})"
+            "off CPU from /proc sampled every {interval_ms} ms, WITHOUT stacks, each sample placed in \
+             time at its sweep (no BPF: {why})"
         ),
     }
 }

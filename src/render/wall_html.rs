@@ -3,7 +3,9 @@
 //! second, a row per slice of it, as in Netflix's FlameScope) and a flame
 //! graph of the range selected in it, redrawn in the page. The data is the
 //! profile's stacks with their slices (`WallStack::slices`), as JSON in the
-//! page; the script only sums and draws.
+//! page; the script only sums and draws. [`section`] is the same heat map
+//! and flame graph without the page around them: diagnose's HTML report
+//! holds it (`render::html`).
 
 use serde::Serialize;
 
@@ -37,6 +39,28 @@ struct PageStack<'a> {
 }
 
 pub fn page(wall: &Wall) -> anyhow::Result<Vec<u8>> {
+    let title = escape(&format!("Wall-clock time of {}", wall.target));
+    let page = format!(
+        r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>body{{font:14px sans-serif;margin:1em 2em}}</style></head>
+<body>
+<h1>{title}</h1>
+<p>{window:.3} s window, on CPU sampled at {freq} Hz, {source}.</p>
+{section}</body></html>
+"#,
+        window = wall.window_ns as f64 / 1e9,
+        freq = wall.freq_hz,
+        source = escape(&offcpu_source(wall)),
+        section = section(wall)?,
+    );
+    Ok(page.into_bytes())
+}
+
+/// The heat map per root and the flame graph of the range selected in it,
+/// with their style, data and script: HTML for inside a page's body (one
+/// per page: its elements have ids).
+pub fn section(wall: &Wall) -> anyhow::Result<String> {
     let data = Data {
         window_ns: wall.window_ns,
         slice_ns: wall.slice_ns.max(1),
@@ -63,41 +87,29 @@ pub fn page(wall: &Wall) -> anyhow::Result<Vec<u8>> {
     };
     // `<` escaped: no `</script>` can end the data early.
     let json = serde_json::to_string(&data)?.replace('<', "\\u003c");
-    let title = escape(&format!("Wall-clock time of {}", wall.target));
     let kinds: String = TimeKind::ALL
         .iter()
         .map(|k| format!("<option>{}</option>", k.name()))
         .collect();
-    let page = format!(
-        r#"<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
-<style>{STYLE}</style></head>
-<body>
-<h1>{title}</h1>
-<p>{window:.3} s window, on CPU sampled at {freq} Hz, {source}.</p>
-<h2>When: each thread's <select id="kind">{kinds}</select> time</h2>
-<p class="note">A column is a second, a row {slice_ms} ms of it, top to bottom; the darker, the more
+    Ok(format!(
+        r#"<style>{STYLE}</style>
+<h2>When: each thread's <select id="heat-kind">{kinds}</select> time</h2>
+<p class="heat-note">A column is a second, a row {slice_ms} ms of it, top to bottom; the darker, the more
 of that slice the thread spent so. Click a cell to start a range and another to end it: the flame
-graph below shows that range only. <button id="all">Whole window</button></p>
+graph below shows that range only. <button id="heat-all">Whole window</button></p>
 <div id="heat"></div>
 <h2 id="range">Flame graph: the whole window</h2>
 <div id="flame"></div>
-<script id="data" type="application/json">{json}</script>
+<script id="wall-data" type="application/json">{json}</script>
 <script>{SCRIPT}</script>
-</body></html>
 "#,
-        window = wall.window_ns as f64 / 1e9,
-        freq = wall.freq_hz,
-        source = escape(&offcpu_source(wall)),
         slice_ms = wall.slice_ns / 1_000_000,
-    );
-    Ok(page.into_bytes())
+    ))
 }
 
-const STYLE: &str = "body{font:14px sans-serif;margin:1em 2em}
-.note{color:#555;max-width:60em}
-.root{display:inline-block;margin:0 1.5em 1em 0;vertical-align:top}
-.root div{font-size:12px}
+const STYLE: &str = ".heat-note{color:#555;max-width:60em}
+#heat .root{display:inline-block;margin:0 1.5em 1em 0;vertical-align:top}
+#heat .root div{font-size:12px}
 #heat svg{background:#f4f4f4}
 #heat rect{stroke:#fff;stroke-width:.5;cursor:pointer}
 #heat rect.in{stroke:#000;stroke-width:1}
@@ -107,8 +119,11 @@ box-sizing:border-box;border:1px solid #fff;padding-left:2px;color:#000}";
 
 /// Sums the stacks' slices of the selected range into a tree and draws it
 /// (root at the top, as an icicle); draws the heat maps of the chosen kind.
-const SCRIPT: &str = r##""use strict";
-const D = JSON.parse(document.getElementById("data").textContent);
+/// In a function of its own: no name of it clashes with another script's
+/// in the page (diagnose's report holds inferno's too).
+const SCRIPT: &str = r##"(() => {
+"use strict";
+const D = JSON.parse(document.getElementById("wall-data").textContent);
 const rows = Math.max(1, Math.round(1e9 / D.slice_ns));
 const slices = Math.max(1, Math.ceil(D.window_ns / D.slice_ns));
 const cols = Math.ceil(slices / rows);
@@ -117,7 +132,7 @@ const NS = "http://www.w3.org/2000/svg";
 let range = null, anchor = null;
 
 function heat() {
-  const kind = D.kinds.findIndex(k => k[0] === document.getElementById("kind").value);
+  const kind = D.kinds.findIndex(k => k[0] === document.getElementById("heat-kind").value);
   const box = document.getElementById("heat");
   box.textContent = "";
   D.roots.forEach((label, r) => {
@@ -222,8 +237,9 @@ document.getElementById("heat").addEventListener("click", e => {
   if (anchor === null) { anchor = +i; select(+i, +i); }
   else { select(anchor, +i); anchor = null; }
 });
-document.getElementById("all").addEventListener("click", () => { anchor = null; select(null); });
-document.getElementById("kind").addEventListener("change", heat);
+document.getElementById("heat-all").addEventListener("click", () => { anchor = null; select(null); });
+document.getElementById("heat-kind").addEventListener("change", heat);
 heat();
 flame();
+})();
 "##;

@@ -277,6 +277,7 @@ fn capture(
         why: WhyMode::Auto,
         json: true,
         live: None,
+        heat_map: false,
     };
     let run = diagnose::run(&req, interrupt)?;
     if interrupt.is_set() {

@@ -7,6 +7,7 @@
 //! /proc shows a preempted thread as R, like a running one, so this view
 //! sees only S, D, I and T.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use super::source::{Found, OffcpuSource, Options};
@@ -37,7 +38,13 @@ pub struct Sampler {
     last: Option<Instant>,
     /// When the next sweep is due.
     next: Instant,
+    /// With `Options::per_thread`: each row's samples as (CLOCK_MONOTONIC
+    /// ns of the sweep, ns it stands for).
+    times: Option<HashMap<RowKey, Vec<(u64, u64)>>>,
 }
+
+/// A row of the tally: comm, state, wait channel, system call.
+type RowKey = (String, OffState, String, String);
 
 impl Sampler {
     /// The processes of `options` (none: every process), descendants
@@ -51,7 +58,10 @@ impl Sampler {
                 follow: true,
             }
         };
-        Sampler::of(targets, options.states)
+        Sampler {
+            times: options.per_thread.then(HashMap::new),
+            ..Sampler::of(targets, options.states)
+        }
     }
 
     pub fn of(targets: Targets, states: StateFilter) -> Sampler {
@@ -62,6 +72,7 @@ impl Sampler {
             sweeps: 0,
             last: None,
             next: Instant::now(),
+            times: None,
         }
     }
 
@@ -123,10 +134,23 @@ impl Sampler {
             .map(|s| syscall_name(&s))
             .unwrap_or_default();
         self.tally.add(&st.comm, state, &wchan, &syscall, weight);
+        if let Some(times) = &mut self.times {
+            times
+                .entry((st.comm, state, wchan, syscall))
+                .or_default()
+                .push((crate::sys::monotonic_ns(), weight.as_nanos() as u64));
+        }
     }
 
     pub fn finish(self) -> WaitSamples {
-        self.tally.finish(self.sweeps)
+        let mut waits = self.tally.finish(self.sweeps);
+        if let Some(mut times) = self.times {
+            for r in &mut waits.rows {
+                let key = (r.comm.clone(), r.state, r.wchan.clone(), r.syscall.clone());
+                r.times = times.remove(&key).unwrap_or_default();
+            }
+        }
+        waits
     }
 }
 

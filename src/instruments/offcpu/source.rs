@@ -19,8 +19,9 @@ pub struct Options {
     pub min_block_ns: u64,
     pub states: StateFilter,
     /// Keep each thread's stacks apart (`Profile::threads`), with when each
-    /// one's time was blocked (`Profile::times`: the BPF tier reads its
-    /// tables every 100 ms for it).
+    /// one's time was blocked (`Profile::times`: the BPF tier writes each
+    /// block's end to a ring drained every 100 ms; the /proc tier keeps
+    /// each sample's sweep, `WaitRow::times`).
     pub per_thread: bool,
     /// BPF tier: pair each sleep with the stack of the thread that woke it
     /// (`Stack::waker`).

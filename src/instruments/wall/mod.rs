@@ -70,6 +70,23 @@ pub fn open(
     Ok(Recording { cpu, off, fallback })
 }
 
+/// Record `pids` (and the children they start) for `window`, cut short
+/// when `stop` is set: both halves, per thread, without wakers, and when
+/// the window began (CLOCK_MONOTONIC ns). The off-CPU half is BPF's, else
+/// /proc's (with why BPF could not run).
+pub fn record(
+    pids: &[i32],
+    freq: u64,
+    window: Duration,
+    stop: &std::sync::atomic::AtomicBool,
+) -> anyhow::Result<(Halves, u64, Option<String>)> {
+    let mut recording = open(Ask::Auto, pids, freq, false, false)?;
+    let why = recording.fallback.take().map(|f| format!("{:#}", f.error));
+    let origin_ns = crate::sys::monotonic_ns();
+    super::for_window(window, stop, |wait| recording.poll(wait))?;
+    Ok((recording.finish()?, origin_ns, why))
+}
+
 impl Recording {
     /// Watch a held `-- CMD` child, named `comm` until its exec renames it.
     /// The CPU half must have been opened on it (`open(.., &[pid], .., true)`).

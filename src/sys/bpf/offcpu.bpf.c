@@ -17,6 +17,12 @@
 //   offwaketime). sched_waking, not sched_wakeup: it runs in the waker's
 //   context, where sched_wakeup may run on the wakee's CPU (the wake list).
 //
+// times_on (per thread: `kdiag profile --wall`): each block added to a
+//   table is also written to the `ends` ring buffer, (its key, waker, when
+//   it ended, its length), so user space learns exactly when each thread's
+//   time was blocked by draining the ring now and then, without walking
+//   the tables.
+//
 // Processes outside the filter cost two loads and two bitmap tests per
 // switch: the bitmap is an array map, whose lookups the verifier inlines
 // (no hashing, no call). User space reads `blocked` once, at the end.
@@ -39,6 +45,7 @@ const volatile __u8 filter_on = 0;        // 1: only tgids set in `watched`
 const volatile __u64 min_block_ns = 0;    // shorter blocks are counted, not kept
 const volatile __u32 state_mask = 0xff;   // which state classes to record (1 << class)
 const volatile __u8 wakers_on = 0;        // 1: pair sleeps with their wakers (offwake)
+const volatile __u8 times_on = 0;         // 1: write each block's end to `ends`
 
 // State classes, from the state a thread left the CPU in (prev_state: what
 // the scheduler decided, not a re-read of p->__state). Mirrored in offcpu/bpf.rs.
@@ -99,6 +106,16 @@ struct wake_key {
 	struct waker waker;
 };
 
+// A block as it ended (mirrored by `End` in offcpu/bpf.rs): the table key
+// it was added to (`woken`: in `offwake`, with its waker; else in
+// `blocked`, waker zeroed), when it ended and how long it lasted.
+struct block_end {
+	__u64 end_ns;
+	__u64 ns;
+	struct wake_key key;
+	__u32 woken;
+};
+
 // Counters (per CPU; user space sums them), by index.
 enum counter {
 	C_KSTACK_LOST = 0,   // kernel stack not stored: map full or hash collision
@@ -109,7 +126,8 @@ enum counter {
 	C_SHORT = 5,         // blocks under min_block_ns, counted only
 	C_BLOCKS = 6,        // blocks added to `blocked` or `offwake`
 	C_WAKES = 7,         // of those, sleeps paired with their waker (`offwake`)
-	C_COUNTERS = 8,
+	C_ENDS_LOST = 8,     // blocks whose end the `ends` ring had no room for
+	C_COUNTERS = 9,
 };
 
 // One bit per tgid; max_entries is set by the loader to cover pid_max.
@@ -154,6 +172,12 @@ struct {
 	__type(key, struct wake_key);
 	__type(value, struct block_value);
 } offwake SEC(".maps");
+
+// Block ends (with times_on); the loader sizes it (a page when off).
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} ends SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -239,26 +263,43 @@ static __always_inline void switch_out(void *ctx, __u32 pid, __u32 tgid, bool us
 		count(C_START_FULL);
 }
 
-// Add `delta` to `key`'s total in `map` (`blocked` or `offwake`).
-static __always_inline void add_to(void *map, void *key, __u64 delta)
+// Add `delta` to `key`'s total in `map` (`blocked` or `offwake`): false
+// when the table was full and the block dropped.
+static __always_inline bool add_to(void *map, void *key, __u64 delta)
 {
 	struct block_value *v = bpf_map_lookup_elem(map, key);
 	if (!v) {
 		struct block_value first = { .total_ns = delta, .count = 1 };
 		if (!bpf_map_update_elem(map, key, &first, BPF_NOEXIST)) {
 			count(C_BLOCKS);
-			return;
+			return true;
 		}
 		// Another CPU added the key meanwhile, or the table is full.
 		v = bpf_map_lookup_elem(map, key);
 		if (!v) {
 			count(C_BLOCKED_FULL);
-			return;
+			return false;
 		}
 	}
 	__sync_fetch_and_add(&v->total_ns, delta);
 	__sync_fetch_and_add(&v->count, 1);
 	count(C_BLOCKS);
+	return true;
+}
+
+// Tell user space that a block of `delta` on `k` ended at `now`.
+static __always_inline void send_end(struct wake_key *k, bool woken, __u64 now, __u64 delta)
+{
+	struct block_end *e = bpf_ringbuf_reserve(&ends, sizeof(*e), 0);
+	if (!e) {
+		count(C_ENDS_LOST);
+		return;
+	}
+	e->end_ns = now;
+	e->ns = delta;
+	e->key = *k;
+	e->woken = woken;
+	bpf_ringbuf_submit(e, 0);
 }
 
 // next (watched, not the idle task) comes back to a CPU.
@@ -267,7 +308,8 @@ static __always_inline void switch_in(__u32 pid)
 	struct block_start *s = bpf_map_lookup_elem(&starts, &pid);
 	if (!s)
 		return;
-	__u64 delta = bpf_ktime_get_ns() - s->ts;
+	__u64 now = bpf_ktime_get_ns();
+	__u64 delta = now - s->ts;
 	struct wake_key k = {
 		.block = {
 			.tgid = s->tgid,
@@ -293,12 +335,15 @@ static __always_inline void switch_in(__u32 pid)
 		count(C_SHORT);
 		return;
 	}
+	bool added;
 	if (w) {
 		count(C_WAKES);
-		add_to(&offwake, &k, delta);
+		added = add_to(&offwake, &k, delta);
 	} else {
-		add_to(&blocked, &k.block, delta);
+		added = add_to(&blocked, &k.block, delta);
 	}
+	if (times_on && added)
+		send_end(&k, w != NULL, now, delta);
 }
 
 // The current task wakes `pid` of `tgid`: keep who it is, if `pid` is watched.
