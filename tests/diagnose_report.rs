@@ -480,33 +480,6 @@ fn the_flame_graphs_zoom_in_chromium() {
     );
 }
 
-/// The heat map's flame graph heading and frames after `clicks` (cells of
-/// root `root`, clicked in turn) in the rendered `page`.
-fn heat_flame(browser: &str, page: &str, root: usize, clicks: &[u64]) -> (String, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("selected.html");
-    let script: String = clicks
-        .iter()
-        .map(|i| {
-            format!(
-                "document.querySelector('#heat [data-root=\"{root}\"] [data-slice=\"{i}\"]')\
-                 .dispatchEvent(new MouseEvent('click', {{bubbles: true}}));\n"
-            )
-        })
-        .collect();
-    let page = page.replace("</body>", &format!("<script>\n{script}</script>\n</body>"));
-    std::fs::write(&path, page).unwrap();
-    let (dom, console) = common::chromium::headless(browser, &path, &["--dump-dom"]);
-    assert!(console.is_empty(), "the page logged: {console:?}");
-    let heading = dom[dom.find("id=\"range\">").expect("the heat map's heading")..]
-        .split(['<', '>'])
-        .nth(1)
-        .unwrap()
-        .to_string();
-    let flame = dom[dom.find("id=\"flame\"").unwrap()..].to_string();
-    (heading, flame)
-}
-
 /// The thread time a heading states (`..., 1.234 s of thread time`).
 fn thread_time(heading: &str) -> f64 {
     let head = heading.strip_suffix(" s of thread time").expect(heading);
@@ -539,7 +512,7 @@ fn the_heat_map_selects_a_range_in_chromium() {
     }
     assert!(in_range > 0 && in_range < whole, "{in_range} of {whole}");
 
-    let (heading, flame) = heat_flame(browser, &page, 0, &[]);
+    let (heading, flame) = common::chromium::heat_selected(browser, &page, 0, &[]);
     assert!(heading.contains("the whole window"), "{heading}");
     assert!(
         (thread_time(&heading) - whole as f64 / 1e9).abs() < 0.002,
@@ -549,7 +522,7 @@ fn the_heat_map_selects_a_range_in_chromium() {
     let hot = hot.split("::").last().unwrap();
     assert!(flame.contains(hot), "{hot} not in the whole window's graph");
     // A range, clicked end first: its time only, and the burn within it.
-    let (heading, flame) = heat_flame(browser, &page, 0, &[b, a]);
+    let (heading, flame) = common::chromium::heat_selected(browser, &page, 0, &[b, a]);
     assert!(heading.contains("0.10 s to 0.60 s"), "{heading}");
     assert!(
         (thread_time(&heading) - in_range as f64 / 1e9).abs() < 0.002,

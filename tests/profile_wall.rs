@@ -653,23 +653,7 @@ fn slices_of(w: &Value, root: usize, function: &str, kinds: &[&str]) -> (u64, u6
 /// The `*_part` frames the page's flame graph shows after `clicks` (heat
 /// map cells of root `root`, clicked in turn), and its heading.
 fn flame_after(browser: &str, page: &str, root: usize, clicks: &[u64]) -> (Vec<String>, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("selected.html");
-    let script: String = clicks
-        .iter()
-        .map(|i| {
-            format!(
-                "document.querySelector('#heat [data-root=\"{root}\"] [data-slice=\"{i}\"]')\
-                 .dispatchEvent(new MouseEvent('click', {{bubbles: true}}));\n"
-            )
-        })
-        .collect();
-    let page = page.replace("</body>", &format!("<script>\n{script}</script>\n</body>"));
-    std::fs::write(&path, page).unwrap();
-    let (dom, console) = common::chromium::headless(browser, &path, &["--dump-dom"]);
-    assert!(console.is_empty(), "the page logged: {console:?}");
-    // Chromium's DOM is HTML, not XML: the flame graph's frames by text.
-    let flame = &dom[dom.find("id=\"flame\"").expect("a flame graph")..];
+    let (heading, flame) = common::chromium::heat_selected(browser, page, root, clicks);
     let mut parts: Vec<String> = flame
         .split(['<', '>'])
         .filter(|t| t.ends_with("_part"))
@@ -677,11 +661,6 @@ fn flame_after(browser: &str, page: &str, root: usize, clicks: &[u64]) -> (Vec<S
         .collect();
     parts.sort();
     parts.dedup();
-    let heading = dom[dom.find("id=\"range\">").unwrap()..]
-        .split(['<', '>'])
-        .nth(1)
-        .unwrap()
-        .to_string();
     (parts, heading)
 }
 

@@ -41,3 +41,32 @@ pub fn headless(browser: &str, page: &Path, args: &[&str]) -> (String, Vec<Strin
         .collect();
     (stdout(&out), console)
 }
+
+/// A wall heat map page (`render/wall_html.rs`, alone or in the diagnose
+/// report) after `clicks` on the cells of root `root`, in turn: the
+/// heading of the selected range and the flame graph's markup from there on.
+pub fn heat_selected(browser: &str, page: &str, root: usize, clicks: &[u64]) -> (String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("selected.html");
+    let script: String = clicks
+        .iter()
+        .map(|i| {
+            format!(
+                "document.querySelector('#heat [data-root=\"{root}\"] [data-slice=\"{i}\"]')\
+                 .dispatchEvent(new MouseEvent('click', {{bubbles: true}}));\n"
+            )
+        })
+        .collect();
+    let page = page.replace("</body>", &format!("<script>\n{script}</script>\n</body>"));
+    std::fs::write(&path, page).unwrap();
+    let (dom, console) = headless(browser, &path, &["--dump-dom"]);
+    assert!(console.is_empty(), "the page logged: {console:?}");
+    let heading = dom[dom.find("id=\"range\">").expect("the heat map's heading")..]
+        .split(['<', '>'])
+        .nth(1)
+        .unwrap()
+        .to_string();
+    // Chromium's DOM is HTML, not XML: the flame graph's frames by text.
+    let flame = dom[dom.find("id=\"flame\"").expect("a flame graph")..].to_string();
+    (heading, flame)
+}
