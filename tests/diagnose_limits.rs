@@ -148,8 +148,13 @@ fn a_file_reread_through_mmap_under_a_smaller_memory_limit_is_memory_limited() {
     }
     let file = Path::new(env!("CARGO_TARGET_TMPDIR")).join("limits-mmap-file");
     if std::fs::metadata(&file).map_or(true, |m| m.len() != 128 << 20) {
+        // Written back before the reader starts: its DONTNEED cannot drop
+        // dirty pages, which stay charged to this test's cgroup, so a new
+        // file was read from the cache, not under the limit, until the
+        // flusher came by (a verdict other than memory-limit, once, on a
+        // fresh file under load).
         let ok = Command::new("dd")
-            .args(["if=/dev/zero", "bs=1M", "count=128"])
+            .args(["if=/dev/zero", "bs=1M", "count=128", "conv=fsync"])
             .arg(format!("of={}", file.display()))
             .stderr(Stdio::null())
             .status()
