@@ -209,37 +209,45 @@ print('accepted', flush=True)
 time.sleep(600)
 "#;
 
-/// The work waiting is bytes a client wrote on a connection the server
-/// accepted and never reads: the receive queue of its connected socket in
-/// /proc/net/tcp, matched to its socket inode.
-#[test]
-fn a_server_asleep_with_bytes_unread_on_a_connection_is_stalled() {
-    let Some(python) = require_program(
-        "a_server_asleep_with_bytes_unread_on_a_connection_is_stalled",
-        &["python3"],
-        "python3",
-    ) else {
-        return;
-    };
+/// The same on a unix socket at its first argument.
+const UNIX_READER: &str = r#"
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(64)
+print('ready', flush=True)
+c, _ = s.accept()
+print('accepted', flush=True)
+time.sleep(600)
+"#;
+
+/// Starts `script` (with `args`), connects to it with `connect` (given
+/// its first line), writes 3000 bytes it never reads, and checks the
+/// verdict: a `stall` with those bytes unread on 1 connected socket, its
+/// control asleep with nobody waiting `idle`.
+fn bytes_unread_stall<W: std::io::Write>(
+    python: &str,
+    script: &str,
+    args: &[&std::ffi::OsStr],
+    connect: impl FnOnce(&str) -> W,
+) {
     let _g = one_at_a_time();
     let mut child = Command::new(python)
-        .args(["-c", READER])
+        .args(["-c", script])
+        .args(args)
         .stdout(Stdio::piped())
         .spawn()
         .expect("python3");
     let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     out.read_line(&mut line).unwrap();
-    let stalled = Server {
-        port: line.trim().parse().expect("the port"),
-        child,
-    };
-    let mut client = TcpStream::connect(("127.0.0.1", stalled.port)).unwrap();
+    let stalled = Server { port: 0, child };
+    let mut client = connect(line.trim());
     line.clear();
     out.read_line(&mut line).unwrap();
     assert_eq!(line, "accepted\n");
     // Written before the window; the server never reads them.
-    std::io::Write::write_all(&mut client, &[b'x'; 3000]).unwrap();
+    client.write_all(&[b'x'; 3000]).unwrap();
     let quiet = server(python);
     let (v, control) = both(&stalled, &quiet);
     let d = &v["diagnosis"];
@@ -267,4 +275,40 @@ fn a_server_asleep_with_bytes_unread_on_a_connection_is_stalled() {
         assert!(summary.contains(words), "{words:?} in {summary}");
     }
     assert_eq!(control["diagnosis"]["verdict"], "idle", "{control}");
+}
+
+/// The work waiting is bytes a client wrote on a connection the server
+/// accepted and never reads: the receive queue of its connected socket in
+/// /proc/net/tcp, matched to its socket inode.
+#[test]
+fn a_server_asleep_with_bytes_unread_on_a_connection_is_stalled() {
+    let Some(python) = require_program(
+        "a_server_asleep_with_bytes_unread_on_a_connection_is_stalled",
+        &["python3"],
+        "python3",
+    ) else {
+        return;
+    };
+    bytes_unread_stall(python, READER, &[], |port| {
+        TcpStream::connect(("127.0.0.1", port.parse().expect("the port"))).unwrap()
+    });
+}
+
+/// The same on a unix connection, whose receive queue /proc/net/unix does
+/// not show: the kernel's socket diagnosis (netlink) gives it.
+#[test]
+fn a_server_asleep_with_bytes_unread_on_a_unix_connection_is_stalled() {
+    let Some(python) = require_program(
+        "a_server_asleep_with_bytes_unread_on_a_unix_connection_is_stalled",
+        &["python3"],
+        "python3",
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("reader.sock");
+    bytes_unread_stall(python, UNIX_READER, &[path.as_os_str()], |line| {
+        assert_eq!(line, "ready");
+        std::os::unix::net::UnixStream::connect(&path).unwrap()
+    });
 }

@@ -12,6 +12,7 @@ pub mod kallsyms;
 pub mod perf;
 pub mod process;
 pub mod procfs;
+pub mod sock_diag;
 pub mod tracefs;
 
 /// CLOCK_MONOTONIC in nanoseconds: the clock of perf records (kdiag sets

@@ -125,7 +125,7 @@ impl Watch {
     }
 }
 
-/// A process's TCP sockets and unix listeners.
+/// A process's TCP sockets, unix listeners and connected unix sockets.
 fn queues(pid: i32) -> Vec<sockets::Socket> {
     let inodes = sockets::socket_inodes(pid);
     let mut all = sockets::tcp(pid, &inodes);

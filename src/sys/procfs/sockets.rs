@@ -6,17 +6,21 @@
 //! bytes received and not read. The unix table (`/proc/PID/net/unix`)
 //! shows no queue, but lists each connection queued on a listener as a
 //! socket of its own: connecting, with no inode yet, at the listener's
-//! path.
+//! path; the bytes unread on a connected unix socket come from the
+//! kernel's socket diagnosis (`sys::sock_diag`), when the process is in
+//! kdiag's network namespace (the only one it answers for).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+
+use crate::sys::sock_diag;
 
 /// One socket of the process with its queue: TCP (a port) or unix (a
-/// path; unix sockets show only their accept queue).
+/// listener's path, or a connected socket's unread bytes).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Socket {
     pub inode: u64,
     pub port: u16,
-    /// A unix socket's path ("@name" for an abstract one).
+    /// A unix listener's path ("@name" for an abstract one).
     pub path: Option<String>,
     pub listening: bool,
     /// Listening: connections waiting to be accepted; else bytes unread.
@@ -76,14 +80,43 @@ fn row(line: &str) -> Option<Socket> {
 }
 
 /// The listening unix sockets of `pid`'s network namespace that are among
-/// `inodes`, each with the connections queued on it.
+/// `inodes`, each with the connections queued on it, and its connected
+/// stream sockets with bytes unread (none known when `pid` is in another
+/// network namespace or the dump fails).
 pub fn unix(pid: i32, inodes: &HashSet<u64>) -> Vec<Socket> {
     if inodes.is_empty() {
         return Vec::new();
     }
-    std::fs::read_to_string(format!("/proc/{pid}/net/unix"))
+    let mut all = std::fs::read_to_string(format!("/proc/{pid}/net/unix"))
         .map(|text| parse_unix(&text, inodes))
-        .unwrap_or_default()
+        .unwrap_or_default();
+    if sock_diag::same_netns(pid) {
+        let queues = sock_diag::unix_queues().unwrap_or_default();
+        all.extend(unread_unix(&queues, inodes));
+    }
+    all
+}
+
+/// The connected stream (or seqpacket) sockets among `inodes` with bytes
+/// unread; their queues count every byte, a datagram socket's only the
+/// first datagram's.
+fn unread_unix(queues: &HashMap<u64, sock_diag::UnixQueue>, inodes: &HashSet<u64>) -> Vec<Socket> {
+    let mut v: Vec<Socket> = inodes
+        .iter()
+        .filter_map(|&inode| {
+            let q = queues.get(&inode)?;
+            let byte_stream = [libc::SOCK_STREAM, libc::SOCK_SEQPACKET].contains(&(q.kind as i32));
+            (byte_stream && q.state == sock_diag::ESTABLISHED && q.rqueue > 0).then_some(Socket {
+                inode,
+                port: 0,
+                path: None,
+                listening: false,
+                queued: q.rqueue as u64,
+            })
+        })
+        .collect();
+    v.sort_by_key(|s| s.inode);
+    v
 }
 
 /// The socket is listening (`__SO_ACCEPTCON` in the Flags column).
@@ -213,5 +246,21 @@ mod tests {
             .find(|s| s.path.as_deref() == path.to_str())
             .expect("the listener");
         assert_eq!(s.queued, 3);
+    }
+
+    /// A connected unix pair of this process: the bytes one end wrote lie
+    /// unread on the other, which is all `unix` counts of the pair.
+    #[test]
+    fn bytes_unread_on_a_real_unix_connection() {
+        use std::io::Write;
+        let (mut a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        a.write_all(&[b'x'; 3000]).unwrap();
+        let pid = std::process::id() as i32;
+        let unread: Vec<u64> = unix(pid, &socket_inodes(pid))
+            .iter()
+            .filter(|s| !s.listening)
+            .map(|s| s.queued)
+            .collect();
+        assert!(unread.contains(&3000), "{unread:?}");
     }
 }
