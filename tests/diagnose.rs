@@ -466,8 +466,11 @@ fn the_why_is_run_for_the_verdict() {
         text.contains(&function) && text.contains("To look further:"),
         "{text}"
     );
-    // Its cost counts the off-CPU drill-down's BPF programs.
-    assert!(text.contains(" BPF programs loaded ("), "{text}");
+    // Its cost counts the off-CPU drill-down's BPF programs and their maps.
+    assert!(
+        text.contains(" BPF programs loaded with ") && text.contains(" MiB of maps ("),
+        "{text}"
+    );
 }
 
 /// The cost covers everything diagnose did: with every drill-down, the
