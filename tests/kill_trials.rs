@@ -10,6 +10,7 @@
 
 mod common;
 
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
@@ -75,14 +76,26 @@ fn marked(marker: &str) -> Vec<u32> {
 /// Start kdiag with `args`, marked, and wait until `expect` processes run
 /// below it.
 fn start(args: &[String], marker: &str, expect: usize) -> Child {
-    let mut child = kdiag()
-        .args(args)
+    let mut cmd = kdiag();
+    cmd.args(args)
         .env("KDIAG_TRIAL", marker)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::null());
+    // kdiag as a terminal starts it, with the signals the trials send at
+    // their defaults. A harness started in the background of a script has
+    // SIGINT and SIGQUIT ignored; kdiag rightly hands that on to its
+    // command, which then outlived the SIGINT trial and hung it.
+    // SAFETY: signal(2) is async-signal-safe; nothing else runs in the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in [libc::SIGHUP, libc::SIGINT, libc::SIGQUIT, libc::SIGTERM] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
     let t = Instant::now();
     loop {
         let below = marked(marker)
