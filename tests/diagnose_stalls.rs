@@ -34,18 +34,27 @@ impl Drop for Server {
     }
 }
 
-/// Python running `script` with `args`, once it printed its first line.
-fn start(python: &str, script: &str, args: &[&std::ffi::OsStr]) -> (Child, String) {
+/// Python running `script` with `args`, and its stdout to read lines from.
+fn python_with_stdout(
+    python: &str,
+    script: &str,
+    args: &[&std::ffi::OsStr],
+) -> (Child, std::io::BufReader<std::process::ChildStdout>) {
     let mut child = Command::new(python)
         .args(["-c", script])
         .args(args)
         .stdout(Stdio::piped())
         .spawn()
         .expect("python3");
+    let out = std::io::BufReader::new(child.stdout.take().unwrap());
+    (child, out)
+}
+
+/// Python running `script` with `args`, once it printed its first line.
+fn start(python: &str, script: &str, args: &[&std::ffi::OsStr]) -> (Child, String) {
+    let (child, mut out) = python_with_stdout(python, script, args);
     let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    out.read_line(&mut line).unwrap();
     (child, line)
 }
 
@@ -232,13 +241,7 @@ fn bytes_unread_stall<W: std::io::Write>(
     connect: impl FnOnce(&str) -> W,
 ) {
     let _g = one_at_a_time();
-    let mut child = Command::new(python)
-        .args(["-c", script])
-        .args(args)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("python3");
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let (child, mut out) = python_with_stdout(python, script, args);
     let mut line = String::new();
     out.read_line(&mut line).unwrap();
     let stalled = Server { port: 0, child };
