@@ -219,7 +219,7 @@ fn kernel_heavy_mode_shows_the_syscall_path() {
         has(&|n| n.contains(&format!("sys_{syscall}"))),
         "{total:#?}"
     );
-    // Not asserted: the loop function itself. getppid's libc wrapper is a
+    // Not asserted: the loop function itself. The libc wrapper is a
     // leaf without a frame of its own, so frame-pointer walking skips its
     // caller (perf shows the same); docs/profile.md says so.
     // The text report marks the kernel frames; --kernel-only drops user ones.

@@ -1,14 +1,12 @@
 //! cpu-burn: known hot functions for the profilers. User mode splits its
 //! time between two of sixteen distinctively named functions (75/25 by
-//! default); kernel mode spins on a cheap system call, so the time lands in
-//! the kernel. Every function that matters is `#[inline(never)]` and frame
+//! default); kernel mode loops on a system call that works in the kernel,
+//! so the time lands there. Every function that matters is `#[inline(never)]` and frame
 //! pointers are on (.cargo/config.toml), so stacks name them.
 //!
 //! Seeded: the two hot functions and their split; in kernel mode the system
 //! call and the loop function's name.
 
-use std::fs::OpenOptions;
-use std::os::fd::AsRawFd;
 use std::time::Instant;
 
 use crate::{Cli, Ctx, Json, Rng, Storage, Workload};
@@ -43,40 +41,96 @@ pub mod hot {
     }
 }
 
-/// The cheap system calls of kernel mode.
-const SYSCALLS: [&str; 4] = ["getppid", "write", "getuid", "read"];
+/// Kernel mode's system calls. Each call does microseconds of work in the
+/// kernel with interrupts on. A cheap call (getppid) would not do: its
+/// kernel time is mostly the entry and exit path, run with interrupts off,
+/// and a tick that falls there is taken just after the return to user mode
+/// and charged as user time. On a host that clears CPU buffers on every
+/// return to user (AMD's TSA mitigation) a getppid loop was charged 60% user.
+const SYSCALLS: [&str; 4] = ["getrandom", "pread64", "pwrite64", "mincore"];
+
+/// What the calls work on: 64 KiB of a file in memory (pread64, pwrite64),
+/// a buffer for it and getrandom, and 4 MiB of mapped memory (mincore).
+pub struct Target {
+    file: std::fs::File,
+    buf: Vec<u8>,
+    map: *mut libc::c_void,
+    residency: Vec<u8>,
+}
+
+const FILE_BYTES: usize = 64 << 10;
+const RANDOM_BYTES: usize = 4 << 10;
+const MAP_BYTES: usize = 4 << 20;
+const PAGE: usize = 4096;
+
+impl Target {
+    fn open() -> Result<Target, String> {
+        let err = |what: &str| format!("{what}: {}", std::io::Error::last_os_error());
+        // SAFETY: a NUL-terminated name and no flags.
+        let fd = unsafe { libc::memfd_create(c"cpu-burn".as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(err("memfd_create"));
+        }
+        // SAFETY: fd was just created and is owned by nobody else.
+        let mut file = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+        let buf = vec![0x5a; FILE_BYTES];
+        std::io::Write::write_all(&mut file, &buf).map_err(|e| format!("memfd: {e}"))?;
+        // SAFETY: a fresh private anonymous mapping, populated so that
+        // mincore has pages to report on.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                MAP_BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+                -1,
+                0,
+            )
+        };
+        if map == libc::MAP_FAILED {
+            return Err(err("mmap"));
+        }
+        let residency = vec![0; MAP_BYTES / PAGE];
+        Ok(Target {
+            file,
+            buf,
+            map,
+            residency,
+        })
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in open, used by nothing else now.
+        unsafe { libc::munmap(self.map, MAP_BYTES) };
+    }
+}
 
 /// Kernel mode's loop; index 0 is the default layout's.
 pub mod syscalls {
+    use super::{FILE_BYTES, MAP_BYTES, RANDOM_BYTES, Target};
+
     crate::named_fns! {
         fn [
             burn_kernel_syscalls, poll_parent_forever, spin_on_syscalls, hammer_kernel,
             busy_check_owner, ping_device_loop, query_ids_forever, heartbeat_loop,
-        ](which: usize, fd: i32) -> u64, |salt| {
-            // A batch of cheap system calls: nearly all the time is entry,
-            // exit and the call itself, in the kernel.
-            let mut byte = salt as u8;
-            for _ in 0..1000 {
-                // SAFETY: system calls without preconditions, or a one-byte
-                // read/write of a local on an open fd.
-                unsafe {
+        ](which: usize, t: &mut Target) -> u64, |salt| {
+            let fd = std::os::fd::AsRawFd::as_raw_fd(&t.file);
+            let mut done = 0u64;
+            for _ in 0..100 {
+                // SAFETY: every buffer is as long as the length passed.
+                let n = unsafe {
                     match which {
-                        0 => {
-                            libc::getppid();
-                        }
-                        1 => {
-                            libc::write(fd, (&raw const byte).cast(), 1);
-                        }
-                        2 => {
-                            libc::getuid();
-                        }
-                        _ => {
-                            libc::read(fd, (&raw mut byte).cast(), 1);
-                        }
+                        0 => libc::getrandom(t.buf.as_mut_ptr().cast(), RANDOM_BYTES, 0),
+                        1 => libc::pread(fd, t.buf.as_mut_ptr().cast(), FILE_BYTES, 0),
+                        2 => libc::pwrite(fd, t.buf.as_ptr().cast(), FILE_BYTES, 0),
+                        _ => libc::mincore(t.map, MAP_BYTES, t.residency.as_mut_ptr()) as isize,
                     }
-                }
+                };
+                done = done.wrapping_add(n as u64 ^ salt);
             }
-            byte as u64
+            done
         }
     }
 }
@@ -99,8 +153,9 @@ impl Workload for CpuBurn {
     const USAGE: &'static str = "[--mode user|kernel] [--threads N]\n\n\
         user (default): burns CPU in two named functions with a known split\n\
         (seed 0: burn_hot_alpha 75%, burn_hot_beta 25%).\n\
-        kernel: a tight loop of a cheap system call (seed 0: getppid; others\n\
-        may use write or read of one byte on /dev/zero, or getuid).";
+        kernel: a tight loop of a system call that works in the kernel (seed 0:\n\
+        getrandom of 4 KiB; others may use pread64 or pwrite64 of 64 KiB on a\n\
+        memfd, or mincore of 4 MiB).";
     const OPTIONS: &'static [&'static str] = &["--mode", "--threads"];
 
     fn from_cli(cli: &Cli) -> Result<Self, String> {
@@ -207,14 +262,10 @@ impl CpuBurn {
     fn worker(&self, t: u64, deadline: Option<Instant>) -> Result<(), String> {
         let live = || deadline.is_none_or(|d| Instant::now() < d);
         if self.kernel {
-            let zero = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .open("/dev/zero")
-                .map_err(|e| format!("/dev/zero: {e}"))?;
+            let mut target = Target::open()?;
             let looper = syscalls::FNS[self.looper];
             while live() {
-                looper(self.syscall, zero.as_raw_fd());
+                std::hint::black_box(looper(self.syscall, &mut target));
             }
             return Ok(());
         }
