@@ -209,12 +209,26 @@ fn a_lock_convoy_is_lock_time_of_the_waiters() {
             0.02,
             &w,
         );
-        assert!(
-            secs(r, "lock") > 0.0,
-            "every worker waits for the lock: {r}"
-        );
         on_cpu += secs(r, "on_cpu");
     }
+    // Every worker waits for the lock but at most one: glibc's mutex is not
+    // fair, and its holder relocks before the waiter it woke can run, so
+    // one thread may keep it all window (1 run in 10 on a quiet machine, 2
+    // in 3 on another; 0 voluntary switches, /proc/PID/task/*/status).
+    let waiters = workers.iter().filter(|r| secs(r, "lock") > 0.0).count();
+    assert!(
+        waiters >= 3,
+        "every worker but the holder waits for the lock: {}",
+        w["roots"]
+    );
+    // At any moment one computes and three wait: their lock time is most of
+    // three windows (two, allowing for run-queue time on a loaded machine).
+    let lock: f64 = workers.iter().map(|r| secs(r, "lock")).sum();
+    assert!(
+        lock >= 2.0 * window,
+        "lock {lock:.2} s in a {window:.2} s window\n{}",
+        w["roots"]
+    );
     // The lock lets one worker compute at a time, however loaded the
     // machine: their CPU time together is at most the window (two CPUs
     // would allow twice that without the lock).
