@@ -221,11 +221,12 @@ fn a_lock_convoy_is_lock_time_of_the_waiters() {
         "every worker but the holder waits for the lock: {}",
         w["roots"]
     );
-    // At any moment one computes and three wait: their lock time is most of
-    // three windows (two, allowing for run-queue time on a loaded machine).
+    // At any moment one computes and three wait, for the lock or, once
+    // woken, for a CPU: nearly three windows quiet, 1.7 to 1.9 beside
+    // stress-ng --cpu 1 --io 1 and a build. Without the lock, none.
     let lock: f64 = workers.iter().map(|r| secs(r, "lock")).sum();
     assert!(
-        lock >= 2.0 * window,
+        lock >= window,
         "lock {lock:.2} s in a {window:.2} s window\n{}",
         w["roots"]
     );
