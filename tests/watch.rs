@@ -539,10 +539,12 @@ fn a_churn_of_short_lived_processes_keeps_memory_and_series_bounded() {
     let procs = own.dir.join("cgroup.procs");
     let counted = tempfile::NamedTempFile::new().unwrap();
     // Batches of 50 processes living 0.2 s, each naming itself, until
-    // the test ends; the count so far in a file.
+    // the test ends; the count so far in a file. The name is written
+    // without a newline (comm would keep it) and the shell waits for its
+    // sleep rather than exec it (exec renames the process "sleep").
     let script = format!(
         "echo $$ > {} && i=0; while :; do \
-         sh -c \"echo churn-$i > /proc/self/comm; exec sleep 0.2\" & \
+         sh -c \"printf churn-$i > /proc/self/comm; sleep 0.2\" & \
          i=$((i+1)); [ $((i % 50)) -eq 0 ] && wait && echo $i > {}; done",
         procs.display(),
         counted.path().display()
