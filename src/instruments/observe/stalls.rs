@@ -38,7 +38,8 @@ impl Watch {
             .collect();
         let mut pids: Vec<i32> = threads.iter().map(|t| t.0).collect();
         pids.dedup();
-        let sockets = pids.into_iter().map(|p| (p, queues(p))).collect();
+        let mut tables = sockets::Tables::default();
+        let sockets = pids.into_iter().map(|p| (p, tables.of(p))).collect();
         Watch {
             started: Instant::now(),
             slices,
@@ -61,8 +62,9 @@ impl Watch {
         let not_run_s = self.started.elapsed().as_secs_f64();
         let mut clocks: HashMap<u32, Option<f64>> = HashMap::new();
         let mut stalls = Vec::new();
+        let mut tables = sockets::Tables::default();
         for (pid, mut tids) in by_pid {
-            let waiting = waiting(pid, &self.sockets, locks);
+            let waiting = waiting(pid, &self.sockets, tables.of(pid), locks);
             if !waiting.any() {
                 continue;
             }
@@ -125,20 +127,16 @@ impl Watch {
     }
 }
 
-/// A process's TCP sockets, unix listeners and connected unix sockets.
-fn queues(pid: i32) -> Vec<sockets::Socket> {
-    let inodes = sockets::socket_inodes(pid);
-    let mut all = sockets::tcp(pid, &inodes);
-    all.extend(sockets::unix(pid, &inodes));
-    all
-}
-
-/// What waits for `pid` now: its listeners' queues (those queued at the
+/// What waits for `pid` now (`now`: its sockets): its listeners' queues (those queued at the
 /// start as well: a queue that drains is served), its unread bytes, and
 /// threads on its mutexes.
-fn waiting(pid: i32, start: &HashMap<i32, Vec<sockets::Socket>>, locks: &[LockWaits]) -> Waiting {
+fn waiting(
+    pid: i32,
+    start: &HashMap<i32, Vec<sockets::Socket>>,
+    now: Vec<sockets::Socket>,
+    locks: &[LockWaits],
+) -> Waiting {
     let before = start.get(&pid).map(Vec::as_slice).unwrap_or_default();
-    let now = queues(pid);
     let listeners = now
         .iter()
         .filter(|s| s.listening && s.queued > 0)

@@ -45,18 +45,48 @@ pub fn socket_inodes(pid: i32) -> HashSet<u64> {
     .collect()
 }
 
-/// The TCP sockets (v4 and v6) of `pid`'s network namespace that are among
-/// `inodes`.
-pub fn tcp(pid: i32, inodes: &HashSet<u64>) -> Vec<Socket> {
-    if inodes.is_empty() {
-        return Vec::new();
+/// The socket tables of one round (a window's start or its end), each
+/// read once: the tables of every network namespace met, for all its
+/// processes, and kdiag's own namespace's unix queues, dumped once.
+#[derive(Default)]
+pub struct Tables {
+    /// By the namespace's link ("net:[4026531840]"): tcp, tcp6 and unix.
+    netns: HashMap<std::path::PathBuf, [String; 3]>,
+    /// None until first needed; empty when the dump fails.
+    own_queues: Option<HashMap<u64, sock_diag::UnixQueue>>,
+}
+
+impl Tables {
+    /// `pid`'s TCP sockets, unix listeners (with the connections queued on
+    /// each) and connected unix sockets with bytes unread (known only in
+    /// kdiag's network namespace); none when its fds cannot be read.
+    pub fn of(&mut self, pid: i32) -> Vec<Socket> {
+        let inodes = socket_inodes(pid);
+        let Some(netns) = (!inodes.is_empty())
+            .then(|| std::fs::read_link(format!("/proc/{pid}/ns/net")).ok())
+            .flatten()
+        else {
+            return Vec::new();
+        };
+        let [tcp, tcp6, unix] = self.netns.entry(netns).or_insert_with(|| {
+            ["tcp", "tcp6", "unix"].map(|t| {
+                std::fs::read_to_string(format!("/proc/{pid}/net/{t}")).unwrap_or_default()
+            })
+        });
+        let mut all: Vec<Socket> = parse_tcp(tcp)
+            .into_iter()
+            .chain(parse_tcp(tcp6))
+            .filter(|s| inodes.contains(&s.inode))
+            .collect();
+        all.extend(parse_unix(unix, &inodes));
+        if sock_diag::same_netns(pid) {
+            let queues = self
+                .own_queues
+                .get_or_insert_with(|| sock_diag::unix_queues().unwrap_or_default());
+            all.extend(unread_unix(queues, &inodes));
+        }
+        all
     }
-    ["tcp", "tcp6"]
-        .iter()
-        .filter_map(|t| std::fs::read_to_string(format!("/proc/{pid}/net/{t}")).ok())
-        .flat_map(|text| parse_tcp(&text))
-        .filter(|s| inodes.contains(&s.inode))
-        .collect()
 }
 
 /// The rows of a /proc/net/tcp or tcp6 table (the header skipped).
@@ -77,24 +107,6 @@ fn row(line: &str) -> Option<Socket> {
         listening: state == LISTEN,
         queued: u64::from_str_radix(rx, 16).ok()?,
     })
-}
-
-/// The listening unix sockets of `pid`'s network namespace that are among
-/// `inodes`, each with the connections queued on it, and its connected
-/// stream sockets with bytes unread (none known when `pid` is in another
-/// network namespace or the dump fails).
-pub fn unix(pid: i32, inodes: &HashSet<u64>) -> Vec<Socket> {
-    if inodes.is_empty() {
-        return Vec::new();
-    }
-    let mut all = std::fs::read_to_string(format!("/proc/{pid}/net/unix"))
-        .map(|text| parse_unix(&text, inodes))
-        .unwrap_or_default();
-    if sock_diag::same_netns(pid) {
-        let queues = sock_diag::unix_queues().unwrap_or_default();
-        all.extend(unread_unix(&queues, inodes));
-    }
-    all
 }
 
 /// The connected stream (or seqpacket) sockets among `inodes` with bytes
@@ -199,7 +211,7 @@ mod tests {
             .map(|_| std::net::TcpStream::connect(addr).unwrap())
             .collect();
         let pid = std::process::id() as i32;
-        let mine = tcp(pid, &socket_inodes(pid));
+        let mine = Tables::default().of(pid);
         let s = mine
             .iter()
             .find(|s| s.listening && s.port == addr.port())
@@ -240,7 +252,7 @@ mod tests {
             .map(|_| UnixStream::connect(&path).unwrap())
             .collect();
         let pid = std::process::id() as i32;
-        let mine = unix(pid, &socket_inodes(pid));
+        let mine = Tables::default().of(pid);
         let s = mine
             .iter()
             .find(|s| s.path.as_deref() == path.to_str())
@@ -249,14 +261,15 @@ mod tests {
     }
 
     /// A connected unix pair of this process: the bytes one end wrote lie
-    /// unread on the other, which is all `unix` counts of the pair.
+    /// unread on the other.
     #[test]
     fn bytes_unread_on_a_real_unix_connection() {
         use std::io::Write;
         let (mut a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
         a.write_all(&[b'x'; 3000]).unwrap();
         let pid = std::process::id() as i32;
-        let unread: Vec<u64> = unix(pid, &socket_inodes(pid))
+        let unread: Vec<u64> = Tables::default()
+            .of(pid)
             .iter()
             .filter(|s| !s.listening)
             .map(|s| s.queued)
