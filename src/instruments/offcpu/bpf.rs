@@ -226,22 +226,24 @@ impl OffcpuBpf {
         let mut ebpf = crate::sys::bpf::load_with(
             crate::sys::bpf::objects::OFFCPU,
             "off-CPU tracing with BPF",
-            |l| {
-                l.override_global("filter_on", &filter_on, true)
-                    .override_global("min_block_ns", &options.min_block_ns, true)
-                    .override_global("state_mask", &state_mask, true)
-                    .override_global("wakers_on", &wakers_on, true)
-                    .override_global("times_on", &times_on, true)
-                    .map_max_entries("watched", words)
-                    .map_max_entries(
-                        "ends",
-                        if times_on != 0 {
-                            ENDS_BYTES
-                        } else {
-                            page_size()
-                        },
-                    );
-            },
+            &[
+                ("filter_on", &[filter_on]),
+                ("min_block_ns", &options.min_block_ns.to_ne_bytes()),
+                ("state_mask", &state_mask.to_ne_bytes()),
+                ("wakers_on", &[wakers_on]),
+                ("times_on", &[times_on]),
+            ],
+            &[
+                ("watched", words),
+                (
+                    "ends",
+                    if times_on != 0 {
+                        ENDS_BYTES
+                    } else {
+                        page_size()
+                    },
+                ),
+            ],
         )?;
         let mut watched: Array<_, u64> =
             Array::try_from(ebpf.map_mut("watched").context("no watched map")?)?;
@@ -277,13 +279,13 @@ impl OffcpuBpf {
         // Both attach types read task_struct with CO-RE, which only the
         // kernel's BTF can relocate: without it the reads would land on the
         // wrong offsets and record nothing, so the /proc tier takes over.
-        let btf = Btf::from_sys_fs().map_err(|e| {
+        let btf = crate::sys::bpf::kernel_btf().map_err(|e| {
             anyhow::anyhow!(
                 "this kernel has no BTF (/sys/kernel/btf/vmlinux: {e}), which the BPF tier \
                  needs (CONFIG_DEBUG_INFO_BTF=y)"
             )
         })?;
-        let tp_btf = this.attach_btf("offcpu_switch", "sched_switch", &btf);
+        let tp_btf = this.attach_btf("offcpu_switch", "sched_switch", btf);
         if let Err(btf_err) = tp_btf {
             this.attach_raw("offcpu_sw_raw", "sched_switch")
                 .map_err(|raw_err| {
@@ -296,14 +298,14 @@ impl OffcpuBpf {
         }
         if options.follow && this.filter_on {
             match this.attach {
-                Attach::TpBtf => this.attach_btf("offcpu_fork", "sched_process_fork", &btf)?,
+                Attach::TpBtf => this.attach_btf("offcpu_fork", "sched_process_fork", btf)?,
                 Attach::RawTp => this.attach_raw("offcpu_fork_raw", "sched_process_fork")?,
             }
         }
         if options.wakers {
             let prog = waking_program(this.attach);
             match this.attach {
-                Attach::TpBtf => this.attach_btf(prog, "sched_waking", &btf)?,
+                Attach::TpBtf => this.attach_btf(prog, "sched_waking", btf)?,
                 Attach::RawTp => this.attach_raw(prog, "sched_waking")?,
             }
         }
