@@ -367,18 +367,6 @@ impl OffcpuBpf {
         Ok(crate::sys::monotonic_ns())
     }
 
-    /// Blocks whose end the ring had no room for: their time is in the
-    /// tables, not in `Block::times`.
-    pub fn ends_lost(&self) -> anyhow::Result<u64> {
-        let arr: PerCpuArray<_, u64> =
-            PerCpuArray::try_from(self.ebpf.map("counters").context("no counters map")?)?;
-        Ok(arr
-            .get(&C_ENDS_LOST, 0)
-            .context("reading the counters")?
-            .iter()
-            .sum())
-    }
-
     /// Take the block ends written since the last call, onto their keys'
     /// times.
     fn drain_ends(&mut self, times: &mut HashMap<TableKey, Vec<(u64, u64)>>) {
@@ -415,6 +403,7 @@ impl OffcpuBpf {
             starts_dropped: get(C_START_FULL)?,
             table_full: get(C_BLOCKED_FULL)?,
             woken: get(C_WAKES)?,
+            ends_lost: get(C_ENDS_LOST)?,
         })
     }
 
@@ -687,13 +676,6 @@ impl Tracer {
         self.drain();
         let mut counts = self.bpf.counts()?;
         self.read_times(end_ns);
-        let ends_lost = self.bpf.ends_lost()?;
-        if ends_lost > 0 {
-            eprintln!(
-                "{ends_lost} blocks ended faster than they could be read: their time is in \
-                 the totals but not placed in time (the heat map misses it)."
-            );
-        }
         let (blocks, in_progress) = self
             .bpf
             .collect(end_ns, self.min_block_ns, &mut self.times)?;
