@@ -344,6 +344,7 @@ pub fn plain(
         modules: merged.modules,
         lost_samples: 0,
         lost_stacks: 0,
+        lost_ends: 0,
         ended_early: None,
         cost: Default::default(),
         run_cpu_secs: 0.0,

@@ -334,6 +334,7 @@ fn run_wall(args: Args) -> anyhow::Result<u8> {
         modules: merged.modules,
         lost_samples: halves.cpu.lost,
         lost_stacks: halves.off.lost,
+        lost_ends: halves.lost_ends,
         ended_early,
         cost: ProbeCost {
             kdiag_cpu_secs: kdiag_cpu,

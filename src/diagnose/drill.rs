@@ -201,14 +201,17 @@ fn heat_map(
         },
     };
     let pids: Vec<String> = carriers.iter().map(|p| p.to_string()).collect();
-    analysis::plain(
+    let mut wall = analysis::plain(
         format!("PID {}", pids.join(", ")),
         merged,
         halves.end_ns.saturating_sub(origin_ns),
         SLICE_NS,
         DRILL_HZ,
         offcpu,
-    )
+    );
+    // The heat map's own loss: blocks it cannot place in time.
+    wall.lost_ends = halves.lost_ends;
+    wall
 }
 
 /// The runtime locks an off-CPU profile of `threads` threads over

@@ -63,6 +63,9 @@ pub struct BlockCounts {
     pub table_full: u64,
     /// Of `blocks`, sleeps paired with the thread that woke them (wakers on).
     pub woken: u64,
+    /// Blocks whose end the ring had no room for (per-thread runs, which
+    /// place each block in time): their time is in the totals, not in time.
+    pub ends_lost: u64,
 }
 
 impl BlockCounts {

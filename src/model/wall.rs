@@ -235,6 +235,11 @@ pub struct Wall {
     /// Samples lost (full rings) and off-CPU stacks lost.
     pub lost_samples: u64,
     pub lost_stacks: u64,
+    /// Off-CPU blocks that ended faster than their ends could be read:
+    /// their time is in the totals but not placed in time (the heat map
+    /// misses it).
+    #[serde(default)]
+    pub lost_ends: u64,
     pub ended_early: Option<String>,
     /// `cost.kdiag_cpu_secs` is kdiag's CPU while recording.
     pub cost: ProbeCost,

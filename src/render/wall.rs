@@ -107,6 +107,9 @@ pub fn text(out: &mut impl Write, wall: &Wall) -> anyhow::Result<()> {
             wall.lost_samples, wall.lost_stacks
         )?;
     }
+    if let Some(line) = lost_ends(wall) {
+        writeln!(out, "\n{line}")?;
+    }
     if let Some(why) = &wall.ended_early {
         writeln!(out, "\nThe target ended early: {why}")?;
     }
@@ -125,6 +128,17 @@ pub fn text(out: &mut impl Write, wall: &Wall) -> anyhow::Result<()> {
         wall.cost.kdiag_cpu_secs,
     )?;
     Ok(())
+}
+
+/// The off-CPU blocks not placed in time, when there are any.
+fn lost_ends(wall: &Wall) -> Option<String> {
+    (wall.lost_ends > 0).then(|| {
+        format!(
+            "{} off-CPU blocks ended faster than they could be read: their time is in the \
+             totals but not placed in time (the heat map misses it).",
+            wall.lost_ends
+        )
+    })
 }
 
 fn stack_line(s: &WallStack) -> String {
@@ -277,4 +291,51 @@ pub fn svg(wall: &Wall) -> anyhow::Result<Vec<u8>> {
     let mut out = Vec::new();
     flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), &mut out)?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::wall::{Merged, plain};
+    use crate::model::wall::OffcpuFrom;
+
+    fn wall(lost_ends: u64) -> Wall {
+        let merged = Merged {
+            roots: Vec::new(),
+            stacks: Vec::new(),
+            modules: Vec::new(),
+        };
+        let mut w = plain(
+            "PID 1".into(),
+            merged,
+            1_000_000_000,
+            20_000_000,
+            99,
+            OffcpuFrom::Bpf,
+        );
+        w.lost_ends = lost_ends;
+        w
+    }
+
+    #[test]
+    fn says_how_many_blocks_are_not_placed_in_time() {
+        let mut out = Vec::new();
+        text(&mut out, &wall(3)).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(
+            out.contains(
+                "\n3 off-CPU blocks ended faster than they could be read: their time is in the \
+                 totals but not placed in time (the heat map misses it).\n"
+            ),
+            "{out}"
+        );
+        let mut json = Vec::new();
+        super::json(&mut json, &wall(3)).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        assert_eq!(v["lost_ends"], 3);
+
+        let mut out = Vec::new();
+        text(&mut out, &wall(0)).unwrap();
+        assert!(!String::from_utf8(out).unwrap().contains("placed in time"));
+    }
 }

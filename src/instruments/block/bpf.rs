@@ -75,20 +75,21 @@ impl BlockBpf {
         let mut ebpf = crate::sys::bpf::load_with(
             crate::sys::bpf::objects::BIOSNOOP,
             "block I/O tracing with BPF",
-            |l| {
-                l.override_global("filter_dev", &dev, true)
-                    .override_global("queued", &queued, true)
-                    .override_global("hist_only", &hist_only, true);
-            },
+            &[
+                ("filter_dev", &dev.to_ne_bytes()),
+                ("queued", &[queued]),
+                ("hist_only", &[hist_only]),
+            ],
+            &[],
         )?;
-        let btf =
-            Btf::from_sys_fs().context("reading the kernel's BTF (/sys/kernel/btf/vmlinux)")?;
-        let has_io_start = attach(&mut ebpf, &btf, "block_io_start").is_ok();
+        let btf = crate::sys::bpf::kernel_btf()
+            .context("reading the kernel's BTF (/sys/kernel/btf/vmlinux)")?;
+        let has_io_start = attach(&mut ebpf, btf, "block_io_start").is_ok();
         if options.queued {
-            attach(&mut ebpf, &btf, "block_rq_insert")?;
+            attach(&mut ebpf, btf, "block_rq_insert")?;
         }
-        attach(&mut ebpf, &btf, "block_rq_issue")?;
-        attach(&mut ebpf, &btf, "block_rq_complete")?;
+        attach(&mut ebpf, btf, "block_rq_issue")?;
+        attach(&mut ebpf, btf, "block_rq_complete")?;
         let events = RingBuf::try_from(ebpf.take_map("events").context("no events map")?)?;
         Ok(BlockBpf {
             ebpf,

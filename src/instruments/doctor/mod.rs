@@ -38,7 +38,7 @@ pub fn probe_all() -> Probes {
     };
     let perfmon = has(CAP_PERFMON) || has(CAP_SYS_ADMIN);
     let tracefs = crate::sys::tracefs::Tracefs::open();
-    let btf = Btf::from_sys_fs();
+    let btf = crate::sys::bpf::kernel_btf();
 
     Probes {
         user: user_check(root, caps),

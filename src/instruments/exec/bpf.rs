@@ -5,7 +5,6 @@ use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use anyhow::Context;
-use aya::Btf;
 use aya::maps::{MapData, PerCpuArray, RingBuf, StackTraceMap};
 use aya::programs::{BtfTracePoint, TracePoint};
 
@@ -125,11 +124,12 @@ impl ExecBpf {
         let mut ebpf = crate::sys::bpf::load_with(
             crate::sys::bpf::objects::EXEC,
             "exec tracing (BPF)",
-            |l| {
-                l.override_global("targ_pid", &pid, true)
-                    .override_global("follow_children", &follow, true)
-                    .override_global("want_signals", &signals, true);
-            },
+            &[
+                ("targ_pid", &pid.to_ne_bytes()),
+                ("follow_children", &[follow]),
+                ("want_signals", &[signals]),
+            ],
+            &[],
         )?;
         let tracefs = crate::sys::tracefs::Tracefs::open()?;
         let mut notes = Vec::new();
@@ -149,7 +149,7 @@ impl ExecBpf {
                 .with_context(|| format!("attaching to syscalls:{event}"))?;
         }
         if filter.signals {
-            let btf = Btf::from_sys_fs().context("reading the kernel's BTF")?;
+            let btf = crate::sys::bpf::kernel_btf().context("reading the kernel's BTF")?;
             let mut btf_progs = vec![("signal_generate", "signal_generate")];
             if filter.follow_children {
                 btf_progs.push(("process_fork", "sched_process_fork"));
@@ -168,7 +168,7 @@ impl ExecBpf {
                     .program_mut(prog)
                     .context("exec.bpf.o lacks a program")?
                     .try_into()?;
-                tp.load(event, &btf)
+                tp.load(event, btf)
                     .with_context(|| format!("loading the tp_btf program for {event}"))?;
                 tp.attach()
                     .with_context(|| format!("attaching to tp_btf/{event}"))?;

@@ -226,22 +226,24 @@ impl OffcpuBpf {
         let mut ebpf = crate::sys::bpf::load_with(
             crate::sys::bpf::objects::OFFCPU,
             "off-CPU tracing with BPF",
-            |l| {
-                l.override_global("filter_on", &filter_on, true)
-                    .override_global("min_block_ns", &options.min_block_ns, true)
-                    .override_global("state_mask", &state_mask, true)
-                    .override_global("wakers_on", &wakers_on, true)
-                    .override_global("times_on", &times_on, true)
-                    .map_max_entries("watched", words)
-                    .map_max_entries(
-                        "ends",
-                        if times_on != 0 {
-                            ENDS_BYTES
-                        } else {
-                            page_size()
-                        },
-                    );
-            },
+            &[
+                ("filter_on", &[filter_on]),
+                ("min_block_ns", &options.min_block_ns.to_ne_bytes()),
+                ("state_mask", &state_mask.to_ne_bytes()),
+                ("wakers_on", &[wakers_on]),
+                ("times_on", &[times_on]),
+            ],
+            &[
+                ("watched", words),
+                (
+                    "ends",
+                    if times_on != 0 {
+                        ENDS_BYTES
+                    } else {
+                        page_size()
+                    },
+                ),
+            ],
         )?;
         let mut watched: Array<_, u64> =
             Array::try_from(ebpf.map_mut("watched").context("no watched map")?)?;
@@ -277,13 +279,13 @@ impl OffcpuBpf {
         // Both attach types read task_struct with CO-RE, which only the
         // kernel's BTF can relocate: without it the reads would land on the
         // wrong offsets and record nothing, so the /proc tier takes over.
-        let btf = Btf::from_sys_fs().map_err(|e| {
+        let btf = crate::sys::bpf::kernel_btf().map_err(|e| {
             anyhow::anyhow!(
                 "this kernel has no BTF (/sys/kernel/btf/vmlinux: {e}), which the BPF tier \
                  needs (CONFIG_DEBUG_INFO_BTF=y)"
             )
         })?;
-        let tp_btf = this.attach_btf("offcpu_switch", "sched_switch", &btf);
+        let tp_btf = this.attach_btf("offcpu_switch", "sched_switch", btf);
         if let Err(btf_err) = tp_btf {
             this.attach_raw("offcpu_sw_raw", "sched_switch")
                 .map_err(|raw_err| {
@@ -296,14 +298,14 @@ impl OffcpuBpf {
         }
         if options.follow && this.filter_on {
             match this.attach {
-                Attach::TpBtf => this.attach_btf("offcpu_fork", "sched_process_fork", &btf)?,
+                Attach::TpBtf => this.attach_btf("offcpu_fork", "sched_process_fork", btf)?,
                 Attach::RawTp => this.attach_raw("offcpu_fork_raw", "sched_process_fork")?,
             }
         }
         if options.wakers {
             let prog = waking_program(this.attach);
             match this.attach {
-                Attach::TpBtf => this.attach_btf(prog, "sched_waking", &btf)?,
+                Attach::TpBtf => this.attach_btf(prog, "sched_waking", btf)?,
                 Attach::RawTp => this.attach_raw(prog, "sched_waking")?,
             }
         }
@@ -365,18 +367,6 @@ impl OffcpuBpf {
         Ok(crate::sys::monotonic_ns())
     }
 
-    /// Blocks whose end the ring had no room for: their time is in the
-    /// tables, not in `Block::times`.
-    pub fn ends_lost(&self) -> anyhow::Result<u64> {
-        let arr: PerCpuArray<_, u64> =
-            PerCpuArray::try_from(self.ebpf.map("counters").context("no counters map")?)?;
-        Ok(arr
-            .get(&C_ENDS_LOST, 0)
-            .context("reading the counters")?
-            .iter()
-            .sum())
-    }
-
     /// Take the block ends written since the last call, onto their keys'
     /// times.
     fn drain_ends(&mut self, times: &mut HashMap<TableKey, Vec<(u64, u64)>>) {
@@ -413,6 +403,7 @@ impl OffcpuBpf {
             starts_dropped: get(C_START_FULL)?,
             table_full: get(C_BLOCKED_FULL)?,
             woken: get(C_WAKES)?,
+            ends_lost: get(C_ENDS_LOST)?,
         })
     }
 
@@ -685,13 +676,6 @@ impl Tracer {
         self.drain();
         let mut counts = self.bpf.counts()?;
         self.read_times(end_ns);
-        let ends_lost = self.bpf.ends_lost()?;
-        if ends_lost > 0 {
-            eprintln!(
-                "{ends_lost} blocks ended faster than they could be read: their time is in \
-                 the totals but not placed in time (the heat map misses it)."
-            );
-        }
         let (blocks, in_progress) = self
             .bpf
             .collect(end_ns, self.min_block_ns, &mut self.times)?;

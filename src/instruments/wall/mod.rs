@@ -32,6 +32,8 @@ pub struct Halves {
     pub waits: Option<WaitSamples>,
     /// How the off-CPU half was collected.
     pub collection: Collection,
+    /// Off-CPU blocks not placed in time (`BlockCounts::ends_lost`).
+    pub lost_ends: u64,
     /// When recording ended (CLOCK_MONOTONIC ns): the CPU half had
     /// stopped, the off-CPU half stopped next, counting the blocks still
     /// going on up to then. The window ends here, not when the command
@@ -117,6 +119,7 @@ impl Recording {
             off,
             waits: found.waits,
             collection: found.collection,
+            lost_ends: found.counts.ends_lost,
             end_ns,
         })
     }

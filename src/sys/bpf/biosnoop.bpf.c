@@ -18,7 +18,7 @@
 #define REQ_OP_MASK 0xff
 #define MAX_SLOTS 32
 
-// Set by the loader (EbpfLoader::override_global).
+// Set by the loader (sys::bpf::load_with writes them into the object).
 const volatile __u32 filter_dev = 0;   // kernel dev_t (major << 20 | minor), 0 = all
 const volatile __u8 queued = 0;        // -Q: latency from insert (else issue)
 const volatile __u8 hist_only = 0;     // --hist: count in `hist`, emit no events

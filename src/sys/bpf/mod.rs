@@ -3,6 +3,8 @@
 //! `build.sh`); each instrument's loader lives with the instrument
 //! (`instruments/<name>/bpf.rs`) and loads its object from `objects` below.
 
+use std::sync::{Mutex, OnceLock};
+
 use anyhow::Context;
 
 /// The compiled objects, embedded so that a build needs no clang: one
@@ -15,29 +17,135 @@ pub mod objects {
 
 /// Load a compiled BPF object; `what` names the feature for error messages.
 /// Permission errors become "run with sudo"; verifier failures keep the log.
-pub fn load(object: &[u8], what: &str) -> anyhow::Result<Loaded> {
-    load_with(object, what, |_| {})
+pub fn load(object: &'static [u8], what: &str) -> anyhow::Result<Loaded> {
+    load_with(object, what, &[], &[])
 }
 
-/// Like `load`, letting `configure` set `const volatile` globals first.
-pub fn load_with<'a>(
-    object: &[u8],
+/// Like `load`, with `const volatile` globals set first (`globals`: name,
+/// value's bytes in native order, as big as the global) and maps sized
+/// (`sizes`: name, max_entries; the others keep the object's own size).
+pub fn load_with(
+    object: &'static [u8],
     what: &str,
-    configure: impl FnOnce(&mut aya::EbpfLoader<'a>),
+    globals: &[(&str, &[u8])],
+    sizes: &[(&str, u32)],
 ) -> anyhow::Result<Loaded> {
     if !crate::sys::process::privilege::is_root() && !has_bpf_caps() {
         return Err(crate::error::needs_privilege(what));
     }
-    let mut loader = aya::EbpfLoader::new();
-    configure(&mut loader);
-    let ebpf = loader
-        .load(object)
-        .with_context(|| format!("loading the BPF programs for {what}"))?;
+    let data = with_globals(object, globals)
+        .with_context(|| format!("setting the globals of the BPF programs for {what}"))?;
+    let sizes =
+        map_sizes(object, sizes).with_context(|| format!("sizing the BPF maps for {what}"))?;
+    let ebpf = {
+        let mut loader = loader().lock().unwrap_or_else(|e| e.into_inner());
+        for (name, size) in sizes {
+            loader.map_max_entries(name, size);
+        }
+        loader.load(&data)
+    }
+    .with_context(|| format!("loading the BPF programs for {what}"))?;
     // Its maps' memory, counted once while they all exist (an instrument
     // may take a map out of the object later).
     let bytes: u64 = ebpf.maps().filter_map(|(_, m)| map_memlock(m)).sum();
     TALLY.lock().unwrap_or_else(|e| e.into_inner()).map_bytes += bytes;
     Ok(Loaded(ebpf))
+}
+
+/// The kernel's BTF (/sys/kernel/btf/vmlinux), parsed once per process:
+/// a parse reads 5 MiB and takes tens of ms, and the loader, every tp_btf
+/// attach and doctor need it. The error is the parse's, for the caller to
+/// word.
+pub fn kernel_btf() -> anyhow::Result<&'static aya::Btf> {
+    static BTF: OnceLock<Result<aya::Btf, String>> = OnceLock::new();
+    BTF.get_or_init(|| aya::Btf::from_sys_fs().map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// The one loader of this process. aya 0.14's `EbpfLoader::new()` parses
+/// the kernel's BTF itself, whatever `btf()` is given afterwards
+/// (aya-rs/aya#1172), so a loader per load cost a parse per load. A loader
+/// cannot forget what it was told, so it is told nothing that belongs to
+/// one object: globals go into the object's bytes (`with_globals`), and
+/// every load sizes each of its object's maps (`map_sizes`), so a size
+/// left by another object's map of the same name never applies.
+fn loader() -> &'static Mutex<aya::EbpfLoader<'static>> {
+    static LOADER: OnceLock<Mutex<aya::EbpfLoader<'static>>> = OnceLock::new();
+    LOADER.get_or_init(|| {
+        let mut loader = aya::EbpfLoader::new();
+        loader.btf(kernel_btf().ok());
+        Mutex::new(loader)
+    })
+}
+
+/// `object` with the `const volatile` globals `globals` written into its
+/// initial data (what aya's `override_global` does to the parsed object).
+fn with_globals(object: &[u8], globals: &[(&str, &[u8])]) -> anyhow::Result<Vec<u8>> {
+    use object::{Object, ObjectSection, ObjectSymbol};
+    let elf = object::File::parse(object)?;
+    let mut data = object.to_vec();
+    for &(name, value) in globals {
+        let sym = elf
+            .symbols()
+            .find(|s| s.name() == Ok(name))
+            .with_context(|| format!("the object has no global {name}"))?;
+        anyhow::ensure!(
+            sym.size() == value.len() as u64,
+            "global {name} is {} bytes, not {}",
+            sym.size(),
+            value.len()
+        );
+        let section = elf.section_by_index(
+            sym.section_index()
+                .with_context(|| format!("global {name} is in no section"))?,
+        )?;
+        let (start, len) = section
+            .file_range()
+            .with_context(|| format!("global {name} has no initial data (in .bss?)"))?;
+        let at = sym.address() - section.address();
+        anyhow::ensure!(
+            at + sym.size() <= len,
+            "global {name} lies outside its section"
+        );
+        let at = (start + at) as usize;
+        data[at..at + value.len()].copy_from_slice(value);
+    }
+    Ok(data)
+}
+
+/// Every map of `object` (its BTF-defined `.maps`) with the size it is to
+/// have: `sizes`' where named there, else its own.
+fn map_sizes(
+    object: &'static [u8],
+    sizes: &[(&str, u32)],
+) -> anyhow::Result<Vec<(&'static str, u32)>> {
+    use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
+    let parsed = aya_obj::Object::parse(object)?;
+    let elf = object::File::parse(object)?;
+    let mut out = Vec::new();
+    if let Some(maps) = elf.section_by_name(".maps") {
+        for sym in elf
+            .symbols()
+            .filter(|s| s.section_index() == Some(maps.index()) && s.kind() == SymbolKind::Data)
+        {
+            let name = sym.name()?;
+            let own = parsed
+                .maps
+                .get(name)
+                .with_context(|| format!("aya does not see map {name}"))?
+                .max_entries();
+            let size = sizes.iter().find(|(n, _)| *n == name).map_or(own, |s| s.1);
+            out.push((name, size));
+        }
+    }
+    for (name, _) in sizes {
+        anyhow::ensure!(
+            out.iter().any(|(m, _)| m == name),
+            "the object has no map {name}"
+        );
+    }
+    Ok(out)
 }
 
 /// The memory the kernel charged for a map (`memlock:` in its fdinfo).
@@ -221,4 +329,67 @@ pub fn recursion_misses(ebpf: &aya::Ebpf) -> Option<u64> {
         }
     }
     total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A global's bytes as aya will see them: in its parsed `.rodata` map.
+    fn rodata_global(data: &[u8], name: &str) -> Vec<u8> {
+        use object::{Object, ObjectSymbol};
+        let elf = object::File::parse(data).unwrap();
+        let sym = elf.symbols().find(|s| s.name() == Ok(name)).unwrap();
+        let obj = aya_obj::Object::parse(data).unwrap();
+        let (_, map) = obj
+            .maps
+            .iter()
+            .find(|(n, _)| n.starts_with(".rodata"))
+            .unwrap();
+        let at = sym.address() as usize;
+        map.data()[at..at + sym.size() as usize].to_vec()
+    }
+
+    #[test]
+    fn globals_are_written_into_the_object() {
+        let dev = 0x1234_5678u32.to_ne_bytes();
+        let data = with_globals(
+            objects::BIOSNOOP,
+            &[("filter_dev", &dev), ("hist_only", &[1])],
+        )
+        .unwrap();
+        assert_eq!(rodata_global(&data, "filter_dev"), dev);
+        assert_eq!(rodata_global(&data, "hist_only"), [1]);
+        assert_eq!(rodata_global(&data, "queued"), [0], "left as compiled");
+        assert_eq!(rodata_global(objects::BIOSNOOP, "filter_dev"), [0; 4]);
+    }
+
+    #[test]
+    fn a_wrong_global_is_refused() {
+        let e = with_globals(objects::BIOSNOOP, &[("nope", &[1])]).unwrap_err();
+        assert_eq!(e.to_string(), "the object has no global nope");
+        let e = with_globals(objects::BIOSNOOP, &[("filter_dev", &[1])]).unwrap_err();
+        assert_eq!(e.to_string(), "global filter_dev is 4 bytes, not 1");
+    }
+
+    /// Every map is sized at every load: `watched` is in two objects, and
+    /// the size offcpu gives its own must not reach exec's.
+    #[test]
+    fn every_map_is_sized_each_load() {
+        let exec = map_sizes(objects::EXEC, &[]).unwrap();
+        let off = map_sizes(objects::OFFCPU, &[("watched", 7)]).unwrap();
+        let size =
+            |maps: &[(&str, u32)], name: &str| maps.iter().find(|(n, _)| *n == name).map(|m| m.1);
+        assert_eq!(size(&off, "watched"), Some(7));
+        let own = aya_obj::Object::parse(objects::EXEC).unwrap().maps["watched"].max_entries();
+        assert_eq!(size(&exec, "watched"), Some(own));
+        let mut names: Vec<_> = exec.iter().map(|m| m.0).collect();
+        names.sort();
+        assert_eq!(
+            names,
+            ["drops", "events", "pending", "scratch", "stacks", "watched"]
+        );
+        let e = map_sizes(objects::EXEC, &[("nope", 1)]).unwrap_err();
+        assert_eq!(e.to_string(), "the object has no map nope");
+    }
 }

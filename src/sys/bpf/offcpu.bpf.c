@@ -40,7 +40,7 @@
 // ustack of a kernel thread, which has no user stack (not an errno).
 #define NO_USER_STACK (-1)
 
-// Set by the loader (EbpfLoader::override_global).
+// Set by the loader (sys::bpf::load_with writes them into the object).
 const volatile __u8 filter_on = 0;        // 1: only tgids set in `watched`
 const volatile __u64 min_block_ns = 0;    // shorter blocks are counted, not kept
 const volatile __u32 state_mask = 0xff;   // which state classes to record (1 << class)

@@ -208,10 +208,14 @@ impl EventSpec {
     }
 }
 
-/// The deepest callchain the kernel allows (kernel.perf_event_max_stack).
+/// The deepest callchain the kernel allows (kernel.perf_event_max_stack),
+/// read once per process: a per-thread profile opens an event per thread.
 pub fn max_stack() -> u16 {
-    std::fs::read_to_string("/proc/sys/kernel/perf_event_max_stack")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(127)
+    static MAX: std::sync::OnceLock<u16> = std::sync::OnceLock::new();
+    *MAX.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/perf_event_max_stack")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(127)
+    })
 }
