@@ -154,6 +154,27 @@ impl<'a> Names<'a> {
             let missing: Vec<usize> = (0..syms.len())
                 .filter(|&i| syms[i].as_sym().is_none())
                 .collect();
+            // A stripped binary's separate debug file (libc's) has a full
+            // symbol table: it names those functions as its DWARF would,
+            // without decompressing and parsing the DWARF.
+            if !missing.is_empty()
+                && let Some((debug, vaddrs)) = separate_symtab(path, &missing, &offsets)
+            {
+                let src = Source::Elf(Elf {
+                    debug_syms: false,
+                    ..Elf::new(debug)
+                });
+                if let Ok(found) = self.symbolizer.symbolize(&src, Input::VirtOffset(&vaddrs)) {
+                    for (&i, sym) in missing.iter().zip(found) {
+                        if sym.as_sym().is_some() {
+                            syms[i] = sym;
+                        }
+                    }
+                }
+            }
+            let missing: Vec<usize> = (0..syms.len())
+                .filter(|&i| syms[i].as_sym().is_none())
+                .collect();
             if !missing.is_empty() {
                 let retry: Vec<u64> = missing.iter().map(|&i| offsets[i]).collect();
                 if let Ok(found) = lookup(&retry, true) {
@@ -282,6 +303,66 @@ fn jitdump_path(maps: &Maps, pid: u32) -> Option<String> {
         .map(|m| m.path.as_str())
         .find(|p| p.starts_with('/') && Path::new(p).file_name().is_some_and(|n| *n == *name))
         .map(str::to_string)
+}
+
+/// Where `path`'s separate debug file is (found by build id, as gdb finds
+/// it, and checked by build id when found by its .gnu_debuglink name), and
+/// the `wanted` file offsets as the file's own addresses, which the debug
+/// file's symbols use. None: no debug file, or an offset in no segment.
+fn separate_symtab(path: &str, wanted: &[usize], offsets: &[u64]) -> Option<(String, Vec<u64>)> {
+    use object::{Object, ObjectSection, ObjectSegment, ReadCache};
+    const DIRS: [&str; 2] = ["/usr/lib/debug", "/lib/debug"];
+    let file = std::fs::File::open(path).ok()?;
+    let cache = ReadCache::new(file);
+    let obj = object::File::parse(&cache).ok()?;
+    let id = obj.build_id().ok()??.to_vec();
+    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+    let mut candidates: Vec<String> = DIRS
+        .iter()
+        .map(|d| format!("{d}/.build-id/{}/{}.debug", &hex[..2], &hex[2..]))
+        .collect();
+    if let Some(name) = obj
+        .section_by_name(".gnu_debuglink")
+        .and_then(|s| s.data().ok())
+        .and_then(|d| std::ffi::CStr::from_bytes_until_nul(d).ok())
+        .and_then(|c| c.to_str().ok())
+    {
+        let dir = Path::new(path)
+            .parent()
+            .and_then(|d| d.to_str())
+            .unwrap_or("");
+        candidates.push(format!("{dir}/{name}"));
+        candidates.push(format!("{dir}/.debug/{name}"));
+        candidates.extend(DIRS.iter().map(|d| format!("{d}{dir}/{name}")));
+    }
+    let debug = candidates.into_iter().find(|c| {
+        let same = || {
+            let f = std::fs::File::open(c).ok()?;
+            let cache = ReadCache::new(f);
+            let dbg = object::File::parse(&cache).ok()?;
+            let same = dbg.build_id().ok()?? == id.as_slice() && dbg.symbols().next().is_some();
+            Some(same)
+        };
+        same() == Some(true)
+    })?;
+    let segments: Vec<(u64, u64, u64)> = obj
+        .segments()
+        .map(|s| {
+            let (off, size) = s.file_range();
+            (s.address(), off, size)
+        })
+        .collect();
+    let vaddrs = wanted
+        .iter()
+        .map(|&i| {
+            let off = offsets[i];
+            segments
+                .iter()
+                .find(|&&(_, start, size)| start <= off && off < start + size)
+                .map(|&(vaddr, start, _)| vaddr + (off - start))
+        })
+        .collect::<Option<Vec<u64>>>()?;
+    Some((debug, vaddrs))
 }
 
 /// The GNU build id of an ELF file, in hex.
