@@ -1,31 +1,97 @@
-//! Kernel symbols from /proc/kallsyms, for the kernel stacks tracing
-//! instruments record.
-
-use std::collections::BTreeMap;
+//! Kernel symbols from /proc/kallsyms, to name the kernel frames of
+//! recorded stacks (profiles, off-CPU profiles, signal stacks).
+//!
+//! The kernel formats 100,000+ lines at each read, the larger part of the
+//! cost; the read is done in large chunks and parsed in place, keeping
+//! each symbol's address and where its name starts in the text, not one
+//! string per symbol.
 
 use crate::model::exec::Frame;
 
-/// Kernel symbols from /proc/kallsyms, for the signal stacks.
-pub struct KernelSymbols(BTreeMap<u64, String>);
+/// Kernel symbols from /proc/kallsyms: the text as read, and every named
+/// address with where its name starts, sorted by address.
+pub struct KernelSymbols {
+    text: Vec<u8>,
+    index: Vec<(u64, u32)>,
+    /// kptr_restrict shows every address as 0 (not root): nothing is named.
+    hidden: bool,
+}
 
 impl KernelSymbols {
     /// Read /proc/kallsyms. With kptr_restrict hiding addresses every
     /// address is 0 and frames stay unnamed.
     pub fn load() -> KernelSymbols {
-        let map = aya::util::kernel_symbols().unwrap_or_default();
-        KernelSymbols(map.into_iter().filter(|(a, _)| *a != 0).collect())
+        Self::read().unwrap_or_else(|_| KernelSymbols::parse(Vec::new()))
+    }
+
+    /// Read /proc/kallsyms, or why it could not be read.
+    pub fn read() -> std::io::Result<KernelSymbols> {
+        use std::io::Read;
+        let mut text = Vec::with_capacity(16 << 20);
+        std::fs::File::open("/proc/kallsyms")?.read_to_end(&mut text)?;
+        Ok(KernelSymbols::parse(text))
+    }
+
+    /// Index kallsyms text: `ADDR TYPE NAME[\t[MODULE]]` per line.
+    fn parse(text: Vec<u8>) -> KernelSymbols {
+        let mut index = Vec::with_capacity(text.len() / 40);
+        let mut lines = 0usize;
+        let mut start = 0usize;
+        for line in text.split(|&b| b == b'\n') {
+            let at = start;
+            start += line.len() + 1;
+            if line.is_empty() {
+                continue;
+            }
+            lines += 1;
+            // "ffffffff81000000 T _stext": the name starts after the type.
+            let Some(space) = line.iter().position(|&b| b == b' ') else {
+                continue;
+            };
+            let Some(addr) = std::str::from_utf8(&line[..space])
+                .ok()
+                .and_then(|h| u64::from_str_radix(h, 16).ok())
+            else {
+                continue;
+            };
+            let name = space + 3;
+            if addr == 0 || name >= line.len() {
+                continue;
+            }
+            index.push((addr, (at + name) as u32));
+        }
+        index.sort_unstable_by_key(|&(a, _)| a);
+        KernelSymbols {
+            hidden: lines > 0 && index.is_empty(),
+            text,
+            index,
+        }
+    }
+
+    /// Every address hidden by kptr_restrict (not root).
+    pub fn hidden(&self) -> bool {
+        self.hidden
+    }
+
+    /// The symbol `addr` is in: the nearest at or below it.
+    pub fn name(&self, addr: u64) -> Option<&str> {
+        let i = self
+            .index
+            .partition_point(|&(a, _)| a <= addr)
+            .checked_sub(1)?;
+        let rest = &self.text[self.index[i].1 as usize..];
+        // kallsyms appends "\t[module]" to module symbols.
+        let end = rest
+            .iter()
+            .position(|&b| b == b'\n' || b == b'\t' || b == b' ')
+            .unwrap_or(rest.len());
+        std::str::from_utf8(&rest[..end]).ok()
     }
 
     pub fn frame(&self, addr: u64) -> Frame {
         Frame {
             addr,
-            // kallsyms appends "\t[module]" to module symbols.
-            symbol: self
-                .0
-                .range(..=addr)
-                .next_back()
-                .and_then(|(_, s)| s.split_whitespace().next())
-                .map(str::to_string),
+            symbol: self.name(addr).map(str::to_string),
         }
     }
 
@@ -52,5 +118,30 @@ impl KernelSymbols {
             Some(last) if last + 1 < frames.len() => frames[last + 1..].to_vec(),
             _ => frames,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_by_nearest_symbol_below() {
+        let text = b"0000000000000000 A fixed_percpu_data\nffffffff81000000 T _stext\nffffffff81001000 t do_one\nffffffffc0001000 t mod_fn\t[kvm]\n".to_vec();
+        let k = KernelSymbols::parse(text);
+        assert!(!k.hidden());
+        assert_eq!(k.name(0xffffffff81000010), Some("_stext"));
+        assert_eq!(k.name(0xffffffff81001000), Some("do_one"));
+        assert_eq!(k.name(0xffffffffc0001234), Some("mod_fn"));
+        assert_eq!(k.name(0xffffffff80000000), None);
+    }
+
+    #[test]
+    fn all_zero_addresses_are_hidden() {
+        let k = KernelSymbols::parse(
+            b"0000000000000000 T _stext\n0000000000000000 t do_one\n".to_vec(),
+        );
+        assert!(k.hidden());
+        assert_eq!(k.name(0xffffffff81000010), None);
     }
 }

@@ -6,13 +6,13 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use blazesym::MaybeDefault;
-use blazesym::symbolize::source::{Elf, Kernel, Source};
+use blazesym::symbolize::source::{Elf, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
 
 use crate::instruments::profile::jitdump;
 use crate::instruments::profile::perf_map::PerfMap;
 use crate::model::profile::{Frame, Module};
+use crate::sys::kallsyms::KernelSymbols;
 use crate::sys::procfs::maps::Mapping;
 
 /// What a process's memory looked like, as far as we know.
@@ -102,29 +102,23 @@ impl<'a> Names<'a> {
     pub(super) fn resolve_kernel(&mut self, mut ips: Vec<u64>) {
         ips.sort_unstable();
         ips.dedup();
+        // Read kallsyms only when there are kernel frames to name.
         if ips.is_empty() {
             return;
         }
-        let src = Source::Kernel(Kernel {
-            // kallsyms matches the running kernel; a vmlinux found on disk may not.
-            vmlinux: MaybeDefault::None,
-            ..Default::default()
-        });
-        let results = self.symbolizer.symbolize(&src, Input::AbsAddr(&ips));
-        let unnamed = |r: &Vec<Symbolized>| r.iter().any(|s| s.as_sym().is_none());
-        // Only look into why when something is unnamed: reading kallsyms is slow.
-        let why = match &results {
-            Ok(r) if unnamed(r) => kernel_reason().to_string(),
-            Ok(_) => String::new(),
-            Err(e) => format!("kernel symbols unreadable: {e}"),
-        };
-        let syms = results.unwrap_or_default();
-        for (i, ip) in ips.iter().enumerate() {
-            let name = match syms.get(i) {
-                Some(Symbolized::Sym(sym)) => Ok(sym.name.to_string()),
-                _ => Err(why.clone()),
+        let syms = KernelSymbols::read();
+        for ip in ips {
+            let name = match &syms {
+                Ok(k) => match k.name(ip) {
+                    Some(name) => Ok(name.to_string()),
+                    None if k.hidden() => {
+                        Err("kernel addresses hidden (kernel.kptr_restrict; run as root)".into())
+                    }
+                    None => Err("kernel address not in kallsyms (a module or BPF code?)".into()),
+                },
+                Err(e) => Err(format!("kernel symbols unreadable: {e}")),
             };
-            self.kernel.insert(*ip, name);
+            self.kernel.insert(ip, name);
         }
     }
 
@@ -382,19 +376,4 @@ fn module_name(path: &str) -> String {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| path.to_string())
-}
-
-/// Why a kernel address has no name: usually kptr_restrict hiding kallsyms.
-fn kernel_reason() -> &'static str {
-    use std::io::BufRead;
-    // kptr_restrict shows every address as zeros; the first line tells.
-    let hidden = std::fs::File::open("/proc/kallsyms")
-        .ok()
-        .and_then(|f| std::io::BufReader::new(f).lines().next()?.ok())
-        .is_none_or(|l| l.starts_with("0000000000000000"));
-    if hidden {
-        "kernel addresses hidden (kernel.kptr_restrict; run as root)"
-    } else {
-        "kernel address not in kallsyms (a module or BPF code?)"
-    }
 }
