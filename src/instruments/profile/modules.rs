@@ -155,13 +155,7 @@ impl Binary {
             obj.section_by_name(name)
                 .map(|s| s.address()..s.address() + s.size())
         };
-        let segments: Vec<(u64, u64, u64)> = obj
-            .segments()
-            .map(|s| {
-                let (off, size) = s.file_range();
-                (s.address(), off, size)
-            })
-            .collect();
+        let segments = load_segments(&obj);
         let mut table: Vec<(u64, u64, bool)> = Vec::new();
         let symbols: Vec<_> = if !functions {
             Vec::new()
@@ -253,6 +247,19 @@ impl Binary {
     pub fn has_unwind_tables(&self) -> bool {
         self.eh_frame.is_some() || self.debug_frame.is_some()
     }
+}
+
+/// An ELF file's LOAD segments as (vaddr, file offset, file size): what
+/// turns a file offset into the file's own address and back.
+pub(super) fn load_segments<'d, R: object::ReadRef<'d>>(
+    obj: &object::File<'d, R>,
+) -> Vec<(u64, u64, u64)> {
+    obj.segments()
+        .map(|s| {
+            let (off, size) = s.file_range();
+            (s.address(), off, size)
+        })
+        .collect()
 }
 
 /// `len` bytes at the file address `addr`, through the LOAD segments.

@@ -304,7 +304,7 @@ fn jitdump_path(maps: &Maps, pid: u32) -> Option<String> {
 /// the `wanted` file offsets as the file's own addresses, which the debug
 /// file's symbols use. None: no debug file, or an offset in no segment.
 fn separate_symtab(path: &str, wanted: &[usize], offsets: &[u64]) -> Option<(String, Vec<u64>)> {
-    use object::{Object, ObjectSection, ObjectSegment, ReadCache};
+    use object::{Object, ObjectSection, ReadCache};
     const DIRS: [&str; 2] = ["/usr/lib/debug", "/lib/debug"];
     let file = std::fs::File::open(path).ok()?;
     let cache = ReadCache::new(file);
@@ -339,13 +339,7 @@ fn separate_symtab(path: &str, wanted: &[usize], offsets: &[u64]) -> Option<(Str
         };
         same() == Some(true)
     })?;
-    let segments: Vec<(u64, u64, u64)> = obj
-        .segments()
-        .map(|s| {
-            let (off, size) = s.file_range();
-            (s.address(), off, size)
-        })
-        .collect();
+    let segments = crate::instruments::profile::modules::load_segments(&obj);
     let vaddrs = wanted
         .iter()
         .map(|&i| {
