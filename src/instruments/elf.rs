@@ -60,12 +60,7 @@ pub fn read_target(path: &Path) -> Result<(Image, ElfEnv), UserFileError> {
 
 /// This machine's loader facts, without any file.
 pub fn host_env() -> ElfEnv {
-    // SAFETY: sysconf has no preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    let page_size = u64::try_from(page)
-        .ok()
-        .filter(|p| p.is_power_of_two())
-        .unwrap_or(4096);
+    let page_size = crate::sys::page_size();
     let mmap_min_addr = fs::read_to_string("/proc/sys/vm/mmap_min_addr")
         .ok()
         .and_then(|s| s.trim().parse().ok())

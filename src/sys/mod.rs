@@ -15,6 +15,17 @@ pub mod procfs;
 pub mod sock_diag;
 pub mod tracefs;
 
+/// The size of a memory page (4096 if sysconf cannot tell): perf rings, BPF
+/// ring buffers and /proc's page counts are in pages.
+pub fn page_size() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    u64::try_from(page)
+        .ok()
+        .filter(|p| p.is_power_of_two())
+        .unwrap_or(4096)
+}
+
 /// CLOCK_MONOTONIC in nanoseconds: the clock of perf records (kdiag sets
 /// use_clockid), of bpf_ktime_get_ns, and of the supervisor's reports.
 /// Async-signal-safe (the supervisor calls it between fork and exit).

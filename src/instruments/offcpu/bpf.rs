@@ -240,7 +240,7 @@ impl OffcpuBpf {
                     if times_on != 0 {
                         ENDS_BYTES
                     } else {
-                        page_size()
+                        crate::sys::page_size() as u32
                     },
                 ),
             ],
@@ -525,12 +525,6 @@ const READ_EVERY_NS: u64 = 100_000_000;
 /// (and an 8-byte header): room for 580,000 blocks a second between drains
 /// 100 ms apart. Its size must be a power of two pages.
 const ENDS_BYTES: u32 = 4 << 20;
-
-fn page_size() -> u32 {
-    // SAFETY: sysconf has no preconditions.
-    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if n > 0 { n as u32 } else { 4096 }
-}
 
 fn read_stack(map: &StackTraceMap<&MapData>, id: i32, user: bool) -> Captured {
     match id {

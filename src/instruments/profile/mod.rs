@@ -117,7 +117,7 @@ pub fn open_on(request: Request, pids: &[i32]) -> anyhow::Result<Sampler> {
     let pages = match request.stack_size {
         Some(bytes) => {
             let record = bytes as usize + 1024;
-            (RING_STACK_SAMPLES * record / crate::sys::perf::page_size()).max(RING_PAGES)
+            (RING_STACK_SAMPLES * record / crate::sys::page_size() as usize).max(RING_PAGES)
         }
         None if request.cycles => RING_PAGES,
         None => SMALL_RING_PAGES,

@@ -391,8 +391,7 @@ impl Watcher {
             pressure: pressure::read(),
             cost: Cost {
                 cpu_s: (st.utime + st.stime) as f64 / self.hz,
-                // SAFETY: sysconf has no preconditions.
-                rss_bytes: st.rss_pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64,
+                rss_bytes: st.rss_pages * crate::sys::page_size(),
                 scan_s,
                 processes: self.procs.len(),
                 samples_total: self.samples_total,

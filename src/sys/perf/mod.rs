@@ -20,7 +20,6 @@ mod ring;
 mod spec;
 
 pub use record::{Callchain, Record, Sample, Space, UserRegs, decode};
-pub use ring::page_size;
 pub use spec::{EventKind, EventSpec, MAX_USER_STACK, max_stack};
 
 use std::ffi::CString;

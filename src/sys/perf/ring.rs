@@ -30,7 +30,7 @@ impl Ring {
     /// power of two.
     pub fn map(fd: BorrowedFd<'_>, data_pages: usize) -> std::io::Result<Ring> {
         debug_assert!(data_pages.is_power_of_two());
-        let page = page_size();
+        let page = crate::sys::page_size() as usize;
         let map_len = (1 + data_pages) * page;
         // SAFETY: mapping a perf fd is the documented way to get its ring;
         // the result is checked before use.
@@ -138,9 +138,4 @@ impl Drop for Ring {
         // SAFETY: base and map_len are exactly what mmap returned.
         unsafe { libc::munmap(self.base.cast(), self.map_len) };
     }
-}
-
-pub fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
 }

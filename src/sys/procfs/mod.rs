@@ -85,8 +85,7 @@ impl Reader {
     /// A reader of a captured /proc tree (user names still come from this
     /// machine's password database, terminal names from its /dev).
     pub fn with_root(root: &str) -> Self {
-        // SAFETY: sysconf has no preconditions.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+        let page = crate::sys::page_size();
         Reader {
             root: root.to_string(),
             file: task::ProcFile::default(),
