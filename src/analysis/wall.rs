@@ -12,6 +12,11 @@ use crate::model::offcpu::WaitSamples;
 use crate::model::profile::{Frame, Module, OffState, Profile, ThreadId, Waker};
 use crate::model::wall::{OffcpuFrom, Root, RootTime, TimeKind, Times, Wall, WallStack};
 
+/// The slices of time a wall-clock profile is placed in (the heat map's
+/// cells), for `profile --wall` and diagnose's report alike: FlameScope's,
+/// 50 a second.
+pub const SLICE_NS: u64 = 20_000_000;
+
 /// Kernel functions a thread sleeps in on purpose (nanosleep, timers).
 const SLEEPS: &[&str] = &[
     "do_nanosleep",

@@ -10,12 +10,12 @@ use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
 use crate::analysis::fold;
+use crate::analysis::wall::SLICE_NS;
 use crate::error::{missing, usage};
 use crate::instruments::profile::unwind::{self, CallGraph};
 use crate::instruments::profile::{self, Request};
 use crate::instruments::target::{self, Running};
 use crate::instruments::{Ask, Tier, wall};
-use crate::model::offcpu::Collection;
 use crate::model::profile::{ProbeCost, Profile};
 use crate::model::stacks::StackSet;
 use crate::model::wall as wall_model;
@@ -106,8 +106,6 @@ const OFFCPU_TIERS: &[(Tier, &str)] = &[
 const STOP_GRACE: Duration = Duration::from_secs(2);
 /// How many entries each top list keeps.
 const TOP: usize = 15;
-/// --wall's slices of time (the heat map's cells): FlameScope's, 50 a second.
-const SLICE_NS: u64 = 20_000_000;
 
 /// The checks on the arguments as a whole (values are checked when parsed).
 pub fn validate(args: &Args) -> anyhow::Result<()> {
@@ -312,13 +310,10 @@ fn run_wall(args: Args) -> anyhow::Result<u8> {
         origin_ns,
         slice_ns: SLICE_NS,
     });
-    let offcpu = match halves.collection {
-        Collection::Bpf { .. } => wall_model::OffcpuFrom::Bpf,
-        Collection::Proc { interval_ms } => wall_model::OffcpuFrom::Proc {
-            interval_ms,
-            why: fallback.unwrap_or_else(|| "--tier proc".into()),
-        },
-    };
+    let offcpu = wall_model::OffcpuFrom::of(
+        &halves.collection,
+        fallback.unwrap_or_else(|| "--tier proc".into()),
+    );
     let mut wall = wall_model::Wall {
         target,
         started,

@@ -180,11 +180,8 @@ fn heat_map(
     carriers: &[i32],
     (halves, origin_ns, why): (wall::Halves, u64, Option<String>),
 ) -> crate::model::wall::Wall {
-    use crate::analysis::wall as analysis;
-    use crate::model::offcpu::Collection;
+    use crate::analysis::wall::{self as analysis, SLICE_NS};
     use crate::model::wall::OffcpuFrom;
-    // Per 20 ms, as `profile --wall` (FlameScope's 50 rows a second).
-    const SLICE_NS: u64 = 20_000_000;
     let merged = analysis::merge(&analysis::Halves {
         cpu: &halves.cpu,
         off: &halves.off,
@@ -193,13 +190,10 @@ fn heat_map(
         origin_ns,
         slice_ns: SLICE_NS,
     });
-    let offcpu = match halves.collection {
-        Collection::Bpf { .. } => OffcpuFrom::Bpf,
-        Collection::Proc { interval_ms } => OffcpuFrom::Proc {
-            interval_ms,
-            why: why.unwrap_or_else(|| "BPF could not attach".into()),
-        },
-    };
+    let offcpu = OffcpuFrom::of(
+        &halves.collection,
+        why.unwrap_or_else(|| "BPF could not attach".into()),
+    );
     let pids: Vec<String> = carriers.iter().map(|p| p.to_string()).collect();
     let mut wall = analysis::plain(
         format!("PID {}", pids.join(", ")),

@@ -207,6 +207,18 @@ pub enum OffcpuFrom {
     Proc { interval_ms: u64, why: String },
 }
 
+impl OffcpuFrom {
+    /// How `collection` was made; `why` BPF could not run, when it could not.
+    pub fn of(collection: &crate::model::offcpu::Collection, why: String) -> OffcpuFrom {
+        match *collection {
+            crate::model::offcpu::Collection::Bpf { .. } => OffcpuFrom::Bpf,
+            crate::model::offcpu::Collection::Proc { interval_ms } => {
+                OffcpuFrom::Proc { interval_ms, why }
+            }
+        }
+    }
+}
+
 /// A finished wall-clock profile.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Wall {
