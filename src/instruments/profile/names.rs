@@ -145,12 +145,10 @@ impl<'a> Names<'a> {
             lookup(&offsets, false)
         };
         if let Ok(syms) = &mut results {
-            let missing: Vec<usize> = (0..syms.len())
-                .filter(|&i| syms[i].as_sym().is_none())
-                .collect();
             // A stripped binary's separate debug file (libc's) has a full
             // symbol table: it names those functions as its DWARF would,
             // without decompressing and parsing the DWARF.
+            let missing = unnamed(syms);
             if !missing.is_empty()
                 && let Some((debug, vaddrs)) = separate_symtab(path, &missing, &offsets)
             {
@@ -166,9 +164,8 @@ impl<'a> Names<'a> {
                     }
                 }
             }
-            let missing: Vec<usize> = (0..syms.len())
-                .filter(|&i| syms[i].as_sym().is_none())
-                .collect();
+            // DWARF has the last word, its reason too when it names nothing.
+            let missing = unnamed(syms);
             if !missing.is_empty() {
                 let retry: Vec<u64> = missing.iter().map(|&i| offsets[i]).collect();
                 if let Ok(found) = lookup(&retry, true) {
@@ -299,6 +296,13 @@ fn jitdump_path(maps: &Maps, pid: u32) -> Option<String> {
         .map(str::to_string)
 }
 
+/// The indices of the symbols not named.
+fn unnamed(syms: &[Symbolized<'_>]) -> Vec<usize> {
+    (0..syms.len())
+        .filter(|&i| syms[i].as_sym().is_none())
+        .collect()
+}
+
 /// Where `path`'s separate debug file is (found by build id, as gdb finds
 /// it, and checked by build id when found by its .gnu_debuglink name), and
 /// the `wanted` file offsets as the file's own addresses, which the debug
@@ -310,7 +314,7 @@ fn separate_symtab(path: &str, wanted: &[usize], offsets: &[u64]) -> Option<(Str
     let cache = ReadCache::new(file);
     let obj = object::File::parse(&cache).ok()?;
     let id = obj.build_id().ok()??.to_vec();
-    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+    let hex = hex(&id);
     let mut candidates: Vec<String> = DIRS
         .iter()
         .map(|d| format!("{d}/.build-id/{}/{}.debug", &hex[..2], &hex[2..]))
@@ -359,8 +363,11 @@ fn build_id(path: &str) -> Option<String> {
     let file = std::fs::File::open(path).ok()?;
     let cache = ReadCache::new(file);
     let obj = object::File::parse(&cache).ok()?;
-    let id = obj.build_id().ok()??;
-    Some(id.iter().map(|b| format!("{b:02x}")).collect())
+    Some(hex(obj.build_id().ok()??))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// `libc.so.6` for `/usr/lib/x86_64-linux-gnu/libc.so.6 (deleted)`.
