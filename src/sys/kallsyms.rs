@@ -1,6 +1,9 @@
 //! Kernel symbols from /proc/kallsyms, to name the kernel frames of
 //! recorded stacks (profiles, off-CPU profiles, signal stacks).
 //!
+//! A known set of addresses is named by the kernel's own lookup where BPF
+//! allows (`sys::bpf::ksyms`, [`name_each`]): the file only where not.
+//!
 //! The kernel formats 100,000+ lines at each read, the larger part of the
 //! cost; the read is done in large chunks and parsed in place, keeping
 //! each symbol's address and where its name starts in the text, not one
@@ -15,6 +18,35 @@ pub struct KernelSymbols {
     index: Vec<(u64, u32)>,
     /// kptr_restrict shows every address as 0 (not root): nothing is named.
     hidden: bool,
+}
+
+/// Why an address has no name, when kallsyms was read.
+const NOT_IN_KALLSYMS: &str = "kernel address not in kallsyms (a module or BPF code?)";
+
+/// The name of each of `addrs`, or why it has none: from the kernel's own
+/// lookup of just these addresses where BPF is available (a thousandth of
+/// the work of reading the whole file), else from /proc/kallsyms.
+pub fn name_each(addrs: &[u64]) -> Vec<Result<String, String>> {
+    if let Ok(names) = crate::sys::bpf::ksyms::names(addrs) {
+        return names
+            .into_iter()
+            .map(|n| n.ok_or_else(|| NOT_IN_KALLSYMS.to_string()))
+            .collect();
+    }
+    let syms = KernelSymbols::read();
+    addrs
+        .iter()
+        .map(|&addr| match &syms {
+            Ok(k) => match k.name(addr) {
+                Some(name) => Ok(name.to_string()),
+                None if k.hidden() => {
+                    Err("kernel addresses hidden (kernel.kptr_restrict; run as root)".into())
+                }
+                None => Err(NOT_IN_KALLSYMS.into()),
+            },
+            Err(e) => Err(format!("kernel symbols unreadable: {e}")),
+        })
+        .collect()
 }
 
 impl KernelSymbols {

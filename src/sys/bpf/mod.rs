@@ -7,6 +7,8 @@ use std::sync::{Mutex, OnceLock};
 
 use anyhow::Context;
 
+pub mod ksyms;
+
 /// The compiled objects, embedded so that a build needs no clang: one
 /// static per committed `*.bpf.o` of this folder (`offcpu.bpf.o` is
 /// `OFFCPU`), documented by its source's leading comment; build.rs writes
