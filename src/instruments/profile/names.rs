@@ -12,7 +12,7 @@ use blazesym::symbolize::{Input, Symbolized, Symbolizer};
 use crate::instruments::profile::jitdump;
 use crate::instruments::profile::perf_map::PerfMap;
 use crate::model::profile::{Frame, Module};
-use crate::sys::kallsyms::KernelSymbols;
+use crate::sys::kallsyms;
 use crate::sys::procfs::maps::Mapping;
 
 /// What a process's memory looked like, as far as we know.
@@ -106,20 +106,8 @@ impl<'a> Names<'a> {
         if ips.is_empty() {
             return;
         }
-        let syms = KernelSymbols::read();
-        for ip in ips {
-            let name = match &syms {
-                Ok(k) => match k.name(ip) {
-                    Some(name) => Ok(name.to_string()),
-                    None if k.hidden() => {
-                        Err("kernel addresses hidden (kernel.kptr_restrict; run as root)".into())
-                    }
-                    None => Err("kernel address not in kallsyms (a module or BPF code?)".into()),
-                },
-                Err(e) => Err(format!("kernel symbols unreadable: {e}")),
-            };
-            self.kernel.insert(ip, name);
-        }
+        let names = kallsyms::name_each(&ips);
+        self.kernel.extend(ips.into_iter().zip(names));
     }
 
     pub(super) fn resolve_file(&mut self, path: &str, mut offsets: Vec<u64>) {

@@ -104,8 +104,28 @@ impl FdKind {
     }
 }
 
-/// At most this many files are kept open (about 80 threads' worth).
-const KEEP_MAX: usize = 256;
+/// How many files a reader keeps open: a quarter of the descriptors this
+/// process may open (the rest is for perf events, BPF and output), at
+/// least 256 and at most 16,384. Past it each read opens its file again,
+/// which costs more than the read: under the usual limit of 1,024 that is
+/// about 80 threads' worth, under a limit of 20,000 every thread of a
+/// 1,000-thread process.
+fn keep_max() -> usize {
+    static MAX: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *MAX.get_or_init(|| {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes only the struct it is given.
+        let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+            limit.rlim_cur
+        } else {
+            1024
+        };
+        (soft / 4).clamp(256, 16_384) as usize
+    })
+}
 /// The files read at every sampling tick or scan, kept open.
 const KEPT: &[&str] = &["stat", "schedstat", "syscall", "wchan"];
 
@@ -164,7 +184,7 @@ impl TaskReader {
                 .open(format_args!("{root}/{pid}/task/{t}/{name}"))?,
         };
         self.file.fill(&f)?;
-        if keep && self.kept.len() < KEEP_MAX {
+        if keep && self.kept.len() < keep_max() {
             self.kept.insert(key, f);
         }
         Ok(self.file.data())
