@@ -43,6 +43,7 @@ fn known_facts_of_this_machine() {
         "bpf_tp_btf",
         "cpu_clock",
         "sched_prepare_exec",
+        "bpf_iter_ksyms",
     ] {
         assert_eq!(status(&r, probe), "ok", "{probe}: {}", r["probes"][probe]);
     }
@@ -76,6 +77,7 @@ fn known_facts_of_this_machine() {
     );
     assert_eq!(feature(&r, "iosnoop")["tier"], "bpf");
     assert_eq!(feature(&r, "exec-trace")["tier"], "bpf");
+    assert_eq!(feature(&r, "kernel frame names")["tier"], "bpf");
     assert_eq!(feature(&r, "top: I/O columns")["tier"], "procfs");
 }
 

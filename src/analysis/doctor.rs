@@ -104,6 +104,19 @@ pub fn features(p: &Probes) -> Vec<Feature> {
             },
         ),
         feature(
+            "kernel frame names",
+            &[(Tier::Bpf, p.bpf_iter_ksyms.is_ok()), (Tier::Procfs, true)],
+            |t| match t {
+                Some(Tier::Bpf) => format!(
+                    "the kernel's own lookup of the addresses in the stacks (a BPF \
+                     iterator){kernel_names}"
+                ),
+                _ => format!(
+                    "from /proc/kallsyms, read whole (the kernel formats every symbol){kernel_names}"
+                ),
+            },
+        ),
+        feature(
             "top: I/O columns",
             &[(Tier::Procfs, p.proc_pid_io.is_ok())],
             |t| match t {
@@ -208,6 +221,7 @@ mod tests {
             bpf_fentry: Check::denied("EPERM", "not needed"),
             sched_prepare_exec: ok(),
             bpf_perf_event: ok(),
+            bpf_iter_ksyms: ok(),
             kprobe_pmu: Check::missing("none", "not needed"),
             uprobe_pmu: ok(),
             hardware_pmu: Check::missing("ENOENT", "none"),
@@ -229,6 +243,7 @@ mod tests {
             bpf_tp_btf: denied(),
             bpf_fentry: denied(),
             bpf_perf_event: denied(),
+            bpf_iter_ksyms: denied(),
             cpu_clock: denied(),
             ..dev_vm()
         }
@@ -250,6 +265,9 @@ mod tests {
         assert_eq!(get(&fs, "offcpu").tier, Some(Tier::Bpf));
         assert_eq!(get(&fs, "offcpu").available, vec![Tier::Bpf, Tier::Procfs]);
         assert_eq!(get(&fs, "I/O delay per task").tier, None);
+        let names = get(&fs, "kernel frame names");
+        assert_eq!(names.tier, Some(Tier::Bpf));
+        assert!(names.note.contains("BPF iterator"), "{}", names.note);
     }
 
     #[test]
@@ -340,6 +358,9 @@ mod tests {
         }
         assert_eq!(get(&fs, "top: I/O columns").tier, Some(Tier::Procfs));
         assert_eq!(get(&fs, "time: storage bytes").tier, Some(Tier::Procfs));
+        let names = get(&fs, "kernel frame names");
+        assert_eq!(names.tier, Some(Tier::Procfs));
+        assert!(names.note.contains("/proc/kallsyms"), "{}", names.note);
         let offcpu = get(&fs, "offcpu");
         assert_eq!(offcpu.tier, Some(Tier::Procfs));
         assert!(offcpu.note.contains("no stacks"), "{}", offcpu.note);

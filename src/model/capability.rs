@@ -78,6 +78,8 @@ pub struct Probes {
     pub sched_prepare_exec: Check,
     /// A perf_event BPF program attached to cpu-clock (profile, tier B).
     pub bpf_perf_event: Check,
+    /// The BPF iterator that names kernel addresses ("%ps", Linux 5.13+).
+    pub bpf_iter_ksyms: Check,
     pub kprobe_pmu: Check,
     pub uprobe_pmu: Check,
     /// Hardware cycles counter.
@@ -114,6 +116,7 @@ impl Probes {
             ("BPF fentry", &self.bpf_fentry),
             ("sched_prepare_exec", &self.sched_prepare_exec),
             ("BPF perf_event", &self.bpf_perf_event),
+            ("BPF iterator (%ps)", &self.bpf_iter_ksyms),
             ("kprobe PMU", &self.kprobe_pmu),
             ("uprobe PMU", &self.uprobe_pmu),
             ("hardware PMU", &self.hardware_pmu),

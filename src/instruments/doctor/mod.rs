@@ -127,6 +127,12 @@ pub fn probe_all() -> Probes {
             .context("attach")?;
             Ok("loaded and attached to cpu-clock on CPU 0".into())
         }),
+        bpf_iter_ksyms: bpf_check(|| {
+            // Any address will do: a line back means the iterator loaded,
+            // ran and formatted it.
+            crate::sys::bpf::ksyms::names(&[1])?;
+            Ok("loaded and read: kernel frames named for the addresses asked".into())
+        }),
         kprobe_pmu: kprobe_check(),
         uprobe_pmu: uprobe_check(),
         hardware_pmu: hardware_check(),
