@@ -33,10 +33,17 @@ pub fn name_each(addrs: &[u64]) -> Vec<Result<String, String>> {
             .map(|n| n.ok_or_else(|| NOT_IN_KALLSYMS.to_string()))
             .collect();
     }
-    let syms = KernelSymbols::read();
+    from_kallsyms(&KernelSymbols::read(), addrs)
+}
+
+/// Each of `addrs` named from kallsyms as read, or why not.
+fn from_kallsyms(
+    syms: &std::io::Result<KernelSymbols>,
+    addrs: &[u64],
+) -> Vec<Result<String, String>> {
     addrs
         .iter()
-        .map(|&addr| match &syms {
+        .map(|&addr| match syms {
             Ok(k) => match k.name(addr) {
                 Some(name) => Ok(name.to_string()),
                 None if k.hidden() => {
@@ -166,6 +173,20 @@ mod tests {
         assert_eq!(k.name(0xffffffff81001000), Some("do_one"));
         assert_eq!(k.name(0xffffffffc0001234), Some("mod_fn"));
         assert_eq!(k.name(0xffffffff80000000), None);
+    }
+
+    #[test]
+    fn without_the_iterator_names_come_from_kallsyms_or_say_why_not() {
+        let text = b"ffffffff81000000 T _stext\nffffffff81001000 t do_one\n".to_vec();
+        let named = from_kallsyms(&Ok(KernelSymbols::parse(text)), &[0xffffffff81001004, 1]);
+        assert_eq!(named[0], Ok("do_one".into()));
+        assert!(named[1].as_ref().unwrap_err().contains("not in kallsyms"));
+        let hidden = KernelSymbols::parse(b"0000000000000000 T _stext\n".to_vec());
+        let named = from_kallsyms(&Ok(hidden), &[0xffffffff81001004]);
+        assert!(named[0].as_ref().unwrap_err().contains("kptr_restrict"));
+        let unreadable = Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied));
+        let named = from_kallsyms(&unreadable, &[0xffffffff81001004]);
+        assert!(named[0].as_ref().unwrap_err().contains("unreadable"));
     }
 
     #[test]
