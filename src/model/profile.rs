@@ -238,7 +238,8 @@ pub struct Profile {
     pub samples: u64,
     /// Samples of the idle task left out (system-wide without --include-idle).
     pub idle_samples: u64,
-    /// Records the kernel dropped because a ring was full.
+    /// Records the kernel dropped because a ring was full (counted events:
+    /// events a full table had no room for).
     pub lost: u64,
     /// Times the kernel throttled sampling.
     pub throttled: u64,

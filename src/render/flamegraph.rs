@@ -85,7 +85,7 @@ fn draw(flame: &Flame, lines: &[String]) -> anyhow::Result<Vec<u8>> {
                 "{started}{:.1} s · {} {event}{}{kept} · width = {event}",
                 flame.wall_s,
                 flame.total_weight,
-                lost("stacks")
+                lost(event)
             ));
             opts.count_name = event.into();
             opts.colors = Palette::Basic(BasicPalette::Green);

@@ -179,7 +179,7 @@ pub fn footer(out: &mut impl Write, p: &Profile) -> anyhow::Result<()> {
     if p.unit == WeightUnit::Events {
         writeln!(
             out,
-            "{}: {} counted, {} stacks lost",
+            "{}: {} counted, {} lost",
             crate::render::capitalized(&p.event),
             p.total_weight(),
             p.lost
@@ -380,7 +380,7 @@ mod tests {
             "100.0%          64 touch",
             "Hottest stacks (outermost first, where they happened last; [k] = kernel)",
             "  100.0% (64 page-faults) toucher",
-            "Page-faults: 64 counted, 1 stacks lost",
+            "Page-faults: 64 counted, 1 lost",
             "Tier: BPF, tp_btf/page_fault_user",
             "Note: no code paths",
         ] {
