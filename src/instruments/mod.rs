@@ -9,6 +9,7 @@ pub mod blocked;
 pub mod doctor;
 pub mod elf;
 pub mod exec;
+pub mod faults;
 pub mod observe;
 pub mod offcpu;
 pub mod procs;
