@@ -64,6 +64,13 @@ fn cases() -> BTreeMap<&'static str, Case> {
             "offcpu --speedscope",
             Writer("offcpu --speedscope {P} -- sleep 0.3"),
         ),
+        ("faults --folded", Writer("faults --folded {P} -- true")),
+        ("faults --svg", Writer("faults --svg {P} -- true")),
+        ("faults --pprof", Writer("faults --pprof {P} -- true")),
+        (
+            "faults --speedscope",
+            Writer("faults --speedscope {P} -- true"),
+        ),
         (
             "profile --pprof",
             Writer("profile -F 999 --pprof {P} -- {BUSY}"),

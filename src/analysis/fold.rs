@@ -5,7 +5,8 @@
 //! counts add up to the number of samples. With cpu-clock the periods are
 //! nearly equal and this is the plain sample count; with cycles it corrects
 //! for the kernel adjusting the period (FlameGraph#165). An off-CPU profile
-//! (weights in nanoseconds blocked) counts microseconds instead.
+//! (weights in nanoseconds blocked) counts microseconds instead, and a
+//! profile of counted events (`WeightUnit::Events`) the events.
 
 use std::collections::HashMap;
 
@@ -14,16 +15,21 @@ use crate::model::profile::{
 };
 
 /// The count of each stack, in the order of `profile.stacks`: weighted
-/// samples, or for an off-CPU profile microseconds blocked. Never rounds a
-/// stack that was seen away to 0.
+/// samples, for an off-CPU profile microseconds blocked, for a profile of
+/// counted events the events. Never rounds a stack that was seen away to 0.
 pub fn weighted_counts(profile: &Profile) -> Vec<u64> {
-    if profile.unit == WeightUnit::Nanoseconds {
-        return profile
-            .stacks
-            .iter()
-            .map(|s| s.weight.saturating_add(500) / 1000)
-            .map(|us| us.max(1))
-            .collect();
+    match profile.unit {
+        WeightUnit::Nanoseconds => {
+            return profile
+                .stacks
+                .iter()
+                .map(|s| s.weight.saturating_add(500) / 1000)
+                .map(|us| us.max(1))
+                .collect();
+        }
+        // Counted, not sampled: the weight is the count.
+        WeightUnit::Events => return profile.stacks.iter().map(|s| s.weight).collect(),
+        WeightUnit::Samples => {}
     }
     let total = profile.total_weight();
     let samples: u64 = profile.stacks.iter().map(|s| s.samples).sum();
@@ -288,6 +294,23 @@ mod tests {
         p.unit = WeightUnit::Nanoseconds;
         assert_eq!(weighted_counts(&p), [3000, 1]);
         assert_eq!(fold(&p), ["c;main;lock 3000", "c;main;read_[k] 1"]);
+    }
+
+    /// Counted events fold as counted: a stack's count is its weight.
+    #[test]
+    fn event_counts_are_the_events() {
+        let mut p = profile(vec![
+            stack("c", &["main", "touch"], 512, 512, 2),
+            stack("c", &["main"], 3, 3, 1),
+        ]);
+        p.unit = WeightUnit::Events;
+        p.event = "page-faults".into();
+        assert_eq!(weighted_counts(&p), [512, 3]);
+        assert_eq!(fold(&p), ["c;main 3", "c;main;touch 512"]);
+        assert_eq!(summarize(&p, 10).samples, 515);
+        assert_eq!(p.unit.count_name(&p.event), "page-faults");
+        assert_eq!(WeightUnit::Samples.count_name("cycles"), "samples");
+        assert_eq!(WeightUnit::Nanoseconds.count_name("sched_switch"), "us");
     }
 
     #[test]

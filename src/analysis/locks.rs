@@ -205,7 +205,8 @@ pub fn attribute(p: &Profile, total: u64, call: Option<&str>) -> Vec<RuntimeLock
         Option<String>,
         String,
     );
-    let nanoseconds = p.unit == WeightUnit::Nanoseconds;
+    // Blocked time or counted events weigh by the weight; samples by the samples.
+    let by_weight = p.unit != WeightUnit::Samples;
     let mut by: HashMap<Key, (u64, u64, u64, Vec<String>)> = HashMap::new();
     for s in &p.stacks {
         let Some((pat, i)) = matching(&s.frames) else {
@@ -221,7 +222,7 @@ pub fn attribute(p: &Profile, total: u64, call: Option<&str>) -> Vec<RuntimeLock
             .entry((pat.runtime, pat.kind, pat.function, caller, call.into()))
             .or_default();
         e.0 += s.samples;
-        e.1 += if nanoseconds { s.weight } else { s.samples };
+        e.1 += if by_weight { s.weight } else { s.samples };
         if s.samples > e.2 {
             e.2 = s.samples;
             e.3 = s.frames.iter().map(|f| f.name.clone()).collect();

@@ -11,6 +11,7 @@ pub mod doctor;
 pub mod elf_check;
 pub mod exec_trace;
 pub mod execsnoop;
+pub mod faults;
 pub mod grade;
 pub mod iosnoop;
 pub mod lab;
@@ -39,6 +40,8 @@ pub enum Command {
     Profile(profile::Args),
     /// Where threads block and for how long: off-CPU stacks and flame graphs
     Offcpu(offcpu::Args),
+    /// Page faults of a process or command by code path: a profile and flame graphs
+    Faults(faults::Args),
     /// Trace block I/O requests with their latency, like iosnoop
     Iosnoop(iosnoop::Args),
     /// Trace a command's exec attempts and explain why they failed
@@ -77,6 +80,7 @@ pub fn validate(command: &Command) -> anyhow::Result<()> {
     match command {
         Command::Profile(args) => profile::validate(args),
         Command::Offcpu(args) => offcpu::validate(args),
+        Command::Faults(args) => faults::validate(args),
         Command::Iosnoop(args) => iosnoop::validate(args),
         Command::ExecTrace(args) => exec_trace::validate(args),
         Command::Diagnose(args) => diagnose::validate(args),
@@ -94,6 +98,7 @@ pub fn run(command: Command, app: fn() -> clap::Command) -> anyhow::Result<u8> {
         Command::Time(args) => time::run(args),
         Command::Profile(args) => profile::run(args),
         Command::Offcpu(args) => offcpu::run(args),
+        Command::Faults(args) => faults::run(args),
         Command::Iosnoop(args) => iosnoop::run(args),
         Command::ExecTrace(args) => exec_trace::run(args),
         Command::Execsnoop(args) => execsnoop::run(args),

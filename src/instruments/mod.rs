@@ -9,6 +9,7 @@ pub mod blocked;
 pub mod doctor;
 pub mod elf;
 pub mod exec;
+pub mod faults;
 pub mod observe;
 pub mod offcpu;
 pub mod procs;
@@ -69,6 +70,24 @@ pub trait Source {
     fn lost(&self) -> u64;
     /// What this tier could not see, for the user.
     fn notes(&self) -> Vec<String>;
+}
+
+/// A running trace whose result is a `Profile` (stacks weighted by what
+/// it counts: `WeightUnit::Events` for a counting instrument), whatever its
+/// tier. An instrument whose tiers all give a profile implements this and
+/// needs no trait of its own. Dropping it detaches everything it attached.
+pub trait ProfileSource {
+    /// The tier it runs on.
+    fn tier(&self) -> Tier;
+    /// Watch one more process: a `-- CMD` child, held before its exec,
+    /// named `comm` until its exec renames it.
+    fn watch(&mut self, tgid: u32, comm: &str) -> anyhow::Result<()>;
+    /// Wait up to `timeout`, taking what the tier sees meanwhile.
+    fn poll(&mut self, timeout: Duration) -> anyhow::Result<()>;
+    /// Stop, detach everything and put what was found into `profile`: its
+    /// stacks, unit, event, losses, `collection` (how) and `notes` (what
+    /// the tier could not see).
+    fn finish(self: Box<Self>, profile: &mut crate::model::profile::Profile) -> anyhow::Result<()>;
 }
 
 /// Open the tier asked for, from an instrument's `tiers` (best first).

@@ -1,7 +1,8 @@
 //! A profile: symbolized call stacks with how often, and how heavily, each
 //! was seen, plus what it cost to collect. A CPU profile weighs stacks by
 //! samples; an off-CPU profile (`kdiag offcpu`) by the time threads spent
-//! blocked in them.
+//! blocked in them; a counting instrument (`kdiag faults`) by how many of
+//! its event (page faults) happened on them.
 
 use serde::{Deserialize, Serialize};
 
@@ -44,6 +45,22 @@ pub enum WeightUnit {
     Samples,
     /// Off-CPU time: weights are nanoseconds blocked, shown as microseconds.
     Nanoseconds,
+    /// Weights are counts of the event named in `Profile::event`
+    /// (`page-faults`), shown as they are: a counting instrument needs no
+    /// unit of its own.
+    Events,
+}
+
+impl WeightUnit {
+    /// What the counts of a report or flame graph count, given the
+    /// profile's `event`: `samples`, `us` (blocked), or the event itself.
+    pub fn count_name(self, event: &str) -> &str {
+        match self {
+            WeightUnit::Samples => "samples",
+            WeightUnit::Nanoseconds => "us",
+            WeightUnit::Events => event,
+        }
+    }
 }
 
 /// The state a thread left the CPU in (off-CPU profiles), from the
@@ -189,12 +206,14 @@ pub struct Profile {
     pub started: String,
     /// The same, in ns since the Unix epoch.
     pub started_unix_ns: u64,
-    /// The event sampled: `cpu-clock` or `cycles`.
+    /// The event sampled (`cpu-clock` or `cycles`), or counted
+    /// (`WeightUnit::Events`: `page-faults`).
     pub event: String,
     /// Why this event and not a better one (e.g. no hardware PMU for cycles).
     pub event_note: Option<String>,
     pub freq_hz: u64,
-    /// What stack weights count: samples (CPU) or blocked nanoseconds (off-CPU).
+    /// What stack weights count: samples (CPU), blocked nanoseconds
+    /// (off-CPU) or events.
     pub unit: WeightUnit,
     /// How user stacks were walked: `fp`, `dwarf` or `auto`.
     pub call_graph: String,
@@ -219,7 +238,8 @@ pub struct Profile {
     pub samples: u64,
     /// Samples of the idle task left out (system-wide without --include-idle).
     pub idle_samples: u64,
-    /// Records the kernel dropped because a ring was full.
+    /// Records the kernel dropped because a ring was full (counted events:
+    /// events a full table had no room for).
     pub lost: u64,
     /// Times the kernel throttled sampling.
     pub throttled: u64,
@@ -227,6 +247,13 @@ pub struct Profile {
     pub unknown_frames: Vec<(String, u64)>,
     /// Set when the target went away before recording was asked to end.
     pub ended_early: Option<String>,
+    /// How the stacks were collected, when not by perf sampling (a counting
+    /// instrument's tier): the report's Tier line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collection: Option<String>,
+    /// What the collection could not see, for the user.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     pub cost: ProbeCost,
 }
 

@@ -3,10 +3,10 @@
 //! nanosecond weights, off-CPU time in microseconds, ...) describes what its
 //! numbers mean here and gets every format.
 
-use crate::model::profile::{Module, Profile, Stack};
+use crate::model::profile::{Module, Profile, Stack, WeightUnit};
 
 /// What a number measures, in pprof's terms: `samples`/`count`,
-/// `cpu`/`nanoseconds`, `off-cpu`/`microseconds`.
+/// `cpu`/`nanoseconds`, `off-cpu`/`microseconds`, `page-faults`/`count`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ValueType {
     pub kind: String,
@@ -65,6 +65,32 @@ impl<'a> StackSet<'a> {
             duration_ns: (p.cost.wall_secs * 1e9) as u64,
             stacks: &p.stacks,
             modules: &p.modules,
+        }
+    }
+
+    /// A profile of counted events (`WeightUnit::Events`): each stack's
+    /// count of `Profile::event` (`page-faults/count`), which is also its
+    /// weight; no period (events are counted, not sampled).
+    pub fn events(p: &'a Profile) -> Self {
+        let counted = ValueType::new(&p.event, "count");
+        StackSet {
+            title: format!("{} profile of {}", p.event, p.target),
+            count: counted.clone(),
+            weight: counted,
+            period: 0,
+            start_unix_ns: p.started_unix_ns,
+            duration_ns: (p.cost.wall_secs * 1e9) as u64,
+            stacks: &p.stacks,
+            modules: &p.modules,
+        }
+    }
+
+    /// The reading of `p` its unit calls for: `cpu`, `offcpu` or `events`.
+    pub fn of(p: &'a Profile) -> Self {
+        match p.unit {
+            WeightUnit::Samples => Self::cpu(p),
+            WeightUnit::Nanoseconds => Self::offcpu(p),
+            WeightUnit::Events => Self::events(p),
         }
     }
 

@@ -1,6 +1,8 @@
 //! SVG flame graphs, rendered in-process with inferno from folded stacks:
-//! CPU flame graphs (samples, warm colours) and off-CPU flame graphs
-//! (microseconds blocked, blue, as in Brendan Gregg's off-CPU graphs).
+//! CPU flame graphs (samples, warm colours), off-CPU flame graphs
+//! (microseconds blocked, blue, as in Brendan Gregg's off-CPU graphs) and
+//! flame graphs of counted events (the event, green, as in his memory
+//! flame graphs).
 
 use inferno::flamegraph::color::{BasicPalette, Palette};
 use inferno::flamegraph::{self, Options};
@@ -76,6 +78,18 @@ fn draw(flame: &Flame, lines: &[String]) -> anyhow::Result<Vec<u8>> {
             opts.count_name = "us".into();
             opts.colors = Palette::Basic(BasicPalette::Blue);
         }
+        WeightUnit::Events => {
+            let event = flame.unit.count_name(&flame.event);
+            opts.title = format!("{} of {}", crate::render::capitalized(event), flame.target);
+            opts.subtitle = Some(format!(
+                "{started}{:.1} s · {} {event}{}{kept} · width = {event}",
+                flame.wall_s,
+                flame.total_weight,
+                lost(event)
+            ));
+            opts.count_name = event.into();
+            opts.colors = Palette::Basic(BasicPalette::Green);
+        }
     }
     // Same input, same picture: tests and diffs stay stable.
     opts.deterministic = true;
@@ -86,6 +100,12 @@ fn draw(flame: &Flame, lines: &[String]) -> anyhow::Result<Vec<u8>> {
 
 /// Why a profile has no samples, and what to try.
 pub fn no_samples_reason(profile: &Profile) -> String {
+    if profile.unit == WeightUnit::Events {
+        return format!(
+            "no {} of {} were counted in {:.1} s, so no flame graph was written",
+            profile.event, profile.target, profile.cost.wall_secs
+        );
+    }
     let mut why = format!(
         "no samples of {} in {:.1} s, so no flame graph was written",
         profile.target, profile.cost.wall_secs
@@ -163,6 +183,44 @@ mod tests {
         assert!(
             !svg.contains("fill=\"rgb(2"),
             "warm colours in an off-CPU graph"
+        );
+    }
+
+    #[test]
+    fn event_graphs_count_the_event() {
+        let p = Profile {
+            target: "PID 7 (toucher)".into(),
+            unit: WeightUnit::Events,
+            event: "page-faults".into(),
+            samples: 3,
+            stacks: vec![Stack {
+                comm: "toucher".into(),
+                frames: vec![Frame::user("main"), Frame::user("touch")],
+                samples: 3,
+                weight: 3,
+                user_depth: 2,
+                state: None,
+                waker: None,
+                ongoing: false,
+            }],
+            ..Default::default()
+        };
+        let lines = crate::analysis::fold::fold(&p);
+        assert_eq!(lines, ["toucher;main;touch 3"]);
+        let svg = String::from_utf8(svg(&p, &lines).unwrap()).unwrap();
+        assert!(svg.contains("Page-faults of PID 7 (toucher)"), "{svg}");
+        assert!(svg.contains("3 page-faults"), "{svg}");
+        assert!(
+            svg.contains("<title>touch (3 page-faults, 100.00%)</title>"),
+            "{svg}"
+        );
+        let none = Profile {
+            stacks: vec![],
+            ..p
+        };
+        assert_eq!(
+            no_samples_reason(&none),
+            "no page-faults of PID 7 (toucher) were counted in 0.0 s, so no flame graph was written"
         );
     }
 

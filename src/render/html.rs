@@ -330,14 +330,16 @@ fn heat_map(page: &mut String, why: Option<&Why>) -> anyhow::Result<()> {
 }
 
 fn flame_graph(page: &mut String, id: &str, title: &str, flame: &Flame) {
+    use crate::model::profile::WeightUnit;
+    let width = match flame.unit {
+        WeightUnit::Samples => "CPU samples".to_string(),
+        WeightUnit::Nanoseconds => "time blocked".to_string(),
+        WeightUnit::Events => format!("{} counted", esc(&flame.event)),
+    };
     let _ = writeln!(
         page,
         "<h2>{title}</h2>\n<p class=\"meta\">Click a frame to zoom, \"Search\" to highlight \
-         functions; width is {}.</p>",
-        match flame.unit {
-            crate::model::profile::WeightUnit::Samples => "CPU samples",
-            crate::model::profile::WeightUnit::Nanoseconds => "time blocked",
-        }
+         functions; width is {width}.</p>"
     );
     match crate::render::flamegraph::svg_of(flame) {
         Ok(svg) => {

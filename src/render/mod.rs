@@ -39,3 +39,12 @@ pub fn json<T: serde::Serialize>(out: &mut impl Write, value: &T) -> anyhow::Res
     buf.flush()?;
     Ok(())
 }
+
+/// A word as a title or sentence starts with it: `page-faults` is
+/// `Page-faults`.
+pub fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}

@@ -3,7 +3,8 @@
 //! read it, written with kdiag's protobuf encoder (render::protobuf).
 //!
 //! A stack set's sample carries two values, the stack's sample count and
-//! weight (`samples/count` and e.g. `cpu/nanoseconds`), and a `comm` label;
+//! weight (`samples/count` and e.g. `cpu/nanoseconds`), or one when they
+//! are the same (counted events: `page-faults/count`), and a `comm` label;
 //! a wall-clock profile's carries `cpu`, `off_cpu` and `wall` nanoseconds
 //! and labels saying the thread and the kind of time. Frames
 //! become one function and one location each, kernel frames in a
@@ -71,9 +72,15 @@ struct Doc<'a> {
 
 /// A stack set: its sample count and weight, a `comm` label.
 fn set_doc<'a>(set: &'a StackSet<'_>) -> Doc<'a> {
+    // Counted events: the count is the weight, so one value, not two of
+    // the same name.
+    let one = set.count == set.weight;
     Doc {
         title: set.title.clone(),
-        sample_types: vec![set.count.clone(), set.weight.clone()],
+        sample_types: match one {
+            true => vec![set.weight.clone()],
+            false => vec![set.count.clone(), set.weight.clone()],
+        },
         default_type: set.weight.kind.clone(),
         period_type: set.weight.clone(),
         period: set.period,
@@ -84,7 +91,10 @@ fn set_doc<'a>(set: &'a StackSet<'_>) -> Doc<'a> {
             .iter()
             .map(|s| Sample {
                 frames: std::borrow::Cow::Borrowed(&s.frames),
-                values: vec![s.samples, s.weight],
+                values: match one {
+                    true => vec![s.weight],
+                    false => vec![s.samples, s.weight],
+                },
                 labels: vec![("comm", s.comm.clone())],
             })
             .collect(),
@@ -260,14 +270,37 @@ pub fn wall_gzipped(wall: &Wall) -> anyhow::Result<Vec<u8>> {
 /// The gzip'd profile of a diagnose record's flame graph (its drill-down
 /// profile as folded stacks, the heaviest kept): a CPU profile's lines
 /// count weighted samples, each `period` CPU nanoseconds; an off-CPU
-/// profile's count microseconds blocked (how many blocks is not kept).
+/// profile's count microseconds blocked (how many blocks is not kept); a
+/// profile of counted events' count the events.
 pub fn flame_gzipped(f: &Flame) -> anyhow::Result<Vec<u8>> {
-    let cpu = f.unit == WeightUnit::Samples;
-    let period = match (cpu, f.freq_hz) {
-        (false, _) => 1000,
-        (true, 0) => f.total_weight / f.samples.max(1),
-        (true, hz) => 1_000_000_000 / hz,
+    let (title, count, weight, period, per_line) = match f.unit {
+        WeightUnit::Samples => (
+            "CPU profile".to_string(),
+            ValueType::new("samples", "count"),
+            ValueType::new("cpu", "nanoseconds"),
+            match f.freq_hz {
+                0 => f.total_weight / f.samples.max(1),
+                hz => 1_000_000_000 / hz,
+            },
+            None,
+        ),
+        WeightUnit::Nanoseconds => (
+            "Off-CPU profile".to_string(),
+            ValueType::new("off-cpu", "microseconds"),
+            ValueType::new("off-cpu", "nanoseconds"),
+            0,
+            Some(1000),
+        ),
+        WeightUnit::Events => (
+            format!("{} profile", f.event),
+            ValueType::new(&f.event, "count"),
+            ValueType::new(&f.event, "count"),
+            0,
+            Some(1),
+        ),
     };
+    // What one counted unit of a line weighs.
+    let each = per_line.unwrap_or(period);
     let stacks: Vec<Stack> = f
         .lines
         .iter()
@@ -279,7 +312,7 @@ pub fn flame_gzipped(f: &Flame) -> anyhow::Result<Vec<u8>> {
                 comm: names.next()?.to_string(),
                 frames: names.map(crate::analysis::fold::frame_of).collect(),
                 samples: n,
-                weight: n * period,
+                weight: n * each,
                 user_depth: 0,
                 state: None,
                 waker: None,
@@ -287,24 +320,11 @@ pub fn flame_gzipped(f: &Flame) -> anyhow::Result<Vec<u8>> {
             })
         })
         .collect();
-    let (title, count, weight) = if cpu {
-        (
-            "CPU profile",
-            ValueType::new("samples", "count"),
-            ValueType::new("cpu", "nanoseconds"),
-        )
-    } else {
-        (
-            "Off-CPU profile",
-            ValueType::new("off-cpu", "microseconds"),
-            ValueType::new("off-cpu", "nanoseconds"),
-        )
-    };
     gzipped(&StackSet {
         title: format!("{title} of {}", f.target),
         count,
         weight,
-        period: if cpu { period } else { 0 },
+        period,
         start_unix_ns: 0,
         duration_ns: (f.wall_s * 1e9) as u64,
         stacks: &stacks,
@@ -316,4 +336,57 @@ fn gzip(raw: &[u8]) -> anyhow::Result<Vec<u8>> {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     gz.write_all(raw)?;
     Ok(gz.finish()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::profile::Profile;
+
+    fn faults() -> Profile {
+        Profile {
+            target: "PID 7 (toucher)".into(),
+            unit: WeightUnit::Events,
+            event: "page-faults".into(),
+            stacks: vec![Stack {
+                comm: "toucher".into(),
+                frames: vec![Frame::user("main"), Frame::user("touch")],
+                samples: 3,
+                weight: 3,
+                user_depth: 2,
+                state: None,
+                waker: None,
+                ongoing: false,
+            }],
+            ..Default::default()
+        }
+    }
+
+    /// Counted events are one value per sample, named for the event.
+    #[test]
+    fn events_are_one_value_named_for_the_event() {
+        let p = faults();
+        let set = StackSet::of(&p);
+        let doc = set_doc(&set);
+        assert_eq!(doc.sample_types, [ValueType::new("page-faults", "count")]);
+        assert_eq!(doc.default_type, "page-faults");
+        assert_eq!(doc.samples[0].values, [3]);
+        assert_eq!(set.title, "page-faults profile of PID 7 (toucher)");
+    }
+
+    /// A diagnose record's flame graph of counted events keeps the counts.
+    #[test]
+    fn event_flames_keep_their_counts() {
+        let p = faults();
+        let lines = crate::analysis::fold::fold(&p);
+        let flame = Flame::of(&p, lines, 0);
+        let gz = flame_gzipped(&flame).unwrap();
+        let mut raw = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut raw).unwrap();
+        let text = String::from_utf8_lossy(&raw);
+        assert!(
+            text.contains("page-faults") && text.contains("count"),
+            "{text}"
+        );
+    }
 }

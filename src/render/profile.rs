@@ -1,13 +1,15 @@
 //! The `kdiag profile` report: top functions by self and total, the hottest
 //! stacks, notes on stacks that cannot be trusted, and a footer with what was
-//! lost and what profiling cost.
+//! lost and what profiling cost. A profile of counted events (`kdiag
+//! faults`: `WeightUnit::Events`) gets the same report, worded with its
+//! event.
 
 use std::io::Write;
 
 use serde::Serialize;
 
-use crate::model::profile::Profile;
 use crate::model::profile::{FunctionShare, Summary};
+use crate::model::profile::{Profile, WeightUnit};
 use crate::render::table::{Align, Table};
 
 /// How many hottest stacks the text report prints.
@@ -32,17 +34,48 @@ fn label(f: &FunctionShare) -> String {
     }
 }
 
+/// How the report words what its counts count.
+struct Words<'a> {
+    /// `samples`, or the event (`page-faults`).
+    counts: &'a str,
+    /// Where a stack's innermost frame is: `where the CPU was`.
+    leaf: &'a str,
+    /// What the self share measures: `self time`, `self page-faults`.
+    own: String,
+    total: String,
+}
+
+impl Words<'_> {
+    fn of(p: &Profile) -> Words<'_> {
+        match p.unit {
+            WeightUnit::Events => Words {
+                counts: &p.event,
+                leaf: "where they happened",
+                own: format!("self {}", p.event),
+                total: format!("total {}", p.event),
+            },
+            WeightUnit::Samples | WeightUnit::Nanoseconds => Words {
+                counts: "samples",
+                leaf: "where the CPU was",
+                own: "self time".into(),
+                total: "total time".into(),
+            },
+        }
+    }
+}
+
 fn shares(
     out: &mut impl Write,
     title: &str,
     col: &str,
+    counts: &str,
     rows: &[FunctionShare],
 ) -> anyhow::Result<()> {
     writeln!(out, "{title}")?;
     let mut t = Table::new([
-        (col, Align::Right),
-        ("SAMPLES", Align::Right),
-        ("FUNCTION", Align::Left),
+        (col.to_string(), Align::Right),
+        (counts.to_uppercase(), Align::Right),
+        ("FUNCTION".to_string(), Align::Left),
     ]);
     for f in rows {
         t.push(vec![
@@ -58,11 +91,25 @@ fn shares(
 
 /// The text report.
 pub fn text(out: &mut impl Write, p: &Profile, s: &Summary) -> anyhow::Result<()> {
-    writeln!(
-        out,
-        "Profile of {}, {:.2} s at {} Hz ({}), started {}: {} samples, {:.1}% in the kernel",
-        p.target, p.cost.wall_secs, p.freq_hz, p.event, p.started, s.samples, s.kernel_percent
-    )?;
+    let w = Words::of(p);
+    match p.unit {
+        WeightUnit::Events => writeln!(
+            out,
+            "{} of {}, {:.2} s, started {}: {} {}, {:.1}% in the kernel",
+            crate::render::capitalized(&p.event),
+            p.target,
+            p.cost.wall_secs,
+            p.started,
+            s.samples,
+            p.event,
+            s.kernel_percent
+        )?,
+        WeightUnit::Samples | WeightUnit::Nanoseconds => writeln!(
+            out,
+            "Profile of {}, {:.2} s at {} Hz ({}), started {}: {} samples, {:.1}% in the kernel",
+            p.target, p.cost.wall_secs, p.freq_hz, p.event, p.started, s.samples, s.kernel_percent
+        )?,
+    }
     if let Some(why) = &p.ended_early {
         writeln!(
             out,
@@ -72,38 +119,45 @@ pub fn text(out: &mut impl Write, p: &Profile, s: &Summary) -> anyhow::Result<()
     writeln!(out)?;
     shares(
         out,
-        "Top functions by self time (where the CPU was)",
+        &format!("Top functions by {} ({})", w.own, w.leaf),
         "SELF",
+        w.counts,
         &s.top_self,
     )?;
     shares(
         out,
-        "Top functions by total time (on the stack)",
+        &format!("Top functions by {} (on the stack)", w.total),
         "TOTAL",
+        w.counts,
         &s.top_total,
     )?;
     writeln!(
         out,
-        "Hottest stacks (outermost first, where the CPU was last; [k] = kernel)"
+        "Hottest stacks (outermost first, {} last; [k] = kernel)",
+        w.leaf
     )?;
     for h in s.hottest.iter().take(HOT_STACKS) {
         writeln!(
             out,
-            "  {:.1}% ({} samples) {}",
-            h.percent, h.samples, h.comm
+            "  {:.1}% ({} {}) {}",
+            h.percent, h.samples, w.counts, h.comm
         )?;
         for f in &h.frames {
             writeln!(out, "      {}", f.replace("_[k]", " [k]"))?;
         }
     }
     writeln!(out)?;
+    // Only a CPU profile can walk stacks another way.
+    let instead = match p.unit {
+        WeightUnit::Samples => "Profile with `--call-graph auto` (or dwarf), or rebuild it",
+        _ => "Rebuild it",
+    };
     for t in &s.truncated {
         writeln!(
             out,
             "Note: {:.0}% of {}'s user stacks are only 1-2 frames deep: the binary was likely \
-             built without frame pointers, so callers are missing. Profile with \
-             `--call-graph auto` (or dwarf), or rebuild it with `-C force-frame-pointers=yes` \
-             (Rust) or `-fno-omit-frame-pointer` (C/C++).",
+             built without frame pointers, so callers are missing. {instead} with \
+             `-C force-frame-pointers=yes` (Rust) or `-fno-omit-frame-pointer` (C/C++).",
             t.percent, t.comm
         )?;
     }
@@ -119,30 +173,47 @@ pub fn text(out: &mut impl Write, p: &Profile, s: &Summary) -> anyhow::Result<()
     footer(out, p)
 }
 
-/// Samples, losses, the tier, and the probe effect.
+/// Samples (or events), losses, the tier, what it could not see, and the
+/// probe effect.
 pub fn footer(out: &mut impl Write, p: &Profile) -> anyhow::Result<()> {
-    let mut samples = format!(
-        "Samples: {} kept, {} records lost, {} throttles",
-        p.samples, p.lost, p.throttled
-    );
-    if p.idle_samples > 0 {
-        samples += &format!(
-            "; {} idle samples left out (--include-idle shows them)",
-            p.idle_samples
+    if p.unit == WeightUnit::Events {
+        writeln!(
+            out,
+            "{}: {} counted, {} lost",
+            crate::render::capitalized(&p.event),
+            p.total_weight(),
+            p.lost
+        )?;
+    } else {
+        let mut samples = format!(
+            "Samples: {} kept, {} records lost, {} throttles",
+            p.samples, p.lost, p.throttled
         );
+        if p.idle_samples > 0 {
+            samples += &format!(
+                "; {} idle samples left out (--include-idle shows them)",
+                p.idle_samples
+            );
+        }
+        writeln!(out, "{samples}")?;
     }
-    writeln!(out, "{samples}")?;
-    writeln!(
-        out,
-        "Tier: perf_event_open, {} at {} Hz with {}{}",
-        p.event,
-        p.freq_hz,
-        call_graph(p),
-        p.event_note
-            .as_deref()
-            .map(|n| format!(" ({n})"))
-            .unwrap_or_default()
-    )?;
+    match &p.collection {
+        Some(how) => writeln!(out, "Tier: {how}")?,
+        None => writeln!(
+            out,
+            "Tier: perf_event_open, {} at {} Hz with {}{}",
+            p.event,
+            p.freq_hz,
+            call_graph(p),
+            p.event_note
+                .as_deref()
+                .map(|n| format!(" ({n})"))
+                .unwrap_or_default()
+        )?,
+    }
+    for note in &p.notes {
+        writeln!(out, "Note: {note}")?;
+    }
     if let Some(u) = &p.unwind {
         let mut line = format!(
             "Unwinding: {} samples unwound from DWARF CFI ({:.1} user frames on average, {:.1} ms)",
@@ -265,6 +336,65 @@ mod tests {
         let v: serde_json::Value = serde_json::from_slice(&js).unwrap();
         assert_eq!(v["summary"]["top_self"][0]["name"], "hot");
         assert_eq!(v["profile"]["lost"], 3);
+    }
+
+    /// A profile of counted events is worded with its event, and says how
+    /// it was collected and what that could not see.
+    #[test]
+    fn events_are_worded_with_the_event() {
+        let p = Profile {
+            target: "PID 7 (toucher)".into(),
+            started: "2026-11-22T07:00:00Z".into(),
+            event: "page-faults".into(),
+            unit: WeightUnit::Events,
+            samples: 64,
+            lost: 1,
+            stacks: vec![Stack {
+                comm: "toucher".into(),
+                frames: vec![Frame::user("main"), Frame::user("touch")],
+                samples: 64,
+                weight: 64,
+                user_depth: 2,
+                state: None,
+                waker: None,
+                ongoing: false,
+            }],
+            collection: Some("BPF, tp_btf/page_fault_user".into()),
+            notes: vec!["no code paths".into()],
+            cost: ProbeCost {
+                wall_secs: 1.0,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let s = summarize(&p, 5);
+        let mut out = Vec::new();
+        text(&mut out, &p, &s).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        for want in [
+            "Page-faults of PID 7 (toucher), 1.00 s, started 2026-11-22T07:00:00Z: 64 page-faults, \
+             0.0% in the kernel",
+            "Top functions by self page-faults (where they happened)",
+            "Top functions by total page-faults (on the stack)",
+            "  SELF PAGE-FAULTS FUNCTION",
+            "100.0%          64 touch",
+            "Hottest stacks (outermost first, where they happened last; [k] = kernel)",
+            "  100.0% (64 page-faults) toucher",
+            "Page-faults: 64 counted, 1 lost",
+            "Tier: BPF, tp_btf/page_fault_user",
+            "Note: no code paths",
+        ] {
+            assert!(out.contains(want), "missing {want:?} in\n{out}");
+        }
+        for unwanted in ["Hz", "Samples:", "perf_event_open", "where the CPU was"] {
+            assert!(!out.contains(unwanted), "{unwanted:?} in\n{out}");
+        }
+        let mut js = Vec::new();
+        json(&mut js, &p, &s).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&js).unwrap();
+        assert_eq!(v["profile"]["unit"], "events");
+        assert_eq!(v["profile"]["event"], "page-faults");
+        assert_eq!(v["profile"]["notes"][0], "no code paths");
     }
 
     #[test]

@@ -9,23 +9,22 @@
 //! link fds, map fds): dropping `OffcpuBpf`, or the process dying by any
 //! signal, closes them and the kernel detaches and frees everything.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::Duration;
 
 use anyhow::Context;
 use aya::Btf;
-use aya::maps::{Array, HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf, StackTraceMap};
+use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf, StackTraceMap};
 use aya::programs::{BtfTracePoint, RawTracePoint};
 
 use super::source::{Found, OffcpuSource, Options};
 use super::trim::{trim_machinery, trim_waker};
 use crate::instruments::Tier;
-use crate::instruments::profile::symbolize::{
-    CountedStack, Half, RecordOptions, Recorder, WakerStack,
-};
+use crate::instruments::profile::sideband::{Sideband, half};
+use crate::instruments::profile::symbolize::{CountedStack, RecordOptions, WakerStack};
 use crate::model::offcpu::{BlockCounts, Collection};
 use crate::model::profile::{OffState, Profile, WeightUnit};
-use crate::sys::perf::{EventSpec, Record, Session, Target};
+use crate::sys::bpf::Captured;
 
 /// `struct block_start` of offcpu.bpf.c.
 #[repr(C)]
@@ -109,10 +108,6 @@ const STATE_CLASSES: [OffState; 6] = [
     OffState::Other,
 ];
 
-/// `NO_USER_STACK` of offcpu.bpf.c: a kernel thread's user stack id.
-const NO_USER_STACK: i32 = -1;
-const EFAULT: i32 = 14;
-
 /// Indexes of the `counters` map (`enum counter`).
 const C_KSTACK_LOST: u32 = 0;
 const C_USTACK_LOST: u32 = 1;
@@ -123,19 +118,6 @@ const C_SHORT: u32 = 5;
 const C_BLOCKS: u32 = 6;
 const C_WAKES: u32 = 7;
 const C_ENDS_LOST: u32 = 8;
-
-/// One half of a recorded stack.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Captured {
-    /// Addresses, innermost first.
-    Ips(Vec<u64>),
-    /// A kernel thread's user half: there is none.
-    Absent,
-    /// Not stored: the stack map was full, or its bucket taken (hash collision).
-    Lost,
-    /// The user stack could not be read.
-    Unreadable,
-}
 
 /// Time blocked on one (thread, stacks, state).
 #[derive(Debug, Clone)]
@@ -222,7 +204,7 @@ impl OffcpuBpf {
             .sum();
         let wakers_on = options.wakers as u8;
         let times_on = options.per_thread as u8;
-        let words = watch_words()?;
+        let words = crate::sys::bpf::watch_words()?;
         let mut ebpf = crate::sys::bpf::load_with(
             crate::sys::bpf::objects::OFFCPU,
             "off-CPU tracing with BPF",
@@ -245,22 +227,7 @@ impl OffcpuBpf {
                 ),
             ],
         )?;
-        let mut watched: Array<_, u64> =
-            Array::try_from(ebpf.map_mut("watched").context("no watched map")?)?;
-        let mut bits = vec![0u64; words as usize];
-        for &tgid in &options.tgids {
-            let word = (tgid / 64) as usize;
-            anyhow::ensure!(
-                word < bits.len(),
-                "PID {tgid} is above kernel.pid_max: cannot watch it"
-            );
-            bits[word] |= 1 << (tgid % 64);
-        }
-        for (i, w) in bits.iter().enumerate().filter(|(_, w)| **w != 0) {
-            watched
-                .set(i as u32, w, 0)
-                .context("filling the watch bitmap")?;
-        }
+        crate::sys::bpf::watch_all(&mut ebpf, &options.tgids)?;
 
         let ends = match options.per_thread {
             true => Some(RingBuf::try_from(
@@ -341,14 +308,7 @@ impl OffcpuBpf {
 
     /// Watch one more process (a `-- CMD` child before it is released).
     pub fn watch(&mut self, tgid: u32) -> anyhow::Result<()> {
-        let mut watched: Array<_, u64> =
-            Array::try_from(self.ebpf.map_mut("watched").context("no watched map")?)?;
-        let word = tgid / 64;
-        let old = watched.get(&word, 0).context("PID above kernel.pid_max")?;
-        watched
-            .set(word, old | 1 << (tgid % 64), 0)
-            .context("updating the watch bitmap")?;
-        Ok(())
+        crate::sys::bpf::watch(&mut self.ebpf, tgid)
     }
 
     /// Detach every program (the maps stay readable) and return the
@@ -451,7 +411,7 @@ impl OffcpuBpf {
         let mut resolve = |id: i32, user: bool| -> Captured {
             cache
                 .entry(id)
-                .or_insert_with(|| read_stack(&stacks, id, user))
+                .or_insert_with(|| crate::sys::bpf::read_stack(&stacks, id, user))
                 .clone()
         };
         let blocks = totals
@@ -526,47 +486,16 @@ const READ_EVERY_NS: u64 = 100_000_000;
 /// 100 ms apart. Its size must be a power of two pages.
 const ENDS_BYTES: u32 = 4 << 20;
 
-fn read_stack(map: &StackTraceMap<&MapData>, id: i32, user: bool) -> Captured {
-    match id {
-        NO_USER_STACK if user => Captured::Absent,
-        id if id == -EFAULT && user => Captured::Unreadable,
-        id if id < 0 => Captured::Lost,
-        id => match map.get(&(id as u32), 0) {
-            Ok(trace) => Captured::Ips(trace.frames().iter().map(|f| f.ip).collect()),
-            Err(_) => Captured::Lost,
-        },
-    }
-}
-
 /// A kernel `comm`: up to its first NUL.
 fn comm_string(comm: &[u8]) -> String {
     let end = comm.iter().position(|&c| c == 0).unwrap_or(comm.len());
     String::from_utf8_lossy(&comm[..end]).into_owned()
 }
 
-/// Words of the watch bitmap: one bit per possible PID.
-fn watch_words() -> anyhow::Result<u32> {
-    let text = std::fs::read_to_string("/proc/sys/kernel/pid_max")
-        .context("reading /proc/sys/kernel/pid_max")?;
-    let pid_max: u32 = text
-        .trim()
-        .parse()
-        .context("parsing /proc/sys/kernel/pid_max")?;
-    Ok(pid_max.div_ceil(64).max(1))
-}
-
-/// Data pages per CPU for the sideband ring: task records are small and
-/// rare (a process start is a few dozen).
-const SIDEBAND_PAGES: usize = 64;
-
 /// The BPF tier at work: the programs, the sideband and what it learnt.
 pub struct Tracer {
     bpf: OffcpuBpf,
-    sideband: Session,
-    recorder: Recorder,
-    /// Processes whose task records matter (None: every process).
-    watched: Option<HashSet<u32>>,
-    follow: bool,
+    sideband: Sideband,
     min_block_ns: u64,
     /// Per thread: when the ring of block ends was last drained, and the
     /// ends taken from it, by block.
@@ -579,27 +508,17 @@ impl Tracer {
     /// exist now have their mappings and thread names read at once.
     pub fn start(options: &Options) -> anyhow::Result<Tracer> {
         let bpf = OffcpuBpf::start(options)?;
-        let sideband = Session::open(&[EventSpec::sideband()], Target::AllCpus, SIDEBAND_PAGES)
-            .context("opening the sideband of process mappings")?;
-        sideband.enable()?;
-        let mut recorder = Recorder::new(RecordOptions {
-            per_thread: options.per_thread,
-            ..Default::default()
-        });
-        for &tgid in &options.tgids {
-            recorder.capture(tgid);
-            for tid in crate::sys::procfs::tids(tgid as i32) {
-                if let Ok(c) = std::fs::read_to_string(format!("/proc/{tgid}/task/{tid}/comm")) {
-                    recorder.name(tid as u32, c.trim_end());
-                }
-            }
-        }
+        let sideband = Sideband::open(
+            &options.tgids,
+            options.follow,
+            RecordOptions {
+                per_thread: options.per_thread,
+                ..Default::default()
+            },
+        )?;
         Ok(Tracer {
             bpf,
             sideband,
-            recorder,
-            watched: (!options.tgids.is_empty()).then(|| options.tgids.iter().copied().collect()),
-            follow: options.follow,
             min_block_ns: options.min_block_ns,
             last_read_ns: crate::sys::monotonic_ns(),
             times: HashMap::new(),
@@ -621,17 +540,13 @@ impl Tracer {
     /// named `comm` until its exec renames it.
     pub fn watch(&mut self, tgid: u32, comm: &str) -> anyhow::Result<()> {
         self.bpf.watch(tgid)?;
-        self.recorder.name(tgid, comm);
-        if let Some(w) = &mut self.watched {
-            w.insert(tgid);
-        }
+        self.sideband.watch(tgid, comm);
         Ok(())
     }
 
     /// Wait up to `timeout` for sideband records, and take them.
     pub fn poll(&mut self, timeout: Duration) -> anyhow::Result<()> {
         self.sideband.poll(timeout)?;
-        self.drain();
         let now = crate::sys::monotonic_ns();
         if now - self.last_read_ns >= READ_EVERY_NS {
             self.read_times(now);
@@ -639,35 +554,12 @@ impl Tracer {
         Ok(())
     }
 
-    fn drain(&mut self) {
-        let (watched, follow, recorder) = (&mut self.watched, self.follow, &mut self.recorder);
-        self.sideband.drain(|rec| {
-            let pid = match rec {
-                Record::Fork { pid, ppid, .. } => {
-                    if let Some(w) = watched.as_mut()
-                        && follow
-                        && w.contains(&ppid)
-                    {
-                        w.insert(pid);
-                    }
-                    pid
-                }
-                Record::Comm { pid, .. } | Record::Mmap2 { pid, .. } => pid,
-                _ => return,
-            };
-            if watched.as_ref().is_none_or(|w| w.contains(&pid)) {
-                recorder.record(&rec);
-            }
-        });
-    }
-
     /// Stop recording, read the kernel's tables once and symbolize: the
     /// profile's stacks (weights in ns blocked), and the counters. Every
     /// program is detached before the tables are read.
     pub fn finish(mut self, profile: &mut Profile) -> anyhow::Result<BlockCounts> {
         let end_ns = self.bpf.stop()?;
-        self.sideband.disable()?;
-        self.drain();
+        self.sideband.stop()?;
         let mut counts = self.bpf.counts()?;
         self.read_times(end_ns);
         let (blocks, in_progress) = self
@@ -675,7 +567,7 @@ impl Tracer {
             .collect(end_ns, self.min_block_ns, &mut self.times)?;
         counts.in_progress = in_progress;
         for b in &blocks {
-            self.recorder.add_stack(CountedStack {
+            self.sideband.recorder().add_stack(CountedStack {
                 pid: b.tgid,
                 tid: b.tid,
                 state: Some(b.state),
@@ -696,7 +588,7 @@ impl Tracer {
         }
         profile.unit = WeightUnit::Nanoseconds;
         profile.lost = counts.stacks_lost();
-        self.recorder.finish(profile);
+        self.sideband.into_recorder().finish(profile);
         for s in &mut profile.stacks {
             trim_machinery(&mut s.frames);
         }
@@ -706,15 +598,6 @@ impl Tracer {
             }
         }
         Ok(counts)
-    }
-}
-
-fn half<'a>(c: &'a Captured, lost: &'static str) -> Half<'a> {
-    match c {
-        Captured::Ips(ips) => Half::Ips(ips),
-        Captured::Absent => Half::Ips(&[]),
-        Captured::Lost => Half::Lost(lost),
-        Captured::Unreadable => Half::Lost("[user stack unreadable]"),
     }
 }
 

@@ -8,6 +8,7 @@ pub mod jitdump;
 pub mod modules;
 mod names;
 pub mod perf_map;
+pub mod sideband;
 pub mod symbolize;
 pub mod unwind;
 

@@ -65,6 +65,89 @@ pub fn kernel_btf() -> anyhow::Result<&'static aya::Btf> {
         .map_err(|e| anyhow::anyhow!("{e}"))
 }
 
+/// One half of a stack a program recorded with `bpf_get_stackid`, as read
+/// back from its stack map.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Captured {
+    /// Addresses, innermost first.
+    Ips(Vec<u64>),
+    /// A kernel thread's user half: there is none.
+    Absent,
+    /// Not stored: the stack map was full, or its bucket taken (hash collision).
+    Lost,
+    /// The user stack could not be read.
+    Unreadable,
+}
+
+/// The user stack id a program records for a kernel thread, which has no
+/// user stack (not an errno): `NO_USER_STACK` of the C sources.
+pub const NO_USER_STACK: i32 = -1;
+const EFAULT: i32 = 14;
+
+/// The half a program recorded as `id` (a stack id, `NO_USER_STACK`, or
+/// `bpf_get_stackid`'s negative errno), read from its stack map.
+pub fn read_stack(
+    map: &aya::maps::StackTraceMap<&aya::maps::MapData>,
+    id: i32,
+    user: bool,
+) -> Captured {
+    match id {
+        NO_USER_STACK if user => Captured::Absent,
+        id if id == -EFAULT && user => Captured::Unreadable,
+        id if id < 0 => Captured::Lost,
+        id => match map.get(&(id as u32), 0) {
+            Ok(trace) => Captured::Ips(trace.frames().iter().map(|f| f.ip).collect()),
+            Err(_) => Captured::Lost,
+        },
+    }
+}
+
+/// Words of a watch bitmap (an array map of u64s, one bit per tgid, named
+/// `watched` in the C sources): one bit per possible PID, for `sizes`.
+pub fn watch_words() -> anyhow::Result<u32> {
+    let text = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .context("reading /proc/sys/kernel/pid_max")?;
+    let pid_max: u32 = text
+        .trim()
+        .parse()
+        .context("parsing /proc/sys/kernel/pid_max")?;
+    Ok(pid_max.div_ceil(64).max(1))
+}
+
+/// Set the bits of `tgids` in the loaded object's `watched` bitmap.
+pub fn watch_all(ebpf: &mut Loaded, tgids: &[u32]) -> anyhow::Result<()> {
+    let mut watched: aya::maps::Array<_, u64> =
+        aya::maps::Array::try_from(ebpf.map_mut("watched").context("no watched map")?)?;
+    let mut bits = vec![0u64; watched.len() as usize];
+    for &tgid in tgids {
+        let word = (tgid / 64) as usize;
+        anyhow::ensure!(
+            word < bits.len(),
+            "PID {tgid} is above kernel.pid_max: cannot watch it"
+        );
+        bits[word] |= 1 << (tgid % 64);
+    }
+    for (i, w) in bits.iter().enumerate().filter(|(_, w)| **w != 0) {
+        watched
+            .set(i as u32, w, 0)
+            .context("filling the watch bitmap")?;
+    }
+    Ok(())
+}
+
+/// Set one more tgid's bit in the loaded object's `watched` bitmap (a
+/// `-- CMD` child before it is released).
+pub fn watch(ebpf: &mut Loaded, tgid: u32) -> anyhow::Result<()> {
+    let mut watched: aya::maps::Array<_, u64> =
+        aya::maps::Array::try_from(ebpf.map_mut("watched").context("no watched map")?)?;
+    let word = tgid / 64;
+    let old = watched.get(&word, 0).context("PID above kernel.pid_max")?;
+    watched
+        .set(word, old | 1 << (tgid % 64), 0)
+        .context("updating the watch bitmap")?;
+    Ok(())
+}
+
 /// The one loader of this process. aya 0.14's `EbpfLoader::new()` parses
 /// the kernel's BTF itself, whatever `btf()` is given afterwards
 /// (aya-rs/aya#1172), so a loader per load cost a parse per load. A loader

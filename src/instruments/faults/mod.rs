@@ -1,0 +1,41 @@
+//! `kdiag faults`' collectors: page faults of processes, by code path. Both
+//! tiers give an ordinary profile weighted by fault counts
+//! (`WeightUnit::Events`, event `page-faults`), so every profile renderer
+//! draws it.
+//!
+//! - `bpf`: faults.bpf.c on x86's page_fault_user tracepoint, counting
+//!   faults in the kernel by (thread, user stack).
+//! - `proc`: each thread's minflt + majflt from /proc over the window, for
+//!   machines where BPF cannot attach: one frame per thread, no code paths.
+
+pub mod bpf;
+pub mod proc;
+
+use crate::instruments::{self, Ask, Fallback, ProfileSource, Tier};
+
+/// The event a faults profile counts.
+pub const EVENT: &str = "page-faults";
+
+/// Open the tier asked for on `tgids` (and, with `follow`, the children
+/// they start): BPF, else (with `auto`) /proc, saying why.
+pub fn open(
+    ask: Ask,
+    tgids: &[u32],
+    follow: bool,
+) -> anyhow::Result<(Box<dyn ProfileSource>, Option<Fallback>)> {
+    instruments::open(
+        ask,
+        vec![
+            (
+                Tier::Bpf,
+                Box::new(|| {
+                    Ok(Box::new(bpf::FaultsBpf::start(tgids, follow)?) as Box<dyn ProfileSource>)
+                }),
+            ),
+            (
+                Tier::Procfs,
+                Box::new(|| Ok(Box::new(proc::FaultsProc::start(tgids)) as Box<dyn ProfileSource>)),
+            ),
+        ],
+    )
+}
