@@ -11,7 +11,6 @@ use crate::error::{missing, usage};
 use crate::instruments::target::{self, Running};
 use crate::instruments::{Ask, Tier, faults};
 use crate::model::profile::Profile;
-use crate::model::stacks::StackSet;
 use crate::render;
 use crate::render::files::ProfileFiles;
 use crate::sys::process::interrupt::Interrupt;
@@ -125,7 +124,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         let why = anyhow::anyhow!("{}", render::flamegraph::no_samples_reason(&profile));
         return Err(interrupt.explain(why, ctrl_c_ends));
     }
-    for (path, data) in args.files.render(&profile, &folded, |p| StackSet::of(p))? {
+    for (path, data) in args.files.render(&profile, &folded)? {
         user_files::write(path, &data)?;
     }
     profile.cost.post_secs = post.elapsed().as_secs_f64();

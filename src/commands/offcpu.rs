@@ -17,7 +17,6 @@ use crate::instruments::target::{self, Running};
 use crate::instruments::{Ask, Tier};
 use crate::model::offcpu::{Offcpu, StateFilter};
 use crate::model::profile::{Profile, WeightUnit};
-use crate::model::stacks::StackSet;
 use crate::render;
 use crate::render::files::ProfileFiles;
 use crate::sys::process::interrupt::Interrupt;
@@ -201,10 +200,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             }
         );
     }
-    for (path, data) in args
-        .files
-        .render(&profile, &folded, |p| StackSet::offcpu(p))?
-    {
+    for (path, data) in args.files.render(&profile, &folded)? {
         user_files::write(path, &data)?;
     }
     profile.cost.post_secs += post.elapsed().as_secs_f64();

@@ -17,7 +17,6 @@ use crate::instruments::profile::{self, Request};
 use crate::instruments::target::{self, Running};
 use crate::instruments::{Ask, Tier, wall};
 use crate::model::profile::{ProbeCost, Profile};
-use crate::model::stacks::StackSet;
 use crate::model::wall as wall_model;
 use crate::render;
 use crate::render::files::ProfileFiles;
@@ -226,7 +225,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         let why = anyhow::anyhow!("{}", render::flamegraph::no_samples_reason(&profile));
         return Err(interrupt.explain(why, ctrl_c_ends));
     }
-    for (path, data) in args.files.render(&profile, &folded, |p| StackSet::cpu(p))? {
+    for (path, data) in args.files.render(&profile, &folded)? {
         user_files::write(path, &data)?;
     }
     profile.cost.post_secs = post.elapsed().as_secs_f64();

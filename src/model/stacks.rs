@@ -46,7 +46,7 @@ pub struct StackSet<'a> {
 impl<'a> StackSet<'a> {
     /// A CPU profile: samples, weighted by the event's period (CPU ns for
     /// cpu-clock, cycles for the cycles event).
-    pub fn cpu(p: &'a Profile) -> Self {
+    fn cpu(p: &'a Profile) -> Self {
         let weight = if p.event == "cycles" {
             ValueType::new("cycles", "count")
         } else {
@@ -71,7 +71,7 @@ impl<'a> StackSet<'a> {
     /// A profile of counted events (`WeightUnit::Events`): each stack's
     /// count of `Profile::event` (`page-faults/count`), which is also its
     /// weight; no period (events are counted, not sampled).
-    pub fn events(p: &'a Profile) -> Self {
+    fn events(p: &'a Profile) -> Self {
         let counted = ValueType::new(&p.event, "count");
         StackSet {
             title: format!("{} profile of {}", p.event, p.target),
@@ -97,7 +97,7 @@ impl<'a> StackSet<'a> {
     /// An off-CPU profile: times a thread blocked on each stack, weighted
     /// by the nanoseconds it stayed blocked (no period: blocks are events,
     /// not samples).
-    pub fn offcpu(p: &'a Profile) -> Self {
+    fn offcpu(p: &'a Profile) -> Self {
         StackSet {
             title: format!("Off-CPU profile of {}", p.target),
             count: ValueType::new("blocks", "count"),

@@ -35,12 +35,11 @@ impl ProfileFiles {
     }
 
     /// Each file asked for with its bytes: `folded` is the profile's folded
-    /// stacks, `set` reads the profile as pprof and speedscope weigh it.
+    /// stacks; pprof and speedscope weigh it by its unit (`StackSet::of`).
     pub fn render<'a>(
         &'a self,
         profile: &Profile,
         folded: &[String],
-        set: for<'p> fn(&'p Profile) -> StackSet<'p>,
     ) -> anyhow::Result<Vec<(&'a Path, Vec<u8>)>> {
         let mut out = Vec::new();
         if let Some(path) = &self.folded {
@@ -52,10 +51,16 @@ impl ProfileFiles {
             out.push((path.as_path(), render::flamegraph::svg(profile, folded)?));
         }
         if let Some(path) = &self.pprof {
-            out.push((path.as_path(), render::pprof::gzipped(&set(profile))?));
+            out.push((
+                path.as_path(),
+                render::pprof::gzipped(&StackSet::of(profile))?,
+            ));
         }
         if let Some(path) = &self.speedscope {
-            out.push((path.as_path(), render::speedscope::json(&set(profile))?));
+            out.push((
+                path.as_path(),
+                render::speedscope::json(&StackSet::of(profile))?,
+            ));
         }
         Ok(out)
     }
