@@ -608,28 +608,12 @@ fn bpf_programs_are_gone_after_exit() {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let progs = || {
-        let out = Command::new("bpftool")
-            .args(["prog", "show"])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout)
-            .matches("block_rq_issue")
-            .count()
-    };
-    let before = progs();
     let tracer = Tracer::start(&["--json", "--tier", "bpf", "--hist"]);
-    assert_eq!(progs(), before + 1, "the BPF tier's program is not loaded");
+    let ids = bpf_programs::held_by(tracer.child.id());
+    assert!(!ids.is_empty(), "the BPF tier's program is not loaded");
     let (report, _) = tracer.stop();
     assert!(report["histograms"].is_array(), "{report}");
-    // The kernel frees a program after an RCU grace period: allow it a moment.
-    for _ in 0..50 {
-        if progs() == before {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("a block_rq_issue program outlived kdiag by 5 s");
+    bpf_programs::wait_until_gone(&ids, "stopped by SIGINT");
 }
 
 #[test]

@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use common::bpf_programs;
 use common::lab_run::pid_alive;
 use common::{Tmux, kdiag, require_root, scratch_of};
 
@@ -35,46 +36,6 @@ fn start_lab(lab: &str, root: &Path, seed: &str) -> Tmux {
 /// The workload's PID from the lab's notes, once written.
 fn workload_pid(root: &Path) -> u32 {
     common::lab_run::workload_pid(root, "0-demo")
-}
-
-/// Loaded BPF programs, by id (the whole machine's).
-fn bpf_programs() -> BTreeSet<u64> {
-    let out = std::process::Command::new("bpftool")
-        .args(["prog", "show", "--json"])
-        .output()
-        .expect("bpftool is installed");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-    v.as_array()
-        .map(|a| a.iter().filter_map(|p| p["id"].as_u64()).collect())
-        .unwrap_or_default()
-}
-
-/// The BPF programs process `pid` holds, by id (from its descriptors'
-/// fdinfo). Other runs on the machine load programs of their own at any
-/// time: what kdiag loaded is told by what kdiag holds, never by counting
-/// the machine's.
-fn programs_of(pid: u32) -> BTreeSet<u64> {
-    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
-        return BTreeSet::new();
-    };
-    fds.flatten()
-        .filter(|e| {
-            std::fs::read_link(e.path()).is_ok_and(|l| {
-                let l = l.to_string_lossy();
-                l.contains("bpf-prog") || l.contains("bpf_link")
-            })
-        })
-        .filter_map(|e| {
-            let info =
-                std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{}", e.file_name().display()))
-                    .ok()?;
-            info.lines()
-                .find_map(|l| l.strip_prefix("prog_id:"))?
-                .trim()
-                .parse()
-                .ok()
-        })
-        .collect()
 }
 
 /// Perf events and BPF objects held by process `pid` (from its fd links).
@@ -109,7 +70,7 @@ fn nothing_left(kdiag: u32, workload: u32, scratch: &Path, loaded: &BTreeSet<u64
     let deadline = Instant::now() + Duration::from_secs(10);
     // The kernel frees a program whose last descriptor closed a moment
     // later (after an RCU grace period): wait for that too.
-    let programs_left = || !bpf_programs().is_disjoint(loaded);
+    let programs_left = || !bpf_programs::loaded().is_disjoint(loaded);
     while (pid_alive(kdiag as u64)
         || pid_alive(workload as u64)
         || scratch.exists()
@@ -121,7 +82,10 @@ fn nothing_left(kdiag: u32, workload: u32, scratch: &Path, loaded: &BTreeSet<u64
     assert!(!pid_alive(kdiag as u64), "kdiag still runs");
     assert!(!pid_alive(workload as u64), "the workload outlived the lab");
     assert!(!scratch.exists(), "{} is left behind", scratch.display());
-    let left: Vec<_> = bpf_programs().intersection(loaded).copied().collect();
+    let left: Vec<_> = bpf_programs::loaded()
+        .intersection(loaded)
+        .copied()
+        .collect();
     assert!(left.is_empty(), "BPF programs left: {left:?} of {loaded:?}");
     // No process holds a perf event or BPF object it got from kdiag: the
     // only holder was kdiag, and it is gone.
@@ -209,7 +173,7 @@ fn a_learner_answers_every_step_by_keys_and_leaves_nothing() {
     assert!(s.contains("○ 1. Who is causing"), "{s}");
     // The process table reads /proc only: no tracing for it.
     assert_eq!(
-        programs_of(kd),
+        bpf_programs::held_by(kd),
         BTreeSet::new(),
         "no BPF program for the process table"
     );
@@ -233,7 +197,7 @@ fn a_learner_answers_every_step_by_keys_and_leaves_nothing() {
     t.wait_for("the process's requests", |s| {
         s.contains(&format!("{pid} WS"))
     });
-    let mut loaded = programs_of(kd);
+    let mut loaded = bpf_programs::held_by(kd);
     assert!(!loaded.is_empty(), "iosnoop runs for its panel");
     // A read for writes (W alone would be right for WS: grade/policy.rs).
     type_answer(&t, "R");
@@ -258,12 +222,12 @@ fn a_learner_answers_every_step_by_keys_and_leaves_nothing() {
     t.keys(&["n"]);
     t.wait_for("the profile", |s| s.contains("Top functions by self time"));
     assert_eq!(
-        programs_of(kd),
+        bpf_programs::held_by(kd),
         BTreeSet::new(),
         "iosnoop stopped with its panel"
     );
     assert!(tracing_fds(kd) > 0, "the profile's perf events");
-    loaded.extend(programs_of(kd));
+    loaded.extend(bpf_programs::held_by(kd));
     let file = truth["file"].as_str().unwrap();
     type_answer(&t, truth["syscall"].as_str().unwrap());
     t.wait_for("syscall right", |s| s.contains("✓ System call"));
@@ -419,7 +383,7 @@ fn closing_the_terminal_sigterm_or_sigkill_mid_trace_leaves_nothing() {
         }
         t.keys(&["Enter", "n"]);
         t.wait_for("iosnoop", |s| s.contains(&format!("{pid} WS")));
-        let loaded = programs_of(kd);
+        let loaded = bpf_programs::held_by(kd);
         assert!(!loaded.is_empty(), "iosnoop traces");
         match how {
             // The terminal's other side goes away: no shell is left to say

@@ -7,6 +7,7 @@ mod common;
 use common::profile_files::{Pprof, speedscope_schema, validate};
 use common::*;
 
+use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -406,27 +407,11 @@ fn proc_tier_shows_wait_channels_and_syscalls_without_stacks() {
     );
 }
 
-/// kdiag's BPF programs on the machine now.
-fn offcpu_programs() -> usize {
-    let out = Command::new("bpftool")
-        .args(["prog", "show"])
-        .output()
-        .expect("bpftool is installed");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter(|l| l.contains(" name offcpu_"))
-        .count()
-}
-
-fn wait_until_gone(before: usize, how: &str) {
-    // The kernel frees a program after an RCU grace period: allow a moment.
-    for _ in 0..50 {
-        if offcpu_programs() == before {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("an offcpu BPF program outlived kdiag ({how}) by 5 s");
+/// The programs kdiag `k` holds once it traces: at least the off-CPU ones.
+fn tracing_programs(k: &Kdiag) -> BTreeSet<u64> {
+    let ids = bpf_programs::held_by(k.pid() as u32);
+    assert!(!ids.is_empty(), "no BPF program while tracing");
+    ids
 }
 
 #[test]
@@ -435,37 +420,33 @@ fn no_bpf_program_outlives_kdiag() {
         return;
     }
     let _serial = serial();
-    let before = offcpu_programs();
 
     // A normal end: -d.
-    let out = run_kdiag(&["offcpu", "-a", "-d", "0.5"]);
-    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
-    assert!(common::stdout(&out).contains("Top blocking paths"));
-    wait_until_gone(before, "exit after -d");
+    // Long enough to read its descriptors however loaded the machine is.
+    let k = Kdiag::start(&["-a", "-d", "2"]);
+    let ids = tracing_programs(&k);
+    let (code, out, err) = k.wait();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("Top blocking paths"), "{out}");
+    bpf_programs::wait_until_gone(&ids, "exit after -d");
 
     // Ctrl-C: the report is still printed.
     let k = Kdiag::start(&["-a"]);
-    assert!(
-        offcpu_programs() > before,
-        "no offcpu program while tracing"
-    );
+    let ids = tracing_programs(&k);
     std::thread::sleep(Duration::from_millis(300));
     k.signal(libc::SIGINT);
     let (code, out, err) = k.wait();
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("Off-CPU time of every process"), "{out}");
-    wait_until_gone(before, "SIGINT");
+    bpf_programs::wait_until_gone(&ids, "SIGINT");
 
     // SIGKILL: the kernel closes the fds, and that detaches everything.
     let k = Kdiag::start(&["-p", "1"]);
-    assert!(
-        offcpu_programs() > before,
-        "no offcpu program while tracing"
-    );
+    let ids = tracing_programs(&k);
     k.signal(libc::SIGKILL);
     let (code, _, _) = k.wait();
     assert_eq!(code, None, "killed by a signal");
-    wait_until_gone(before, "SIGKILL");
+    bpf_programs::wait_until_gone(&ids, "SIGKILL");
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! (loudly) elsewhere.
 #![allow(dead_code)]
 
+pub mod bpf_programs;
 pub mod chromium;
 pub mod lab_run;
 pub mod loop_disk;
