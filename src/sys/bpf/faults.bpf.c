@@ -26,9 +26,6 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-// Set by the loader (sys::bpf::load_with writes them into the object).
-const volatile __u8 filter_on = 0;  // 1: only tgids set in `watched`
-
 #define MAX_DEPTH 63
 
 // Aggregation key (mirrored by `Key` in instruments/faults/bpf.rs): 512
@@ -47,13 +44,7 @@ enum counter {
 	C_COUNTERS = 3,
 };
 
-// One bit per tgid; max_entries is set by the loader to cover pid_max.
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 512);
-	__type(key, __u32);
-	__type(value, __u64);
-} watched SEC(".maps");
+#include "watch.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -69,29 +60,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct fault_key);
 } scratch SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, C_COUNTERS);
-	__type(key, __u32);
-	__type(value, __u64);
-} counters SEC(".maps");
-
-static __always_inline void count(__u32 which)
-{
-	__u64 *n = bpf_map_lookup_elem(&counters, &which);
-	if (n)
-		*n += 1;
-}
-
-static __always_inline bool is_watched(__u32 tgid)
-{
-	if (!filter_on)
-		return true;
-	__u32 word = tgid >> 6;
-	__u64 *bits = bpf_map_lookup_elem(&watched, &word);
-	return bits && (*bits & (1ull << (tgid & 63)));
-}
 
 SEC("tp_btf/page_fault_user")
 int BPF_PROG(faults_user, unsigned long address, struct pt_regs *regs, unsigned long error_code)
@@ -131,13 +99,8 @@ int BPF_PROG(faults_user, unsigned long address, struct pt_regs *regs, unsigned 
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(faults_fork, struct task_struct *parent, struct task_struct *child)
 {
-	if (is_watched(parent->tgid)) {
-		__u32 tgid = child->tgid;
-		__u32 word = tgid >> 6;
-		__u64 *bits = bpf_map_lookup_elem(&watched, &word);
-		if (bits)
-			__sync_fetch_and_or(bits, 1ull << (tgid & 63));
-	}
+	if (is_watched(parent->tgid))
+		watch(child->tgid);
 	return 0;
 }
 

@@ -41,7 +41,6 @@
 #define NO_USER_STACK (-1)
 
 // Set by the loader (sys::bpf::load_with writes them into the object).
-const volatile __u8 filter_on = 0;        // 1: only tgids set in `watched`
 const volatile __u64 min_block_ns = 0;    // shorter blocks are counted, not kept
 const volatile __u32 state_mask = 0xff;   // which state classes to record (1 << class)
 const volatile __u8 wakers_on = 0;        // 1: pair sleeps with their wakers (offwake)
@@ -130,13 +129,7 @@ enum counter {
 	C_COUNTERS = 9,
 };
 
-// One bit per tgid; max_entries is set by the loader to cover pid_max.
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 512);
-	__type(key, __u32);
-	__type(value, __u64);
-} watched SEC(".maps");
+#include "watch.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
@@ -178,37 +171,6 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4096);
 } ends SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, C_COUNTERS);
-	__type(key, __u32);
-	__type(value, __u64);
-} counters SEC(".maps");
-
-static __always_inline void count(__u32 which)
-{
-	__u64 *n = bpf_map_lookup_elem(&counters, &which);
-	if (n)
-		*n += 1;
-}
-
-static __always_inline bool is_watched(__u32 tgid)
-{
-	if (!filter_on)
-		return true;
-	__u32 word = tgid >> 6;
-	__u64 *bits = bpf_map_lookup_elem(&watched, &word);
-	return bits && (*bits & (1ull << (tgid & 63)));
-}
-
-static __always_inline void watch(__u32 tgid)
-{
-	__u32 word = tgid >> 6;
-	__u64 *bits = bpf_map_lookup_elem(&watched, &word);
-	if (bits)
-		__sync_fetch_and_or(bits, 1ull << (tgid & 63));
-}
 
 static __always_inline __u32 classify(__u32 s)
 {
