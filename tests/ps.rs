@@ -66,10 +66,18 @@ fn agrees_with_procps_on_known_states() {
     kids.0.push(spawn("sleep", &["300"]));
     kids.0.push(spawn("sleep", &["301"]));
     kids.0.push(spawn("sh", &["-c", "while :; do :; done"]));
-    // The shell forks `sleep 0`, prints its pid and becomes `sleep 302`,
-    // which never reaps it: a zombie.
-    kids.0
-        .push(spawn("sh", &["-c", "sleep 0 & echo $!; exec sleep 302"]));
+    // The shell forks a child, prints its pid and becomes `sleep 302`,
+    // which never reaps it: a zombie. The child waits for that exec before
+    // it becomes `sleep 0` and exits: a child that ended first would be
+    // reaped by the shell itself (dash does), as happened under load.
+    kids.0.push(spawn(
+        "sh",
+        &[
+            "-c",
+            "(while read c < /proc/$$/comm; [ \"$c\" != sleep ]; do :; done; exec sleep 0) & \
+             echo $!; exec sleep 302",
+        ],
+    ));
     // A session leader at low priority: `Ss` modifiers plus `N`.
     kids.0
         .push(spawn("setsid", &["nice", "-n", "5", "sleep", "303"]));
