@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use anyhow::Context;
-use aya::maps::{HashMap as BpfHashMap, PerCpuArray};
+use aya::maps::HashMap as BpfHashMap;
 use aya::programs::BtfTracePoint;
 
 use crate::instruments::profile::sideband::Sideband;
@@ -104,13 +104,6 @@ impl FaultsBpf {
         }
         Ok(())
     }
-
-    /// A counter, summed over the CPUs.
-    fn counter(&self, i: u32) -> anyhow::Result<u64> {
-        let arr: PerCpuArray<_, u64> =
-            PerCpuArray::try_from(self.ebpf.map("counters").context("no counters map")?)?;
-        Ok(arr.get(&i, 0).context("reading the counters")?.iter().sum())
-    }
 }
 
 impl ProfileSource for FaultsBpf {
@@ -160,7 +153,7 @@ impl ProfileSource for FaultsBpf {
         profile.unit = WeightUnit::Events;
         profile.event = super::EVENT.into();
         // Faults dropped: the table had no room for their path.
-        profile.lost = self.counter(C_TABLE_FULL)?;
+        profile.lost = crate::sys::bpf::counter(&self.ebpf, C_TABLE_FULL)?;
         profile.collection = Some(
             "BPF, tp_btf/page_fault_user: every fault in user mode, counted in the kernel by \
              thread and user stack (its innermost 63 frames)"

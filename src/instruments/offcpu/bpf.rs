@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use aya::Btf;
-use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf, StackTraceMap};
+use aya::maps::{HashMap as BpfHashMap, MapData, RingBuf, StackTraceMap};
 use aya::programs::{BtfTracePoint, RawTracePoint};
 
 use super::source::{Found, OffcpuSource, Options};
@@ -348,11 +348,7 @@ impl OffcpuBpf {
 
     /// The counters, with `in_progress` from `collect`.
     pub fn counts(&self) -> anyhow::Result<BlockCounts> {
-        let arr: PerCpuArray<_, u64> =
-            PerCpuArray::try_from(self.ebpf.map("counters").context("no counters map")?)?;
-        let get = |i: u32| -> anyhow::Result<u64> {
-            Ok(arr.get(&i, 0).context("reading the counters")?.iter().sum())
-        };
+        let get = |i: u32| crate::sys::bpf::counter(&self.ebpf, i);
         Ok(BlockCounts {
             blocks: get(C_BLOCKS)?,
             short: get(C_SHORT)?,

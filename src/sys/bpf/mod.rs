@@ -135,6 +135,14 @@ pub fn watch_all(ebpf: &mut Loaded, tgids: &[u32]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Counter `i` of the loaded object's per-CPU `counters` map (declared by
+/// watch.bpf.h, indexed by the program's `enum counter`), summed over CPUs.
+pub fn counter(ebpf: &Loaded, i: u32) -> anyhow::Result<u64> {
+    let arr: aya::maps::PerCpuArray<_, u64> =
+        aya::maps::PerCpuArray::try_from(ebpf.map("counters").context("no counters map")?)?;
+    Ok(arr.get(&i, 0).context("reading the counters")?.iter().sum())
+}
+
 /// Set one more tgid's bit in the loaded object's `watched` bitmap (a
 /// `-- CMD` child before it is released).
 pub fn watch(ebpf: &mut Loaded, tgid: u32) -> anyhow::Result<()> {
