@@ -5,6 +5,7 @@
 //! Seeded: the rate, the chunk size, the cap, the name of the function
 //! that leaks.
 
+use std::mem::MaybeUninit;
 use std::time::Duration;
 
 use crate::{Cli, Ctx, Json, Storage, Workload};
@@ -12,16 +13,21 @@ use crate::{Cli, Ctx, Json, Storage, Workload};
 /// The function that allocates, touches and keeps a chunk; index 0 is the
 /// default layout's.
 pub mod leak {
+    use std::mem::MaybeUninit;
+
     crate::named_fns! {
         fn [
             leak_chunk, cache_response, remember_session, intern_strings, buffer_event,
             store_thumbnail, memoize_result, keep_history_entry, retain_packet,
             record_trace_span, stash_upload_part, hold_query_plan,
-        ](cache: &mut Vec<Vec<u8>>, size: usize, tag: u64) -> usize, |salt| {
-            // Every page written, so the chunk is resident; kept forever.
-            let mut chunk = vec![0u8; size];
+        ](cache: &mut Vec<Box<[MaybeUninit<u8>]>>, size: usize, tag: u64) -> usize, |salt| {
+            // Every page written here, so the chunk is resident and its page
+            // faults are this function's; kept forever. Not zeroed: calloc
+            // would fault most pages in glibc's memset, whose callchain
+            // skips this frame (glibc keeps no frame pointers).
+            let mut chunk = Box::new_uninit_slice(size);
             for page in chunk.chunks_mut(4096) {
-                page[0] = (tag ^ salt) as u8 | 1;
+                page[0].write((tag ^ salt) as u8 | 1);
             }
             cache.push(chunk);
             cache.len()
@@ -99,7 +105,7 @@ impl Workload for MemLeak {
             )
         });
         let leak_one = leak::FNS[self.function];
-        let mut cache: Vec<Vec<u8>> = Vec::new();
+        let mut cache: Vec<Box<[MaybeUninit<u8>]>> = Vec::new();
         let mut leaked = 0u64;
         let tick = Duration::from_secs_f64(self.chunk as f64 / self.rate as f64);
         let start = std::time::Instant::now();
