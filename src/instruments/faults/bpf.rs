@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use anyhow::Context;
 use aya::maps::HashMap as BpfHashMap;
-use aya::programs::BtfTracePoint;
 
 use crate::instruments::profile::sideband::Sideband;
 use crate::instruments::profile::symbolize::{CountedStack, Half, RecordOptions};
@@ -60,28 +59,16 @@ impl FaultsBpf {
             &[("watched", crate::sys::bpf::watch_words()?)],
         )?;
         crate::sys::bpf::watch_all(&mut ebpf, tgids)?;
-        let btf = crate::sys::bpf::kernel_btf().map_err(|e| {
-            anyhow::anyhow!(
-                "this kernel has no BTF (/sys/kernel/btf/vmlinux: {e}), which the BPF tier \
-                 needs (CONFIG_DEBUG_INFO_BTF=y)"
-            )
-        })?;
+        let btf = crate::sys::bpf::btf_for_core()?;
         let mut programs = vec![("faults_user", "page_fault_user")];
         if follow && filter_on != 0 {
             programs.push(("faults_fork", "sched_process_fork"));
         }
         let mut attached = Vec::new();
         for (prog, tp) in programs {
-            let p: &mut BtfTracePoint = ebpf
-                .program_mut(prog)
-                .with_context(|| format!("no program {prog} in faults.bpf.o"))?
-                .try_into()?;
             // page_fault_user is x86's: other architectures have no such
             // tracepoint, and the error says so.
-            p.load(tp, btf)
-                .with_context(|| format!("loading tp_btf/{tp}"))?;
-            p.attach()
-                .with_context(|| format!("attaching tp_btf/{tp}"))?;
+            crate::sys::bpf::attach_tp_btf(&mut ebpf, "faults.bpf.o", prog, tp, btf)?;
             attached.push(prog);
         }
         let sideband = Sideband::open(tgids, follow, RecordOptions::default())?;

@@ -15,7 +15,7 @@ use std::time::Duration;
 use anyhow::Context;
 use aya::Btf;
 use aya::maps::{HashMap as BpfHashMap, MapData, RingBuf, StackTraceMap};
-use aya::programs::{BtfTracePoint, RawTracePoint};
+use aya::programs::RawTracePoint;
 
 use super::source::{Found, OffcpuSource, Options};
 use super::trim::{trim_machinery, trim_waker};
@@ -246,12 +246,7 @@ impl OffcpuBpf {
         // Both attach types read task_struct with CO-RE, which only the
         // kernel's BTF can relocate: without it the reads would land on the
         // wrong offsets and record nothing, so the /proc tier takes over.
-        let btf = crate::sys::bpf::kernel_btf().map_err(|e| {
-            anyhow::anyhow!(
-                "this kernel has no BTF (/sys/kernel/btf/vmlinux: {e}), which the BPF tier \
-                 needs (CONFIG_DEBUG_INFO_BTF=y)"
-            )
-        })?;
+        let btf = crate::sys::bpf::btf_for_core()?;
         let tp_btf = this.attach_btf("offcpu_switch", "sched_switch", btf);
         if let Err(btf_err) = tp_btf {
             this.attach_raw("offcpu_sw_raw", "sched_switch")
@@ -280,15 +275,7 @@ impl OffcpuBpf {
     }
 
     fn attach_btf(&mut self, prog: &'static str, tp: &str, btf: &Btf) -> anyhow::Result<()> {
-        let p: &mut BtfTracePoint = self
-            .ebpf
-            .program_mut(prog)
-            .with_context(|| format!("no program {prog} in offcpu.bpf.o"))?
-            .try_into()?;
-        p.load(tp, btf)
-            .with_context(|| format!("loading tp_btf/{tp}"))?;
-        p.attach()
-            .with_context(|| format!("attaching tp_btf/{tp}"))?;
+        crate::sys::bpf::attach_tp_btf(&mut self.ebpf, "offcpu.bpf.o", prog, tp, btf)?;
         self.attached.push(prog);
         Ok(())
     }

@@ -65,6 +65,37 @@ pub fn kernel_btf() -> anyhow::Result<&'static aya::Btf> {
         .map_err(|e| anyhow::anyhow!("{e}"))
 }
 
+/// The kernel's BTF for a tier whose programs read task_struct with CO-RE,
+/// which only that BTF can relocate; the error says what the kernel lacks.
+pub fn btf_for_core() -> anyhow::Result<&'static aya::Btf> {
+    kernel_btf().map_err(|e| {
+        anyhow::anyhow!(
+            "this kernel has no BTF (/sys/kernel/btf/vmlinux: {e}), which the BPF tier \
+             needs (CONFIG_DEBUG_INFO_BTF=y)"
+        )
+    })
+}
+
+/// Load program `prog` of `object` (its file name, for the error) as
+/// `tp_btf/tp` and attach it.
+pub fn attach_tp_btf(
+    ebpf: &mut Loaded,
+    object: &str,
+    prog: &str,
+    tp: &str,
+    btf: &aya::Btf,
+) -> anyhow::Result<()> {
+    let p: &mut aya::programs::BtfTracePoint = ebpf
+        .program_mut(prog)
+        .with_context(|| format!("no program {prog} in {object}"))?
+        .try_into()?;
+    p.load(tp, btf)
+        .with_context(|| format!("loading tp_btf/{tp}"))?;
+    p.attach()
+        .with_context(|| format!("attaching tp_btf/{tp}"))?;
+    Ok(())
+}
+
 /// One half of a stack a program recorded with `bpf_get_stackid`, as read
 /// back from its stack map.
 #[derive(Debug, Clone, PartialEq, Eq)]
