@@ -147,23 +147,7 @@ pub fn watch_words() -> anyhow::Result<u32> {
 
 /// Set the bits of `tgids` in the loaded object's `watched` bitmap.
 pub fn watch_all(ebpf: &mut Loaded, tgids: &[u32]) -> anyhow::Result<()> {
-    let mut watched: aya::maps::Array<_, u64> =
-        aya::maps::Array::try_from(ebpf.map_mut("watched").context("no watched map")?)?;
-    let mut bits = vec![0u64; watched.len() as usize];
-    for &tgid in tgids {
-        let word = (tgid / 64) as usize;
-        anyhow::ensure!(
-            word < bits.len(),
-            "PID {tgid} is above kernel.pid_max: cannot watch it"
-        );
-        bits[word] |= 1 << (tgid % 64);
-    }
-    for (i, w) in bits.iter().enumerate().filter(|(_, w)| **w != 0) {
-        watched
-            .set(i as u32, w, 0)
-            .context("filling the watch bitmap")?;
-    }
-    Ok(())
+    tgids.iter().try_for_each(|&tgid| watch(ebpf, tgid))
 }
 
 /// Counter `i` of the loaded object's per-CPU `counters` map (declared by
@@ -174,13 +158,15 @@ pub fn counter(ebpf: &Loaded, i: u32) -> anyhow::Result<u64> {
     Ok(arr.get(&i, 0).context("reading the counters")?.iter().sum())
 }
 
-/// Set one more tgid's bit in the loaded object's `watched` bitmap (a
+/// Set `tgid`'s bit in the loaded object's `watched` bitmap (also a
 /// `-- CMD` child before it is released).
 pub fn watch(ebpf: &mut Loaded, tgid: u32) -> anyhow::Result<()> {
     let mut watched: aya::maps::Array<_, u64> =
         aya::maps::Array::try_from(ebpf.map_mut("watched").context("no watched map")?)?;
     let word = tgid / 64;
-    let old = watched.get(&word, 0).context("PID above kernel.pid_max")?;
+    let old = watched
+        .get(&word, 0)
+        .with_context(|| format!("PID {tgid} is above kernel.pid_max: cannot watch it"))?;
     watched
         .set(word, old | 1 << (tgid % 64), 0)
         .context("updating the watch bitmap")?;
