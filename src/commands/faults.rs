@@ -113,9 +113,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
     profile.cost.wall_secs = t0.elapsed().as_secs_f64();
     profile.cost.kdiag_cpu_secs = target::self_cpu_secs() - cpu0;
+    // Tracing ends while a `-- CMD` still lives (the /proc tier reads its
+    // last counters); the wait for it to stop is not the report's cost.
     let post = Instant::now();
     source.finish(&mut profile)?;
+    profile.cost.post_secs = post.elapsed().as_secs_f64();
     running.finish(Duration::from_secs(2))?;
+    let post = Instant::now();
 
     let summary = fold::summarize(&profile, TOP);
     let folded = fold::fold(&profile);
@@ -127,7 +131,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     for (path, data) in args.files.render(&profile, &folded)? {
         user_files::write(path, &data)?;
     }
-    profile.cost.post_secs = post.elapsed().as_secs_f64();
+    profile.cost.post_secs += post.elapsed().as_secs_f64();
     let mut out = std::io::stdout().lock();
     if args.json {
         render::profile::json(&mut out, &profile, &summary)?;
