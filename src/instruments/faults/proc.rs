@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::instruments::{ProfileSource, Tier};
 use crate::model::profile::{Frame, Profile, Stack, WeightUnit};
-use crate::sys::procfs::{self, parse};
+use crate::sys::procfs::{self, task::TaskReader};
 
 /// How often the threads are read: a thread's faults after its last read
 /// before it exits are not seen.
@@ -28,6 +28,8 @@ pub struct FaultsProc {
     tgids: Vec<u32>,
     /// By (tgid, tid).
     threads: BTreeMap<(u32, u32), Thread>,
+    /// Keeps each thread's stat open between reads.
+    reader: TaskReader,
     read_at: Instant,
 }
 
@@ -37,6 +39,7 @@ impl FaultsProc {
         let mut this = FaultsProc {
             tgids: Vec::new(),
             threads: BTreeMap::new(),
+            reader: TaskReader::default(),
             read_at: Instant::now(),
         };
         for &tgid in tgids {
@@ -53,10 +56,9 @@ impl FaultsProc {
 
     fn read(&mut self, tgid: u32, baseline: bool) {
         for tid in procfs::tids(tgid as i32) {
-            let Ok(b) = std::fs::read(format!("/proc/{tgid}/task/{tid}/stat")) else {
+            let Some(st) = self.reader.stat(tgid as i32, Some(tid)) else {
                 continue;
             };
-            let Some(st) = parse::stat(&b) else { continue };
             let n = st.minflt + st.majflt;
             let t = self.threads.entry((tgid, tid as u32)).or_default();
             if baseline && t.comm.is_empty() {
