@@ -169,15 +169,6 @@ pub fn features(p: &Probes) -> Vec<Feature> {
     ]
 }
 
-/// The tier `name` would use here, for commands that pick their own.
-#[allow(dead_code)] // API for profile, iosnoop and exec tracing, which call it once merged
-pub fn tier_for(p: &Probes, name: &str) -> Option<Tier> {
-    features(p)
-        .into_iter()
-        .find(|f| f.name == name)
-        .and_then(|f| f.tier)
-}
-
 /// Build one feature from its tiers in order of preference.
 fn feature(name: &str, tiers: &[(Tier, bool)], note: impl Fn(Option<Tier>) -> String) -> Feature {
     let available: Vec<Tier> = tiers

@@ -4,7 +4,7 @@
 //! lines, the record format of docs/diagnose.md ("Record format"): a header
 //! line, then one line per record kind.
 //!
-//! (`Why` is defined with the analysis that fills it, analysis::why.)
+//! (`Why`, what the drill-downs found, is defined in model::drill.)
 
 use std::fmt;
 use std::path::PathBuf;

@@ -4,9 +4,9 @@
 //!
 //! cgroup v2 with the `io` controller (`io.max`) where that controller is
 //! available to the unified hierarchy; else the v1 `blkio` hierarchy
-//! (`blkio.throttle.read_iops_device`). On the development VM the io
-//! controller is bound to v1, so v2 cannot throttle there (see
-//! wave2-facts.md §5); on a systemd laptop it is v2.
+//! (`blkio.throttle.read_iops_device`). Where the io controller is bound to
+//! v1 (a hybrid layout: v2 mounted at /sys/fs/cgroup/unified with no
+//! controllers), v2 cannot throttle; on a systemd laptop it is v2.
 //!
 //! Nothing outlives kdiag: the handle kills everything in its cgroup and
 //! removes it on drop, and every creation first removes `kdiag-PID-START-N`
