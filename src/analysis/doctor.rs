@@ -190,6 +190,11 @@ mod tests {
     use super::*;
     use crate::model::capability::Check;
 
+    /// The tier doctor's line for `name` shows.
+    fn tier_for(p: &Probes, name: &str) -> Option<Tier> {
+        features(p).into_iter().find(|f| f.name == name).and_then(|f| f.tier)
+    }
+
     /// A machine like the development VM: root, tracepoints and tp_btf work,
     /// fentry denied, no kprobes, no hardware PMU, delay accounting off.
     fn dev_vm() -> Probes {
