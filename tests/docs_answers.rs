@@ -9,8 +9,10 @@
 //!
 //! The rule: an answer leaks when a text contains it as a whole word,
 //! ignoring case. Not looked for, because finding them would say nothing:
-//! - numbers and answers under three characters (a phdr index, a count, "R"
-//!   or "D"): every text is full of numbers and letters;
+//! - numbers, in digits or words, with or without a unit (a phdr index, a
+//!   count, "two", a size like "64K"), and answers under three characters
+//!   ("R", "D"): every text is full of them, and a number is a leak only
+//!   beside what it counts, which no word test can tell;
 //! - the answers of choice questions: the question lists every choice;
 //! - the workload's name (`who.comm`): `kdiag lab list` shows it, and the
 //!   question is which process it is, found by its behaviour.
@@ -71,7 +73,7 @@ fn answers_of(source: &Source, id: &str) -> Vec<Answer> {
             let is_choice = lab.steps.iter().any(|s| {
                 matches!(s.inputs.get(key), Some(Input::Choice { .. }))
             });
-            let generic = value.len() < 3 || value.parse::<f64>().is_ok();
+            let generic = value.len() < 3 || is_number(value);
             let workload_name = check.and_then(|c| c.fact.as_deref()) == Some("workload.name");
             check.is_some_and(|c| !c.is_artifact()) && !is_choice && !generic && !workload_name
         })
@@ -81,6 +83,15 @@ fn answers_of(source: &Source, id: &str) -> Vec<Answer> {
             value,
         })
         .collect()
+}
+
+/// A number in digits, perhaps with a unit (`64K`, `30 s`), or in words.
+fn is_number(value: &str) -> bool {
+    const WORDS: [&str; 10] = [
+        "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    ];
+    let digits = value.trim_end_matches(|c: char| c.is_alphabetic() || c == ' ');
+    digits.parse::<f64>().is_ok() || WORDS.contains(&value.to_lowercase().as_str())
 }
 
 /// Whether `text` holds `word` as a whole word (no letter, digit or `_`
