@@ -173,6 +173,33 @@ mod tests {
         );
     }
 
+    /// Every `::: if` block of the built-in labs is shown to some variant
+    /// (a misspelt fact or value never would be).
+    #[test]
+    fn every_variant_block_is_some_variants() {
+        let source = Source::default();
+        for id in source.ids().unwrap() {
+            let (lab, _) = crate::lab::load(&source, &id).unwrap();
+            let seeds = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"];
+            let facts: Vec<Facts> = seeds
+                .iter()
+                .map(|s| crate::lab::facts(&lab, &crate::course::Token::parse(s).unwrap()).unwrap())
+                .collect();
+            for step in &lab.steps {
+                for md in [&step.text, &step.explain] {
+                    for line in md.lines().filter(|l| l.starts_with("::: if ")) {
+                        let block = format!("{line}\nshown\n:::\n");
+                        assert!(
+                            facts.iter().any(|f| for_variant(&block, f) == "shown\n"),
+                            "{id} step {}: no variant of 12 shows {line:?}",
+                            step.id
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn a_hint_is_one_line_of_its_medium() {
         let hint = "::: app\nThe trend panel.\n:::\n::: plain\nsudo kdiag diagnose\n-p PID.\n:::\n";
