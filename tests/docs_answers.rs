@@ -70,9 +70,10 @@ fn answers_of(source: &Source, id: &str) -> Vec<Answer> {
         .into_iter()
         .filter(|(key, value)| {
             let check = checks.checks.iter().find(|c| &c.id == key);
-            let is_choice = lab.steps.iter().any(|s| {
-                matches!(s.inputs.get(key), Some(Input::Choice { .. }))
-            });
+            let is_choice = lab
+                .steps
+                .iter()
+                .any(|s| matches!(s.inputs.get(key), Some(Input::Choice { .. })));
             let generic = value.len() < 3 || is_number(value);
             let workload_name = check.and_then(|c| c.fact.as_deref()) == Some("workload.name");
             check.is_some_and(|c| !c.is_artifact()) && !is_choice && !generic && !workload_name

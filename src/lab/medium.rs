@@ -226,11 +226,15 @@ mod tests {
     #[test]
     fn plain_texts_never_mention_the_apps_panels_or_keys() {
         let source = Source::default();
-        for (id, seed) in source.ids().unwrap().iter().flat_map(|id| {
-            ["a", "b", "c", "d", "e", "f"].map(|s| (id.clone(), s))
-        }) {
+        for (id, seed) in source
+            .ids()
+            .unwrap()
+            .iter()
+            .flat_map(|id| ["a", "b", "c", "d", "e", "f"].map(|s| (id.clone(), s)))
+        {
             let (lab, checks) = crate::lab::load(&source, &id).unwrap();
-            let facts = crate::lab::facts(&lab, &crate::course::Token::parse(seed).unwrap()).unwrap();
+            let facts =
+                crate::lab::facts(&lab, &crate::course::Token::parse(seed).unwrap()).unwrap();
             for step in &lab.steps {
                 let hints = checks.checks.iter().filter(|c| c.step == step.id);
                 let texts = [&step.text, &step.explain]
