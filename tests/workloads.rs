@@ -557,3 +557,36 @@ fn an_installed_kdiag_finds_its_workloads_in_usr_lib_kdiag() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("20 threads"), "{}", stdout(&out));
 }
+
+/// `memory --copies N` makes N copies back to back and stops (3-memory
+/// times five, so that the copies outweigh the source's creation and the
+/// noise); zero copies is a usage error.
+#[test]
+fn memory_makes_the_copies_asked_for() {
+    let tmp = disk_tempdir();
+    for mode in ["0", "1"] {
+        let dir = tmp.path().join(format!("copies{mode}"));
+        let out = run_kdiag(&[
+            "workload",
+            "run",
+            "memory",
+            mode,
+            "4K",
+            "--size",
+            "1M",
+            "--copies",
+            "3",
+            "--scratch",
+            dir.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let copies = stdout(&out)
+            .lines()
+            .filter(|l| l.contains("copied"))
+            .count();
+        assert_eq!(copies, 3, "mode {mode}: {}", stdout(&out));
+    }
+    let out = run_kdiag(&["workload", "run", "memory", "1", "1K", "--copies", "0"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--copies"), "{}", stderr(&out));
+}

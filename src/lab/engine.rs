@@ -10,6 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::medium::for_variant;
 use super::state::{LabDir, Progress};
 use super::workload::Workload;
 use super::{Lab, Source};
@@ -64,12 +65,14 @@ impl Engine {
         dir_flag: Option<PathBuf>,
     ) -> anyhow::Result<(Engine, Option<Resumed>)> {
         let (mut lab, checks) = super::load(source, id)?;
-        // Steps that have the learner run a workload themselves show the
-        // command with their seed.
-        for step in &mut lab.steps {
-            step.text = step.text.replace("{seed}", seed.as_str());
-        }
         let truth = super::facts(&lab, &seed)?;
+        // Steps that have the learner run a workload themselves show the
+        // command with their seed; what depends on the variant is said for
+        // theirs.
+        for step in &mut lab.steps {
+            step.text = for_variant(&step.text, &truth).replace("{seed}", seed.as_str());
+            step.explain = for_variant(&step.explain, &truth);
+        }
         let dir = LabDir::new(root, &lab.id);
         dir.create()?;
         let before = Progress::load(&dir.progress());

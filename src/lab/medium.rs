@@ -4,7 +4,12 @@
 //! `::: plain` … `:::` plain mode's alone (pandoc's fenced divs); the rest
 //! reads the same in both. A check's hint is written the same way, and
 //! read as one line. `runnable` makes a text's commands name the kdiag
-//! that runs it when `kdiag` alone would not find it.
+//! that runs it when `kdiag` alone would not find it. A block fenced
+//! `::: if FACT=VALUE` … `:::` is for the variants whose fact has that value
+//! (`::: if expect.defect=congruence`): `for_variant` keeps or drops it
+//! when the lab starts for a seed, before the medium is chosen.
+
+use crate::grade::Facts;
 
 /// Where a lab is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +44,36 @@ pub fn text_for(md: &str, medium: Medium) -> String {
         }
         let blank_again = line.trim().is_empty() && (out.is_empty() || out.ends_with("\n\n"));
         if block.is_none_or(|b| b == medium.name()) && !blank_again {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// `md` for the variant whose truth is `facts`: each `::: if FACT=VALUE`
+/// block kept when the fact is VALUE (as `Facts::get` reads it), dropped
+/// otherwise, its fence lines dropped either way; other blocks, which may
+/// hold or sit in a variant block, stay as they are.
+pub fn for_variant(md: &str, facts: &Facts) -> String {
+    let mut out = String::new();
+    // Every open block: whether it is a variant block, and whether it holds.
+    let mut open: Vec<(bool, bool)> = Vec::new();
+    for line in md.lines() {
+        // Whether the line is a variant block's fence, left out.
+        let variant_fence = match line.trim_end().strip_prefix(":::").map(str::trim) {
+            Some("") => open.pop().is_some_and(|(variant, _)| variant),
+            Some(name) => {
+                let holds = name.strip_prefix("if ").map(|cond| {
+                    let (fact, value) = cond.split_once('=').unwrap_or((cond, ""));
+                    facts.get(fact.trim()).as_deref() == Some(value.trim())
+                });
+                open.push((holds.is_some(), holds.unwrap_or(true)));
+                holds.is_some()
+            }
+            None => false,
+        };
+        if !variant_fence && open.iter().all(|&(_, holds)| holds) {
             out.push_str(line);
             out.push('\n');
         }
@@ -126,6 +161,46 @@ mod tests {
     }
 
     #[test]
+    fn a_variant_keeps_its_blocks_only() {
+        let truth = serde_json::json!({"expect": {"defect": "congruence"}});
+        let facts = Facts::from_truth(&crate::course::Token::parse("t").unwrap(), &truth);
+        let md = "All.\n::: if expect.defect=congruence\nAligned.\n::: app\nPanel.\n:::\n:::\n\
+                  ::: if expect.defect=huge-memsz\nToo big.\n::: plain\nShell.\n:::\n:::\n\
+                  ::: app\nKeys.\n:::\nEnd.\n";
+        assert_eq!(
+            for_variant(md, &facts),
+            "All.\nAligned.\n::: app\nPanel.\n:::\n::: app\nKeys.\n:::\nEnd.\n"
+        );
+    }
+
+    /// Every `::: if` block of the built-in labs is shown to some variant
+    /// (a misspelt fact or value never would be).
+    #[test]
+    fn every_variant_block_is_some_variants() {
+        let source = Source::default();
+        for id in source.ids().unwrap() {
+            let (lab, _) = crate::lab::load(&source, &id).unwrap();
+            let seeds = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"];
+            let facts: Vec<Facts> = seeds
+                .iter()
+                .map(|s| crate::lab::facts(&lab, &crate::course::Token::parse(s).unwrap()).unwrap())
+                .collect();
+            for step in &lab.steps {
+                for md in [&step.text, &step.explain] {
+                    for line in md.lines().filter(|l| l.starts_with("::: if ")) {
+                        let block = format!("{line}\nshown\n:::\n");
+                        assert!(
+                            facts.iter().any(|f| for_variant(&block, f) == "shown\n"),
+                            "{id} step {}: no variant of 12 shows {line:?}",
+                            step.id
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn a_hint_is_one_line_of_its_medium() {
         let hint = "::: app\nThe trend panel.\n:::\n::: plain\nsudo kdiag diagnose\n-p PID.\n:::\n";
         assert_eq!(line_for(hint, Medium::App), "The trend panel.");
@@ -145,18 +220,27 @@ mod tests {
         "switches to",
     ];
 
-    /// Every built-in lab's steps and hints, read in plain mode, mention
-    /// no panel or key of the app; every fence names a medium and is closed.
+    /// Every built-in lab's steps and hints, read in plain mode by any of
+    /// a few variants, mention no panel or key of the app; every fence
+    /// names a medium and is closed.
     #[test]
     fn plain_texts_never_mention_the_apps_panels_or_keys() {
         let source = Source::default();
-        for id in source.ids().unwrap() {
+        for (id, seed) in source
+            .ids()
+            .unwrap()
+            .iter()
+            .flat_map(|id| ["a", "b", "c", "d", "e", "f"].map(|s| (id.clone(), s)))
+        {
             let (lab, checks) = crate::lab::load(&source, &id).unwrap();
+            let facts =
+                crate::lab::facts(&lab, &crate::course::Token::parse(seed).unwrap()).unwrap();
             for step in &lab.steps {
                 let hints = checks.checks.iter().filter(|c| c.step == step.id);
                 let texts = [&step.text, &step.explain]
                     .into_iter()
-                    .chain(hints.map(|c| &c.hint));
+                    .chain(hints.map(|c| &c.hint))
+                    .map(|md| for_variant(md, &facts));
                 for md in texts {
                     let mut open: Option<&str> = None;
                     for line in md.lines() {
@@ -174,7 +258,7 @@ mod tests {
                         }
                     }
                     assert!(open.is_none(), "{id} {}: a block never closed", step.id);
-                    let plain = text_for(md, Medium::Plain);
+                    let plain = text_for(&md, Medium::Plain);
                     for word in APP_ONLY {
                         let found = plain.lines().find(|l| l.contains(word));
                         assert!(

@@ -66,16 +66,20 @@ pub struct Memory {
     verify: bool,
     seed: u64,
     function: usize,
+    /// Copies to make back to back, then stop (`--copies`): a timing of
+    /// several copies outweighs the source's creation and the noise.
+    copies: Option<u64>,
 }
 
 impl Workload for Memory {
     const NAME: &'static str = "memory";
-    const USAGE: &'static str = "MODE BLK [SRC] [DST] [--size SIZE] [--verify]\n\n\
+    const USAGE: &'static str = "MODE BLK [SRC] [DST] [--size SIZE] [--copies N] [--verify]\n\n\
         Copies SRC to DST: MODE 0 with mmap + memcpy, MODE 1 with read/write\n\
         through a BLK-byte buffer (e.g. 1K, 64K). A relative SRC is created in\n\
         the scratch directory with SIZE bytes (default 64M); DST is always\n\
-        written there. --verify compares DST with SRC afterwards.";
-    const OPTIONS: &'static [&'static str] = &["--size"];
+        written there. --copies N copies N times back to back, then stops.\n\
+        --verify compares DST with SRC afterwards.";
+    const OPTIONS: &'static [&'static str] = &["--size", "--copies"];
     const FLAGS: &'static [&'static str] = &["--verify"];
     const SCRATCH_CAP: u64 = 512 << 20;
     const DURATION: Option<std::time::Duration> = None;
@@ -131,6 +135,10 @@ impl Workload for Memory {
             verify: cli.flag("--verify"),
             seed: cli.seed().hash(),
             function,
+            copies: match cli.try_value::<u64>("--copies")? {
+                Some(0) => return Err("--copies must be at least 1".into()),
+                n => n,
+            },
         })
     }
 
@@ -197,13 +205,15 @@ impl Workload for Memory {
             0 => mapped::FNS[self.function],
             _ => buffered::FNS[self.function],
         };
-        loop {
+        for n in 1.. {
             self.copy_once(ctx, copy, &src, &dst)?;
-            if !ctx.again() {
-                break;
+            match self.copies {
+                Some(copies) if n >= copies || !ctx.running() => break,
+                Some(_) => continue,
+                None if !ctx.again() => break,
+                // A backup job between runs: the learner sees bursts.
+                None => ctx.sleep(std::time::Duration::from_millis(100)),
             }
-            // A backup job between runs: the learner sees bursts.
-            ctx.sleep(std::time::Duration::from_millis(100));
         }
         if self.verify {
             verify(&src, &dst).map_err(|e| format!("verify: {e}"))?;
