@@ -101,8 +101,8 @@ pub enum Ask {
 }
 
 /// Refuse `ask` when the caller is a learner who may not have it, with a
-/// message that says why and what they may do instead (exit 3: the
-/// privilege is missing).
+/// message that says why and what they may do instead (exit 2: not
+/// theirs to ask).
 pub fn allow(ask: &Ask) -> anyhow::Result<()> {
     match caller()? {
         Caller::Free => Ok(()),
@@ -166,7 +166,7 @@ fn refusal(ask: &Ask, uid: u32, sudo: bool) -> Option<anyhow::Error> {
              name your process with -p PID, or run it with -- CMD"
         ),
     };
-    Some(crate::error::missing(format!("kdiag: {msg}")))
+    Some(crate::error::usage(msg))
 }
 
 #[cfg(test)]
@@ -199,7 +199,7 @@ mod tests {
             true,
         )
         .unwrap();
-        assert_eq!(crate::error::exit_code(&e), crate::error::MISSING);
+        assert_eq!(crate::error::exit_code(&e), crate::error::USAGE);
         assert!(e.to_string().contains("add -u YOU"), "{e}");
     }
 
