@@ -52,7 +52,10 @@ fn attempts_are_counted_bundled_and_shown_per_question_in_every_format() {
     for answer in ["bash", "io-app"] {
         own(&["answer", "0-demo", "who.comm", answer]);
         let out = own(&["check", "0-demo", "--seed", seed]);
-        assert!(out.contains("counted on your machine, not attested"), "{out}");
+        assert!(
+            out.contains("counted on your machine, not attested"),
+            "{out}"
+        );
         own(&["check", "0-demo", "--seed", seed, "--only", "who.comm"]);
     }
     let counted = std::fs::read_to_string(labs.join("0-demo/attempts.toml")).unwrap();

@@ -128,14 +128,27 @@ fn a_signed_bundle_is_attested_and_an_edited_one_is_not() {
     let answers_file = labs.join("guess.toml");
     std::fs::write(&answers_file, "[who]\ncomm = \"io-ap\"\n").unwrap();
     std::os::unix::fs::chown(&answers_file, Some(uid), Some(gid)).unwrap();
-    let (code, out) = as_learner(&["check", "0-demo", "--answers", answers_file.to_str().unwrap()]);
+    let (code, out) = as_learner(&[
+        "check",
+        "0-demo",
+        "--answers",
+        answers_file.to_str().unwrap(),
+    ]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("no attempts left"), "{out}");
     let (code, out) = as_learner(&["check", "0-demo", "--labs", labs.to_str().unwrap()]);
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("--labs is for instructors"), "{out}");
     let (code, out) = run(Command::new("sudo")
-        .args(["-n", "-u", LEARNER, env!("CARGO_BIN_EXE_kdiag"), "check", "0-demo", "--seed"])
+        .args([
+            "-n",
+            "-u",
+            LEARNER,
+            env!("CARGO_BIN_EXE_kdiag"),
+            "check",
+            "0-demo",
+            "--seed",
+        ])
         .arg("abcd-efgh-jkmn")
         .arg("--dir")
         .arg(&labs)
@@ -143,7 +156,15 @@ fn a_signed_bundle_is_attested_and_an_edited_one_is_not() {
     assert_eq!(code, 2, "without sudo: {out}");
     assert!(out.contains("your variant is your account's"), "{out}");
     let (code, out) = run(Command::new("sudo")
-        .args(["-n", "-u", LEARNER, env!("CARGO_BIN_EXE_kdiag"), "check", "0-demo", "--dir"])
+        .args([
+            "-n",
+            "-u",
+            LEARNER,
+            env!("CARGO_BIN_EXE_kdiag"),
+            "check",
+            "0-demo",
+            "--dir",
+        ])
         .arg(&labs)
         .current_dir(&labs));
     assert_eq!(code, 3, "without sudo: {out}");

@@ -100,16 +100,24 @@ fn learner_asks(command: &Command) -> Vec<Ask> {
     let pids = |p: &[i32]| p.iter().map(|&p| Ask::Pid(p as u32)).collect::<Vec<_>>();
     let labs = |f: &args::Files| f.labs.iter().map(|_| Ask::Labs).collect::<Vec<_>>();
     let mut asks = match command {
-        Command::Profile(a) if a.all_cpus => vec![wide("profile -a", "profile your process: -p PID, or -- CMD")],
+        Command::Profile(a) if a.all_cpus => vec![wide(
+            "profile -a",
+            "profile your process: -p PID, or -- CMD",
+        )],
         Command::Profile(a) => pids(&a.pid.into_iter().collect::<Vec<_>>()),
-        Command::Offcpu(a) if a.all => vec![wide("offcpu -a", "name your process: -p PID, or -- CMD")],
+        Command::Offcpu(a) if a.all => {
+            vec![wide("offcpu -a", "name your process: -p PID, or -- CMD")]
+        }
         Command::Offcpu(a) => pids(&a.pids.pids),
         Command::Faults(a) => pids(&a.pids.pids),
         Command::Top(a) => pids(&a.only.pids),
         Command::Ps(a) => pids(&a.only.pids),
         Command::Iosnoop(a) => match a.pid {
             Some(p) => vec![Ask::Pid(p)],
-            None => vec![wide("iosnoop without -p", "trace your process's requests: -p PID")],
+            None => vec![wide(
+                "iosnoop without -p",
+                "trace your process's requests: -p PID",
+            )],
         },
         Command::ExecTrace(a) => a.pid.map(Ask::Pid).into_iter().collect(),
         Command::Execsnoop(a) => vec![match a.uid {
@@ -126,7 +134,9 @@ fn learner_asks(command: &Command) -> Vec<Ask> {
     };
     if let Command::Lab(lab::Args { seed: Some(_), .. })
     | Command::Check(check::Args { seed: Some(_), .. })
-    | Command::Check(check::Args { course: Some(_), .. }) = command
+    | Command::Check(check::Args {
+        course: Some(_), ..
+    }) = command
     {
         asks.insert(0, Ask::Seed);
     }

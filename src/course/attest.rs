@@ -106,9 +106,11 @@ fn write_root_file(to: &Path, data: &[u8]) -> anyhow::Result<()> {
 pub fn is_installed() -> bool {
     match std::fs::symlink_metadata(installed_path()) {
         Ok(_) => true,
-        Err(e) => e.kind() != std::io::ErrorKind::NotFound
+        Err(e) => {
+            e.kind() != std::io::ErrorKind::NotFound
             // A 0700 directory from an older kdiag hides it from learners.
-            && e.kind() != std::io::ErrorKind::PermissionDenied,
+            && e.kind() != std::io::ErrorKind::PermissionDenied
+        }
     }
 }
 

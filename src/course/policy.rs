@@ -43,9 +43,8 @@ pub struct Learner {
 pub fn is_admin(uid: u32, course: Option<&super::Course>) -> bool {
     uid == 0
         || privilege::in_group(uid, ADMIN_GROUPS)
-        || course.is_some_and(|c| {
-            privilege::user_name(uid).is_some_and(|name| c.admins.contains(&name))
-        })
+        || course
+            .is_some_and(|c| privilege::user_name(uid).is_some_and(|name| c.admins.contains(&name)))
 }
 
 /// Who the caller is.
@@ -182,7 +181,10 @@ mod tests {
         let other = uid + 1;
         assert!(refusal(&Ask::Pid(me), uid, true).is_none(), "own process");
         let e = refusal(&Ask::Pid(me), other, true).unwrap().to_string();
-        assert!(e.contains(&format!("PID {me} is")) && e.contains("not yours"), "{e}");
+        assert!(
+            e.contains(&format!("PID {me} is")) && e.contains("not yours"),
+            "{e}"
+        );
         assert!(refusal(&Ask::Pid(me), other, false).is_none());
         assert!(refusal(&Ask::Watch, other, false).is_none());
         let e = refusal(&Ask::Watch, other, true).unwrap().to_string();

@@ -330,15 +330,26 @@ mod tests {
             login_column: Some("name".into()),
         };
         let r = Roster::parse("r.csv", text, &cols).unwrap();
-        assert_eq!((r.learners[1].id.as_str(), r.learners[1].login.as_deref()), ("bob@x.org", Some("Bob")));
+        assert_eq!(
+            (r.learners[1].id.as_str(), r.learners[1].login.as_deref()),
+            ("bob@x.org", Some("Bob"))
+        );
         let cols = Columns {
             id_column: Some("matric".into()),
             login_column: None,
         };
         let e = Roster::parse("r.csv", text, &cols).unwrap_err();
-        assert!(e.to_string().contains("no column \"matric\" (--id-column)"), "{e}");
+        assert!(
+            e.to_string().contains("no column \"matric\" (--id-column)"),
+            "{e}"
+        );
         let r = Roster::parse("r.csv", "id\n7\n", &Columns::default()).unwrap();
-        assert!(r.logins("r.csv").unwrap_err().to_string().contains("login column"));
+        assert!(
+            r.logins("r.csv")
+                .unwrap_err()
+                .to_string()
+                .contains("login column")
+        );
     }
 
     #[test]

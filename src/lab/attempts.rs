@@ -178,7 +178,11 @@ mod tests {
         };
         for _ in 0..5 {
             let rs = check(&a);
-            assert!(rs[0].message.contains("attempt 1, counted on your machine, not attested"));
+            assert!(
+                rs[0]
+                    .message
+                    .contains("attempt 1, counted on your machine, not attested")
+            );
             assert!(rs[1].message.is_empty(), "unanswered: no attempt");
         }
         a.set("who.comm", "io-app").unwrap();

@@ -67,7 +67,8 @@ pub fn choose(given: Option<&str>, dir: Option<&LabDir>) -> anyhow::Result<Seed>
             }
             if let Ok(v) = std::env::var("KDIAG_SEED") {
                 return Ok(Seed {
-                    token: Token::parse(&v).map_err(|e| error::usage(format!("KDIAG_SEED: {e}")))?,
+                    token: Token::parse(&v)
+                        .map_err(|e| error::usage(format!("KDIAG_SEED: {e}")))?,
                     source: SeedSource::Given,
                 });
             }

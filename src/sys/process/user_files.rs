@@ -424,7 +424,10 @@ pub fn create_private_dir(dir: &Path) -> Result<(), UserFileError> {
     let err = |e| UserFileError::from_errno(dir, e, acting());
     as_user(|| {
         use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
         let c = CString::new(dir.as_os_str().as_bytes())?;
         let fd = open_raw(&c, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)?;
         // SAFETY: fchmod on a descriptor we hold, with the user's fsuid:
