@@ -94,8 +94,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             roster,
             columns,
         } => {
+            // Read first, as whoever runs kdiag (a sudo invoker reads as
+            // themselves), so a bad file is refused for what it is.
+            let loaded = Course::load(&course)?;
             let roster = roster.map(|r| Roster::load(&r, &columns)).transpose()?;
-            let to = crate::course::attest::install(&course, roster.as_ref())?;
+            crate::course::policy::require_admin("kdiag course install")?;
+            let to = crate::course::attest::install(&loaded, roster.as_ref())?;
             let who = match &roster {
                 Some(r) => format!(
                     "their roster id ({} learners, known by their login)",

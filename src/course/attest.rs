@@ -46,26 +46,14 @@ fn learners_path() -> PathBuf {
 /// kdiag) to root's state directory, 0600 in a 0711 directory (anyone may
 /// see that a course is installed, no one but root what it holds), and
 /// record which login is which learner of `roster`. For the server's
-/// administrator: root, or an administrator through sudo
-/// (`policy::is_admin`).
-pub fn install(from: &Path, roster: Option<&Roster>) -> anyhow::Result<PathBuf> {
-    // Read first, as whoever runs kdiag (a sudo invoker reads as
-    // themselves), so a bad file is refused for what it is.
-    let course = Course::load(from)?;
-    let admin = match privilege::invoker() {
-        Some(who) => super::policy::is_admin(who.uid, None),
-        None => privilege::is_root(),
-    };
-    if !admin {
-        return Err(crate::error::usage(
-            "kdiag course install is for the server's administrator: run it as root, or \
-             through sudo as a member of the sudo, admin or wheel group (not through a \
-             learner's sudo rule)",
+/// administrator only: `policy::require_admin` first.
+pub fn install(course: &Course, roster: Option<&Roster>) -> anyhow::Result<PathBuf> {
+    if !privilege::is_root() {
+        return Err(crate::error::missing(
+            "kdiag course install writes root's state: run it as root or through sudo",
         ));
     }
-    let logins = roster
-        .map(|r| r.logins(&from.display().to_string()))
-        .transpose()?;
+    let logins = roster.map(|r| r.logins("the roster")).transpose()?;
     let dir = Path::new(STATE_DIR);
     std::fs::DirBuilder::new()
         .recursive(true)

@@ -47,6 +47,23 @@ pub fn is_admin(uid: u32, course: Option<&super::Course>) -> bool {
             .is_some_and(|c| privilege::user_name(uid).is_some_and(|name| c.admins.contains(&name)))
 }
 
+/// Refuse `what` unless the caller administers the machine: root, or an
+/// administrator through sudo (never a learner's sudo rule).
+pub fn require_admin(what: &str) -> anyhow::Result<()> {
+    let admin = match privilege::invoker() {
+        Some(who) => is_admin(who.uid, attest::installed()?.as_ref()),
+        None => privilege::is_root(),
+    };
+    if admin {
+        return Ok(());
+    }
+    Err(crate::error::usage(format!(
+        "{what} is for the server's administrator: run it as root, or through sudo as a member \
+         of the {} group (not through a learner's sudo rule)",
+        ADMIN_GROUPS.join(", ")
+    )))
+}
+
 /// Who the caller is.
 pub fn caller() -> anyhow::Result<Caller> {
     if !attest::is_installed() {
