@@ -200,6 +200,17 @@ fn an_lms_roster_s_learners_get_what_their_answers_earn_and_observe_only_their_o
         for _ in 0..3 {
             kdiag_for(&["check", "0-demo"]);
         }
+        if i == 0 {
+            // An old progress file's seed is warned about, never used.
+            let progress = labs.join("0-demo/progress.toml");
+            std::fs::write(&progress, "seed = \"abcd-efgh-jkmn\"\n").unwrap();
+            std::os::unix::fs::chown(&progress, Some(p.0), Some(p.1)).unwrap();
+            let (_, out) = kdiag_for(&["check", "0-demo"]);
+            assert!(
+                out.contains("progress.toml names seed abcd-efgh-jkmn"),
+                "{out}"
+            );
+        }
         let (code, out) = kdiag_for(&["lab", "submit", "0-demo", "--folder", "--out", "bundle"]);
         assert_eq!(code, 0, "{out}");
         assert!(out.contains(&format!("for learner {sid}")), "{out}");
