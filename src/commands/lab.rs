@@ -636,13 +636,13 @@ fn submit(
     // On a course server: the account that invoked sudo, its course seed,
     // its own lab folder only, and a bundle signed with the journal.
     let server = policy::server()?;
-    if let Some(server) = &server {
-        if let Some(l) = learner.as_ref().filter(|l| **l != server.learner) {
-            return Err(error::usage(format!(
-                "on this course server a submission is yours, learner {}: drop --learner {l}",
-                server.learner
-            )));
-        }
+    if let Some(server) = &server
+        && let Some(l) = learner.as_ref().filter(|l| **l != server.learner)
+    {
+        return Err(error::usage(format!(
+            "on this course server a submission is yours, learner {}: drop --learner {l}",
+            server.learner
+        )));
     }
     submission::own_folder(&dir)?;
     let seed = lab::seed::choose(None, Some(&dir))?;
