@@ -40,11 +40,24 @@ fn attempts_are_counted_bundled_and_shown_per_question_in_every_format() {
         all.extend(["--dir", s(&labs)]);
         ok(&all)
     };
+    // An attempt is a new answer: checking it again, alone or with its
+    // step, counts nothing; answering anew (even the earlier answer) does.
     own(&["answer", "0-demo", "who.comm", "io-app"]);
-    for _ in 0..2 {
+    for _ in 0..4 {
+        own(&["check", "0-demo", "--seed", seed, "--only", "who.comm"]);
+        own(&["check", "0-demo", "--seed", seed]);
+    }
+    let counted = std::fs::read_to_string(labs.join("0-demo/attempts.toml")).unwrap();
+    assert!(counted.contains("\"who.comm\" = 1"), "{counted}");
+    for answer in ["bash", "io-app"] {
+        own(&["answer", "0-demo", "who.comm", answer]);
+        let out = own(&["check", "0-demo", "--seed", seed]);
+        assert!(
+            out.contains("counted on your machine, not attested"),
+            "{out}"
+        );
         own(&["check", "0-demo", "--seed", seed, "--only", "who.comm"]);
     }
-    own(&["check", "0-demo", "--seed", seed]);
     let counted = std::fs::read_to_string(labs.join("0-demo/attempts.toml")).unwrap();
     assert!(counted.contains("\"who.comm\" = 3"), "{counted}");
     assert!(

@@ -108,14 +108,67 @@ fn a_signed_bundle_is_attested_and_an_edited_one_is_not() {
     // An option cannot choose another identity or seed.
     let (code, out) = as_learner(&["check", "0-demo", "--seed", "abcd-efgh-jkmn"]);
     assert_eq!(code, 2, "{out}");
-    for n in 1..=2 {
+    // An attempt is a new answer: checking it again counts nothing.
+    for _ in 0..3 {
         let (code, out) = as_learner(&["check", "0-demo", "--only", "who.comm"]);
-        assert_eq!(code, 0, "check {n}: {out}");
-        assert!(out.contains(&format!("attempt {n} of 2")), "{out}");
+        assert_eq!(code, 0, "{out}");
+        assert!(out.contains("attempt 1 of 2"), "{out}");
     }
+    let (code, out) = as_learner(&["answer", "0-demo", "who.comm", "bash"]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = as_learner(&["check", "0-demo"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("attempt 2 of 2"), "{out}");
+    // Past the course's limit a new answer is not judged, on every path:
+    // the lab folder, an answers file, --labs, --seed without sudo.
+    as_learner(&["answer", "0-demo", "who.comm", "io-app"]);
     let (code, out) = as_learner(&["check", "0-demo", "--only", "who.comm"]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("no attempts left"), "{out}");
+    let answers_file = labs.join("guess.toml");
+    std::fs::write(&answers_file, "[who]\ncomm = \"io-ap\"\n").unwrap();
+    std::os::unix::fs::chown(&answers_file, Some(uid), Some(gid)).unwrap();
+    let (code, out) = as_learner(&[
+        "check",
+        "0-demo",
+        "--answers",
+        answers_file.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("no attempts left"), "{out}");
+    let (code, out) = as_learner(&["check", "0-demo", "--labs", labs.to_str().unwrap()]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("--labs is for instructors"), "{out}");
+    let (code, out) = run(Command::new("sudo")
+        .args([
+            "-n",
+            "-u",
+            LEARNER,
+            env!("CARGO_BIN_EXE_kdiag"),
+            "check",
+            "0-demo",
+            "--seed",
+        ])
+        .arg("abcd-efgh-jkmn")
+        .arg("--dir")
+        .arg(&labs)
+        .current_dir(&labs));
+    assert_eq!(code, 2, "without sudo: {out}");
+    assert!(out.contains("your variant is your account's"), "{out}");
+    let (code, out) = run(Command::new("sudo")
+        .args([
+            "-n",
+            "-u",
+            LEARNER,
+            env!("CARGO_BIN_EXE_kdiag"),
+            "check",
+            "0-demo",
+            "--dir",
+        ])
+        .arg(&labs)
+        .current_dir(&labs));
+    assert_eq!(code, 3, "without sudo: {out}");
+    assert!(out.contains("run sudo kdiag"), "{out}");
     // Other questions, unanswered, cost nothing.
     let (_, out) = as_learner(&["check", "0-demo"]);
     assert!(out.contains("no attempts left"), "{out}");
@@ -123,12 +176,9 @@ fn a_signed_bundle_is_attested_and_an_edited_one_is_not() {
     let j = std::fs::metadata(&journal).unwrap();
     assert_eq!((j.uid(), j.mode() & 0o077), (0, 0));
     let lines = std::fs::read_to_string(&journal).unwrap();
-    assert_eq!(
-        lines.matches("\tcheck\twho.comm\tpassed").count(),
-        2,
-        "{lines}"
-    );
-    assert_eq!(lines.matches("\tanswer\twho.comm\t").count(), 1, "{lines}");
+    assert_eq!(lines.matches("\tcheck\twho.comm\t").count(), 2, "{lines}");
+    assert_eq!(lines.matches("\tcheck\t").count(), 2, "{lines}");
+    assert_eq!(lines.matches("\tanswer\twho.comm\t").count(), 3, "{lines}");
 
     let signed = labs.join("signed.tar");
     let (code, out) = as_learner(&["lab", "submit", "0-demo", "--out", signed.to_str().unwrap()]);

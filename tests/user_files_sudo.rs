@@ -165,6 +165,13 @@ fn cases() -> BTreeMap<&'static str, Case> {
             Reader("course install --course {P}", Some(MIB)),
         ),
         (
+            "course install --roster",
+            Reader(
+                "course install --course {COURSE} --roster {P}",
+                Some(16 * MIB),
+            ),
+        ),
+        (
             "course verify --course",
             Reader("course verify ada k3m9-x2pq-7vtz --course {P}", Some(MIB)),
         ),

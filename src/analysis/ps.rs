@@ -127,13 +127,20 @@ pub fn command(p: &Process) -> String {
     if p.state == 'Z' {
         s.push_str(" <defunct>");
     }
-    if s.chars().any(char::is_control) {
-        s = s
-            .chars()
-            .map(|c| if c.is_control() { '?' } else { c })
-            .collect();
+    printable(&s)
+}
+
+/// `s` safe to print on a terminal: every control character (escape
+/// sequences, carriage returns, newlines: anything another user's argv, a
+/// process name, a path or an ELF string may hold) becomes `?`, as procps
+/// prints them. The one such function: every text output uses it.
+pub fn printable(s: &str) -> String {
+    if !s.chars().any(char::is_control) {
+        return s.to_string();
     }
-    s
+    s.chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
 }
 
 /// TIME as `ps aux` prints it: minutes and seconds.

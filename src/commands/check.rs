@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::course::{Course, Token, attest};
+use crate::course::{Course, policy};
 use crate::error;
 use crate::grade::answers::Answers;
 use crate::grade::{self, CheckResult, Evidence, Facts, Status, report};
@@ -24,7 +24,8 @@ pub struct Args {
     /// A submission: a tar archive from `kdiag lab submit`, or its folder
     #[arg(long, value_name = "PATH")]
     pub submission: Option<PathBuf>,
-    /// The learner's seed token (default: $KDIAG_SEED, else your self-study seed)
+    /// The learner's seed token (default: your lab's last seed, else
+    /// $KDIAG_SEED, else your self-study seed; refused on a course server)
     #[arg(long, value_name = "TOKEN", conflicts_with = "course")]
     pub seed: Option<String>,
     /// The course file, to derive the seed from --learner (instructors)
@@ -66,21 +67,27 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
     }
     // On a course server the learner is the account that invoked sudo,
-    // and every question checked is journaled and counted.
-    let server = attest::Server::current()?;
+    // their variant the account's (`lab::seed`), and every new answer
+    // checked is journaled and counted (`lab::attempts`).
+    let server = policy::server()?;
     if let Some(server) = &server
-        && (args.seed.is_some() || args.course.is_some() || args.submission.is_some())
+        && args.submission.is_some()
     {
         return Err(error::usage(format!(
-            "on this course server kdiag checks your own answers with your own seed (you are {}):              drop --seed, --course and --submission",
+            "on this course server kdiag checks your own answers with your own seed (you are {}): \
+             drop --submission",
             server.learner
         )));
     }
-    let seed = match (&args.seed, &args.course, &args.learner) {
-        _ if server.is_some() => crate::lab::default_seed()?,
-        (Some(s), _, _) => Token::parse(s).map_err(error::usage)?,
-        (None, Some(course), Some(learner)) => Course::load(course)?.token(learner),
-        _ => crate::lab::default_seed()?,
+    // The learner's own answers in their lab folder (a submission or an
+    // answers file may be anyone's).
+    let own = match (&args.submission, &args.answers) {
+        (None, None) => Some(args.files.lab_dir(&lab.id)?),
+        _ => None,
+    };
+    let seed = match (&args.course, &args.learner) {
+        (Some(course), Some(learner)) => Course::load(course)?.token(learner),
+        _ => lab::seed::choose(args.seed.as_deref(), own.as_ref())?.token,
     };
     let max: f64 = checks.iter().filter(|c| !c.live()).map(|c| c.points).sum();
     let mut subject = report::Subject {
@@ -88,12 +95,6 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         seed: Some(seed.to_string()),
         checks_version: Some(version),
         ..report::Subject::lab(&lab.id)
-    };
-    // The learner's own answers in their lab folder (a submission or an
-    // answers file may be anyone's).
-    let own = match (&args.submission, &args.answers) {
-        (None, None) => Some(args.files.lab_dir(&lab.id)?),
-        _ => None,
     };
     let opened = match (&args.submission, &args.answers, &own) {
         (Some(path), _, _) => submission::open(path),
@@ -118,14 +119,23 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if let Some(server) = &server {
         subject.learner = Some(server.learner.clone());
     }
-    // Every check on a course server counts; elsewhere, checks of the
-    // learner's own answers.
+    // Every new answer checked on a course server counts (an answers
+    // file too); elsewhere, new answers of the learner's own lab folder.
     if server.is_some() || own.is_some() {
         let dir = match &own {
             Some(d) => d.clone(),
             None => args.files.lab_dir(&lab.id)?,
         };
-        lab::attested::count_checks(server.as_ref(), &dir, &lab.id, &sub.answers, &mut results)?;
+        let artifact = |id: &str| checks_all.iter().any(|c| c.id == id && c.is_artifact());
+        lab::attempts::count(
+            server.as_ref(),
+            &dir,
+            &lab.id,
+            &sub.answers,
+            &sub.evidence,
+            &mut results,
+            &artifact,
+        )?;
     }
     if let Some(m) = &sub.manifest {
         subject.learner.get_or_insert_with(|| m.learner.clone());

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::course::roster::{Roster, csv_field};
+use crate::course::roster::{Columns, Roster, csv_field};
 use crate::course::{Course, Token};
 use crate::error;
 use crate::grade::gradebook::{self, GradedLab, Layout};
@@ -36,13 +36,23 @@ enum Sub {
         /// The course file (kdiag course init)
         #[arg(long, value_name = "FILE")]
         course: PathBuf,
+        #[command(flatten)]
+        columns: Columns,
     },
-    /// On a course server (as root): install the course so kdiag, run by
-    /// learners through sudo, attests their work (the key stays root's)
+    /// On a course server (as root, or an administrator's sudo): install
+    /// the course so kdiag, run by learners through sudo, attests their
+    /// work (the key stays root's)
     Install {
         /// The course file (kdiag course init)
         #[arg(long, value_name = "FILE")]
         course: PathBuf,
+        /// The class list, with each learner's login on this server (a
+        /// login or username column, or --login-column): kdiag then knows
+        /// each account as its roster id, for seeds and signatures
+        #[arg(long, value_name = "CSV")]
+        roster: Option<PathBuf>,
+        #[command(flatten)]
+        columns: Columns,
     },
     /// Merge graded labs into one gradebook: a row per learner, a column
     /// per lab (CSV, or Canvas's or Moodle's import layout)
@@ -74,13 +84,33 @@ enum Sub {
 pub fn run(args: Args) -> anyhow::Result<u8> {
     match args.command {
         Sub::Init { out, labs } => init(out, labs),
-        Sub::Seeds { roster, course } => seeds(&roster, &course),
-        Sub::Install { course } => {
-            let to = crate::course::attest::install(&course)?;
+        Sub::Seeds {
+            roster,
+            course,
+            columns,
+        } => seeds(&roster, &course, &columns),
+        Sub::Install {
+            course,
+            roster,
+            columns,
+        } => {
+            // Read first, as whoever runs kdiag (a sudo invoker reads as
+            // themselves), so a bad file is refused for what it is.
+            let loaded = Course::load(&course)?;
+            let roster = roster.map(|r| Roster::load(&r, &columns)).transpose()?;
+            crate::course::policy::require_admin("kdiag course install")?;
+            let to = crate::course::attest::install(&loaded, roster.as_ref())?;
+            let who = match &roster {
+                Some(r) => format!(
+                    "their roster id ({} learners, known by their login)",
+                    r.learners.len()
+                ),
+                None => "their login (no --roster: seeds and grades key on logins)".into(),
+            };
             println!(
                 "Installed {} as {} (root's, 0600). Learners running kdiag through sudo now \
-                 check, answer and submit as their own account, journaled and signed; \
-                 grade with: kdiag grade LAB DIR --course {}",
+                 check, answer and submit as {who}, journaled and signed; grade with: kdiag \
+                 grade LAB DIR --course {} --roster ROSTER.csv --require-attested",
                 course.display(),
                 to.display(),
                 course.display()
@@ -132,9 +162,9 @@ fn init(out: PathBuf, labs: Vec<String>) -> anyhow::Result<u8> {
     Ok(error::OK)
 }
 
-fn seeds(roster: &std::path::Path, course: &std::path::Path) -> anyhow::Result<u8> {
+fn seeds(roster: &Path, course: &Path, columns: &Columns) -> anyhow::Result<u8> {
     let course = Course::load(course)?;
-    let roster = Roster::load(roster)?;
+    let roster = Roster::load(roster, columns)?;
     let mut out = String::from("id,seed\n");
     for l in &roster.learners {
         out.push_str(&format!("{},{}\n", csv_field(&l.id), course.token(&l.id)));

@@ -117,25 +117,16 @@ fn line(e: &ExecEvent, failed: bool) -> String {
     let now = wall_clock();
     let mut l = format!(
         "{now:<8} {:<16} {:>7} {:>7} {:>4} ",
-        e.comm, e.pid, e.ppid, e.ret
+        crate::analysis::ps::printable(&e.comm),
+        e.pid,
+        e.ppid,
+        e.ret
     );
     if failed {
         l.push_str(&format!("{:<8} ", e.errno.unwrap_or("-")));
     }
-    l.push_str(&args_text(e));
+    l.push_str(&crate::render::exec::args_text(e));
     l
-}
-
-/// argv joined by spaces, else the filename.
-fn args_text(e: &ExecEvent) -> String {
-    if e.argv.is_empty() {
-        return e.filename.clone().unwrap_or_else(|| "?".into());
-    }
-    let mut s = e.argv.join(" ");
-    if e.argv_truncated {
-        s.push_str(" ...");
-    }
-    s
 }
 
 fn wall_clock() -> String {

@@ -36,6 +36,8 @@ pub struct Args {
     /// without a submission are listed too
     #[arg(long, value_name = "CSV")]
     pub roster: Option<PathBuf>,
+    #[command(flatten)]
+    pub columns: crate::course::roster::Columns,
     /// Grade PATH as one submission handed in by this learner (who must
     /// be the learner its manifest names)
     #[arg(long, value_name = "ID")]
@@ -79,7 +81,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     let (lab, checks) = lab::load(&source, &args.lab)?;
     let course = Course::load(&args.course)?;
-    let roster = args.roster.as_deref().map(Roster::load).transpose()?;
+    let roster = args
+        .roster
+        .as_deref()
+        .map(|r| Roster::load(r, &args.columns))
+        .transpose()?;
     let mut grader = Grader {
         lab: &lab,
         checks: &checks,
@@ -434,6 +440,26 @@ impl Grader<'_> {
             Err(why) => return failed(Some(learner), why),
         };
         let mut warnings = grade::unknown_keys(&self.checks.checks, &sub.answers);
+        // Without a roster kdiag cannot tell a learner named by another
+        // column (a login where seeds were handed out by student id) from
+        // one who used another seed: never grade that silently.
+        if let Some(m) = manifest.filter(|m| {
+            self.roster.is_none()
+                && m.seed != seed.as_str()
+                && m.seed_source != crate::lab::submission::SeedSource::SelfStudy
+        }) {
+            return failed(
+                Some(learner.clone()),
+                format!(
+                    "the submission was made with seed {}, which is not the course seed of \
+                     learner {learner:?}: if your roster names learners by another column \
+                     (a login, an email) than the seeds were handed out by, grade with \
+                     --roster ROSTER.csv (and --id-column/--login-column if its header does \
+                     not say)",
+                    m.seed
+                ),
+            );
+        }
         if let Some(m) = manifest.filter(|m| m.seed != seed.as_str()) {
             warnings.push(format!(
                 "the submission was made with seed {} ({}), not learner {learner}'s course seed \

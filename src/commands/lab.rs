@@ -12,15 +12,14 @@ use std::time::SystemTime;
 use anyhow::Context;
 
 use super::args::Files;
-use crate::course::{Course, Token, attest, token};
+use crate::course::{Course, attest, policy};
 use crate::error;
 use crate::grade::answers;
 use crate::grade::{self, CheckResult, Evidence, Status};
 use crate::lab::engine::{Engine, Resumed, shell_word};
 use crate::lab::medium::{Medium, line_for, runnable, text_for};
-use crate::lab::state::{self, LabDir, Progress};
+use crate::lab::state::{self, LabDir};
 use crate::lab::{self, solution, submission};
-use crate::lab::{default_seed, user_name};
 use crate::model::lab::{Input, Panel};
 use crate::render::table::{Align, Table};
 use crate::sys::process::interrupt::Interrupt;
@@ -39,7 +38,8 @@ pub struct Args {
     #[arg(required = true)]
     pub lab: Option<String>,
     /// Your seed token (from your course; default: the lab's last seed,
-    /// else $KDIAG_SEED, else one derived from your user name)
+    /// else $KDIAG_SEED, else one derived from your user name). Refused on
+    /// a course server, where your variant is your account's
     #[arg(long, value_name = "TOKEN")]
     pub seed: Option<String>,
     /// One command a line on stdin, each reply on stdout, instead of the
@@ -149,12 +149,8 @@ fn list(files: &Files) -> anyhow::Result<u8> {
     for id in source.ids()? {
         let (lab, checks) = lab::load(&source, &id)?;
         let ld = LabDir::new(&root, &lab.id);
-        let progress = Progress::load(&ld.progress());
         let answers = answers::Answers::load(&ld.answers()).unwrap_or_default();
-        let seed = match Token::parse(&progress.seed) {
-            Ok(t) => t,
-            Err(_) => default_seed()?,
-        };
+        let seed = lab::seed::choose(None, Some(&ld))?.token;
         let facts = lab::facts(&lab, &seed)?;
         let evidence = Evidence::Dir {
             base: ld.path.clone(),
@@ -250,21 +246,12 @@ fn reset(id: &str, yes: bool, files: &Files) -> anyhow::Result<u8> {
 fn run_lab(id: &str, seed: Option<String>, plain: bool, files: &Files) -> anyhow::Result<u8> {
     let source = files.source();
     let root = state::root(files.dir.as_deref())?;
-    let seed = match seed {
-        Some(s) => Token::parse(&s).map_err(error::usage)?,
-        None => {
-            let before = Progress::load(&LabDir::new(&root, id).progress());
-            match Token::parse(&before.seed) {
-                Ok(t) => t,
-                Err(_) => default_seed()?,
-            }
-        }
-    };
+    let seed = lab::seed::choose(seed.as_deref(), Some(&LabDir::new(&root, id)))?.token;
     let (engine, resumed) = Engine::start(&source, id, seed, &root, files.dir.clone())?;
     let mut driver = LabDriver {
         engine,
         seen: None,
-        server: attest::Server::current()?,
+        server: policy::server()?,
     };
     let result = run_app(&mut driver, resumed.as_ref(), plain);
     driver.engine.stop();
@@ -531,12 +518,18 @@ impl Driver for LabDriver {
         self.seen = self.modified();
         let mut checked = self.engine.check(step)?;
         let answers = self.engine.answers()?;
-        lab::attested::count_checks(
+        let checks = &self.engine.checks.checks;
+        lab::attempts::count(
             self.server.as_ref(),
             &self.engine.dir,
             &self.engine.lab.id,
             &answers,
+            &Evidence::Dir {
+                base: self.engine.dir.path.clone(),
+                confined: false,
+            },
             &mut checked.results,
+            &|id| checks.iter().any(|c| c.id == id && c.is_artifact()),
         )?;
         Ok(checked
             .results
@@ -547,7 +540,7 @@ impl Driver for LabDriver {
 
     fn save(&mut self, file: &str, contents: &str) -> anyhow::Result<String> {
         let path = self.engine.dir.path.join(file);
-        user_files::write(&path, contents)?;
+        user_files::write_private(&path, contents)?;
         if let Some(server) = &self.server {
             lab::attested::journal_evidence(
                 server,
@@ -640,36 +633,28 @@ fn submit(
             lab.id
         )));
     }
-    let progress = Progress::load(&dir.progress());
     // On a course server: the account that invoked sudo, its course seed,
-    // and a bundle signed with the journal.
-    let server = crate::course::attest::Server::current()?;
-    if let (Some(server), Some(l)) = (&server, &learner)
-        && l != &server.learner
+    // its own lab folder only, and a bundle signed with the journal.
+    let server = policy::server()?;
+    if let Some(server) = &server
+        && let Some(l) = learner.as_ref().filter(|l| **l != server.learner)
     {
         return Err(error::usage(format!(
             "on this course server a submission is yours, learner {}: drop --learner {l}",
             server.learner
         )));
     }
-    let seed = match (&server, Token::parse(&progress.seed)) {
-        (Some(server), _) => server.token(),
-        (None, Ok(t)) => t,
-        (None, Err(_)) => default_seed()?,
-    };
+    submission::own_folder(&dir)?;
+    let seed = lab::seed::choose(None, Some(&dir))?;
     let learner = match &server {
         Some(server) => server.learner.clone(),
-        None => learner.unwrap_or_else(user_name),
-    };
-    let seed_source = if seed == token::self_study_token(&user_name()) {
-        submission::SeedSource::SelfStudy
-    } else {
-        submission::SeedSource::Given
+        None => learner.unwrap_or_else(lab::user_name),
     };
     let attempts = match &server {
-        Some(server) => server.attempts(&lab.id)?,
-        None => state::attempts(&dir),
+        Some(server) => (server.attempts(&lab.id)?, lab::attempts::ATTESTED),
+        None => (lab::attempts::local(&dir), lab::attempts::UNATTESTED),
     };
+    let (seed_source, seed) = (seed.source, seed.token);
     let mut packed = submission::pack(
         &checks,
         &answers,

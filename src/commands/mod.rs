@@ -26,6 +26,8 @@ pub mod workload;
 
 use clap::Subcommand;
 
+use crate::course::policy::Ask;
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Probe what this machine allows and which tracing tier each feature uses
@@ -88,9 +90,63 @@ pub fn validate(command: &Command) -> anyhow::Result<()> {
     }
 }
 
+/// What a command line asks that a learner on a course server may be
+/// refused (`course::policy` decides, for everything here).
+fn learner_asks(command: &Command) -> Vec<Ask> {
+    let wide = |what: &str, narrow: &str| Ask::SystemWide {
+        what: what.into(),
+        narrow: narrow.into(),
+    };
+    let pids = |p: &[i32]| p.iter().map(|&p| Ask::Pid(p as u32)).collect::<Vec<_>>();
+    let labs = |f: &args::Files| f.labs.iter().map(|_| Ask::Labs).collect::<Vec<_>>();
+    let mut asks = match command {
+        Command::Profile(a) if a.all_cpus => vec![wide(
+            "profile -a",
+            "profile your process: -p PID, or -- CMD",
+        )],
+        Command::Profile(a) => pids(&a.pid.into_iter().collect::<Vec<_>>()),
+        Command::Offcpu(a) if a.all => {
+            vec![wide("offcpu -a", "name your process: -p PID, or -- CMD")]
+        }
+        Command::Offcpu(a) => pids(&a.pids.pids),
+        Command::Faults(a) => pids(&a.pids.pids),
+        Command::Top(a) => pids(&a.only.pids),
+        Command::Ps(a) => pids(&a.only.pids),
+        Command::Iosnoop(a) => match a.pid {
+            Some(p) => vec![Ask::Pid(p)],
+            None => vec![wide(
+                "iosnoop without -p",
+                "trace your process's requests: -p PID",
+            )],
+        },
+        Command::ExecTrace(a) => a.pid.map(Ask::Pid).into_iter().collect(),
+        Command::Execsnoop(a) => vec![match a.uid {
+            Some(u) => Ask::User(u),
+            None => wide("execsnoop", "trace your own commands: -u YOUR_LOGIN"),
+        }],
+        Command::Diagnose(a) if a.cgroup.is_some() || a.unit.is_some() => vec![Ask::Cgroup],
+        Command::Diagnose(a) => pids(&a.pid.into_iter().collect::<Vec<_>>()),
+        Command::Watch(_) => vec![Ask::Watch],
+        Command::Lab(a) => labs(&a.files),
+        Command::Answer(a) => labs(&a.files),
+        Command::Check(a) => labs(&a.files),
+        _ => vec![],
+    };
+    if let Command::Lab(lab::Args { seed: Some(_), .. })
+    | Command::Check(check::Args { seed: Some(_), .. })
+    | Command::Check(check::Args {
+        course: Some(_), ..
+    }) = command
+    {
+        asks.insert(0, Ask::Seed);
+    }
+    asks
+}
+
 /// Run one subcommand and return the process exit code. `app` builds the
 /// whole command line's definition, for the man page and completions.
 pub fn run(command: Command, app: fn() -> clap::Command) -> anyhow::Result<u8> {
+    crate::course::policy::allow_all(&learner_asks(&command))?;
     match command {
         Command::Doctor(args) => doctor::run(args),
         Command::Ps(args) => ps::run(args),

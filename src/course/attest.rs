@@ -21,6 +21,7 @@ use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::roster::Roster;
 use super::{Course, hex, unhex};
 use crate::sys::process::privilege;
 
@@ -35,28 +36,46 @@ pub fn installed_path() -> PathBuf {
     Path::new(STATE_DIR).join("course.toml")
 }
 
+/// Which login is which learner (root's, 0600), when the course was
+/// installed with a roster.
+fn learners_path() -> PathBuf {
+    Path::new(STATE_DIR).join("learners.toml")
+}
+
 /// `kdiag course install`: copy the course file (read as the user running
-/// kdiag, who must be root without sudo) to root's state directory, 0600
-/// in a 0700 directory.
-pub fn install(from: &Path) -> anyhow::Result<PathBuf> {
-    // Read first, as whoever runs kdiag (a sudo invoker reads as
-    // themselves), so a bad file is refused for what it is.
-    let course = Course::load(from)?;
-    if !privilege::is_root() || privilege::invoker().is_some() {
-        return Err(crate::error::usage(
-            "kdiag course install is for the server's administrator: run it as root itself \
-             (not through a learner's sudo rule)",
+/// kdiag) to root's state directory, 0600 in a 0711 directory (anyone may
+/// see that a course is installed, no one but root what it holds), and
+/// record which login is which learner of `roster`. For the server's
+/// administrator only: `policy::require_admin` first.
+pub fn install(course: &Course, roster: Option<&Roster>) -> anyhow::Result<PathBuf> {
+    if !privilege::is_root() {
+        return Err(crate::error::missing(
+            "kdiag course install writes root's state: run it as root or through sudo",
         ));
     }
+    let logins = roster.map(|r| r.logins("the roster")).transpose()?;
     let dir = Path::new(STATE_DIR);
     std::fs::DirBuilder::new()
         .recursive(true)
-        .mode(0o700)
+        .mode(0o711)
         .create(dir)
         .with_context(|| format!("cannot create {}", dir.display()))?;
     root_only(dir)?;
-    let to = installed_path();
-    let tmp = dir.join(".course.toml.new");
+    std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o711))?;
+    write_root_file(&installed_path(), course.text.as_bytes())?;
+    match logins {
+        Some(map) => write_root_file(&learners_path(), toml::to_string(&map)?.as_bytes())?,
+        None => match std::fs::remove_file(learners_path()) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+            _ => {}
+        },
+    }
+    Ok(installed_path())
+}
+
+/// Replace `to` (in root's state directory) with `data`, root's, 0600.
+fn write_root_file(to: &Path, data: &[u8]) -> anyhow::Result<()> {
+    let tmp = to.with_extension("new");
     let _ = std::fs::remove_file(&tmp);
     let mut f = std::fs::OpenOptions::new()
         .write(true)
@@ -65,10 +84,44 @@ pub fn install(from: &Path) -> anyhow::Result<PathBuf> {
         .custom_flags(libc::O_NOFOLLOW)
         .open(&tmp)
         .with_context(|| format!("cannot write {}", tmp.display()))?;
-    f.write_all(course.text.as_bytes())?;
+    f.write_all(data)?;
     f.sync_all()?;
-    std::fs::rename(&tmp, &to).with_context(|| format!("cannot write {}", to.display()))?;
-    Ok(to)
+    std::fs::rename(&tmp, to).with_context(|| format!("cannot write {}", to.display()))
+}
+
+/// Whether a course is installed on this machine. Anyone can tell (the
+/// state directory is 0711); an error reading it counts as installed.
+pub fn is_installed() -> bool {
+    match std::fs::symlink_metadata(installed_path()) {
+        Ok(_) => true,
+        Err(e) => {
+            e.kind() != std::io::ErrorKind::NotFound
+            // A 0700 directory from an older kdiag hides it from learners.
+            && e.kind() != std::io::ErrorKind::PermissionDenied
+        }
+    }
+}
+
+/// A root-only file of the state directory, read (as root).
+fn read_root_file(path: &Path) -> anyhow::Result<String> {
+    root_only(Path::new(STATE_DIR))?;
+    let meta = std::fs::symlink_metadata(path)?;
+    if !meta.is_file() || meta.uid() != 0 || meta.mode() & 0o077 != 0 {
+        anyhow::bail!(
+            "{} is not root's own 0600 file: the administrator runs kdiag course install again",
+            path.display()
+        );
+    }
+    std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+/// The installed course, when there is one and kdiag runs as root.
+pub fn installed() -> anyhow::Result<Option<Course>> {
+    let path = installed_path();
+    if !privilege::is_root() || std::fs::symlink_metadata(&path).is_err() {
+        return Ok(None);
+    }
+    Ok(Some(Course::parse(&path, &read_root_file(&path)?)?))
 }
 
 /// A directory of root's that no one else can write (or a symlink planted).
@@ -87,39 +140,38 @@ fn root_only(dir: &Path) -> anyhow::Result<()> {
 pub struct Server {
     course: Course,
     uid: u32,
-    /// The learner: the login name of the account that invoked sudo.
+    /// The learner's id in the course: their login, or the roster's id
+    /// for it when the course was installed with a roster.
     pub learner: String,
 }
 
 impl Server {
-    /// The server when kdiag runs through sudo and a course is installed;
-    /// None otherwise (a learner's own machine, or no course installed).
-    pub fn current() -> anyhow::Result<Option<Server>> {
-        let Some(who) = privilege::invoker() else {
-            return Ok(None);
+    /// The course server for learner account `uid` (`policy::caller`
+    /// decides who is a learner): the installed course, and the learner
+    /// id of the account's login.
+    pub fn open(course: Course, uid: u32) -> anyhow::Result<Server> {
+        let login =
+            privilege::user_name(uid).with_context(|| format!("uid {uid} has no user name"))?;
+        let learner = match std::fs::symlink_metadata(learners_path()) {
+            Err(_) => login,
+            Ok(_) => {
+                let map: BTreeMap<String, String> = crate::error::parse_toml(
+                    &learners_path().display().to_string(),
+                    &read_root_file(&learners_path())?,
+                )?;
+                map.get(&login).cloned().ok_or_else(|| {
+                    crate::error::usage(format!(
+                        "your account {login} is not in this course's roster: ask your \
+                         instructor to add it (kdiag course install --roster)"
+                    ))
+                })?
+            }
         };
-        let path = installed_path();
-        if std::fs::symlink_metadata(&path).is_err() {
-            return Ok(None);
-        }
-        root_only(Path::new(STATE_DIR))?;
-        let meta = std::fs::symlink_metadata(&path)?;
-        if !meta.is_file() || meta.uid() != 0 || meta.mode() & 0o077 != 0 {
-            anyhow::bail!(
-                "{} is not root's own 0600 file: the administrator runs kdiag course install again",
-                path.display()
-            );
-        }
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let course = Course::parse(&path, &text)?;
-        let learner = privilege::user_name(who.uid)
-            .with_context(|| format!("uid {} has no user name", who.uid))?;
-        Ok(Some(Server {
+        Ok(Server {
             course,
-            uid: who.uid,
+            uid,
             learner,
-        }))
+        })
     }
 
     /// The learner's seed: their login name's course token.
@@ -191,18 +243,25 @@ impl Server {
     }
 }
 
-/// One journal line: when, what, which question, and the outcome.
+/// One journal line: when, what, which question, the outcome, and for a
+/// check the fingerprint of the answer checked (`lab::attempts`).
 pub struct Entry {
     pub kind: &'static str,
     pub key: String,
     pub result: String,
+    pub answer: Option<String>,
 }
 
 impl Entry {
     fn line(&self) -> String {
         let clean = |s: &str| s.replace(['\t', '\n', '\r'], " ");
+        let answer = self
+            .answer
+            .as_deref()
+            .map(|a| format!("\t{}", clean(a)))
+            .unwrap_or_default();
         format!(
-            "{}\t{}\t{}\t{}\n",
+            "{}\t{}\t{}\t{}{answer}\n",
             super::now_secs(),
             self.kind,
             clean(&self.key),
@@ -211,13 +270,23 @@ impl Entry {
     }
 }
 
-/// Checks per question in a journal's text.
+/// Attempts per question in a journal's text: its check lines.
 pub fn attempts(journal: &str) -> BTreeMap<String, u32> {
     let mut out = BTreeMap::new();
     for line in journal.lines() {
-        let f: Vec<&str> = line.split('\t').collect();
-        if let [_, "check", key, _] = f.as_slice() {
+        if let ["check", key, ..] = line.split('\t').skip(1).collect::<Vec<_>>().as_slice() {
             *out.entry(key.to_string()).or_default() += 1;
+        }
+    }
+    out
+}
+
+/// The fingerprint of the last answer counted for each question.
+pub fn last_answers(journal: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for line in journal.lines() {
+        if let [_, "check", key, _, fp] = line.split('\t').collect::<Vec<_>>().as_slice() {
+            out.insert(key.to_string(), fp.to_string());
         }
     }
     out

@@ -7,6 +7,7 @@
 //! decides which truth their answers are compared with.
 
 pub mod attest;
+pub mod policy;
 pub mod roster;
 pub mod token;
 
@@ -35,6 +36,11 @@ struct CourseFile {
     /// (attested runs; none: no limit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     max_attempts: Option<u32>,
+    /// Accounts that administer the course server (beside the sudo,
+    /// admin and wheel groups): kdiag's learner policy does not apply to
+    /// them (`course::policy`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    admins: Vec<String>,
 }
 
 /// A loaded course.
@@ -45,6 +51,7 @@ pub struct Course {
     secret: Vec<u8>,
     pub labs: Vec<String>,
     pub max_attempts: Option<u32>,
+    pub admins: Vec<String>,
     /// The file as read (what `course install` copies).
     text: String,
 }
@@ -67,6 +74,7 @@ impl Course {
             secret: random_bytes(SECRET_BYTES)?,
             labs,
             max_attempts: None,
+            admins: Vec::new(),
             text: String::new(),
         })
     }
@@ -96,6 +104,7 @@ impl Course {
                 secret: hex(&self.secret),
                 labs: self.labs.clone(),
                 max_attempts: self.max_attempts,
+                admins: self.admins.clone(),
             })?
         );
         let mut file = user_files::create_mode(path, 0o600)?;
@@ -133,6 +142,7 @@ impl Course {
             secret,
             labs: file.labs,
             max_attempts: file.max_attempts,
+            admins: file.admins,
             text: text.to_string(),
         })
     }

@@ -192,6 +192,7 @@ mod tests {
         Roster::parse(
             "r.csv",
             "id,email,folder\n1234,ada@example.org,\n77,bob@example.org,sub-b\n",
+            &Default::default(),
         )
         .unwrap()
     }

@@ -1,15 +1,18 @@
 //! Guided labs: their definitions (labs/<id>/lab.toml and the steps'
 //! markdown, embedded in the binary; `--labs DIR` reads a directory laid out
 //! the same way instead), the learner's state (`state.rs`: answers and
-//! progress per user), the engine that drives a run (`engine.rs`, UI-free:
+//! progress per user), the one seed rule (`seed.rs`), what an attempt
+//! is (`attempts.rs`), the engine that drives a run (`engine.rs`, UI-free:
 //! the line-based front end is commands/lab.rs, and a TUI can share it),
 //! a step's text for the app or for `--plain` (`medium.rs`),
 //! self-contained submissions (`submission.rs`, `tar.rs`) and reference
 //! solutions (`solution.rs`). grade/ checks the answers.
 
+pub mod attempts;
 pub mod attested;
 pub mod engine;
 pub mod medium;
+pub mod seed;
 pub mod solution;
 pub mod state;
 pub mod submission;
@@ -243,19 +246,6 @@ pub struct Step {
     pub panels: Vec<Panel>,
     /// How the app asks for each answer, by answer key; others are text.
     pub inputs: BTreeMap<String, Input>,
-}
-
-/// The seed when none is given: $KDIAG_SEED, else the self-study seed of
-/// the user (the sudo invoker's name under sudo).
-pub fn default_seed() -> anyhow::Result<Token> {
-    // On a course server, the seed of the account that invoked sudo.
-    if let Some(server) = crate::course::attest::Server::current()? {
-        return Ok(server.token());
-    }
-    if let Ok(v) = std::env::var("KDIAG_SEED") {
-        return Token::parse(&v).map_err(|e| crate::error::usage(format!("KDIAG_SEED: {e}")));
-    }
-    Ok(crate::course::token::self_study_token(&user_name()))
 }
 
 /// The learner's user name (the sudo invoker's under sudo).

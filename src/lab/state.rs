@@ -8,7 +8,6 @@
 //! `workload.log`. None of it is truth: the grader reads the answers and
 //! the files they point to, and recomputes everything else from the seed.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -94,9 +93,10 @@ impl LabDir {
         self.path.join("attempts.toml")
     }
 
-    /// Create the folder (as the user).
+    /// Create the folder (as the user, 0700: classmates on a shared
+    /// machine cannot read a learner's answers, seed or evidence).
     pub fn create(&self) -> anyhow::Result<()> {
-        user_files::create_dir_all(&self.path)?;
+        user_files::create_private_dir(&self.path)?;
         Ok(())
     }
 }
@@ -115,37 +115,8 @@ pub fn record(dir: &LabDir, key: &str, value: &str, artifact: bool) -> anyhow::R
         answers.set(key, value)?;
     }
     dir.create()?;
-    user_files::write(&file, answers.to_toml())?;
+    user_files::write_private(&file, answers.to_toml())?;
     Ok(answers.get(key).unwrap_or_default())
-}
-
-/// How often the learner checked each question, as kdiag counted it in
-/// the lab's folder (`attempts.toml`): a learner's own machine keeps no
-/// better record, and a bundle carries the count as unattested (the
-/// learner can edit it). Missing or damaged: none counted.
-pub fn attempts(dir: &LabDir) -> BTreeMap<String, u32> {
-    user_files::read_to_string(&dir.attempts(), &Limits::input())
-        .ok()
-        .and_then(|text| toml::from_str(&text).ok())
-        .unwrap_or_default()
-}
-
-/// Count one more check of each question in `ids`, as the user.
-pub fn count_attempts(dir: &LabDir, ids: &[&str]) -> anyhow::Result<()> {
-    if ids.is_empty() {
-        return Ok(());
-    }
-    let mut counts = attempts(dir);
-    for id in ids {
-        *counts.entry(id.to_string()).or_default() += 1;
-    }
-    dir.create()?;
-    let text = format!(
-        "# kdiag lab attempts: checks per question, counted by kdiag (unattested).\n{}",
-        toml::to_string(&counts)?
-    );
-    user_files::write(&dir.attempts(), text)?;
-    Ok(())
 }
 
 /// The lab's notes on where the learner is. Only the lab reads them, to
@@ -178,7 +149,7 @@ impl Progress {
             "# kdiag lab progress: the lab's own notes (your answers are in answers.toml).\n{}",
             toml::to_string(self)?
         );
-        user_files::write(path, text)?;
+        user_files::write_private(path, text)?;
         Ok(())
     }
 }
@@ -221,18 +192,5 @@ mod tests {
         assert_eq!(Progress::load(&p), prog);
         std::fs::write(&p, "pid = = 3").unwrap();
         assert_eq!(Progress::load(&p), Progress::default());
-    }
-
-    #[test]
-    fn attempts_count_per_question_and_tolerate_damage() {
-        let d = tempfile::tempdir().unwrap();
-        let dir = LabDir::new(d.path(), "0-demo");
-        assert!(attempts(&dir).is_empty());
-        count_attempts(&dir, &["who.pid", "who.comm"]).unwrap();
-        count_attempts(&dir, &["who.pid"]).unwrap();
-        let got = attempts(&dir);
-        assert_eq!((got["who.pid"], got["who.comm"]), (2, 1));
-        std::fs::write(dir.attempts(), "who.pid = = 3").unwrap();
-        assert!(attempts(&dir).is_empty());
     }
 }

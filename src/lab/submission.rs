@@ -58,6 +58,10 @@ pub struct Manifest {
     /// course server's signed journal makes them attested.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempts: Option<BTreeMap<String, u32>>,
+    /// Who counted `attempts`: the course server (attested by the bundle's
+    /// signature) or the learner's machine (not attested).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts_counted_by: Option<String>,
 }
 
 impl Manifest {
@@ -79,6 +83,7 @@ impl Manifest {
             created: now(),
             files,
             attempts: None,
+            attempts_counted_by: None,
         }
     }
 }
@@ -91,6 +96,8 @@ pub enum SeedSource {
     Given,
     /// Derived from the user name: study without a course.
     SelfStudy,
+    /// The account's course token, chosen by the course server.
+    Course,
     /// A manifest older than the field.
     #[default]
     Unknown,
@@ -101,6 +108,7 @@ impl std::fmt::Display for SeedSource {
         f.write_str(match self {
             SeedSource::Given => "given to the lab",
             SeedSource::SelfStudy => "self-study, from the user name",
+            SeedSource::Course => "the account's, on the course server",
             SeedSource::Unknown => "not recorded",
         })
     }
@@ -357,7 +365,7 @@ pub fn pack(
     learner: &str,
     seed: &str,
     seed_source: SeedSource,
-    attempts: BTreeMap<String, u32>,
+    attempts: (BTreeMap<String, u32>, &str),
 ) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
     let mut answers = answers.clone();
     let mut artifacts: BTreeMap<String, Vec<u8>> = BTreeMap::new();
@@ -377,7 +385,8 @@ pub fn pack(
     files.extend(artifacts);
     let names = files.iter().map(|(n, _)| n.clone()).collect();
     let manifest = Manifest {
-        attempts: Some(attempts),
+        attempts: Some(attempts.0),
+        attempts_counted_by: Some(attempts.1.to_string()),
         ..Manifest::new(&checks.lab, learner, seed, seed_source, names)
     };
     files.push((
@@ -425,22 +434,52 @@ fn artifact_name(c: &Check, path: &Path, taken: &BTreeMap<String, Vec<u8>>) -> S
     name
 }
 
-/// Write packed files as a tar archive at `path` (as the user).
-pub fn write_archive(path: &Path, files: &[(String, Vec<u8>)]) -> anyhow::Result<()> {
-    let data = tar::write(files, now()).map_err(|e| anyhow::anyhow!(e))?;
-    user_files::write(path, data)?;
+/// Refuse to pack a lab folder (or its answers) that is not the caller's
+/// own: `sudo kdiag lab submit --dir` a classmate's folder makes no
+/// bundle of their work, whatever its mode.
+pub fn own_folder(dir: &super::state::LabDir) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let uid = match crate::sys::process::privilege::invoker() {
+        Some(who) => who.uid,
+        // SAFETY: getuid cannot fail.
+        None => unsafe { libc::getuid() },
+    };
+    for path in [dir.path.clone(), dir.answers()] {
+        let owner = std::fs::symlink_metadata(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?
+            .uid();
+        if owner != uid {
+            return Err(crate::error::usage(format!(
+                "{} is not yours (it belongs to {}): kdiag lab submit packs only your own lab \
+                 folder",
+                path.display(),
+                crate::sys::process::privilege::user_name(owner)
+                    .unwrap_or_else(|| format!("uid {owner}"))
+            )));
+        }
+    }
     Ok(())
 }
 
-/// Write packed files into folder `dir`, which must be missing or empty.
+/// Write packed files as a tar archive at `path` (as the user, 0600: a
+/// bundle holds the learner's answers).
+pub fn write_archive(path: &Path, files: &[(String, Vec<u8>)]) -> anyhow::Result<()> {
+    let data = tar::write(files, now()).map_err(|e| anyhow::anyhow!(e))?;
+    user_files::write_private(path, data)?;
+    Ok(())
+}
+
+/// Write packed files into folder `dir` (0700, files 0600), which must be
+/// missing or empty.
 pub fn write_folder(dir: &Path, files: &[(String, Vec<u8>)]) -> anyhow::Result<()> {
     ensure_empty_dir(dir)?;
+    user_files::create_private_dir(dir)?;
     for (name, data) in files {
         let path = dir.join(name);
         if let Some(parent) = path.parent() {
-            user_files::create_dir_all(parent)?;
+            user_files::create_private_dir(parent)?;
         }
-        user_files::write(&path, data)?;
+        user_files::write_private(&path, data)?;
     }
     Ok(())
 }
@@ -488,7 +527,7 @@ mod tests {
             "ada",
             "abcd-efgh-jkmn",
             SeedSource::Given,
-            [("who.comm".to_string(), 3)].into(),
+            ([("who.comm".to_string(), 3)].into(), "test"),
         )
         .unwrap();
         let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();

@@ -36,7 +36,7 @@ impl Workload {
     ) -> anyhow::Result<Workload> {
         let path = workloads::binary(name)?;
         let output = match log {
-            Some(log) => user_files::create(log)?,
+            Some(log) => user_files::create_mode(log, 0o600)?,
             None => std::fs::OpenOptions::new().write(true).open("/dev/null")?,
         };
         let mut argv: Vec<OsString> = vec![path.clone().into()];

@@ -4,6 +4,7 @@
 use std::io::{self, Write};
 
 use crate::analysis::exec_failure::Finding;
+use crate::analysis::ps::printable;
 use crate::model::exec::{ExecEvent, Exit, TraceEvent, errno_message};
 
 const SIGCHLD: i32 = 17;
@@ -73,7 +74,8 @@ pub fn trace(out: &mut impl Write, events: &[TraceEvent]) -> io::Result<()> {
             TraceEvent::Fork(f) => (f.parent, format!("forked child {}", f.child)),
             TraceEvent::Exit(x) => (x.pid, format!("{} ({})", exit_text(&x.exit), x.comm)),
         };
-        writeln!(out, "{ms:>9.3} {pid:>7}  {line}")?;
+        // Paths, argv and names are another process's: never raw escapes.
+        writeln!(out, "{ms:>9.3} {pid:>7}  {}", printable(&line))?;
         // SIGCHLD stacks (do_notify_parent ← do_exit) say nothing new; the
         // JSON output keeps every stack.
         if let TraceEvent::Signal(s) = e
@@ -81,7 +83,7 @@ pub fn trace(out: &mut impl Write, events: &[TraceEvent]) -> io::Result<()> {
         {
             for f in s.kernel_stack.iter().take(STACK_LINES) {
                 let name = f.symbol.as_deref().unwrap_or("?");
-                writeln!(out, "{:>19}{name} [{:#x}]", "", f.addr)?;
+                writeln!(out, "{:>19}{} [{:#x}]", "", printable(name), f.addr)?;
             }
             if s.kernel_stack.len() > STACK_LINES {
                 writeln!(out, "{:>19}...", "")?;
@@ -89,6 +91,19 @@ pub fn trace(out: &mut impl Write, events: &[TraceEvent]) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// One execsnoop line's command: argv joined by spaces, else the
+/// filename, printable.
+pub fn args_text(e: &ExecEvent) -> String {
+    if e.argv.is_empty() {
+        return printable(e.filename.as_deref().unwrap_or("?"));
+    }
+    let mut s = e.argv.join(" ");
+    if e.argv_truncated {
+        s.push_str(" ...");
+    }
+    printable(&s)
 }
 
 /// The explanation: every problem, else what happened to each exec.
@@ -104,7 +119,7 @@ pub fn findings(out: &mut impl Write, findings: &[Finding]) -> io::Result<()> {
         writeln!(out, "  no exec was seen.")?;
     }
     for f in shown {
-        writeln!(out, "  pid {}: {}", f.pid, f.text)?;
+        writeln!(out, "  pid {}: {}", f.pid, printable(&f.text))?;
     }
     Ok(())
 }
@@ -112,6 +127,33 @@ pub fn findings(out: &mut impl Write, findings: &[Finding]) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn another_process_s_escape_sequences_are_never_printed_raw() {
+        let evil = "\u{1b}]0;X\u{7}\u{1b}[2J";
+        let e = ExecEvent {
+            time_ns: 0,
+            pid: 1,
+            ppid: 0,
+            tid: 1,
+            uid: 0,
+            comm: evil.into(),
+            syscall: "execve",
+            filename: Some(format!("/tmp/{evil}")),
+            argv: vec!["printf".into(), evil.into()],
+            argv_truncated: false,
+            ret: 0,
+            errno: None,
+        };
+        assert_eq!(args_text(&e), "printf ?]0;X??[2J");
+        let mut out = Vec::new();
+        trace(&mut out, &[TraceEvent::Exec(e)]).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{7}'),
+            "{text:?}"
+        );
+    }
 
     #[test]
     fn formats_calls_and_ends() {

@@ -109,6 +109,7 @@ pub struct Passwd {
     pub name: String,
     pub home: std::ffi::OsString,
     pub shell: std::ffi::OsString,
+    pub gid: libc::gid_t,
 }
 
 /// The password database entry of `uid`.
@@ -129,12 +130,53 @@ pub fn passwd(uid: libc::uid_t) -> Option<Passwd> {
         name: field(pwd.pw_name).to_string_lossy().into_owned(),
         home: std::ffi::OsStr::from_bytes(field(pwd.pw_dir).to_bytes()).to_owned(),
         shell: std::ffi::OsStr::from_bytes(field(pwd.pw_shell).to_bytes()).to_owned(),
+        gid: pwd.pw_gid,
     })
 }
 
 /// The login name of `uid` from the password database.
 pub fn user_name(uid: libc::uid_t) -> Option<String> {
     passwd(uid).map(|p| p.name)
+}
+
+/// Whether user `uid` belongs to one of the groups `names` (as primary or
+/// supplementary group), from the system's databases: files only root
+/// can write.
+pub fn in_group(uid: libc::uid_t, names: &[&str]) -> bool {
+    let Some(pw) = passwd(uid) else {
+        return false;
+    };
+    let Ok(name) = CString::new(pw.name) else {
+        return false;
+    };
+    let groups = group_list(&name, pw.gid);
+    names.iter().any(|g| {
+        let Ok(c) = CString::new(*g) else {
+            return false;
+        };
+        let mut buf = vec![0 as libc::c_char; 16384];
+        // SAFETY: zeroed group is a valid out-parameter.
+        let mut gr: libc::group = unsafe { std::mem::zeroed() };
+        let mut found: *mut libc::group = std::ptr::null_mut();
+        // SAFETY: valid pointers, buf's length passed along.
+        let rc = unsafe {
+            libc::getgrnam_r(c.as_ptr(), &mut gr, buf.as_mut_ptr(), buf.len(), &mut found)
+        };
+        rc == 0 && !found.is_null() && groups.contains(&gr.gr_gid)
+    })
+}
+
+/// The real uid of process `pid` (who started it, as the kernel's ptrace
+/// checks see it), from /proc/PID/status; None when it is gone.
+pub fn process_real_uid(pid: u32) -> Option<libc::uid_t> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// The environment for a command kdiag runs: its own, except that under
@@ -190,6 +232,16 @@ fn env_for(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn root_is_in_root_s_group_and_a_process_has_a_real_uid() {
+        assert!(super::in_group(0, &["root"]));
+        assert!(!super::in_group(0, &["no-such-group-kdiag"]));
+        // SAFETY: getuid cannot fail.
+        let me = unsafe { libc::getuid() };
+        assert_eq!(super::process_real_uid(std::process::id()), Some(me));
+        assert_eq!(super::process_real_uid(0), None);
+    }
+
     use super::*;
 
     #[test]
@@ -203,6 +255,7 @@ mod tests {
             name: "learner".into(),
             home: "/home/learner".into(),
             shell: "/bin/bash".into(),
+            gid: 1000,
         };
         let sudo_env = [
             ("HOME", "/root"),

@@ -20,7 +20,7 @@
 use std::ffi::CString;
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -396,6 +396,49 @@ pub fn write(path: &Path, data: impl AsRef<[u8]>) -> Result<(), UserFileError> {
             path: path.to_path_buf(),
             source: e,
         })
+}
+
+/// Write a whole file for the user that only they can read (0600, an
+/// existing one of theirs made so too): a learner's answers and notes.
+pub fn write_private(path: &Path, data: impl AsRef<[u8]>) -> Result<(), UserFileError> {
+    let mut file = create_mode(path, 0o600)?;
+    let io = |e| UserFileError::Io {
+        path: path.to_path_buf(),
+        source: e,
+    };
+    // create_mode checked that it is the user's own; fchmod as them.
+    let fd = file.as_raw_fd();
+    // SAFETY: fchmod on a descriptor we hold.
+    as_user(|| unsafe { libc::fchmod(fd, 0o600) } == 0)
+        .map_err(io)?
+        .then_some(())
+        .ok_or_else(|| io(io::Error::last_os_error()))?;
+    file.write_all(data.as_ref())
+        .and_then(|()| file.flush())
+        .map_err(io)
+}
+
+/// Create `dir` (0700) and its missing parents as the user, and make an
+/// existing `dir` of theirs 0700 too: a learner's lab folder is theirs alone.
+pub fn create_private_dir(dir: &Path) -> Result<(), UserFileError> {
+    let err = |e| UserFileError::from_errno(dir, e, acting());
+    as_user(|| {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+        let c = CString::new(dir.as_os_str().as_bytes())?;
+        let fd = open_raw(&c, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)?;
+        // SAFETY: fchmod on a descriptor we hold, with the user's fsuid:
+        // the kernel allows it on their own directory only.
+        if unsafe { libc::fchmod(fd.as_raw_fd(), 0o700) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    })
+    .and_then(|r| r)
+    .map_err(err)
 }
 
 /// Create `dir` and its missing parents as the user.
