@@ -2,9 +2,13 @@
 //! matched by (dev, sector, nr_sector) because perf records carry no request
 //! pointer. Merges and requeues can skew latencies; the command says so.
 //!
-//! block_io_start (>= 6.5) runs in the submitter's context and names who
-//! caused a request; block_rq_issue names who issued it and starts the clock
-//! (block_rq_insert with -Q); block_rq_complete ends it.
+//! Who caused a request is whoever submitted the bio at its first sector:
+//! block_bio_queue names it, except for a bio blk-throttle held back (io.max,
+//! blkio.throttle.*), which a kworker sends on, queues and issues; a direct
+//! I/O's submitter is then known from its mapping (iomap_iter and
+//! iomap_iter_dstmap, in its own context). block_io_start (>= 6.5) marks
+//! when a request was queued; block_rq_issue names who issued it and starts
+//! the clock (block_rq_insert with -Q); block_rq_complete ends it.
 
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
@@ -39,7 +43,20 @@ pub enum Kind {
     Insert,
     Issue,
     Complete,
+    /// block_bio_queue: a bio entering the block layer.
+    Queue,
+    /// iomap_iter: a step of a file's I/O at file byte `pos`.
+    IomapIter { pos: u64, direct: bool },
+    /// iomap_iter_dstmap: that step's mapping (file byte `offset` is at
+    /// byte `addr` of `Hit::dev`), when it has blocks on a disk.
+    IomapMap { addr: u64, offset: u64 },
 }
+
+/// iomap's IOMAP_DIRECT flag and extent types with an address
+/// (include/linux/iomap.h; unchanged since 5.15, when the tracepoints came).
+const IOMAP_DIRECT: u64 = 1 << 4;
+const IOMAP_MAPPED: u64 = 2;
+const IOMAP_UNWRITTEN: u64 = 3;
 
 /// One decoded block tracepoint hit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,7 +74,85 @@ pub struct Hit {
     pub task: Task,
 }
 
-struct Decoder {
+/// How to read one tracepoint's records.
+enum Decoder {
+    Block(BlockDecoder),
+    /// iomap_iter: pos, flags.
+    IomapIter { pos: Field, flags: Field },
+    /// iomap_iter_dstmap: bdev, addr, offset, type.
+    IomapMap {
+        bdev: Field,
+        addr: Field,
+        offset: Field,
+        kind: Field,
+    },
+}
+
+impl Decoder {
+    fn new(kind: Kind, f: &EventFormat) -> anyhow::Result<Decoder> {
+        Ok(match kind {
+            Kind::IomapIter { .. } => Decoder::IomapIter {
+                pos: f.field("pos")?,
+                flags: f.field("flags")?,
+            },
+            Kind::IomapMap { .. } => Decoder::IomapMap {
+                bdev: f.field("bdev")?,
+                addr: f.field("addr")?,
+                offset: f.field("offset")?,
+                kind: f.field("type")?,
+            },
+            _ => Decoder::Block(BlockDecoder::new(kind, f)?),
+        })
+    }
+
+    fn decode(&self, raw: &[u8], time: u64, pid: u32, tid: u32) -> Option<Hit> {
+        let iomap = |kind, dev| Hit {
+            kind,
+            time,
+            dev,
+            sector: 0,
+            nr_sector: 0,
+            bytes: 0,
+            rwbs: String::new(),
+            error: 0,
+            task: Task {
+                pid,
+                tid,
+                // Named by the matcher from the thread's other records,
+                // else /proc (one read per thread, not per record).
+                comm: String::new(),
+            },
+        };
+        match self {
+            Decoder::Block(d) => d.decode(raw, time, pid, tid),
+            Decoder::IomapIter { pos, flags } => Some(iomap(
+                Kind::IomapIter {
+                    pos: pos.u64(raw)?,
+                    direct: flags.u64(raw)? & IOMAP_DIRECT != 0,
+                },
+                0,
+            )),
+            Decoder::IomapMap {
+                bdev,
+                addr,
+                offset,
+                kind,
+            } => {
+                let kind = kind.u64(raw)?;
+                (kind == IOMAP_MAPPED || kind == IOMAP_UNWRITTEN).then_some(())?;
+                Some(iomap(
+                    Kind::IomapMap {
+                        addr: addr.u64(raw)?,
+                        offset: offset.u64(raw)?,
+                    },
+                    bdev.u64(raw)?,
+                ))
+            }
+        }
+    }
+}
+
+struct BlockDecoder {
     kind: Kind,
     dev: Field,
     sector: Field,
@@ -68,9 +163,9 @@ struct Decoder {
     comm: Option<Field>,
 }
 
-impl Decoder {
-    fn new(kind: Kind, f: &EventFormat) -> anyhow::Result<Decoder> {
-        Ok(Decoder {
+impl BlockDecoder {
+    fn new(kind: Kind, f: &EventFormat) -> anyhow::Result<BlockDecoder> {
+        Ok(BlockDecoder {
             kind,
             dev: f.field("dev")?,
             sector: f.field("sector")?,
@@ -104,8 +199,8 @@ impl Decoder {
             task: Task {
                 pid,
                 tid,
-                // Only starts and issues name a task; completions and inserts
-                // run on whatever CPU the interrupt hit.
+                // Only starts, queues and issues name a task; completions
+                // and inserts run on whatever CPU the interrupt hit.
                 comm: match (&self.comm, self.kind) {
                     (_, Kind::Complete | Kind::Insert) => String::new(),
                     (Some(f), _) => f.str(raw).unwrap_or_default().into_owned(),
@@ -114,6 +209,46 @@ impl Decoder {
             },
         })
     }
+}
+
+/// Name a task from its thread's last name seen, else /proc; learn the
+/// name records carry. Bounded: forgotten wholesale past 4096 threads.
+fn name(comms: &mut HashMap<u32, String>, task: &mut Task) {
+    if comms.len() > 4096 {
+        comms.clear();
+    }
+    if task.comm.is_empty() {
+        task.comm = comms
+            .entry(task.tid)
+            .or_insert_with(|| comm_of(task.tid))
+            .clone();
+    } else if comms.get(&task.tid) != Some(&task.comm) {
+        comms.insert(task.tid, task.comm.clone());
+    }
+}
+
+/// Each partition's disk and first sector on it (/sys/dev/block/M:m/start
+/// and its parent's dev): block_bio_queue and iomap name a partition, the
+/// requests its disk.
+fn partitions() -> HashMap<u64, (u64, u64)> {
+    let read = |p: std::path::PathBuf| std::fs::read_to_string(p).ok();
+    let Ok(dir) = std::fs::read_dir("/sys/dev/block") else {
+        return HashMap::new();
+    };
+    dir.flatten()
+        .filter_map(|e| {
+            let dev = kernel_dev(e.file_name().to_str()?)?;
+            let start = read(e.path().join("start"))?.trim().parse().ok()?;
+            let disk = kernel_dev(read(e.path().join("../dev"))?.trim())?;
+            Some((dev, (disk, start)))
+        })
+        .collect()
+}
+
+/// "M:m" as the kernel's dev_t.
+fn kernel_dev(s: &str) -> Option<u64> {
+    let (major, minor) = s.split_once(':')?;
+    Some(DevId::new(major.parse().ok()?, minor.parse().ok()?).to_kernel())
 }
 
 fn comm_of(tid: u32) -> String {
@@ -128,8 +263,8 @@ pub struct BlockPerf {
     decoders: HashMap<u64, Decoder>,
     pending: Vec<Hit>,
     matcher: Matcher,
-    /// Whether block_io_start exists: submitters are known.
-    has_io_start: bool,
+    /// Threads' names, for the iomap records that carry none.
+    comms: HashMap<u32, String>,
     /// Completions the kernel counted, to compare with the samples delivered.
     completions: Counter,
     /// The counter's value just before the final drain.
@@ -146,25 +281,46 @@ impl BlockPerf {
                  it needs CONFIG_BLOCK and CONFIG_TRACEPOINTS"
             );
         }
-        let has_io_start = fs.has_event("block", "block_io_start");
         let mut wanted = vec![
-            (Kind::Issue, "block_rq_issue"),
-            (Kind::Complete, "block_rq_complete"),
+            (Kind::Issue, "block", "block_rq_issue"),
+            (Kind::Complete, "block", "block_rq_complete"),
+            (Kind::Queue, "block", "block_bio_queue"),
         ];
-        if has_io_start {
-            wanted.push((Kind::Start, "block_io_start"));
+        if fs.has_event("block", "block_io_start") {
+            wanted.push((Kind::Start, "block", "block_io_start"));
         }
         if options.queued {
-            wanted.push((Kind::Insert, "block_rq_insert"));
+            wanted.push((Kind::Insert, "block", "block_rq_insert"));
+        }
+        // Without them (no CONFIG_FS_IOMAP), direct I/O a throttle held
+        // back is charged to the kworker that issued it.
+        if fs.has_event("iomap", "iomap_iter") && fs.has_event("iomap", "iomap_iter_dstmap") {
+            let pos = Kind::IomapIter {
+                pos: 0,
+                direct: true,
+            };
+            let map = Kind::IomapMap { addr: 0, offset: 0 };
+            wanted.push((pos, "iomap", "iomap_iter"));
+            wanted.push((map, "iomap", "iomap_iter_dstmap"));
         }
         let mut decoders = HashMap::new();
         let mut specs = Vec::new();
         let mut complete_spec = None;
-        for (kind, name) in wanted {
-            let format = fs.event("block", name)?;
+        for (kind, system, name) in wanted {
+            let format = fs.event(system, name)?;
             let mut spec = EventSpec::tracepoint(format.id);
-            if let Some(dev) = options.dev {
-                spec = spec.with_filter(format!("dev == {}", dev.to_kernel()));
+            match kind {
+                // Only direct I/O: buffered steps submit nothing themselves.
+                Kind::IomapIter { .. } => spec = spec.with_filter(format!("flags & {IOMAP_DIRECT}")),
+                Kind::IomapMap { .. } => {}
+                // block_bio_queue's dev is a partition's: filtered by the
+                // requests it is matched with.
+                Kind::Queue => {}
+                _ => {
+                    if let Some(dev) = options.dev {
+                        spec = spec.with_filter(format!("dev == {}", dev.to_kernel()));
+                    }
+                }
             }
             if kind == Kind::Complete {
                 complete_spec = Some(spec.clone());
@@ -184,8 +340,8 @@ impl BlockPerf {
             delivered_completions: 0,
             decoders,
             pending: Vec::new(),
-            matcher: Matcher::new(options.queued, names),
-            has_io_start,
+            matcher: Matcher::new(options.queued, names, partitions()),
+            comms: HashMap::new(),
         })
     }
 
@@ -222,7 +378,10 @@ impl BlockPerf {
                 .map_or(0, |h| h.time.saturating_sub(REORDER_NS))
         };
         let ready = pending.partition_point(|h| h.time <= cutoff);
-        for hit in pending.drain(..ready) {
+        for mut hit in pending.drain(..ready) {
+            if !matches!(hit.kind, Kind::Complete | Kind::Insert) {
+                name(&mut self.comms, &mut hit.task);
+            }
             if let Some(io) = self.matcher.feed(hit) {
                 out.push(io);
             }
@@ -307,10 +466,6 @@ impl Source for BlockPerf {
 }
 
 impl BlockSource for BlockPerf {
-    fn has_io_start(&self) -> bool {
-        self.has_io_start
-    }
-
     fn unseen(&self) -> u64 {
         self.undelivered()
             .map_or(0, |(counted, delivered)| counted - delivered)
@@ -320,7 +475,7 @@ impl BlockSource for BlockPerf {
 /// A request between issue and completion.
 struct Issued {
     issue: Hit,
-    /// Who caused it (block_io_start), if seen.
+    /// Who caused it, if seen.
     submitter: Option<Task>,
     /// When it was queued (insert, else block_io_start), if seen.
     queued_at: Option<u64>,
@@ -331,6 +486,12 @@ struct Issued {
 pub struct Matcher {
     queued: bool,
     names: HashMap<DevId, String>,
+    /// Partitions' (disk, first sector), by partition.
+    partitions: HashMap<u64, (u64, u64)>,
+    /// Who submitted the bio starting at (disk, sector), and when.
+    submitters: HashMap<(u64, u64), (u64, Task)>,
+    /// Each thread's last direct-I/O step's file position (iomap_iter).
+    positions: HashMap<u32, u64>,
     starts: HashMap<(u64, u64), VecDeque<(u64, Task)>>,
     inserts: HashMap<(u64, u64), VecDeque<u64>>,
     inflight: HashMap<(u64, u64, u32), VecDeque<Issued>>,
@@ -342,10 +503,17 @@ pub struct Matcher {
 }
 
 impl Matcher {
-    pub fn new(queued: bool, names: HashMap<DevId, String>) -> Matcher {
+    pub fn new(
+        queued: bool,
+        names: HashMap<DevId, String>,
+        partitions: HashMap<u64, (u64, u64)>,
+    ) -> Matcher {
         Matcher {
             queued,
             names,
+            partitions,
+            submitters: HashMap::new(),
+            positions: HashMap::new(),
             starts: HashMap::new(),
             inserts: HashMap::new(),
             inflight: HashMap::new(),
@@ -368,6 +536,30 @@ impl Matcher {
         // starts and inserts are keyed without it.
         let at = (hit.dev, hit.sector);
         match hit.kind {
+            // A worker sending on a bio it did not submit (blk-throttle's)
+            // is not its submitter.
+            Kind::Queue if hit.task.comm.starts_with("kworker/") => None,
+            Kind::Queue => {
+                let (disk, _) = self.on_disk(hit.dev, 0);
+                self.submitters.insert((disk, hit.sector), (hit.time, hit.task));
+                None
+            }
+            Kind::IomapIter { pos, direct } => {
+                match direct {
+                    true => self.positions.insert(hit.task.tid, pos),
+                    false => self.positions.remove(&hit.task.tid),
+                };
+                None
+            }
+            Kind::IomapMap { addr, offset } => {
+                // iomap_sector(): the step's bio starts at the mapped
+                // address of its position.
+                let pos = self.positions.remove(&hit.task.tid)?;
+                let byte = addr.wrapping_add(pos).wrapping_sub(offset);
+                let at = self.on_disk(hit.dev, byte >> 9);
+                self.submitters.insert(at, (hit.time, hit.task));
+                None
+            }
             Kind::Start => {
                 self.starts
                     .entry(at)
@@ -382,12 +574,13 @@ impl Matcher {
             Kind::Issue => {
                 let start = pop(&mut self.starts, at);
                 let insert = pop(&mut self.inserts, at);
+                let submitter = self.submitters.remove(&at).map(|s| s.1);
                 let key = (hit.dev, hit.sector, hit.nr_sector);
                 self.inflight.entry(key).or_default().push_back(Issued {
                     queued_at: insert
                         .or(start.as_ref().map(|s| s.0))
                         .filter(|&t| t <= hit.time),
-                    submitter: start.map(|s| s.1),
+                    submitter: submitter.or(start.map(|s| s.1)),
                     issue: hit,
                 });
                 None
@@ -426,6 +619,15 @@ impl Matcher {
         }
     }
 
+    /// A device and sector as the requests name them: a partition's on its
+    /// disk.
+    fn on_disk(&self, dev: u64, sector: u64) -> (u64, u64) {
+        match self.partitions.get(&dev) {
+            Some(&(disk, start)) => (disk, start + sector),
+            None => (dev, sector),
+        }
+    }
+
     /// Issued requests still waiting for their completion.
     pub fn unmatched(&self) -> u64 {
         self.inflight.values().map(|q| q.len() as u64).sum()
@@ -459,6 +661,7 @@ impl Matcher {
     }
 
     fn forget_before(&mut self, old: u64) {
+        self.submitters.retain(|_, (t, _)| *t >= old);
         self.starts.retain(|_, q| {
             q.retain(|(t, _)| *t >= old);
             !q.is_empty()
@@ -472,7 +675,8 @@ impl Matcher {
             !q.is_empty()
         });
         let len = |n: usize, q: usize| n + q;
-        self.tracked = self.starts.values().map(VecDeque::len).fold(0, len)
+        self.tracked = self.submitters.len()
+            + self.starts.values().map(VecDeque::len).fold(0, len)
             + self.inserts.values().map(VecDeque::len).fold(0, len)
             + self.inflight.values().map(VecDeque::len).fold(0, len);
     }
@@ -512,7 +716,11 @@ mod tests {
     }
 
     fn matcher(queued: bool) -> Matcher {
-        Matcher::new(queued, [(DevId::new(254, 0), "vda".to_string())].into())
+        Matcher::new(
+            queued,
+            [(DevId::new(254, 0), "vda".to_string())].into(),
+            [(VDA + 1, (VDA, 2048))].into(),
+        )
     }
 
     #[test]
