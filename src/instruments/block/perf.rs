@@ -768,6 +768,43 @@ mod tests {
     }
 
     #[test]
+    fn a_throttled_direct_read_is_charged_to_its_submitter() {
+        let mut m = matcher(false);
+        // The reader maps file byte 4096 of an extent at file byte 0, disk
+        // byte 1 MiB of partition vda1; blk-throttle holds its bio back and
+        // a kworker sends it on, allocates and issues its request.
+        let reader = |kind| hit(kind, 10, 0, 0, 42, "bio-read-3");
+        m.feed(reader(Kind::IomapIter {
+            pos: 4096,
+            direct: true,
+        }));
+        let mut map = reader(Kind::IomapMap {
+            addr: 1 << 20,
+            offset: 0,
+        });
+        map.dev = VDA + 1;
+        m.feed(map);
+        let sector = 2048 + (1 << 20) / 512 + 8;
+        m.feed(hit(Kind::Queue, 50, sector, 1, 7, "kworker/0:2"));
+        m.feed(hit(Kind::Start, 51, sector, 1, 7, "kworker/0:2"));
+        m.feed(hit(Kind::Issue, 52, sector, 1, 7, "kworker/0:2"));
+        let io = m.feed(hit(Kind::Complete, 60, sector, 1, 0, "")).unwrap();
+        assert_eq!((io.pid, io.comm.as_str()), (42, "bio-read-3"));
+        assert_eq!(io.issuer.unwrap().comm, "kworker/0:2");
+    }
+
+    #[test]
+    fn a_bio_queued_on_a_partition_names_its_submitter() {
+        let mut m = matcher(false);
+        let mut queued = hit(Kind::Queue, 10, 4096, 8, 42, "dd");
+        queued.dev = VDA + 1;
+        m.feed(queued);
+        m.feed(hit(Kind::Issue, 20, 4096, 8, 7, "kworker/1:1H"));
+        let io = m.feed(hit(Kind::Complete, 30, 4096, 8, 0, "")).unwrap();
+        assert_eq!((io.pid, io.issuer.map(|t| t.pid)), (42, Some(7)));
+    }
+
+    #[test]
     fn without_io_start_the_issuer_is_the_cause() {
         let mut m = matcher(false);
         m.feed(hit(Kind::Issue, 10, 64, 8, 9, "dd"));
