@@ -43,6 +43,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let uid = args.user;
 
     let mut reader = procfs::Reader::new();
+    // Each process's threads' states, for its S column (-T shows each).
+    reader.top_extras = !args.threads;
     let mut procs = Vec::new();
     if args.only.pids.is_empty() {
         procs = reader.all(args.threads).context("cannot list /proc")?;
