@@ -676,22 +676,36 @@ fn throttled_reads_charged_to_their_submitter(tier: &str) {
     let (report, err) = tracer.stop();
     let all = requests(&report);
     for r in all {
-        assert_eq!(r["pid"], bio.pid, "a request not the bio process's: {r}\n{err}");
+        assert_eq!(
+            r["pid"], bio.pid,
+            "a request not the bio process's: {r}\n{err}"
+        );
         assert!(!r["comm"].as_str().unwrap().starts_with("kworker/"), "{r}");
     }
     // The case under test: the kworker issued them (else the limit is not on).
     let by_worker = all
         .iter()
-        .filter(|r| r["issuer"]["comm"].as_str().is_some_and(|c| c.starts_with("kworker/")))
+        .filter(|r| {
+            r["issuer"]["comm"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("kworker/"))
+        })
         .count();
-    assert!(by_worker * 2 > all.len(), "{by_worker} of {} issued by a kworker", all.len());
+    assert!(
+        by_worker * 2 > all.len(),
+        "{by_worker} of {} issued by a kworker",
+        all.len()
+    );
     // The cgroup counts a read as it lets it through, just before its issue.
     let traced = all
         .iter()
         .filter(|r| (t0..t1).contains(&r["issue_ns"].as_u64().unwrap()))
         .count() as u64;
     let counted = n1 - n0;
-    assert!(counted > 100, "the cgroup let only {counted} reads through in 4 s");
+    assert!(
+        counted > 100,
+        "the cgroup let only {counted} reads through in 4 s"
+    );
     assert!(
         traced.abs_diff(counted) * 20 <= counted,
         "traced {traced} of the {counted} reads the cgroup counted (unseen: {})\n{err}",

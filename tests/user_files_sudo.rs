@@ -768,7 +768,10 @@ fn check_in_a_folder_the_learner_cannot_read_says_permission_denied() {
         .unwrap();
     let all = text(&out);
     assert_eq!(out.status.code(), Some(2), "{all}");
-    assert!(all.contains("/root/0-demo/answers.toml: permission denied"), "{all}");
+    assert!(
+        all.contains("/root/0-demo/answers.toml: permission denied"),
+        "{all}"
+    );
     assert!(all.contains("give --dir a folder of yours"), "{all}");
     assert!(!all.contains("no answer"), "{all}");
 

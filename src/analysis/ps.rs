@@ -21,9 +21,9 @@ pub struct Row {
     pub tty: String,
     /// procps's STAT: the main thread's state and the modifiers.
     pub stat: String,
-    /// The state that matters among the threads (`top::process_state`: D
-    /// when any waits uninterruptibly), how many of them are in it (0 when
-    /// that is only the main thread's), and how many threads there are.
+    /// The state that matters among the threads (D when any waits
+    /// uninterruptibly), how many of them are in it (0 when that is only the
+    /// main thread's), and how many threads there are.
     pub state: char,
     pub threads_in_state: u32,
     pub threads: u32,
@@ -52,11 +52,13 @@ pub struct Context {
     pub utc_offset: i64,
 }
 
-pub fn row(p: &Process, cx: &Context) -> Row {
+/// `state`: the state that matters among its threads and how many are in
+/// it (`top::process_state`).
+pub fn row(p: &Process, cx: &Context, state: (char, u32)) -> Row {
     let hz = cx.hz.max(1);
     let start_epoch = cx.boot_time + p.start_ticks / hz;
     let ticks = p.utime + p.stime;
-    let (state, threads_in_state) = crate::analysis::top::process_state(p);
+    let (state, threads_in_state) = state;
     Row {
         user: p.user.clone(),
         pid: p.pid,

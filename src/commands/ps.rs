@@ -5,6 +5,7 @@ use std::io::{self, BufWriter, Write};
 use anyhow::Context as _;
 
 use crate::analysis::ps::{self, Context, SortKey};
+use crate::analysis::top;
 use crate::error;
 use crate::render;
 use crate::sys::procfs;
@@ -84,7 +85,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         now,
         utc_offset,
     };
-    let mut rows: Vec<ps::Row> = procs.iter().map(|p| ps::row(p, &cx)).collect();
+    let mut rows: Vec<ps::Row> = procs
+        .iter()
+        .map(|p| ps::row(p, &cx, top::process_state(p)))
+        .collect();
     if let Some(key) = sort {
         ps::sort(&mut rows, key);
     }

@@ -43,7 +43,9 @@ impl ThrottledBio {
             _kids: kids,
             _dir: dir,
         };
-        wait_for("its readers in D", || (bio.threads_in_d() > 1).then_some(()));
+        wait_for("its readers in D", || {
+            (bio.threads_in_d() > 1).then_some(())
+        });
         bio
     }
 
@@ -88,8 +90,12 @@ fn child_named(ancestor: u32, comm: &str) -> Option<u32> {
     let mut todo = vec![ancestor];
     while let Some(p) = todo.pop() {
         let kids = std::fs::read_to_string(format!("/proc/{p}/task/{p}/children")).ok()?;
-        for kid in kids.split_whitespace().filter_map(|k| k.parse::<u32>().ok()) {
-            if std::fs::read_to_string(format!("/proc/{kid}/comm")).is_ok_and(|c| c.trim() == comm) {
+        for kid in kids
+            .split_whitespace()
+            .filter_map(|k| k.parse::<u32>().ok())
+        {
+            if std::fs::read_to_string(format!("/proc/{kid}/comm")).is_ok_and(|c| c.trim() == comm)
+            {
                 return Some(kid);
             }
             todo.push(kid);
@@ -110,7 +116,9 @@ fn counter_of(pid: u32) -> Option<PathBuf> {
         })
     };
     if let Some(p) = path("blkio") {
-        return Some(PathBuf::from(format!("/sys/fs/cgroup/blkio{p}/blkio.throttle.io_serviced")));
+        return Some(PathBuf::from(format!(
+            "/sys/fs/cgroup/blkio{p}/blkio.throttle.io_serviced"
+        )));
     }
     let p = path("")?;
     ["/sys/fs/cgroup/unified", "/sys/fs/cgroup"]
