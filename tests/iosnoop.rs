@@ -646,3 +646,79 @@ fn usage_errors() {
     let out = run_kdiag(&["iosnoop", "--tier", "gpu"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// 4-bio's reads under its limit: blk-throttle holds each back, and a
+/// kworker sends it on, queues and issues it. `iosnoop -p` must charge
+/// every one to the bio process, never to the kworker, and trace as many as
+/// the cgroup's own counter let through over the same window.
+fn throttled_reads_charged_to_their_submitter(tier: &str) {
+    let test = format!("throttled_reads_charged_to_their_submitter_{tier}");
+    if !require_root(&test) {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _busy = BusyCpus::for_tier(tier);
+    let bio = common::throttled_bio::ThrottledBio::start();
+    let tracer = Tracer::start(&["--json", "--tier", tier, "-p", &bio.pid.to_string()]);
+    let (t0, n0) = (monotonic_ns(), bio.reads());
+    std::thread::sleep(Duration::from_secs(4));
+    let (t1, n1) = (monotonic_ns(), bio.reads());
+    let (report, err) = tracer.stop();
+    let all = requests(&report);
+    for r in all {
+        assert_eq!(
+            r["pid"], bio.pid,
+            "a request not the bio process's: {r}\n{err}"
+        );
+        assert!(!r["comm"].as_str().unwrap().starts_with("kworker/"), "{r}");
+    }
+    // The case under test: the kworker issued them (else the limit is not on).
+    let by_worker = all
+        .iter()
+        .filter(|r| {
+            r["issuer"]["comm"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("kworker/"))
+        })
+        .count();
+    assert!(
+        by_worker * 2 > all.len(),
+        "{by_worker} of {} issued by a kworker",
+        all.len()
+    );
+    // The cgroup counts a read as it lets it through, just before its issue.
+    let traced = all
+        .iter()
+        .filter(|r| (t0..t1).contains(&r["issue_ns"].as_u64().unwrap()))
+        .count() as u64;
+    let counted = n1 - n0;
+    assert!(
+        counted > 100,
+        "the cgroup let only {counted} reads through in 4 s"
+    );
+    assert!(
+        traced.abs_diff(counted) * 20 <= counted,
+        "traced {traced} of the {counted} reads the cgroup counted (unseen: {})\n{err}",
+        unseen(&report)
+    );
+}
+
+#[test]
+fn throttled_reads_charged_to_their_submitter_bpf() {
+    throttled_reads_charged_to_their_submitter("bpf");
+}
+
+#[test]
+fn throttled_reads_charged_to_their_submitter_perf() {
+    throttled_reads_charged_to_their_submitter("perf");
+}

@@ -251,3 +251,35 @@ fn terminal_columns_agree_with_procps() {
     assert_eq!(ours[1..], stat[1..], "kdiag {ours}, ps {stat}");
     assert!(stat.ends_with("s+"), "{stat}");
 }
+
+/// 4-bio's process under its limit: procps's STAT is its main thread's
+/// (asleep), but most of its readers wait in D, and ps's S column says so
+/// with their count, as top does.
+#[test]
+fn a_process_whose_threads_wait_in_d_shows_d_with_their_count() {
+    if !common::require_root("a_process_whose_threads_wait_in_d_shows_d_with_their_count") {
+        return;
+    }
+    let bio = common::throttled_bio::ThrottledBio::start();
+    let pid = bio.pid.to_string();
+    let (before, threads) = bio.states();
+    let row = kdiag_json(&["ps", "-p", &pid, "--json"]).remove(0);
+    let text = stdout(&run_kdiag(&["ps", "-p", &pid]));
+    let (after, _) = bio.states();
+    assert_eq!(row["state"], "D", "{row}");
+    assert_eq!(row["threads"], threads, "{row}");
+    assert!(row["stat"].as_str().unwrap().starts_with('S'), "{row}");
+    // Readers flip between D and a moment on the CPU: /proc's counts just
+    // before and after bound it loosely.
+    let in_d = row["threads_in_state"].as_u64().unwrap() as usize;
+    let (lo, hi) = (before.min(after), before.max(after));
+    assert!(
+        in_d + 3 >= lo && in_d <= hi + 3 && in_d * 2 > threads,
+        "{in_d} in D; /proc: {before} then {after} of {threads}"
+    );
+    let line = text.lines().nth(1).unwrap();
+    let cell = line.split_whitespace().nth(8).unwrap_or_default();
+    let count = line.split_whitespace().nth(9).unwrap_or_default();
+    assert_eq!(cell, "D", "{text}");
+    assert!(count.ends_with(&format!("/{threads}")), "{text}");
+}

@@ -760,3 +760,36 @@ fn commands_run_as_the_learner_with_their_environment() {
         assert_eq!(lines[3], "0", "{sub:?}: SUDO_* variables leaked");
     }
 }
+
+/// `check --dir` names where the learner's answers are: a folder they may
+/// not read is refused as such, not graded as "no answer yet"; a folder of
+/// theirs without answers still is.
+#[test]
+fn check_in_a_folder_the_learner_cannot_read_says_permission_denied() {
+    if learner("check_in_a_folder_the_learner_cannot_read_says_permission_denied").is_none() {
+        return;
+    }
+    let out = kdiag_as_learner()
+        .args(["check", "0-demo", "--dir", "/root"])
+        .output()
+        .unwrap();
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{all}");
+    assert!(
+        all.contains("/root/0-demo/answers.toml: permission denied"),
+        "{all}"
+    );
+    assert!(all.contains("give --dir a folder of yours"), "{all}");
+    assert!(!all.contains("no answer"), "{all}");
+
+    let mine = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(mine.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = kdiag_as_learner()
+        .args(["check", "0-demo", "--dir"])
+        .arg(mine.path())
+        .output()
+        .unwrap();
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains("no answer for who.comm yet"), "{all}");
+}

@@ -45,7 +45,7 @@ pub fn storage(ios: &[BlockIo], target: &[i32], tier: &str, lost: u64) -> Storag
         .map(|p| Submitter {
             issued_by: counts(
                 mine.iter()
-                    .filter(|io| io.pid == p.pid)
+                    .filter(|io| io.pid == p.pid && io.comm == p.comm)
                     .filter_map(|io| io.issuer.as_ref().map(|t| t.comm.as_str())),
             ),
             pid: p.pid,
@@ -263,6 +263,13 @@ mod tests {
         }
         ios.push(io(310, "jbd2/vda1-8", "WS", 9000, 300));
         ios.push(io(99, "cargo", "RA", 5000, 50));
+        // Another thread of the target's: its issuers are its own.
+        let mut other = io(7, "io-app-2", "WS", 700, 100);
+        other.issuer = ios[0].issuer.clone();
+        ios.push(other);
+        let s = storage(&ios, &[7], "bpf", 0);
+        assert_eq!(s.submitters[1].issued_by[0].count, 1);
+        ios.pop();
         let s = storage(&ios, &[7], "bpf", 0);
         assert_eq!((s.requests, s.writes, s.reads), (12, 12, 0));
         assert_eq!(

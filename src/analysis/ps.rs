@@ -19,7 +19,14 @@ pub struct Row {
     pub vsz_kib: u64,
     pub rss_kib: u64,
     pub tty: String,
+    /// procps's STAT: the main thread's state and the modifiers.
     pub stat: String,
+    /// The state that matters among the threads (D when any waits
+    /// uninterruptibly), how many of them are in it (0 when that is only the
+    /// main thread's), and how many threads there are.
+    pub state: char,
+    pub threads_in_state: u32,
+    pub threads: u32,
     /// Start time, seconds since the epoch, and as ps prints it.
     pub start_epoch: u64,
     pub start: String,
@@ -45,10 +52,13 @@ pub struct Context {
     pub utc_offset: i64,
 }
 
-pub fn row(p: &Process, cx: &Context) -> Row {
+/// `state`: the state that matters among its threads and how many are in
+/// it (`top::process_state`).
+pub fn row(p: &Process, cx: &Context, state: (char, u32)) -> Row {
     let hz = cx.hz.max(1);
     let start_epoch = cx.boot_time + p.start_ticks / hz;
     let ticks = p.utime + p.stime;
+    let (state, threads_in_state) = state;
     Row {
         user: p.user.clone(),
         pid: p.pid,
@@ -60,6 +70,9 @@ pub fn row(p: &Process, cx: &Context) -> Row {
         rss_kib: p.rss_kib,
         tty: p.tty.clone(),
         stat: stat(p),
+        state,
+        threads_in_state,
+        threads: p.num_threads.max(1),
         start_epoch,
         start: start(start_epoch as i64, cx.now, cx.utc_offset),
         cpu_secs: ticks as f64 / hz as f64,
@@ -95,6 +108,16 @@ pub fn stat(p: &Process) -> String {
         s.push('+');
     }
     s
+}
+
+/// The S column: the state that matters, with how many threads are in it
+/// when there are several ("D 20/22", as top shows it).
+pub fn state_cell(r: &Row) -> String {
+    if r.threads > 1 && r.threads_in_state > 0 {
+        format!("{} {}/{}", r.state, r.threads_in_state, r.threads)
+    } else {
+        r.state.to_string()
+    }
 }
 
 /// procps's %CPU: CPU time over elapsed time since start, in tenths, so a
@@ -362,6 +385,17 @@ mod tests {
     }
 
     #[test]
+    fn the_s_column_counts_threads_in_the_state_that_matters() {
+        let mut r = row_of(1, 0, 0.0);
+        assert_eq!(state_cell(&r), "S");
+        (r.state, r.threads_in_state, r.threads) = ('D', 20, 22);
+        assert_eq!(state_cell(&r), "D 20/22");
+        // One thread, or a thread's own row (-T): the letter alone.
+        (r.threads_in_state, r.threads) = (1, 1);
+        assert_eq!(state_cell(&r), "D");
+    }
+
+    #[test]
     fn percentages_like_procps() {
         // 50 s of CPU over 100 s of life at 100 Hz.
         assert_eq!(cpu_percent(5000, 10_000, 200.0, 100), 50.0);
@@ -398,6 +432,9 @@ mod tests {
             rss_kib: pid as u64,
             tty: "?".into(),
             stat: "S".into(),
+            state: 'S',
+            threads_in_state: 0,
+            threads: 1,
             start_epoch: 0,
             start: String::new(),
             cpu_secs: 0.0,

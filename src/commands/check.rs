@@ -160,16 +160,24 @@ fn beside_manifest(file: &Path) -> bool {
 }
 
 /// The learner's own answers in their lab folder; none yet is no answers.
+/// Looked for as the learner: a folder they may not read (`--dir /root`
+/// through sudo) is an error that says so, not "no answer yet".
 fn own_answers(file: &Path) -> Result<Submission, Invalid> {
-    if !file.exists() {
-        return Ok(Submission {
+    use crate::error::UserFileError;
+    use crate::sys::process::user_files::{self, Limits};
+    match user_files::open(file, &Limits::input()) {
+        Err(UserFileError::NotFound(_)) => Ok(Submission {
             answers: Answers::default(),
             evidence: Evidence::Files(Default::default()),
             manifest: None,
             signed: Default::default(),
-        });
+        }),
+        Err(e @ UserFileError::Denied { .. }) => Err(Invalid(format!(
+            "cannot read your answers: {e}; give --dir a folder of yours, \
+             or leave --dir out for your own lab folder"
+        ))),
+        _ => submission::open_answers(file, false),
     }
-    submission::open_answers(file, false)
 }
 
 /// Removes the self-test's folder however the test ends.

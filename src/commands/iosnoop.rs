@@ -138,11 +138,6 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         _ => "perf tier: latencies matched by (dev, sector); merges may skew",
     };
     eprintln!("Tracing block I/O ({tier_line}). {}", until(duration));
-    if !source.has_io_start() {
-        eprintln!(
-            "This kernel has no block_io_start tracepoint (< 6.5): COMM is the task that issued each request."
-        );
-    }
 
     let columns = Columns {
         start: args.start,

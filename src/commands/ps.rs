@@ -5,6 +5,7 @@ use std::io::{self, BufWriter, Write};
 use anyhow::Context as _;
 
 use crate::analysis::ps::{self, Context, SortKey};
+use crate::analysis::top;
 use crate::error;
 use crate::render;
 use crate::sys::procfs;
@@ -43,6 +44,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let uid = args.user;
 
     let mut reader = procfs::Reader::new();
+    // Each process's threads' states, for its S column (-T shows each).
+    reader.top_extras = !args.threads;
     let mut procs = Vec::new();
     if args.only.pids.is_empty() {
         procs = reader.all(args.threads).context("cannot list /proc")?;
@@ -82,7 +85,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         now,
         utc_offset,
     };
-    let mut rows: Vec<ps::Row> = procs.iter().map(|p| ps::row(p, &cx)).collect();
+    let mut rows: Vec<ps::Row> = procs
+        .iter()
+        .map(|p| ps::row(p, &cx, top::process_state(p)))
+        .collect();
     if let Some(key) = sort {
         ps::sort(&mut rows, key);
     }

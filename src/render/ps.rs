@@ -1,4 +1,6 @@
-//! `kdiag ps` as text: the columns of `ps aux`.
+//! `kdiag ps` as text: the columns of `ps aux`, and after STAT (the main
+//! thread's, as procps shows it) S: the state that matters among the
+//! threads, as `kdiag top` shows it ("D 20/22").
 
 use std::io::{self, Write};
 
@@ -19,6 +21,7 @@ pub fn write(out: &mut impl Write, rows: &[Row], threads: bool) -> io::Result<()
         ("RSS", Right),
         ("TTY", Left),
         ("STAT", Left),
+        ("S", Left),
         ("START", Left),
         ("TIME", Right),
         ("COMMAND", Left),
@@ -36,6 +39,7 @@ pub fn write(out: &mut impl Write, rows: &[Row], threads: bool) -> io::Result<()
             r.rss_kib.to_string(),
             r.tty.clone(),
             r.stat.clone(),
+            crate::analysis::ps::state_cell(r),
             r.start.clone(),
             r.time.clone(),
             r.command.clone(),
@@ -62,6 +66,9 @@ mod tests {
             rss_kib: 12_000,
             tty: "?".into(),
             stat: "Ss".into(),
+            state: 'S',
+            threads_in_state: 0,
+            threads: 1,
             start_epoch: 0,
             start: "06:35".into(),
             cpu_secs: 1.0,
@@ -74,8 +81,8 @@ mod tests {
         write(&mut out, &[row], false).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "USER PID %CPU %MEM    VSZ   RSS TTY STAT START TIME COMMAND\n\
-             root   1  0.0  0.3 168000 12000 ?   Ss   06:35 0:01 /sbin/init\n"
+            "USER PID %CPU %MEM    VSZ   RSS TTY STAT S START TIME COMMAND\n\
+             root   1  0.0  0.3 168000 12000 ?   Ss   S 06:35 0:01 /sbin/init\n"
         );
     }
 }

@@ -1,5 +1,7 @@
 //! Tier B of iosnoop: biosnoop.bpf.c on tp_btf block_io_start / rq_insert /
-//! rq_issue / rq_complete, requests keyed by their `struct request *`.
+//! rq_issue / rq_complete, requests keyed by their `struct request *`, and
+//! block_bio_queue / iomap_iter_dstmap for who submitted them (a bio held
+//! back by blk-throttle is issued by a kworker: see the C source).
 //!
 //! The `Ebpf` handle owns the programs and their links: dropping `BlockBpf`
 //! detaches everything.
@@ -62,8 +64,6 @@ pub struct BlockBpf {
     events: RingBuf<MapData>,
     options: Options,
     names: HashMap<DevId, String>,
-    /// Whether block_io_start (>= 6.5) is attached: submitters are known.
-    has_io_start: bool,
 }
 
 impl BlockBpf {
@@ -84,7 +84,12 @@ impl BlockBpf {
         )?;
         let btf = crate::sys::bpf::kernel_btf()
             .context("reading the kernel's BTF (/sys/kernel/btf/vmlinux)")?;
-        let has_io_start = attach(&mut ebpf, btf, "block_io_start").is_ok();
+        // >= 6.5: when a request was queued (-Q without a scheduler).
+        let _ = attach(&mut ebpf, btf, "block_io_start");
+        attach(&mut ebpf, btf, "block_bio_queue")?;
+        // Without iomap (no CONFIG_FS_IOMAP), direct I/O a throttle held
+        // back is charged to the kworker that issued it.
+        let _ = attach(&mut ebpf, btf, "iomap_iter_dstmap");
         if options.queued {
             attach(&mut ebpf, btf, "block_rq_insert")?;
         }
@@ -96,7 +101,6 @@ impl BlockBpf {
             events,
             options,
             names,
-            has_io_start,
         })
     }
 
@@ -199,10 +203,6 @@ impl Source for BlockBpf {
 impl BlockSource for BlockBpf {
     fn unseen(&self) -> u64 {
         crate::sys::bpf::recursion_misses(&self.ebpf).unwrap_or(0)
-    }
-
-    fn has_io_start(&self) -> bool {
-        self.has_io_start
     }
 
     fn hist(&self) -> anyhow::Result<Option<Vec<LatencyCount>>> {

@@ -3,6 +3,7 @@
 //! tracepoints matched by (dev, sector)), both yielding `model::block::BlockIo`.
 
 pub mod bpf;
+pub mod matcher;
 pub mod perf;
 pub mod source;
 

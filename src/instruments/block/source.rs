@@ -17,9 +17,6 @@ pub struct Options {
 
 /// A running block trace, on either tier.
 pub trait BlockSource: Source<Event = BlockIo> {
-    /// Whether the kernel has block_io_start (>= 6.5), so the process that
-    /// caused each request is known, not only the one that issued it.
-    fn has_io_start(&self) -> bool;
     /// The latency histogram the kernel kept, on tiers that keep one.
     fn hist(&self) -> anyhow::Result<Option<Vec<LatencyCount>>> {
         Ok(None)

@@ -3,10 +3,18 @@
 // from submission to completion, so latencies stay exact with merges and
 // requeues, and the submitting process is known even when a kworker issues.
 //
-// block_io_start  (>= 6.5, submitter's context): who caused the request
+// block_io_start  (>= 6.5, at request allocation): when it was queued, by whom
 // block_rq_insert (-Q only):                     when it entered the queue
 // block_rq_issue:                                when it went to the device, by whom
 // block_rq_complete:                             one event (or a histogram count)
+//
+// Who caused a request is remembered per (disk, sector) where the bio is
+// submitted, for block_rq_issue to find: a bio held back by blk-throttle
+// (io.max, blkio.throttle.*) is queued, allocated a request and issued by
+// the throttle's kworker, so block_bio_queue and block_io_start run there.
+// block_bio_queue (not in a workqueue worker):  the submitter of a bio
+// iomap_iter_dstmap (direct I/O, >= 5.15):      the submitter of a direct
+//   I/O, in its own context before blk-throttle can hold its bio back
 // build: -mcpu=v3 (compare-and-swap on map values: Linux >= 5.12)
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -17,6 +25,10 @@
 #define RWBS_LEN 8
 #define REQ_OP_MASK 0xff
 #define MAX_SLOTS 32
+#define PF_WQ_WORKER 0x00000020  // include/linux/sched.h, unchanged since 2.6.36
+#define IOMAP_DIRECT (1 << 4)    // include/linux/iomap.h, since 5.2
+#define IOMAP_MAPPED 2
+#define IOMAP_UNWRITTEN 3
 
 // Set by the loader (sys::bpf::load_with writes them into the object).
 const volatile __u32 filter_dev = 0;   // kernel dev_t (major << 20 | minor), 0 = all
@@ -37,7 +49,7 @@ struct inflight {
 	__u64 sector;  // at issue: partial completions advance the request's own
 	__u32 bytes;   // at issue
 	__u32 _pad;
-	struct task_id submitter;  // pid 0: block_io_start not seen
+	struct task_id submitter;  // pid 0: not seen
 	struct task_id issuer;
 };
 
@@ -112,6 +124,22 @@ struct {
 	__type(value, __u64);
 } lost SEC(".maps");
 
+// Who submitted the bio starting at a sector, until a request issued from
+// that sector takes it. LRU: entries whose bio merged into another request
+// (so no request starts there) age out.
+struct sector_key {
+	__u32 dev;  // the whole disk's, as rq_dev()
+	__u32 _pad;
+	__u64 sector;  // on the whole disk
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct sector_key);
+	__type(value, struct task_id);
+} submitters SEC(".maps");
+
 // Zeroed template for new map entries: avoids a large stack memset, which
 // aya cannot relocate (aya#831).
 static const struct inflight zero_inflight;
@@ -132,6 +160,11 @@ static __always_inline bool wanted(struct request *rq)
 	return !filter_dev || rq_dev(rq) == filter_dev;
 }
 
+static __always_inline __u32 disk_dev(struct gendisk *disk)
+{
+	return ((__u32)BPF_CORE_READ(disk, major) << 20) | BPF_CORE_READ(disk, first_minor);
+}
+
 static __always_inline void current_task(struct task_id *t)
 {
 	__u64 id = bpf_get_current_pid_tgid();
@@ -147,7 +180,7 @@ static __always_inline void current_task(struct task_id *t)
 // request's pointer and tracked the wrong request, whose own completion was
 // then dropped unseen. The kernel never nests a program in itself (it counts
 // recursion_misses instead), so a word of its own cannot be overwritten.
-enum { SLOT_IO_START, SLOT_INSERT, SLOT_ISSUE, SLOT_COMPLETE, SLOTS };
+enum { SLOT_IO_START, SLOT_INSERT, SLOT_ISSUE, SLOT_COMPLETE, SLOT_IOMAP, SLOTS };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, SLOTS);
@@ -274,6 +307,55 @@ static __always_inline __u32 log2_slot(__u64 v)
 	return slot;
 }
 
+// Remember the current task as the submitter of what starts at `sector`.
+static __always_inline void remember(__u32 dev, __u64 sector)
+{
+	if (filter_dev && dev != filter_dev)
+		return;
+	struct sector_key k = { .dev = dev, .sector = sector };
+	struct task_id t;
+	current_task(&t);
+	bpf_map_update_elem(&submitters, &k, &t, BPF_ANY);
+}
+
+// Runs where the bio enters the block layer, or, for a bio blk-throttle
+// held back, in the kworker that sends it on: that one is not its submitter.
+SEC("tp_btf/block_bio_queue")
+int BPF_PROG(block_bio_queue, struct bio *bio)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	if (BPF_CORE_READ(task, flags) & PF_WQ_WORKER)
+		return 0;
+	// After a partition's remap the sector is the whole disk's.
+	remember(disk_dev(BPF_CORE_READ(bio, bi_bdev, bd_disk)), BPF_CORE_READ(bio, bi_iter.bi_sector));
+	return 0;
+}
+
+// A direct I/O's mapping, in its submitter's context: its bio will start at
+// the mapped address of the iteration's position (iomap_sector()). The iomap
+// is always an iomap_iter's own (fs/iomap/iter.c), whose pos and flags
+// tell where and what kind of I/O.
+SEC("tp_btf/iomap_iter_dstmap")
+int BPF_PROG(iomap_iter_dstmap, struct inode *inode, struct iomap *iomap)
+{
+	__u64 at = ptr_bits(iomap, SLOT_IOMAP);
+	if (!at)
+		return 0;
+	struct iomap_iter *iter = (void *)(at - bpf_core_field_offset(struct iomap_iter, iomap));
+	if (!(BPF_CORE_READ(iter, flags) & IOMAP_DIRECT))
+		return 0;
+	__u16 type = BPF_CORE_READ(iomap, type);
+	if (type != IOMAP_MAPPED && type != IOMAP_UNWRITTEN)
+		return 0;
+	struct block_device *bdev = BPF_CORE_READ(iomap, bdev);
+	if (!bdev)
+		return 0;
+	__u64 addr = BPF_CORE_READ(iomap, addr) + BPF_CORE_READ(iter, pos) - BPF_CORE_READ(iomap, offset);
+	remember(disk_dev(BPF_CORE_READ(bdev, bd_disk)),
+		 BPF_CORE_READ(bdev, bd_start_sect) + (addr >> 9));
+	return 0;
+}
+
 SEC("tp_btf/block_io_start")
 int BPF_PROG(block_io_start, struct request *rq)
 {
@@ -313,6 +395,13 @@ int BPF_PROG(block_rq_issue, struct request *rq)
 	f->issue_ns = bpf_ktime_get_ns();
 	f->sector = rq->__sector;
 	f->bytes = rq->__data_len;
+	// The submitter of the request's first bio, where it was submitted.
+	struct sector_key k = { .dev = rq_dev(rq), .sector = f->sector };
+	struct task_id *sub = bpf_map_lookup_elem(&submitters, &k);
+	if (sub) {
+		f->submitter = *sub;
+		bpf_map_delete_elem(&submitters, &k);
+	}
 	// Mostly the submitter issues its own request: copy rather than ask
 	// the kernel for its name again.
 	if ((__u32)bpf_get_current_pid_tgid() == f->submitter.tid && f->submitter.pid)
