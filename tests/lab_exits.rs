@@ -138,3 +138,91 @@ fn plain_mode_under_sudo_with_tee() {
         "the log has the replies:\n{logged}"
     );
 }
+
+/// `--log FILE` through a real sudo, typed by the learner in a terminal
+/// from a shell without job control (`bash -c`, where `| tee` cannot read
+/// the terminal): kdiag says what to do instead of `| tee`, and with
+/// `--log` the commands typed reach it, and the file, the learner's own,
+/// holds what it printed and what they typed.
+#[test]
+fn plain_mode_log_under_sudo_as_the_learner() {
+    let Some((uid, gid)) = learner("plain_mode_log_under_sudo_as_the_learner") else {
+        return;
+    };
+    let _one = one_workload();
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path();
+    std::os::unix::fs::chown(dir, Some(uid), Some(gid)).unwrap();
+    let log = dir.join("lab.log");
+    let t = Tmux::start_sized(
+        &format!("sudo -n -u {LEARNER} bash --norc --noprofile -i; sleep 600"),
+        100,
+        30,
+    );
+    t.wait_for("the learner's shell", |s| s.contains('$'));
+    let lab = |tail: &str| {
+        format!(
+            "cd {dir} && bash -c 'sudo -n {bin} lab 0-demo --plain --seed exits-log --dir {dir}{tail}'; \
+             echo EXITED rc=$?",
+            dir = dir.display(),
+            bin = env!("CARGO_BIN_EXE_kdiag"),
+        )
+    };
+    // Through | tee: refused with what to do instead.
+    t.keys(&["-l", &lab(&format!(" | tee {}", dir.join("tee.log").display()))]);
+    t.keys(&["Enter"]);
+    let s = t.wait_up_to(Duration::from_secs(30), "kdiag to refuse", |s| {
+        s.contains("EXITED rc=")
+    });
+    if s.contains("cannot read your commands") {
+        assert!(s.contains("--log FILE"), "says what to do instead:\n{s}");
+    }
+    t.keys(&["clear", "Enter"]);
+    t.wait_for("a clear screen", |s| !s.contains("EXITED"));
+    // With --log: typed commands work, and the transcript has both sides.
+    t.keys(&["-l", &lab(&format!(" --log {}", log.display()))]);
+    t.keys(&["Enter"]);
+    t.wait_up_to(Duration::from_secs(30), "the first step", |s| {
+        s.contains("lab>")
+    });
+    t.keys(&["status", "Enter"]);
+    t.wait_for("the reply to status", |s| s.contains("score 0/15 points"));
+    t.keys(&["quit", "Enter"]);
+    let s = t.wait_up_to(Duration::from_secs(30), "kdiag to end", |s| {
+        s.contains("EXITED rc=")
+    });
+    assert!(s.contains("EXITED rc=1"), "unfinished, left with quit:\n{s}");
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(std::fs::metadata(&log).unwrap().uid(), uid, "the learner's file");
+    let logged = std::fs::read_to_string(&log).unwrap();
+    for want in [
+        "== Lab 0-demo",
+        "-- Step 1/4",
+        "lab> status",
+        "score 0/15 points",
+        "lab> quit",
+        "Score 0/15 points",
+    ] {
+        assert!(logged.contains(want), "{want}: the transcript:\n{logged}");
+    }
+}
+
+/// `kdiag lab --list` is `kdiag lab list`.
+#[test]
+fn lab_dash_dash_list_is_lab_list() {
+    let root = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_kdiag"))
+            .arg("lab")
+            .args(args)
+            .arg("--dir")
+            .arg(root.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let listed = run(&["list"]);
+    assert!(listed.contains("0-demo") && listed.contains("7-trend"), "{listed}");
+    assert_eq!(run(&["--list"]), listed);
+}

@@ -159,6 +159,23 @@ impl State {
         s
     }
 
+    /// A lab whose every step was done in the last run of this variant:
+    /// its live questions (redone against the new workload, worth no
+    /// points) count as right again, and the final screen shows.
+    pub fn reopen_finished(&mut self) {
+        for (step, answers) in self.lab.steps.iter().zip(&mut self.answers) {
+            for (q, a) in step.questions.iter().zip(answers) {
+                if q.points == 0.0 && !a.value.is_empty() {
+                    a.verdict = Verdict::Right;
+                }
+            }
+        }
+        if self.all_done() {
+            self.overlay = Overlay::Final;
+            self.message = Some(("This lab is finished: all steps done.".into(), Tone::Good));
+        }
+    }
+
     /// The text of step `i`, `<PID>` in it the PID of the process picked.
     pub fn step_text(&self, i: usize) -> String {
         let text = &self.lab.steps[i].text;
