@@ -214,7 +214,10 @@ fn answer(lab: &Lab, key: &str, expect: &Value, pid: u32) -> String {
 /// The text right of the steps list (the step, its questions, its panel):
 /// the whole screen in a window too narrow for the list.
 fn right(screen: &str) -> String {
-    let listed = screen.lines().nth(1).is_some_and(|l| l.starts_with(" Steps "));
+    let listed = screen
+        .lines()
+        .nth(1)
+        .is_some_and(|l| l.starts_with(" Steps "));
     screen
         .lines()
         .map(|l| match l.split_once('│') {
@@ -588,7 +591,8 @@ fn play(s: &Strategy, width: u16, height: u16) {
     t.keys(&["Space"]);
     let n = lab.steps.len();
     for (i, step) in lab.steps.iter().enumerate() {
-        let heading = format!("Step {}/{n}: ", i + 1);
+        // "Step 2/4: " beside the steps list, "Step 2/4 [✓○○○]: " without.
+        let heading = format!(" Step {}/{n}", i + 1);
         let title: String = step.title.chars().take(20).collect();
         let shown = t.wait_for("the step", |s| s.contains(&heading) && s.contains(&title));
         assert!(

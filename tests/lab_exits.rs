@@ -199,9 +199,16 @@ fn plain_mode_log_under_sudo_as_the_learner() {
     let s = t.wait_up_to(Duration::from_secs(30), "kdiag to end", |s| {
         s.contains("EXITED rc=")
     });
-    assert!(s.contains("EXITED rc=1"), "unfinished, left with quit:\n{s}");
+    assert!(
+        s.contains("EXITED rc=1"),
+        "unfinished, left with quit:\n{s}"
+    );
     use std::os::unix::fs::MetadataExt;
-    assert_eq!(std::fs::metadata(&log).unwrap().uid(), uid, "the learner's file");
+    assert_eq!(
+        std::fs::metadata(&log).unwrap().uid(),
+        uid,
+        "the learner's file"
+    );
     let logged = std::fs::read_to_string(&log).unwrap();
     for want in [
         "== Lab 0-demo",
@@ -231,6 +238,9 @@ fn lab_dash_dash_list_is_lab_list() {
         String::from_utf8(out.stdout).unwrap()
     };
     let listed = run(&["list"]);
-    assert!(listed.contains("0-demo") && listed.contains("7-trend"), "{listed}");
+    assert!(
+        listed.contains("0-demo") && listed.contains("7-trend"),
+        "{listed}"
+    );
     assert_eq!(run(&["--list"]), listed);
 }

@@ -684,7 +684,10 @@ fn at_80x24_every_answer_bearing_line_shows() {
     fn shows(s: &mut State, d: &mut Recorded, want: &str, what: &str) -> String {
         for _ in 0..30 {
             let t = screens::text(W, H, |f| view::render(f, s));
-            assert!(t.contains("q quit"), "{what}: the key bar keeps q quit:\n{t}");
+            assert!(
+                t.contains("q quit"),
+                "{what}: the key bar keeps q quit:\n{t}"
+            );
             if t.contains(want) {
                 return t;
             }
@@ -706,12 +709,20 @@ fn at_80x24_every_answer_bearing_line_shows() {
     let t = shows(&mut s, &mut d, "WRITE/s▼", "who: the sort column");
     assert!(t.contains("USER"), "who: whose each process is:\n{t}");
     let row = t.lines().find(|l| l.trim_start().starts_with("13812"));
-    assert!(row.is_some_and(|r| r.contains("you")), "who: io-app's row:\n{t}");
+    assert!(
+        row.is_some_and(|r| r.contains("you")),
+        "who: io-app's row:\n{t}"
+    );
     press(&mut s, &mut d, &[Key::Enter, Key::Char('n')]);
     // what: the requests' TYPE, then the process panel's threads' states.
     shows(&mut s, &mut d, "13812 WS", "what: a request's type");
     press(&mut s, &mut d, &[Key::Char('v')]);
-    shows(&mut s, &mut d, "threads were: disk wait (D) 84%", "what: the threads' states");
+    shows(
+        &mut s,
+        &mut d,
+        "threads were: disk wait (D) 84%",
+        "what: the threads' states",
+    );
     // why: the profile reaches the program's function.
     press(&mut s, &mut d, &[Key::Char('n')]);
     s.update(Msg::Data(Data::Profile(Box::new(profile()))));

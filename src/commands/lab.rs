@@ -292,7 +292,13 @@ fn run_lab(
         seen: None,
         server: attest::Server::current()?,
     };
-    let result = run_app(&mut driver, resumed.as_ref(), plain || log.is_some(), log, finished);
+    let result = run_app(
+        &mut driver,
+        resumed.as_ref(),
+        plain || log.is_some(),
+        log,
+        finished,
+    );
     driver.engine.stop();
     let dir = driver.engine.dir.path.display().to_string();
     match result {

@@ -78,7 +78,10 @@ fn the_learner_scripting_it_through_tee_reaches_the_full_score() {
     let mut again = LabRun::start_as_learner("0-demo", root.path(), seed);
     again.send("status");
     let seen = again.expect("steps done");
-    assert!(seen.contains("score 15/15 points, 4/4 steps done"), "{seen}");
+    assert!(
+        seen.contains("score 15/15 points, 4/4 steps done"),
+        "{seen}"
+    );
     again.send("quit");
     assert_eq!(again.finish(), 0, "a finished lab exits 0");
     // What the script saw is in the log too, to the end.

@@ -40,7 +40,8 @@ pub fn render(f: &mut Frame, s: &State) {
     }
     f.render_widget(Paragraph::new(notice), message);
     f.render_widget(
-        Paragraph::new(key_line(s, keys.width as usize)).style(Style::new().add_modifier(Modifier::DIM)),
+        Paragraph::new(key_line(s, keys.width as usize))
+            .style(Style::new().add_modifier(Modifier::DIM)),
         keys,
     );
     match s.overlay {
@@ -255,16 +256,26 @@ fn text_pane(f: &mut Frame, area: Rect, lines: Vec<Line<'static>>, scroll: u16) 
     let above = from > 0;
     let room = h - usize::from(above);
     let below = total.saturating_sub(from + room);
-    let room = if below > 0 { room.saturating_sub(1) } else { room };
+    let room = if below > 0 {
+        room.saturating_sub(1)
+    } else {
+        room
+    };
     let below = total.saturating_sub(from + room);
     let marker = Style::new().add_modifier(Modifier::DIM | Modifier::REVERSED);
     let mut shown = Vec::new();
     if above {
-        shown.push(Line::styled(format!("↑ {from} more line(s) above: PgUp"), marker));
+        shown.push(Line::styled(
+            format!("↑ {from} more line(s) above: PgUp"),
+            marker,
+        ));
     }
     shown.extend(lines.into_iter().skip(from).take(room));
     if below > 0 {
-        shown.push(Line::styled(format!("↓ {below} more line(s) below: PgDn"), marker));
+        shown.push(Line::styled(
+            format!("↓ {below} more line(s) below: PgDn"),
+            marker,
+        ));
     }
     f.render_widget(Paragraph::new(shown), area);
 }
@@ -425,7 +436,8 @@ fn wrap_words(text: &str, width: usize) -> Vec<String> {
 pub fn key_line(s: &State, width: usize) -> String {
     if s.editing.is_some() {
         if evidence_in_focus(s) {
-            return " type the file's path · Enter alone saves the panel's data · Esc cancels".into();
+            return " type the file's path · Enter alone saves the panel's data · Esc cancels"
+                .into();
         }
         return " type the answer · Enter checks it · Esc cancels".into();
     }

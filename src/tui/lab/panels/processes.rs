@@ -222,9 +222,11 @@ impl Table {
 fn shown(width: u16, rows: &[TopRow], sort: Column) -> Vec<(Column, u16)> {
     let mut room = width;
     let mut shown: Vec<(Column, u16)> = Vec::new();
-    let order = [Column::Pid, sort]
-        .into_iter()
-        .chain(PRIORITY.into_iter().filter(|c| *c != sort && *c != Column::Pid));
+    let order = [Column::Pid, sort].into_iter().chain(
+        PRIORITY
+            .into_iter()
+            .filter(|c| *c != sort && *c != Column::Pid),
+    );
     for col in order {
         let w = column_width(col, rows);
         if w <= room || shown.len() < 3 {
@@ -278,7 +280,10 @@ mod tests {
     #[test]
     fn an_80_column_window_shows_and_sorts_what_the_steps_name() {
         fn titles(rows: &[TopRow], sort: Column) -> Vec<&'static str> {
-            shown(80, rows, sort).iter().map(|(c, _)| c.title()).collect()
+            shown(80, rows, sort)
+                .iter()
+                .map(|(c, _)| c.title())
+                .collect()
         }
         let rows = [row(4_194_304, 'S', 0, 1)];
         assert_eq!(
