@@ -50,10 +50,15 @@ pub fn render(f: &mut Frame, s: &State) {
             f,
             &format!(" Lab {}: {} ", s.lab.id, s.lab.title),
             &format!(
-                "{}\n\nThe steps are on the left. Each step's live panel shows kdiag's instruments \
+                "{}\n\n{} Each step's live panel shows kdiag's instruments \
                  watching the machine; answer the questions under the text. **?** lists the keys.\n\n\
                  Press any key to start.",
-                s.lab.welcome.trim()
+                s.lab.welcome.trim(),
+                if f.area().width >= 100 {
+                    "The steps are on the left."
+                } else {
+                    "The steps' marks are in the step's heading (✓ done)."
+                }
             ),
         ),
         Overlay::Help => overlay(f, " Keys ", &help_text(s)),
