@@ -306,7 +306,7 @@ fn run_lab(
             let (got, max) = state.score(None);
             // The terminal may be gone (closed window): say it if we can.
             let mut stdout = std::io::stdout().lock();
-            let mut out = Transcript {
+            let mut out = plain::Transcript {
                 out: &mut stdout,
                 log,
             };
@@ -369,7 +369,7 @@ fn run_app(
         return app::run(state, driver);
     }
     let mut stdout = std::io::stdout().lock();
-    let mut out = Transcript {
+    let mut out = plain::Transcript {
         out: &mut stdout,
         log,
     };
@@ -416,26 +416,6 @@ fn run_app(
             true,
         )),
         _ => Ok(state),
-    }
-}
-
-/// Standard output and, with --log, the transcript file: every byte to
-/// both.
-struct Transcript<'a> {
-    out: &'a mut dyn Write,
-    log: Option<&'a std::fs::File>,
-}
-
-impl Write for Transcript<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if let Some(mut f) = self.log {
-            f.write_all(buf)?;
-        }
-        self.out.write_all(buf)?;
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.out.flush()
     }
 }
 
