@@ -5,7 +5,9 @@
 //! waits until the panel shows the seed's truth) before it is typed; the
 //! evidence is saved from its panel, or made with the step's shell command;
 //! every step's text agrees with its panel (the PID it names, 4-bio's D
-//! count); the lab ends at its full score and kdiag exits 0 (left with q,
+//! count); each step's text panels bring their answer-bearing line on
+//! screen (at once, or by ↓ under a marker saying more is below), and the
+//! key bar keeps `q quit`, at 80x24 as at 120x40; the lab ends at its full score and kdiag exits 0 (left with q,
 //! or Ctrl-C).
 //!
 //! Labs run one after another: each measures a workload, and two at once
@@ -91,6 +93,8 @@ struct Lab {
 
 struct Step {
     title: String,
+    /// Its panels, as lab.toml names them.
+    panels: Vec<String>,
     questions: Vec<Question>,
 }
 
@@ -150,6 +154,7 @@ fn load(id: &str) -> Lab {
                 .collect();
             Step {
                 title: s["title"].as_str().unwrap().to_string(),
+                panels: strings(s.get("panels")),
                 questions,
             }
         })
@@ -206,11 +211,19 @@ fn answer(lab: &Lab, key: &str, expect: &Value, pid: u32) -> String {
     fill(v.as_str().unwrap(), expect, pid)
 }
 
-/// The text right of the steps list (the step, its questions, its panel).
+/// The text right of the steps list (the step, its questions, its panel):
+/// the whole screen in a window too narrow for the list.
 fn right(screen: &str) -> String {
+    let listed = screen
+        .lines()
+        .nth(1)
+        .is_some_and(|l| l.starts_with(" Steps "));
     screen
         .lines()
-        .map(|l| l.split_once('│').map_or(l, |(_, r)| r))
+        .map(|l| match l.split_once('│') {
+            Some((_, r)) if listed => r,
+            _ => l,
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -262,7 +275,7 @@ fn sorted_by(screen: &str) -> Option<String> {
 /// capture-pane -e`): the row drawn reversed below the header.
 fn highlighted(styled: &str) -> Option<u32> {
     styled.lines().find_map(|l| {
-        let (_, r) = l.split_once('│')?;
+        let r = l.split_once('│').map_or(l, |(_, r)| r);
         // The styles set before the row's first character.
         let mut rest = r;
         let mut reversed = false;
@@ -431,6 +444,45 @@ fn read_off_panel(t: &Tmux, value: &str, key: &str) {
     }
 }
 
+/// The text panels' answer-bearing lines: (lab.toml's name, the panel's
+/// title, the line a step reads on it).
+const BEARING: [(&str, &str, &str); 3] = [
+    ("process", "the process's rates", "threads were:"),
+    ("io-pattern", "I/O pattern", "Repeated:"),
+    ("exec-trace", "failed execs (exec-trace)", "execs seen"),
+];
+
+/// Each of the step's text panels brings its answer-bearing line on
+/// screen: at once, or by ↓ while a marker says more is below (as the
+/// data comes, within a minute). Then back to the step's first panel.
+fn bearing_lines_show(t: &Tmux, lab: &str, step: &Step) {
+    for (name, title, line) in BEARING {
+        if !step.panels.iter().any(|p| p == name) {
+            continue;
+        }
+        show_panel(t, title);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let s = t.screen();
+            if panel(&s).contains(line) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{lab} {}: {line:?} never came on screen in the panel {title}:\n{s}",
+                step.title
+            );
+            if panel(&s).contains("more line(s) below") {
+                t.keys(&["Down"]);
+                t.wait_for("the panel to scroll", |n| n != s);
+            } else {
+                std::thread::sleep(Duration::from_millis(300));
+            }
+        }
+        t.keys(&["Home"]);
+    }
+}
+
 /// Bring the panel titled `title` on screen.
 fn show_panel(t: &Tmux, title: &str) {
     for _ in 0..4 {
@@ -539,9 +591,19 @@ fn play(s: &Strategy, width: u16, height: u16) {
     t.keys(&["Space"]);
     let n = lab.steps.len();
     for (i, step) in lab.steps.iter().enumerate() {
-        let heading = format!("Step {}/{n}: ", i + 1);
+        // "Step 2/4: " beside the steps list, "Step 2/4 [✓○○○]: " without.
+        let heading = format!(" Step {}/{n}", i + 1);
         let title: String = step.title.chars().take(20).collect();
-        t.wait_for("the step", |s| s.contains(&heading) && s.contains(&title));
+        let shown = t.wait_for("the step", |s| s.contains(&heading) && s.contains(&title));
+        assert!(
+            shown.contains("q quit"),
+            "{} {}: the key bar keeps q quit:\n{shown}",
+            lab.id,
+            step.title
+        );
+        if i > 0 {
+            bearing_lines_show(&t, &lab.id, step);
+        }
         let mut picked = false;
         for q in &step.questions {
             let want = match q.input.as_str() {
@@ -579,7 +641,11 @@ fn play(s: &Strategy, width: u16, height: u16) {
                         t.wait_up_to(Duration::from_secs(30), "the panel's data", |s| {
                             panel(s).lines().count() > 4 && !panel(s).contains("waiting")
                         });
+                        // Enter opens the path's box, Enter alone saves the
+                        // panel's data.
                         focus(&t, &q.label);
+                        t.keys(&["Enter"]);
+                        t.wait_for("the path's box", |s| s.contains("Enter alone saves"));
                         t.keys(&["Enter"]);
                     }
                     None => evidence_from_shell(&lab, &q.key, root.path(), &seed, pid, &expect),

@@ -237,6 +237,9 @@ fn a_learner_answers_every_step_by_keys_and_leaves_nothing() {
     });
     type_answer(&t, file);
     t.wait_for("file right", |s| s.contains("✓ File it writes to"));
+    // Enter opens the path's box; Enter alone saves the panel's stacks.
+    t.keys(&["Enter"]);
+    t.wait_for("the path's box", |s| s.contains("Enter alone saves"));
     t.keys(&["Enter"]);
     t.wait_for("step 3 done", |s| s.contains("score 12/15"));
     let saved = root.path().join("0-demo/profile.folded");
@@ -337,6 +340,10 @@ fn the_offcpu_panel_shows_where_threads_wait_and_saves_them() {
     t.wait_for("function right", |s| s.contains("✓ Program function"));
     type_answer(&t, "clock_nanosleep");
     t.wait_for("holder right", |s| s.contains("✓ System call the lock"));
+    // Enter opens the path's box (what is typed next is the path, never
+    // keys); Enter alone saves the panel's stacks.
+    t.keys(&["Enter"]);
+    t.wait_for("the path's box", |s| s.contains("Enter alone saves"));
     t.keys(&["Enter"]);
     t.wait_for("the stacks saved", |s| {
         s.contains("✓ Saved off-CPU profile")

@@ -138,3 +138,109 @@ fn plain_mode_under_sudo_with_tee() {
         "the log has the replies:\n{logged}"
     );
 }
+
+/// `--log FILE` through a real sudo, typed by the learner in a terminal
+/// from a shell without job control (`bash -c` as the pane's command,
+/// where `| tee` leaves kdiag a terminal it may not read): through `| tee`
+/// kdiag says to use `--log` instead; with `--log` the commands typed
+/// reach it, and the file, the learner's own, holds what it printed and
+/// what they typed.
+#[test]
+fn plain_mode_log_under_sudo_as_the_learner() {
+    let Some((uid, gid)) = learner("plain_mode_log_under_sudo_as_the_learner") else {
+        return;
+    };
+    let _one = one_workload();
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path();
+    std::os::unix::fs::chown(dir, Some(uid), Some(gid)).unwrap();
+    let log = dir.join("lab.log");
+    let lab = |tail: &str| {
+        Tmux::start_sized(
+            &format!(
+                "sudo -n -u {LEARNER} bash -c 'cd {dir} && sudo -n {bin} lab 0-demo --plain \
+                 --seed exits-log --dir {dir}{tail}'; sleep 600",
+                dir = dir.display(),
+                bin = env!("CARGO_BIN_EXE_kdiag"),
+            ),
+            100,
+            30,
+        )
+    };
+    // Through | tee: when sudo keeps the terminal from kdiag, it says
+    // what to do instead.
+    let t = lab(&format!(
+        " | tee {}; echo EXITED rc=${{PIPESTATUS[0]}}",
+        dir.join("tee.log").display()
+    ));
+    let s = t.wait_up_to(Duration::from_secs(30), "kdiag to start", |s| {
+        s.contains("EXITED rc=") || s.contains("lab>")
+    });
+    if s.contains("EXITED rc=") {
+        assert!(
+            s.contains("EXITED rc=2") && s.contains("--plain --log FILE"),
+            "says to use --log:\n{s}"
+        );
+    } else {
+        t.keys(&["quit", "Enter"]);
+        t.wait_up_to(Duration::from_secs(30), "kdiag to end", |s| {
+            s.contains("EXITED rc=")
+        });
+    }
+    drop(t);
+    // With --log: typed commands work, and the transcript has both sides.
+    let t = lab(&format!(" --log {}; echo EXITED rc=$?", log.display()));
+    t.wait_up_to(Duration::from_secs(30), "the first step", |s| {
+        s.contains("lab>")
+    });
+    t.keys(&["status", "Enter"]);
+    t.wait_for("the reply to status", |s| s.contains("score 0/15 points"));
+    t.keys(&["quit", "Enter"]);
+    let s = t.wait_up_to(Duration::from_secs(30), "kdiag to end", |s| {
+        s.contains("EXITED rc=")
+    });
+    assert!(
+        s.contains("EXITED rc=1"),
+        "unfinished, left with quit:\n{s}"
+    );
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(
+        std::fs::metadata(&log).unwrap().uid(),
+        uid,
+        "the learner's file"
+    );
+    let logged = std::fs::read_to_string(&log).unwrap();
+    for want in [
+        "== Lab 0-demo",
+        "-- Step 1/4",
+        "lab> status",
+        "score 0/15 points",
+        "lab> quit",
+        "Score 0/15 points",
+    ] {
+        assert!(logged.contains(want), "{want}: the transcript:\n{logged}");
+    }
+}
+
+/// `kdiag lab --list` is `kdiag lab list`.
+#[test]
+fn lab_dash_dash_list_is_lab_list() {
+    let root = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_kdiag"))
+            .arg("lab")
+            .args(args)
+            .arg("--dir")
+            .arg(root.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let listed = run(&["list"]);
+    assert!(
+        listed.contains("0-demo") && listed.contains("7-trend"),
+        "{listed}"
+    );
+    assert_eq!(run(&["--list"]), listed);
+}

@@ -449,8 +449,11 @@ fn why_profile_and_evidence() {
         t.contains("io_app::write_pass"),
         "the call tree reaches the program's function: {t}"
     );
-    // Evidence: the panel's stacks saved and answered.
+    // Evidence: Enter opens the path's box, Enter alone saves the panel's
+    // stacks; nothing is saved before.
     press(&mut s, &mut d, &[Key::BackTab, Key::Enter]);
+    assert!(d.saved.is_empty() && s.editing.is_some());
+    press(&mut s, &mut d, &[Key::Enter]);
     assert_eq!(d.saved.len(), 1);
     assert_eq!(d.saved[0].0, "profile.folded");
     assert!(d.saved[0].1.contains("io-app;") && d.saved[0].1.contains("io_app::write_pass"));
@@ -598,7 +601,7 @@ fn every_answer_right_gives_the_final_screen_and_keys_help() {
     ] {
         press(&mut s, &mut d, &typed(a));
     }
-    press(&mut s, &mut d, &[Key::Enter, Key::Char('n')]);
+    press(&mut s, &mut d, &[Key::Enter, Key::Enter, Key::Char('n')]);
     press(
         &mut s,
         &mut d,
@@ -628,10 +631,10 @@ fn a_small_terminal_keeps_a_usable_layout() {
         &[Key::Char('s'), Key::Home, Key::Enter, Key::Char('n')],
     );
     let t = screen("small-80x24", &s, 80, 24);
-    // Steps, the question lines, the panel and the keys all show.
+    // The steps' marks, the question lines, the panel and the keys all
+    // show.
     for want in [
-        "Steps",
-        "✓ 1.",
+        "Step 2/4 [✓○○○]",
         "Type of its block",
         "synchronous",
         "iosnoop",
@@ -667,4 +670,65 @@ fn step_texts_give_the_profile_panels_rate() {
         said >= 2,
         "the labs' texts give the panel's rate {said} times"
     );
+}
+
+/// Every line an answer of 0-demo's steps is read from, on screen at
+/// 80x24 when the step says to read it: at once, or after ↓ with a marker
+/// saying more is below. And on every screen the key bar keeps `q quit`.
+#[test]
+fn at_80x24_every_answer_bearing_line_shows() {
+    const W: u16 = 80;
+    const H: u16 = 24;
+    /// Press ↓ until `want` shows (each screen before it must say more is
+    /// below); the screen that shows it.
+    fn shows(s: &mut State, d: &mut Recorded, want: &str, what: &str) -> String {
+        for _ in 0..30 {
+            let t = screens::text(W, H, |f| view::render(f, s));
+            assert!(
+                t.contains("q quit"),
+                "{what}: the key bar keeps q quit:\n{t}"
+            );
+            if t.contains(want) {
+                return t;
+            }
+            assert!(
+                t.contains("more line(s) below"),
+                "{what}: {want:?} is not on screen, and no marker says more is below:\n{t}"
+            );
+            press(s, d, &[Key::Down]);
+        }
+        panic!("{what}: {want:?} never shows at {W}x{H}");
+    }
+    let mut s = demo();
+    let mut d = Recorded::new();
+    press(&mut s, &mut d, &[Key::Esc]);
+    with_data(&mut s);
+    // who: sorted by WRITE/s, io-app's row and its user; the sort column
+    // stays on screen.
+    press(&mut s, &mut d, &[Key::Char('s'), Key::Home]);
+    let t = shows(&mut s, &mut d, "WRITE/s▼", "who: the sort column");
+    assert!(t.contains("USER"), "who: whose each process is:\n{t}");
+    let row = t.lines().find(|l| l.trim_start().starts_with("13812"));
+    assert!(
+        row.is_some_and(|r| r.contains("you")),
+        "who: io-app's row:\n{t}"
+    );
+    press(&mut s, &mut d, &[Key::Enter, Key::Char('n')]);
+    // what: the requests' TYPE, then the process panel's threads' states.
+    shows(&mut s, &mut d, "13812 WS", "what: a request's type");
+    press(&mut s, &mut d, &[Key::Char('v')]);
+    shows(
+        &mut s,
+        &mut d,
+        "threads were: disk wait (D) 84%",
+        "what: the threads' states",
+    );
+    // why: the profile reaches the program's function.
+    press(&mut s, &mut d, &[Key::Char('n')]);
+    s.update(Msg::Data(Data::Profile(Box::new(profile()))));
+    shows(&mut s, &mut d, "io_app::write_pass", "why: the function");
+    // trend: the I/O pattern's verdict and its region.
+    press(&mut s, &mut d, &[Key::Char('n'), Key::Char('v')]);
+    let t = shows(&mut s, &mut d, "Repeated:", "trend: the pattern");
+    assert!(t.contains("trend: I/O pattern"), "{t}");
 }

@@ -35,6 +35,9 @@ enum Case {
     Reader(&'static str, Option<u64>),
     /// Lists or reads a directory.
     DirReader(&'static str),
+    /// Writes a file at the path, from a command that exits 1 when it
+    /// succeeds (a lab left unfinished: its transcript, `lab --log`).
+    Transcript(&'static str),
     /// The same argument (a flattened option group) as the case named.
     Same(&'static str),
 }
@@ -193,6 +196,10 @@ fn cases() -> BTreeMap<&'static str, Case> {
         (
             "course gradebook --previous",
             Same("course gradebook <GRADED>"),
+        ),
+        (
+            "lab --log",
+            Transcript("lab 0-demo --plain --dir {STATE} --log {P}"),
         ),
         ("lab --dir", Same("answer --dir")),
         ("lab --labs", Same("lab list --labs")),
@@ -491,7 +498,8 @@ fn assert_clear_refusal(what: &str, out: &Output, in_time: bool) {
     );
 }
 
-fn check_writer(env: &Env, key: &str, template: &str) {
+/// `ok`: the command's exit code when it writes an ordinary path.
+fn check_writer(env: &Env, key: &str, template: &str, ok: i32) {
     let target = env.root_file(&format!("{}-target", key.replace([' ', '-'], "_")), 0o644);
     let before = snapshot(&target);
     // A symlink to a root-owned file.
@@ -529,7 +537,7 @@ fn check_writer(env: &Env, key: &str, template: &str) {
         .join(format!("{}.out", key.replace([' ', '-'], "_")));
     let (out, t) = env.run(template, &plain);
     assert!(
-        t && out.status.success(),
+        t && out.status.code() == Some(ok),
         "{key}: ordinary path: {}",
         text(&out)
     );
@@ -679,7 +687,8 @@ fn paths_under_sudo_are_the_learners() {
     for (key, case) in &table {
         let t = std::time::Instant::now();
         match *case {
-            Case::Writer(t) => check_writer(&env, key, t),
+            Case::Writer(t) => check_writer(&env, key, t, 0),
+            Case::Transcript(t) => check_writer(&env, key, t, 1),
             Case::DirWriter(t) => check_dir_writer(&env, key, t),
             Case::Reader(t, limit) => check_reader(&env, key, t, limit),
             Case::DirReader(t) => check_dir_reader(&env, key, t),

@@ -18,7 +18,7 @@ use crate::grade::answers;
 use crate::grade::{self, CheckResult, Evidence, Status};
 use crate::lab::engine::{Engine, Resumed, shell_word};
 use crate::lab::medium::{Medium, line_for, runnable, text_for};
-use crate::lab::state::{self, LabDir};
+use crate::lab::state::{self, LabDir, Progress};
 use crate::lab::{self, solution, submission};
 use crate::model::lab::{Input, Panel};
 use crate::render::table::{Align, Table};
@@ -35,8 +35,11 @@ pub struct Args {
     #[command(subcommand)]
     command: Option<Sub>,
     /// The lab to run (e.g. 0-demo); `kdiag lab list` lists them
-    #[arg(required = true)]
+    #[arg(required_unless_present = "list")]
     pub lab: Option<String>,
+    /// List the labs, as `kdiag lab list` does
+    #[arg(long, conflicts_with_all = ["lab", "seed", "plain", "log"])]
+    pub list: bool,
     /// Your seed token (from your course; default: the lab's last seed,
     /// else $KDIAG_SEED, else one derived from your user name). Refused on
     /// a course server, where your variant is your account's
@@ -46,6 +49,10 @@ pub struct Args {
     /// interactive app (also when stdin or stdout is not a terminal)
     #[arg(long)]
     pub plain: bool,
+    /// Write a transcript of the lab (what it prints and what you type) to
+    /// FILE, as you: the way to keep a log without `| tee` (implies --plain)
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
     #[command(flatten)]
     pub files: Files,
 }
@@ -120,12 +127,22 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             out,
             files,
         }) => reference(&lab, &course, &learner, out, &files),
+        None if args.list => list(&args.files),
         None => {
             let lab = args.lab.expect("clap requires it");
             if lab == "list" {
                 return list(&args.files);
             }
-            run_lab(&lab, args.seed, args.plain, &args.files)
+            // The transcript first: a path refused stops the lab before
+            // its workload starts.
+            let log = match &args.log {
+                Some(p) => Some(
+                    user_files::create(p)
+                        .with_context(|| format!("cannot write the transcript {}", p.display()))?,
+                ),
+                None => None,
+            };
+            run_lab(&lab, args.seed, args.plain, log.as_ref(), &args.files)
         }
     }
 }
@@ -243,24 +260,46 @@ fn reset(id: &str, yes: bool, files: &Files) -> anyhow::Result<u8> {
     Ok(error::OK)
 }
 
-fn run_lab(id: &str, seed: Option<String>, plain: bool, files: &Files) -> anyhow::Result<u8> {
+fn run_lab(
+    id: &str,
+    seed: Option<String>,
+    plain: bool,
+    log: Option<&std::fs::File>,
+    files: &Files,
+) -> anyhow::Result<u8> {
     let source = files.source();
     let root = state::root(files.dir.as_deref())?;
+    let before = Progress::load(&LabDir::new(&root, id).progress());
     let seed = lab::seed::choose(seed.as_deref(), Some(&LabDir::new(&root, id)))?.token;
     let (engine, resumed) = Engine::start(&source, id, seed, &root, files.dir.clone())?;
+    // Every step done in the last run of this variant: the lab reopens as
+    // finished (its live checks, redone against the new workload's PID,
+    // count as they did).
+    let finished = resumed.as_ref().is_some_and(|r| r.previous_seed.is_none())
+        && engine.lab.steps.iter().all(|s| before.done.contains(&s.id));
     let mut driver = LabDriver {
         engine,
         seen: None,
         server: policy::server()?,
     };
-    let result = run_app(&mut driver, resumed.as_ref(), plain);
+    let result = run_app(
+        &mut driver,
+        resumed.as_ref(),
+        plain || log.is_some(),
+        log,
+        finished,
+    );
     driver.engine.stop();
     let dir = driver.engine.dir.path.display().to_string();
     match result {
         Ok(state) => {
             let (got, max) = state.score(None);
             // The terminal may be gone (closed window): say it if we can.
-            let mut out = std::io::stdout().lock();
+            let mut stdout = std::io::stdout().lock();
+            let mut out = plain::Transcript {
+                out: &mut stdout,
+                log,
+            };
             let _ = writeln!(
                 out,
                 "Score {got}/{max} points, {}/{} steps done. The workload has stopped; \
@@ -290,6 +329,8 @@ fn run_app(
     driver: &mut LabDriver,
     resumed: Option<&Resumed>,
     plain: bool,
+    log: Option<&std::fs::File>,
+    finished: bool,
 ) -> anyhow::Result<State> {
     let given = driver.reload()?;
     let e = &driver.engine;
@@ -307,6 +348,9 @@ fn run_app(
         },
     );
     let mut state = State::new(view, &given);
+    if finished {
+        state.reopen_finished();
+    }
     if interactive {
         if let Some(r) = resumed {
             let text = resumed_text(r, &driver.engine).trim().replace('\n', " ");
@@ -314,7 +358,11 @@ fn run_app(
         }
         return app::run(state, driver);
     }
-    let mut out = std::io::stdout().lock();
+    let mut stdout = std::io::stdout().lock();
+    let mut out = plain::Transcript {
+        out: &mut stdout,
+        log,
+    };
     if let Some(r) = resumed {
         write!(out, "{}", resumed_text(r, &driver.engine))?;
     }
@@ -333,7 +381,15 @@ fn run_app(
             return Ok(None);
         }
         match lines.recv_timeout(std::time::Duration::from_millis(100)) {
-            Ok(line) => return line.map(Some),
+            Ok(Ok(line)) => {
+                // The transcript shows each command as typed after its prompt.
+                if let Some(mut f) = log {
+                    let prompt = if prompt { "" } else { "lab> " };
+                    writeln!(f, "{prompt}{line}")?;
+                }
+                return Ok(Some(line));
+            }
+            Ok(Err(e)) => return Err(e),
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(None),
         }
@@ -380,9 +436,9 @@ fn unreadable_terminal(e: anyhow::Error) -> anyhow::Error {
     }
     error::usage(format!(
         "cannot read your commands: standard input is a terminal kdiag may not read ({e}); \
-         sudo does this when the output goes to a pipe. Type the commands into a pipe instead \
-         (cat | sudo kdiag lab LAB --plain | tee log), give them from a file \
-         (sudo kdiag lab LAB --plain < commands.txt | tee log), or leave out | tee"
+         sudo does this when kdiag's output goes to a pipe (| tee). For a transcript, leave \
+         out | tee and let kdiag write it: sudo kdiag lab LAB --plain --log FILE. Or give the \
+         commands from a file: sudo kdiag lab LAB --plain < commands.txt"
     ))
 }
 

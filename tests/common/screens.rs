@@ -6,17 +6,22 @@ use ratatui::Frame;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
-/// Draw at `w` x `h`, and compare the text with its snapshot.
-pub fn snapshot(folder: &str, name: &str, w: u16, h: u16, draw: impl FnOnce(&mut Frame)) -> String {
+/// The text of a frame drawn at `w` x `h`.
+pub fn text(w: u16, h: u16, draw: impl FnOnce(&mut Frame)) -> String {
     let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
     term.draw(draw).unwrap();
     let buf = term.backend().buffer();
-    let text: String = (0..h)
+    (0..h)
         .map(|y| {
             let line: String = (0..w).map(|x| buf[(x, y)].symbol()).collect();
             line.trim_end().to_string() + "\n"
         })
-        .collect();
+        .collect()
+}
+
+/// Draw at `w` x `h`, and compare the text with its snapshot.
+pub fn snapshot(folder: &str, name: &str, w: u16, h: u16, draw: impl FnOnce(&mut Frame)) -> String {
+    let text = text(w, h, draw);
     let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
         .join(folder)

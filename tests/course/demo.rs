@@ -73,6 +73,17 @@ fn the_learner_scripting_it_through_tee_reaches_the_full_score() {
     let answers = answers(&lab, seed, root.path());
     full_score(lab, &answers, "15/15", seed);
     assert!(!scratch.exists(), "{} is removed", scratch.display());
+    // Reopened, the finished lab is finished (its live check, against a
+    // new PID, counts as it did) and leaving it exits 0.
+    let mut again = LabRun::start_as_learner("0-demo", root.path(), seed);
+    again.send("status");
+    let seen = again.expect("steps done");
+    assert!(
+        seen.contains("score 15/15 points, 4/4 steps done"),
+        "{seen}"
+    );
+    again.send("quit");
+    assert_eq!(again.finish(), 0, "a finished lab exits 0");
     // What the script saw is in the log too, to the end.
     if tee {
         let logged = std::fs::read_to_string(&log).unwrap();

@@ -20,6 +20,26 @@ const WIDTH: u16 = 78;
 pub const HELP: &str =
     "commands: answer KEY VALUE | check | hint | next | prev | step | status | help | quit";
 
+/// Standard output and, with --log, the transcript file: every byte to
+/// both.
+pub struct Transcript<'a> {
+    pub out: &'a mut dyn Write,
+    pub log: Option<&'a std::fs::File>,
+}
+
+impl Write for Transcript<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if let Some(mut f) = self.log {
+            f.write_all(buf)?;
+        }
+        self.out.write_all(buf)?;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
 /// `next_line` gives each command as typed, None at the end of input (or
 /// when the learner leaves with Ctrl-C).
 pub fn run(

@@ -159,6 +159,23 @@ impl State {
         s
     }
 
+    /// A lab whose every step was done in the last run of this variant:
+    /// its live questions (redone against the new workload, worth no
+    /// points) count as right again, and the final screen shows.
+    pub fn reopen_finished(&mut self) {
+        for (step, answers) in self.lab.steps.iter().zip(&mut self.answers) {
+            for (q, a) in step.questions.iter().zip(answers) {
+                if q.points == 0.0 && !a.value.is_empty() {
+                    a.verdict = Verdict::Right;
+                }
+            }
+        }
+        if self.all_done() {
+            self.overlay = Overlay::Final;
+            self.message = Some(("This lab is finished: all steps done.".into(), Tone::Good));
+        }
+    }
+
     /// The text of step `i`, `<PID>` in it the PID of the process picked.
     pub fn step_text(&self, i: usize) -> String {
         let text = &self.lab.steps[i].text;
@@ -250,6 +267,7 @@ impl State {
     fn go_to(&mut self, step: usize) {
         self.step = step.min(self.lab.steps.len().saturating_sub(1));
         self.panel = 0;
+        self.panels.text_scroll = 0;
         self.scroll = 0;
         self.editing = None;
         self.question = self
@@ -404,9 +422,13 @@ impl State {
                 Key::Enter => {
                     let value = text.trim().to_string();
                     self.editing = None;
+                    let q = self.questions()[self.question].clone();
                     if !value.is_empty() {
-                        let key = self.questions()[self.question].key.clone();
-                        return self.answer(vec![(key, value)]);
+                        return self.answer(vec![(q.key, value)]);
+                    }
+                    // Enter alone on evidence: the panel's data.
+                    if q.input == Input::Evidence {
+                        return self.evidence(&q.key);
                     }
                 }
                 _ => {}
@@ -435,6 +457,7 @@ impl State {
             Key::Char('v') => {
                 let n = self.lab.steps[self.step].panels.len().max(1);
                 self.panel = (self.panel + 1) % n;
+                self.panels.text_scroll = 0;
             }
             Key::Tab if nq > 0 => self.question = (self.question + 1) % nq,
             Key::BackTab if nq > 0 => self.question = (self.question + nq - 1) % nq,
@@ -484,7 +507,12 @@ impl State {
                 }
             }
             Input::Pick { .. } => self.pick(),
-            Input::Evidence => self.evidence(&q.key),
+            // A path typed, or Enter alone for the panel's data: never a
+            // save at once, after which a typed path would run as keys.
+            Input::Evidence => {
+                self.editing = Some(String::new());
+                Vec::new()
+            }
         }
     }
 
@@ -517,6 +545,14 @@ impl State {
         self.answer(answers)
     }
 
+    /// Whether the panel on screen can be saved as evidence.
+    pub fn panel_saves(&self) -> bool {
+        matches!(
+            self.panel(),
+            Some(Panel::Profile | Panel::Offcpu | Panel::Iosnoop | Panel::IoPattern)
+        )
+    }
+
     /// Save the panel on screen as evidence for question `key`.
     fn evidence(&mut self, key: &str) -> Vec<Effect> {
         let pid = self.chosen.as_ref().map(|c| c.pid);
@@ -547,8 +583,13 @@ impl State {
             }
             _ => {
                 // No panel to save: the path of a file made in a shell
-                // (a `kdiag time -o` file), typed.
-                self.editing = Some(self.answers[self.step][self.question].value.clone());
+                // (a `kdiag time -o` file) is the answer.
+                self.say(
+                    "This panel's data is no evidence: type the path of the file \
+                     the step's command wrote.",
+                    Tone::Info,
+                );
+                self.editing = Some(String::new());
                 return Vec::new();
             }
         };

@@ -28,14 +28,20 @@ pub fn render(f: &mut Frame, s: &State) {
     ])
     .areas(f.area());
     title_bar(f, title, s);
-    let side_w = if body.width >= 110 { 28 } else { 20 };
-    let [side, main] =
-        Layout::horizontal([Constraint::Length(side_w), Constraint::Min(20)]).areas(body);
-    steps(f, side, s);
-    step(f, main, s);
+    // Below 100 columns the steps list gives its room to the step (their
+    // marks go in the step's heading): at 80x24 every column counts.
+    if body.width >= 100 {
+        let [side, main] =
+            Layout::horizontal([Constraint::Length(28), Constraint::Min(20)]).areas(body);
+        steps(f, side, s);
+        step(f, main, s, false);
+    } else {
+        step(f, body, s, true);
+    }
     f.render_widget(Paragraph::new(notice), message);
     f.render_widget(
-        Paragraph::new(key_line(s)).style(Style::new().add_modifier(Modifier::DIM)),
+        Paragraph::new(key_line(s, keys.width as usize))
+            .style(Style::new().add_modifier(Modifier::DIM)),
         keys,
     );
     match s.overlay {
@@ -44,10 +50,15 @@ pub fn render(f: &mut Frame, s: &State) {
             f,
             &format!(" Lab {}: {} ", s.lab.id, s.lab.title),
             &format!(
-                "{}\n\nThe steps are on the left. Each step's live panel shows kdiag's instruments \
+                "{}\n\n{} Each step's live panel shows kdiag's instruments \
                  watching the machine; answer the questions under the text. **?** lists the keys.\n\n\
                  Press any key to start.",
-                s.lab.welcome.trim()
+                s.lab.welcome.trim(),
+                if f.area().width >= 100 {
+                    "The steps are on the left."
+                } else {
+                    "The steps' marks are in the step's heading (✓ done)."
+                }
             ),
         ),
         Overlay::Help => overlay(f, " Keys ", &help_text(s)),
@@ -150,8 +161,9 @@ fn steps(f: &mut Frame, area: Rect, s: &State) {
     f.render_widget(Paragraph::new(lines), inner);
 }
 
-/// The step's text, questions and panel, stacked.
-fn step(f: &mut Frame, area: Rect, s: &State) {
+/// The step's text, questions and panel, stacked; `marks`: the steps'
+/// marks in the heading (no steps list beside it).
+fn step(f: &mut Frame, area: Rect, s: &State, marks: bool) {
     let Some(step) = s.lab.steps.get(s.step) else {
         return;
     };
@@ -187,16 +199,19 @@ fn step(f: &mut Frame, area: Rect, s: &State) {
         Constraint::Fill(1),
     ])
     .areas(area);
+    let marks = if marks {
+        let m: Vec<&str> = (0..s.lab.steps.len())
+            .map(|i| if s.step_done(i) { "✓" } else { "○" })
+            .collect();
+        format!(" [{}]", m.join(""))
+    } else {
+        String::new()
+    };
     let heading = format!(
-        " Step {}/{}: {}{}",
+        " Step {}/{}{marks}: {}",
         s.step + 1,
         s.lab.steps.len(),
         step.title,
-        if (lines.len() as u16) > text_height {
-            "  (PgUp PgDn scroll)"
-        } else {
-            ""
-        }
     );
     f.render_widget(
         Paragraph::new(Span::styled(
@@ -205,9 +220,7 @@ fn step(f: &mut Frame, area: Rect, s: &State) {
         )),
         title,
     );
-    let inner = text;
-    let text_para = Paragraph::new(lines).scroll((s.scroll, 0));
-    f.render_widget(text_para, inner.inner(ratatui::layout::Margin::new(1, 0)));
+    text_pane(f, text, lines, s.scroll);
 
     let block = Block::new().borders(Borders::TOP).title(" Questions ");
     let inner = block.inner(questions);
@@ -234,6 +247,44 @@ fn step(f: &mut Frame, area: Rect, s: &State) {
     }
 }
 
+/// The step's text from line `scroll` on, a marker on the last line when
+/// more is below (PgDn) and on the first when some is scrolled away (PgUp).
+fn text_pane(f: &mut Frame, area: Rect, lines: Vec<Line<'static>>, scroll: u16) {
+    let area = area.inner(ratatui::layout::Margin::new(1, 0));
+    let h = area.height as usize;
+    if h == 0 {
+        return;
+    }
+    let total = lines.len();
+    // Never past the end: the last screenful stays on screen.
+    let from = (scroll as usize).min(total.saturating_sub(h.saturating_sub(1).max(1)));
+    let above = from > 0;
+    let room = h - usize::from(above);
+    let below = total.saturating_sub(from + room);
+    let room = if below > 0 {
+        room.saturating_sub(1)
+    } else {
+        room
+    };
+    let below = total.saturating_sub(from + room);
+    let marker = Style::new().add_modifier(Modifier::DIM | Modifier::REVERSED);
+    let mut shown = Vec::new();
+    if above {
+        shown.push(Line::styled(
+            format!("↑ {from} more line(s) above: PgUp"),
+            marker,
+        ));
+    }
+    shown.extend(lines.into_iter().skip(from).take(room));
+    if below > 0 {
+        shown.push(Line::styled(
+            format!("↓ {below} more line(s) below: PgDn"),
+            marker,
+        ));
+    }
+    f.render_widget(Paragraph::new(shown), area);
+}
+
 /// One line per question, then what is known about the one in focus.
 fn question_lines(s: &State, width: usize) -> Vec<Line<'static>> {
     let step = &s.lab.steps[s.step];
@@ -247,7 +298,7 @@ fn question_lines(s: &State, width: usize) -> Vec<Line<'static>> {
         };
         let value = match (&s.editing, focus) {
             (Some(text), true) => format!("> {text}▏"),
-            _ => value_text(&q.input, a.value.as_str(), a.choice),
+            _ => value_text(&q.input, a.value.as_str(), a.choice, s.panel_saves()),
         };
         let points = if q.points > 0.0 {
             format!(
@@ -325,8 +376,9 @@ fn clip(s: &str, width: usize) -> String {
     s.chars().take(width.saturating_sub(1)).collect::<String>() + "…"
 }
 
-/// What a question shows in place of its value.
-fn value_text(input: &Input, value: &str, choice: Option<usize>) -> String {
+/// What a question shows in place of its value; `saves`: whether the
+/// panel on screen can be saved as evidence.
+fn value_text(input: &Input, value: &str, choice: Option<usize>, saves: bool) -> String {
     match input {
         Input::Choice { choices } => match choice.and_then(|i| choices.get(i)) {
             Some(c) => format!("◂ {c} ▸"),
@@ -335,7 +387,8 @@ fn value_text(input: &Input, value: &str, choice: Option<usize>) -> String {
         },
         _ if !value.is_empty() => value.to_string(),
         Input::Pick { .. } => "[Enter: the highlighted process]".into(),
-        Input::Evidence => "[Enter: save the panel's data as evidence]".into(),
+        Input::Evidence if saves => "[Enter, Enter: save the panel's data as evidence]".into(),
+        Input::Evidence => "[Enter to type your file's path]".into(),
         Input::Number { unit: Some(u) } => format!("[Enter to type a number of {u}]"),
         Input::Text | Input::Number { .. } => "[Enter to type]".into(),
     }
@@ -383,9 +436,14 @@ fn wrap_words(text: &str, width: usize) -> Vec<String> {
     lines.into_iter().map(|l| clip(&l, width)).collect()
 }
 
-/// The keys that matter now.
-pub fn key_line(s: &State) -> String {
+/// The keys that matter now, as many as fit in `width`: the least
+/// needed go first, `? keys` and `q quit` never.
+pub fn key_line(s: &State, width: usize) -> String {
     if s.editing.is_some() {
+        if evidence_in_focus(s) {
+            return " type the file's path · Enter alone saves the panel's data · Esc cancels"
+                .into();
+        }
         return " type the answer · Enter checks it · Esc cancels".into();
     }
     let mut keys = vec!["Tab question", "Enter answer"];
@@ -404,7 +462,22 @@ pub fn key_line(s: &State) -> String {
     if s.lab.steps[s.step].panels.len() > 1 {
         keys.insert(2, "v panel");
     }
+    // Dropped first when the line is too long: what ? lists anyway.
+    for spare in ["n/p step", "h hint", "Tab question"] {
+        if format!(" {}", keys.join(" · ")).chars().count() <= width {
+            break;
+        }
+        keys.retain(|k| *k != spare);
+    }
     format!(" {}", keys.join(" · "))
+}
+
+/// Whether the question in focus asks for evidence.
+fn evidence_in_focus(s: &State) -> bool {
+    s.lab.steps[s.step]
+        .questions
+        .get(s.question)
+        .is_some_and(|q| q.input == Input::Evidence)
 }
 
 fn help_text(s: &State) -> String {
@@ -412,11 +485,11 @@ fn help_text(s: &State) -> String {
         "- **Tab**, **Shift-Tab**: the next or previous question\n\
          - **Enter**: answer the question in focus: type it (Enter checks, Esc cancels), \
          take the process highlighted in the table, the choice shown (**← →** to change it), \
-         or save the panel's data as evidence\n\
-         - **↑ ↓ PgUp PgDn Home End**: move in the panel (select a process, scroll)\n\
+         or, for evidence, type a file's path (Enter alone saves the panel's data)\n\
+         - **↑ ↓ Home End**: move in the panel (select a process, scroll)\n\
          - **s**, **r**: sort the process table by another column, reverse it\n\
          - **v**: the step's next panel, when it has several\n\
-         - **PageUp**, **PageDown**: scroll the step's text\n\
+         - **PgUp**, **PgDn**: scroll the step's text\n\
          - **h**: one more hint\n\
          - **n**, **p**: the next or previous step\n\
          - **q**, **Ctrl-C**: leave (your answers stay; the workload stops)\n\n\

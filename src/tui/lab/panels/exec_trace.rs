@@ -2,11 +2,8 @@
 //! exec-trace concludes about the failed ones (`analysis::exec_failure`):
 //! the errno, the signal that followed and the cause elf-check finds.
 
-use ratatui::Frame;
-use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
-use ratatui::widgets::{Paragraph, Wrap};
 
 use crate::analysis::exec_failure::Finding;
 use crate::model::exec::TraceEvent;
@@ -31,7 +28,8 @@ impl Trace {
         }
     }
 
-    pub fn draw(&self, f: &mut Frame, area: Rect, status: &str) {
+    /// The panel's lines (Panels draws them, scrolled).
+    pub fn lines(&self, status: &str) -> Vec<Line<'static>> {
         let execs: Vec<_> = self
             .events
             .iter()
@@ -76,6 +74,6 @@ impl Trace {
                 style,
             ));
         }
-        f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
+        lines
     }
 }

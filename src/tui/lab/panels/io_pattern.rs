@@ -3,16 +3,14 @@
 //! it rewrites again and again (`analysis::io_pattern`, worded as
 //! `kdiag iosnoop` words it).
 
-use ratatui::Frame;
-use ratatui::layout::Rect;
 use ratatui::text::Line;
-use ratatui::widgets::{Paragraph, Wrap};
 
 use super::iosnoop::Requests;
 use crate::analysis::io_pattern;
 use crate::render::iosnoop::pattern;
 
-pub fn draw(f: &mut Frame, area: Rect, requests: &Requests, pid: i32, status: &str) {
+/// The panel's lines (Panels draws them, scrolled).
+pub fn lines(requests: &Requests, pid: i32, status: &str) -> Vec<Line<'static>> {
     let mine = requests.of(pid);
     let mut text = Vec::new();
     let _ = pattern(&mut text, &io_pattern::pattern(&mine));
@@ -30,5 +28,5 @@ pub fn draw(f: &mut Frame, area: Rect, requests: &Requests, pid: i32, status: &s
             .lines()
             .map(|l| Line::from(l.to_string())),
     );
-    f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
+    lines
 }

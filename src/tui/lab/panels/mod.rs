@@ -15,8 +15,11 @@ pub mod trend;
 use std::collections::HashMap;
 
 use ratatui::Frame;
+use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::widgets::Paragraph;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Paragraph, Widget, Wrap};
 
 use super::event::{Data, Key};
 use crate::model::lab::Panel;
@@ -60,6 +63,9 @@ pub struct Panels {
     /// How each panel's instrument runs ("BPF tier, 0 lost"), or why not.
     pub status: HashMap<Panel, String>,
     pub failed: HashMap<Panel, String>,
+    /// Lines scrolled away in a text panel (process, io-pattern,
+    /// exec-trace): reset when another panel shows.
+    pub text_scroll: usize,
 }
 
 impl Panels {
@@ -68,7 +74,7 @@ impl Panels {
         match data {
             Data::Procs(s) => {
                 self.trend.absorb(&s);
-                self.processes.sample = *s;
+                self.processes.absorb(*s);
             }
             Data::Focus(s) => self.process.absorb(s),
             Data::Io(batch) => self.io.absorb(batch),
@@ -99,7 +105,10 @@ impl Panels {
             Panel::Processes => self.processes.key(key),
             Panel::Profile => scroll(&mut self.profile.scroll, key),
             Panel::Offcpu => scroll(&mut self.offcpu.scroll, key),
-            _ => false,
+            Panel::Process | Panel::IoPattern | Panel::ExecTrace => {
+                scroll(&mut self.text_scroll, key)
+            }
+            Panel::Iosnoop | Panel::Trend => false,
         }
     }
 
@@ -130,13 +139,69 @@ impl Panels {
         };
         match panel {
             Panel::Processes => self.processes.draw(f, area, chosen.map(|c| c.pid)),
-            Panel::Process => self.process.draw(f, area, pid),
+            Panel::Process => self.text(f, area, self.process.lines(area.width, pid)),
             Panel::Iosnoop => self.io.draw(f, area, pid, status),
-            Panel::IoPattern => io_pattern::draw(f, area, &self.io, pid, status),
+            Panel::IoPattern => self.text(f, area, io_pattern::lines(&self.io, pid, status)),
             Panel::Profile => self.profile.draw(f, area, pid, status),
-            Panel::ExecTrace => self.exec.draw(f, area, status),
+            Panel::ExecTrace => self.text(f, area, self.exec.lines(status)),
             Panel::Offcpu => self.offcpu.draw(f, area, pid, status),
             Panel::Trend => self.trend.draw(f, area, pid),
+        }
+    }
+}
+
+impl Panels {
+    /// A text panel's lines, wrapped, from `text_scroll` on; a marker line
+    /// says when more are above or below, so that at 80x24 no line a step
+    /// needs is cut without a word.
+    fn text(&self, f: &mut Frame, area: Rect, lines: Vec<Line<'static>>) {
+        if area.height == 0 || area.width == 0 {
+            return;
+        }
+        // Drawn on a tall page first: its height is the wrapped text's.
+        let page_rect = Rect::new(0, 0, area.width, 500);
+        let mut page = Buffer::empty(page_rect);
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .render(page_rect, &mut page);
+        let blank = |y: u16| (0..area.width).all(|x| page[(x, y)].symbol() == " ");
+        let total = (0..page_rect.height)
+            .rev()
+            .find(|&y| !blank(y))
+            .map_or(0, |y| y as usize + 1);
+        let h = area.height as usize;
+        let (from, room) = if total <= h {
+            (0, h)
+        } else {
+            // One line for each marker shown.
+            let from = self.text_scroll.min(total - (h - 1).max(1));
+            let above = usize::from(from > 0);
+            let room = h.saturating_sub(1 + above).max(1);
+            (from, room)
+        };
+        let above = from > 0;
+        let mut y = area.y;
+        let marker = Style::new().add_modifier(Modifier::REVERSED);
+        let mark = |f: &mut Frame, y: u16, text: String| {
+            f.render_widget(
+                Paragraph::new(Line::styled(text, marker)),
+                Rect::new(area.x, y, area.width, 1),
+            );
+        };
+        if above {
+            mark(f, y, format!("↑ {from} more line(s) above (↑ Home)"));
+            y += 1;
+        }
+        let buf = f.buffer_mut();
+        for row in from..(from + room).min(total) {
+            for x in 0..area.width {
+                buf[(area.x + x, y)] = page[(x, row as u16)].clone();
+            }
+            y += 1;
+        }
+        let below = total.saturating_sub(from + room);
+        if below > 0 {
+            mark(f, y, format!("↓ {below} more line(s) below (↓ scrolls)"));
         }
     }
 }

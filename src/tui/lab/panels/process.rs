@@ -5,11 +5,8 @@
 
 use std::collections::VecDeque;
 
-use ratatui::Frame;
-use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
 
 use super::spark;
 use crate::analysis::top::human_bytes;
@@ -65,12 +62,14 @@ impl Rates {
         }
     }
 
-    pub fn draw(&self, f: &mut Frame, area: Rect, pid: i32) {
+    /// The panel's lines at `width` (Panels draws them, scrolled): the
+    /// threads' states first, what the steps read most, then the rates.
+    pub fn lines(&self, width: u16, pid: i32) -> Vec<Line<'static>> {
         let mine: Vec<&FocusSample> = self.samples.iter().filter(|s| s.pid == pid).collect();
         let Some(last) = mine.last() else {
-            let p = Paragraph::new("Measuring: the first rates come after one second.");
-            f.render_widget(p, area);
-            return;
+            return vec![Line::from(
+                "Measuring: the first rates come after one second.",
+            )];
         };
         let mut lines = vec![Line::from(vec![
             Span::styled(
@@ -84,9 +83,24 @@ impl Rates {
                 if last.gone { " · it has exited" } else { "" }
             )),
         ])];
+        let states: Vec<String> = last
+            .states
+            .iter()
+            .map(|(c, share)| format!("{} {:.0}%", state_name(*c), share * 100.0))
+            .collect();
+        lines.push(Line::from(format!("threads were: {}", states.join(", "))));
+        if !last.wchans.is_empty() {
+            let w: Vec<String> = last
+                .wchans
+                .iter()
+                .take(3)
+                .map(|(w, share)| format!("{w} {:.0}%", share * 100.0))
+                .collect();
+            lines.push(Line::from(format!("waiting in: {}", w.join(", "))));
+        }
         let label_w = 18;
         let value_w = 10;
-        let spark_w = (area.width as usize)
+        let spark_w = (width as usize)
             .saturating_sub(label_w + value_w + 2)
             .min(30);
         let rows: [Row; 8] = [
@@ -127,22 +141,7 @@ impl Rates {
                 spark(&values, spark_w)
             )));
         }
-        let states: Vec<String> = last
-            .states
-            .iter()
-            .map(|(c, share)| format!("{} {:.0}%", state_name(*c), share * 100.0))
-            .collect();
-        lines.push(Line::from(format!("threads were: {}", states.join(", "))));
-        if !last.wchans.is_empty() {
-            let w: Vec<String> = last
-                .wchans
-                .iter()
-                .take(3)
-                .map(|(w, share)| format!("{w} {:.0}%", share * 100.0))
-                .collect();
-            lines.push(Line::from(format!("waiting in: {}", w.join(", "))));
-        }
-        f.render_widget(Paragraph::new(lines), area);
+        lines
     }
 }
 

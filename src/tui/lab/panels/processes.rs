@@ -34,7 +34,9 @@ const SORTS: [Column; 9] = [
     Column::Command,
 ];
 
-/// Columns in the order they earn room: the first ones always show.
+/// Columns in the order they earn room after PID and the sort column
+/// (always shown): USER early, so that a learner tells their process from
+/// another user's.
 const PRIORITY: [Column; 11] = [
     Column::Pid,
     Column::Cpu,
@@ -42,10 +44,10 @@ const PRIORITY: [Column; 11] = [
     Column::Read,
     Column::Write,
     Column::Command,
+    Column::User,
     Column::Vcsw,
     Column::Res,
     Column::Ivcsw,
-    Column::User,
     Column::Mem,
 ];
 
@@ -80,6 +82,16 @@ impl Table {
         rows
     }
 
+    /// Take a new sample; the highlighted process stays the same (by PID)
+    /// however the rows re-sort, the first row's until the learner moves.
+    pub fn absorb(&mut self, sample: ProcSample) {
+        self.sample = sample;
+        let here = |pid: i32| self.sample.data.rows.iter().any(|r| r.pid == pid);
+        if !self.selected.is_some_and(here) {
+            self.selected = self.rows().first().map(|r| r.pid);
+        }
+    }
+
     /// The highlighted row (the first one until the learner moves).
     pub fn selected_row(&self) -> Option<TopRow> {
         let rows = self.rows();
@@ -106,7 +118,7 @@ impl Table {
             Key::Home => self.selected = go(0),
             Key::End => self.selected = go(last),
             Key::Char('s') => {
-                let shown = shown(self.width.get(), &rows);
+                let shown = shown(self.width.get(), &rows, self.sort);
                 let sorts: Vec<Column> = SORTS
                     .into_iter()
                     .filter(|c| shown.iter().any(|(s, _)| s == c))
@@ -150,7 +162,7 @@ impl Table {
 
         self.width.set(area.width);
         let rows = self.rows();
-        let shown = shown(area.width, &rows);
+        let shown = shown(area.width, &rows, self.sort);
         let titles = shown.iter().map(|(c, _)| {
             let arrow = match (*c == self.sort, self.descending) {
                 (false, _) => "",
@@ -203,14 +215,19 @@ impl Table {
     }
 }
 
-/// As many columns as fit in `width`, in the order of PRIORITY, given in
-/// top's order, each as wide as top draws it (its cells, its title with
-/// the sort marker). At 80 columns: PID %CPU S READ/s WRITE/s VCSW/s RES
-/// COMMAND.
-fn shown(width: u16, rows: &[TopRow]) -> Vec<(Column, u16)> {
+/// As many columns as fit in `width`: PID and `sort` always, then in the
+/// order of PRIORITY; given in top's order, each as wide as top draws it
+/// (its cells, its title with the sort marker). At 80 columns: PID USER
+/// %CPU RES S READ/s WRITE/s VCSW/s COMMAND.
+fn shown(width: u16, rows: &[TopRow], sort: Column) -> Vec<(Column, u16)> {
     let mut room = width;
     let mut shown: Vec<(Column, u16)> = Vec::new();
-    for col in PRIORITY {
+    let order = [Column::Pid, sort].into_iter().chain(
+        PRIORITY
+            .into_iter()
+            .filter(|c| *c != sort && *c != Column::Pid),
+    );
+    for col in order {
         let w = column_width(col, rows);
         if w <= room || shown.len() < 3 {
             room = room.saturating_sub(w + 1);
@@ -257,31 +274,71 @@ mod tests {
         }
     }
 
-    /// At 80 columns (60 beside the steps) the table keeps what the steps
-    /// sort by, RES included, and s goes through those columns only.
+    /// At 80 columns (the whole width at 80x24) the table keeps what the
+    /// steps sort by, USER and RES included, and s goes through those
+    /// columns only.
     #[test]
     fn an_80_column_window_shows_and_sorts_what_the_steps_name() {
-        fn titles(rows: &[TopRow]) -> Vec<&'static str> {
-            shown(60, rows).iter().map(|(c, _)| c.title()).collect()
+        fn titles(rows: &[TopRow], sort: Column) -> Vec<&'static str> {
+            shown(80, rows, sort)
+                .iter()
+                .map(|(c, _)| c.title())
+                .collect()
         }
         let rows = [row(4_194_304, 'S', 0, 1)];
         assert_eq!(
-            titles(&rows),
+            titles(&rows, Column::Cpu),
             [
-                "PID", "%CPU", "RES", "S", "READ/s", "WRITE/s", "VCSW/s", "COMMAND"
+                "PID", "USER", "%CPU", "RES", "S", "READ/s", "WRITE/s", "VCSW/s", "COMMAND"
             ]
         );
-        let busy = [row(1, 'D', 12, 20)];
-        assert!(titles(&busy).contains(&"VCSW/s"), "{:?}", titles(&busy));
         let mut t = Table::default();
         t.sample.data.rows = rows.to_vec();
-        t.width.set(60);
+        t.width.set(80);
         let mut seen = vec![];
         for _ in 0..10 {
             t.key(Key::Char('s'));
             seen.push(t.sort.title());
         }
         assert!(seen.contains(&"RES"), "{seen:?}");
-        assert!(seen.iter().all(|c| titles(&rows).contains(c)), "{seen:?}");
+        assert!(
+            seen.iter().all(|c| titles(&rows, Column::Cpu).contains(c)),
+            "{seen:?}"
+        );
+    }
+
+    /// The sort column stays however narrow the window and wide the
+    /// states ("D 20/22" on screen, sorted by RES).
+    #[test]
+    fn the_sort_column_never_disappears() {
+        let rows = [row(4_194_304, 'D', 20, 22), row(7, 'S', 0, 1)];
+        for width in [40, 60, 80] {
+            for sort in SORTS {
+                let cols: Vec<Column> = shown(width, &rows, sort).iter().map(|c| c.0).collect();
+                assert!(cols.contains(&sort), "{width}: {sort:?} in {cols:?}");
+                assert!(cols.contains(&Column::Pid), "{width}: {cols:?}");
+            }
+        }
+    }
+
+    /// The highlight follows its process when the rows re-sort.
+    #[test]
+    fn the_selection_stays_on_its_process() {
+        let mut t = Table::default();
+        let mut sample = |cpu: [f64; 2]| {
+            let mut rows = [row(10, 'S', 0, 1), row(20, 'S', 0, 1)];
+            rows[0].cpu_percent = cpu[0];
+            rows[1].cpu_percent = cpu[1];
+            t.absorb(ProcSample {
+                secs: 0.0,
+                data: Data {
+                    rows: rows.to_vec(),
+                    ..Default::default()
+                },
+            });
+            t.selected_row().map(|r| r.pid)
+        };
+        assert_eq!(sample([5.0, 1.0]), Some(10));
+        assert_eq!(sample([1.0, 5.0]), Some(10), "first row then, not now");
     }
 }
