@@ -3,10 +3,10 @@
 # stacks of a Python target (what each thread's Python code waits in).
 truth() {
     local cpu
-    cpu=$(pidstat -t -p "$PID" 5 1 | awk '$NF ~ /^\|__/ {n++; s += $(NF-2)} END {printf "%d threads, %.0f%% CPU in all", n, s}')
-    echo -n "pidstat: $cpu"
     if command -v py-spy > /dev/null && grep -q python "/proc/$PID/comm" 2>/dev/null; then
-        echo -n "; py-spy: $(py-spy dump --pid "$PID" 2>/dev/null | grep -oE '^ +[a-z_]+ \(' | sort | uniq -c | sort -rn | head -2 | awk '{printf "%s×%s ", $2, $1}')"
+        # Each thread's innermost Python frame.
+        echo -n "py-spy: $(py-spy dump --pid "$PID" 2>/dev/null | awk '/^Thread/ {getline; print $1}' | sort | uniq -c | sort -rn | awk '{printf "%s%s %s", NR > 1 ? ", " : "", $1, $2}')"
     fi
-    echo
+    cpu=$(pidstat -t -p "$PID" 5 1 | awk '$1 != "Average:" && $NF ~ /^\|__/ {n++; s += $(NF-2)} END {printf "%d threads, %.0f%% CPU in all", n, s}')
+    echo "; pidstat: $cpu"
 }
