@@ -134,7 +134,9 @@ pub fn classify(o: &Observation) -> Diagnosis {
         carriers,
         findings,
         next,
-        trend: crate::analysis::trend::shapes(&o.trend),
+        trend: crate::analysis::trend::shapes(&crate::analysis::trend::on_window_states(
+            &o.trend, &b.states,
+        )),
     }
 }
 

@@ -108,7 +108,8 @@ fn cpu_quota(o: &Observation) -> Option<Finding> {
     let w = o.window_s.max(1e-3);
     // The run queue of the thread states: run_delay and the time a
     // throttled thread was runnable outside it.
-    let queued = crate::analysis::tsa::budget(o).seconds(crate::model::diagnosis::ThreadState::RunQueue);
+    let queued =
+        crate::analysis::tsa::budget(o).seconds(crate::model::diagnosis::ThreadState::RunQueue);
     let (used, waited) = (o.cpu_s() / w, queued / w);
     Some(Finding {
         verdict: Class::CpuQuota,

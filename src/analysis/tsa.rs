@@ -93,7 +93,10 @@ pub fn no_holder(o: &Observation) -> bool {
         .filter(|s| s.on == waits::RUNTIME_LOCK)
         .map(|s| s.count)
         .sum();
-    let gil = o.runtime_locks.iter().any(|l| l.lock && l.kind == "the GIL");
+    let gil = o
+        .runtime_locks
+        .iter()
+        .any(|l| l.lock && l.kind == "the GIL");
     if runtime == 0 || gil {
         return false;
     }
@@ -148,7 +151,12 @@ pub fn budget(o: &Observation) -> Budget {
     secs.insert(OnCpu, on);
     secs.insert(RunQueue, rq);
     secs.insert(Storage, fault_cpu);
-    let runnable_samples: u64 = o.samples.iter().filter(|s| s.state == 'R').map(|s| s.count).sum();
+    let runnable_samples: u64 = o
+        .samples
+        .iter()
+        .filter(|s| s.state == 'R')
+        .map(|s| s.count)
+        .sum();
     if off_samples == 0 && runnable_samples > 0 {
         // Off CPU yet always seen runnable: held off by a throttled cgroup.
         // Kernels that dequeue a throttled thread (6.18) or run a loaded VM
