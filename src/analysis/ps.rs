@@ -113,10 +113,16 @@ pub fn stat(p: &Process) -> String {
 /// The S column: the state that matters, with how many threads are in it
 /// when there are several ("D 20/22", as top shows it).
 pub fn state_cell(r: &Row) -> String {
-    if r.threads > 1 && r.threads_in_state > 0 {
-        format!("{} {}/{}", r.state, r.threads_in_state, r.threads)
+    state_text(r.state, r.threads_in_state, r.threads)
+}
+
+/// A process's telling state as ps's S and top's S columns show it: "D 20/22"
+/// when `in_state` of its `threads` are in it, the bare state otherwise.
+pub fn state_text(state: char, in_state: u32, threads: u32) -> String {
+    if threads > 1 && in_state > 0 {
+        format!("{state} {in_state}/{threads}")
     } else {
-        r.state.to_string()
+        state.to_string()
     }
 }
 

@@ -211,11 +211,7 @@ pub fn cells(r: &TopRow) -> Vec<String> {
 /// A row's state, with how many of its threads are in it when it has
 /// several: "D 12/20" (the main thread may well sleep meanwhile).
 pub fn state_cell(r: &TopRow) -> String {
-    if r.threads > 1 && r.in_state > 0 {
-        format!("{} {}/{}", r.state, r.in_state, r.threads)
-    } else {
-        r.state.to_string()
-    }
+    crate::analysis::ps::state_text(r.state, r.in_state, r.threads)
 }
 
 /// A column's width: its widest cell (S: "D 12/20"; COMMAND: the least it
