@@ -8,6 +8,7 @@
 use std::path::Path;
 
 use kdiag::analysis::ps::{self, Context};
+use kdiag::analysis::top;
 use kdiag::sys::procfs::{self, Reader};
 
 fn rows(root: &str, threads: bool) -> String {
@@ -20,8 +21,14 @@ fn rows(root: &str, threads: bool) -> String {
         now: (system.boot_time as f64 + system.uptime_secs) as i64,
         utc_offset: 0,
     };
-    let procs = Reader::with_root(root).all(threads).expect("processes");
-    let rows: Vec<ps::Row> = procs.iter().map(|p| ps::row(p, &cx)).collect();
+    let mut reader = Reader::with_root(root);
+    // As `kdiag ps` reads them: each process's threads' states for its S column.
+    reader.top_extras = !threads;
+    let procs = reader.all(threads).expect("processes");
+    let rows: Vec<ps::Row> = procs
+        .iter()
+        .map(|p| ps::row(p, &cx, top::process_state(p)))
+        .collect();
     serde_json::to_string_pretty(&ps::forest(rows)).unwrap() + "\n"
 }
 

@@ -192,7 +192,10 @@ mod tests {
 
     /// The tier doctor's line for `name` shows.
     fn tier_for(p: &Probes, name: &str) -> Option<Tier> {
-        features(p).into_iter().find(|f| f.name == name).and_then(|f| f.tier)
+        features(p)
+            .into_iter()
+            .find(|f| f.name == name)
+            .and_then(|f| f.tier)
     }
 
     /// A machine like the development VM: root, tracepoints and tp_btf work,
