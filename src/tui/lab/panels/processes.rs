@@ -286,12 +286,18 @@ mod tests {
                 .collect()
         }
         let rows = [row(4_194_304, 'S', 0, 1)];
-        assert_eq!(
-            titles(&rows, Column::Cpu),
-            [
-                "PID", "USER", "%CPU", "RES", "S", "READ/s", "WRITE/s", "VCSW/s", "COMMAND"
-            ]
-        );
+        // What the steps name must show; more may, while there is room.
+        let shown_titles = titles(&rows, Column::Cpu);
+        for want in [
+            "PID", "USER", "%CPU", "RES", "S", "READ/s", "WRITE/s", "VCSW/s", "COMMAND",
+        ] {
+            assert!(shown_titles.contains(&want), "{want} in {shown_titles:?}");
+        }
+        let used: u16 = shown(80, &rows, Column::Cpu)
+            .iter()
+            .map(|(_, w)| w + 1)
+            .sum();
+        assert!(used <= 81, "{used} columns used of 80: {shown_titles:?}");
         let mut t = Table::default();
         t.sample.data.rows = rows.to_vec();
         t.width.set(80);
