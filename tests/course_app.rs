@@ -274,25 +274,51 @@ fn sorted_by(screen: &str) -> Option<String> {
 /// The PID of the highlighted row, from the screen with its styles (`tmux
 /// capture-pane -e`): the row drawn reversed below the header.
 fn highlighted(styled: &str) -> Option<u32> {
-    styled.lines().find_map(|l| {
+    // tmux writes a style only where it changes, so a reversed header
+    // carries on into a reversed first row with no escape before it: the
+    // style is followed across lines, as the terminal would.
+    let mut reversed = false;
+    let mut found = None;
+    for l in styled.lines() {
+        // The row starts after the steps list's border, where there is one;
+        // the list's own styles still count for what follows.
         let r = l.split_once('│').map_or(l, |(_, r)| r);
-        // The styles set before the row's first character.
-        let mut rest = r;
-        let mut reversed = false;
-        while let Some(seq) = rest.strip_prefix("\x1b[") {
-            let end = seq.find(|c: char| c.is_ascii_alphabetic())?;
-            reversed |= seq[..end].split(';').any(|p| p == "7");
-            rest = &seq[end + 1..];
+        let row_from = l.len() - r.len();
+        let mut rest = l;
+        let mut at_start = None;
+        while !rest.is_empty() {
+            if let Some(seq) = rest.strip_prefix("\x1b[")
+                && let Some(end) = seq.find(|c: char| c.is_ascii_alphabetic())
+            {
+                if &seq[end..end + 1] == "m" {
+                    for p in seq[..end].split(';') {
+                        match p {
+                            "" | "0" | "27" => reversed = false,
+                            "7" => reversed = true,
+                            _ => {}
+                        }
+                    }
+                }
+                rest = &seq[end + 1..];
+                continue;
+            }
+            if l.len() - rest.len() >= row_from {
+                at_start.get_or_insert(reversed);
+            }
+            let c = rest.chars().next().unwrap();
+            rest = &rest[c.len_utf8()..];
         }
-        if !reversed {
-            return None;
+        if found.is_none()
+            && at_start == Some(true)
+            && let Some(pid) = common::strip_ansi(r)
+                .split_whitespace()
+                .next()
+                .and_then(|w| w.parse().ok())
+        {
+            found = Some(pid);
         }
-        common::strip_ansi(r)
-            .split_whitespace()
-            .next()?
-            .parse()
-            .ok()
-    })
+    }
+    found
 }
 
 /// The visible rows' PIDs, top down.
@@ -537,15 +563,26 @@ fn evidence_from_shell(lab: &Lab, key: &str, root: &Path, seed: &str, pid: u32, 
 /// another; 4-bio's table shows the D threads the text speaks of.
 fn text_agrees(lab: &str, screen: &str, pid: u32) {
     let right = right(screen);
-    for w in right
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .collect::<Vec<_>>()
-        .windows(2)
-    {
-        if w[0] == "PID"
-            && let Ok(n) = w[1].parse::<u32>()
+    for line in right.lines() {
+        // A number cut by a box drawn over the panel (the final screen at
+        // 80x24: "PID 2027│" of 20271) is not a PID the text names.
+        let cut = |w: &str| {
+            line.split(w)
+                .nth(1)
+                .and_then(|after| after.chars().next())
+                .is_some_and(|c| ('\u{2500}'..='\u{257f}').contains(&c))
+        };
+        for w in line
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .collect::<Vec<_>>()
+            .windows(2)
         {
-            assert_eq!(n, pid, "the screen names another PID:\n{screen}");
+            if w[0] == "PID"
+                && let Ok(n) = w[1].parse::<u32>()
+                && !cut(&format!("PID {}", w[1]))
+            {
+                assert_eq!(n, pid, "the screen names another PID:\n{screen}");
+            }
         }
     }
     let header = right.lines().find(|l| l.starts_with("sorted by "));
