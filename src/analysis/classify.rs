@@ -134,9 +134,7 @@ pub fn classify(o: &Observation) -> Diagnosis {
         carriers,
         findings,
         next,
-        trend: crate::analysis::trend::shapes(&crate::analysis::trend::on_window_states(
-            &o.trend, &b.states,
-        )),
+        trend: crate::analysis::trend::shapes(&o.trend),
     }
 }
 
@@ -403,10 +401,8 @@ fn evidence(
         threads: t.threads,
         processes: t.processes,
     });
-    // The thread states' run queue (run_delay, and throttled runnable time
-    // outside it), so this line and the states agree.
     e.push(Finding::RunQueue {
-        delay_s: t.run_delay_s.map(|_| b.seconds(ThreadState::RunQueue)),
+        delay_s: t.run_delay_s,
         cpu_s: o.cpu_s(),
     });
     if let (Some(r), Some(wr)) = (t.read_bytes, t.write_bytes) {
@@ -451,8 +447,7 @@ fn evidence(
             waits: top_wait_points(o, 4),
         });
     }
-    // Waits no working thread could be behind are no lock (tsa::no_holder).
-    if let Some(l) = lock_seen(o).filter(|_| !tsa::no_holder(o)) {
+    if let Some(l) = lock_seen(o) {
         e.push(Finding::Lock { lock: l });
     }
     if let Some(s) = &o.stopped {

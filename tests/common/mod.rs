@@ -14,60 +14,13 @@ pub mod screens;
 pub mod throttled_bio;
 pub mod watch;
 
-use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
-/// `program` started the same whoever started the test, as from an
-/// interactive shell's foreground: SIGINT, SIGQUIT, SIGHUP, SIGTERM and
-/// SIGPIPE at their defaults and none blocked (a non-interactive shell's
-/// `&` leaves SIGINT and SIGQUIT ignored, `nohup` SIGHUP, and an ignored
-/// signal stays ignored across exec: a kdiag started so rightly keeps them
-/// ignored for its command); no terminal on stdin (kdiag hands a terminal
-/// it shares to its command); none of the variables kdiag takes from its
-/// caller (SUDO_UID/SUDO_GID, KDIAG_SEED, XDG_STATE_HOME). A test that
-/// needs one of them sets it after this. Every test starts kdiag, a
-/// workload, tmux or sudo through this.
-pub fn command(program: impl AsRef<OsStr>) -> Command {
-    let mut cmd = Command::new(program);
-    use std::os::unix::process::CommandExt;
-    // SAFETY: signal(2) and sigprocmask(2) are async-signal-safe and
-    // touch only the child's own state.
-    unsafe {
-        cmd.pre_exec(|| {
-            for sig in [
-                libc::SIGINT,
-                libc::SIGQUIT,
-                libc::SIGHUP,
-                libc::SIGTERM,
-                libc::SIGPIPE,
-            ] {
-                libc::signal(sig, libc::SIG_DFL);
-            }
-            let mut none: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut none);
-            libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
-            Ok(())
-        })
-    };
-    for var in [
-        "SUDO_UID",
-        "SUDO_GID",
-        "SUDO_USER",
-        "SUDO_COMMAND",
-        "KDIAG_SEED",
-        "XDG_STATE_HOME",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd.stdin(Stdio::null());
-    cmd
-}
-
-/// The kdiag binary under test, started as `command` starts everything.
+/// The kdiag binary under test.
 pub fn kdiag() -> Command {
-    command(env!("CARGO_BIN_EXE_kdiag"))
+    Command::new(env!("CARGO_BIN_EXE_kdiag"))
 }
 
 /// Run kdiag with `args` and capture its output.
@@ -83,8 +36,7 @@ pub fn bin_dir() -> PathBuf {
         .to_path_buf()
 }
 
-/// A workload binary built by the workspace (`cargo test --workspace` builds
-/// them); start it with `command`.
+/// A workload binary built by the workspace (`cargo test --workspace` builds them).
 pub fn workload(name: &str) -> PathBuf {
     let path = bin_dir().join(name);
     assert!(
@@ -144,7 +96,7 @@ pub fn stdout(out: &Output) -> String {
 /// Learner `learner`'s reference answers for 0-demo under `course`, as
 /// `kdiag lab solution` prints them (answers.toml lines).
 pub fn lab_solution(course: &Path, learner: &str) -> String {
-    let out = kdiag()
+    let out = Command::new(env!("CARGO_BIN_EXE_kdiag"))
         .args(["lab", "solution", "0-demo", "--course"])
         .arg(course)
         .args(["--learner", learner])
@@ -220,7 +172,7 @@ impl Tmux {
         // A server of its own (-L): the default one, shared with other
         // tests, exits when its last session goes, and a session started
         // at that moment fails.
-        let ok = self::command("tmux")
+        let ok = Command::new("tmux")
             .args([
                 "-L",
                 &name,
@@ -243,7 +195,7 @@ impl Tmux {
     pub fn keys(&self, keys: &[&str]) {
         let mut args = vec!["-L", &self.0, "send-keys", "-t", &self.0];
         args.extend_from_slice(keys);
-        assert!(command("tmux").args(&args).status().unwrap().success());
+        assert!(Command::new("tmux").args(&args).status().unwrap().success());
     }
 
     /// Resize the window, as a learner dragging its corner would.
@@ -260,12 +212,12 @@ impl Tmux {
             "-y",
             &h,
         ];
-        assert!(command("tmux").args(args).status().unwrap().success());
+        assert!(Command::new("tmux").args(args).status().unwrap().success());
     }
 
     /// The pid of the pane's first process (the shell, or an `exec`ed command).
     pub fn pane_pid(&self) -> i32 {
-        let out = command("tmux")
+        let out = Command::new("tmux")
             .args(["-L", &self.0, "display-message", "-p", "-t", &self.0])
             .arg("#{pane_pid}")
             .output()
@@ -274,7 +226,7 @@ impl Tmux {
     }
 
     pub fn screen(&self) -> String {
-        let out = command("tmux")
+        let out = Command::new("tmux")
             .args(["-L", &self.0, "capture-pane", "-p", "-t", &self.0])
             .output()
             .unwrap();
@@ -284,7 +236,7 @@ impl Tmux {
     /// The screen with its styles as escape sequences (`capture-pane -e`):
     /// what tells the highlighted row.
     pub fn screen_styled(&self) -> String {
-        let out = command("tmux")
+        let out = Command::new("tmux")
             .args(["-L", &self.0, "capture-pane", "-p", "-e", "-t", &self.0])
             .output()
             .unwrap();
@@ -312,7 +264,7 @@ impl Tmux {
 
 impl Drop for Tmux {
     fn drop(&mut self) {
-        let _ = command("tmux")
+        let _ = Command::new("tmux")
             .args(["-L", &self.0, "kill-session", "-t", &self.0])
             .status();
     }
@@ -349,7 +301,7 @@ pub fn learner(test: &str) -> Option<(u32, u32)> {
     };
     let ids = id("-u").zip(id("-g"));
     let sudo_works = ids.is_some()
-        && command("sudo")
+        && Command::new("sudo")
             .args(["-n", "-u", LEARNER, "sudo", "-n"])
             .arg(env!("CARGO_BIN_EXE_kdiag"))
             .arg("--version")
@@ -371,7 +323,7 @@ pub fn learner(test: &str) -> Option<(u32, u32)> {
 /// `sudo -u LEARNER sudo -n kdiag ARGS`: kdiag as root through sudo, invoked
 /// by the learner, as on a course server.
 pub fn kdiag_as_learner() -> Command {
-    let mut c = command("sudo");
+    let mut c = Command::new("sudo");
     c.args(["-n", "-u", LEARNER, "sudo", "-n"])
         .arg(env!("CARGO_BIN_EXE_kdiag"));
     c
@@ -379,7 +331,7 @@ pub fn kdiag_as_learner() -> Command {
 
 /// Run a shell command as the learner (to make their files).
 pub fn as_learner(script: &str) {
-    let out = command("sudo")
+    let out = Command::new("sudo")
         .args(["-n", "-u", LEARNER, "sh", "-c", script])
         .output()
         .expect("sudo runs");
