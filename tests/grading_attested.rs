@@ -139,34 +139,10 @@ fn a_signed_bundle_is_attested_and_an_edited_one_is_not() {
     let (code, out) = as_learner(&["check", "0-demo", "--labs", labs.to_str().unwrap()]);
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("--labs is for instructors"), "{out}");
-    let (code, out) = run(Command::new("sudo")
-        .args([
-            "-n",
-            "-u",
-            LEARNER,
-            env!("CARGO_BIN_EXE_kdiag"),
-            "check",
-            "0-demo",
-            "--seed",
-        ])
-        .arg("abcd-efgh-jkmn")
-        .arg("--dir")
-        .arg(&labs)
-        .current_dir(&labs));
+    let (code, out) = learner_without_sudo(&labs, &["--seed", "abcd-efgh-jkmn"]);
     assert_eq!(code, 2, "without sudo: {out}");
     assert!(out.contains("your variant is your account's"), "{out}");
-    let (code, out) = run(Command::new("sudo")
-        .args([
-            "-n",
-            "-u",
-            LEARNER,
-            env!("CARGO_BIN_EXE_kdiag"),
-            "check",
-            "0-demo",
-            "--dir",
-        ])
-        .arg(&labs)
-        .current_dir(&labs));
+    let (code, out) = learner_without_sudo(&labs, &[]);
     assert_eq!(code, 3, "without sudo: {out}");
     assert!(out.contains("run sudo kdiag"), "{out}");
     // Other questions, unanswered, cost nothing.
@@ -256,4 +232,22 @@ fn a_signed_bundle_is_attested_and_an_edited_one_is_not() {
     );
     let (code, _) = grade(&plain, &course, &["--require-attested"]);
     assert_eq!(code, 2);
+}
+
+/// `kdiag check 0-demo ARGS --dir LABS` run by the learner themselves, not
+/// through the sudo rule (root switches to them).
+fn learner_without_sudo(labs: &std::path::Path, args: &[&str]) -> (i32, String) {
+    run(Command::new("sudo")
+        .args([
+            "-n",
+            "-u",
+            LEARNER,
+            env!("CARGO_BIN_EXE_kdiag"),
+            "check",
+            "0-demo",
+        ])
+        .args(args)
+        .arg("--dir")
+        .arg(labs)
+        .current_dir(labs))
 }
