@@ -162,7 +162,7 @@ fn refusal(ask: &Ask, uid: u32, sudo: bool) -> Option<anyhow::Error> {
             "{WHY} learners observe only their own processes: {what} would trace every user's; \
              {narrow}"
         ),
-        Ask::Pid(pid) => match privilege::process_real_uid(*pid) {
+        Ask::Pid(pid) => match crate::sys::procfs::real_uid(*pid) {
             Some(owner) if owner != uid => format!(
                 "{WHY} learners observe only their own processes: PID {pid} is {}'s, not yours \
                  (as the kernel refuses ptrace and perf on another user's process); kdiag ps -u \

@@ -166,19 +166,6 @@ pub fn in_group(uid: libc::uid_t, names: &[&str]) -> bool {
     })
 }
 
-/// The real uid of process `pid` (who started it, as the kernel's ptrace
-/// checks see it), from /proc/PID/status; None when it is gone.
-pub fn process_real_uid(pid: u32) -> Option<libc::uid_t> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
-}
-
 /// The environment for a command kdiag runs: its own, except that under
 /// sudo the command gets the invoking user's HOME, USER, LOGNAME, SHELL and
 /// XDG_RUNTIME_DIR (sudo sets root's), and no SUDO_* variables, so it
@@ -233,13 +220,9 @@ fn env_for(
 #[cfg(test)]
 mod tests {
     #[test]
-    fn root_is_in_root_s_group_and_a_process_has_a_real_uid() {
+    fn root_is_in_root_s_group() {
         assert!(super::in_group(0, &["root"]));
         assert!(!super::in_group(0, &["no-such-group-kdiag"]));
-        // SAFETY: getuid cannot fail.
-        let me = unsafe { libc::getuid() };
-        assert_eq!(super::process_real_uid(std::process::id()), Some(me));
-        assert_eq!(super::process_real_uid(0), None);
     }
 
     use super::*;

@@ -39,6 +39,13 @@ pub fn pids_in(root: &str) -> io::Result<Vec<i32>> {
     Ok(v)
 }
 
+/// The real uid of process `pid` (who started it, as the kernel's ptrace
+/// checks see it); None when it is gone.
+pub fn real_uid(pid: u32) -> Option<u32> {
+    let status = std::fs::read(format!("/proc/{pid}/status")).ok()?;
+    Some(parse::status(&status).uid)
+}
+
 /// The thread ids of a process, ascending; empty once it is gone.
 pub fn tids(pid: i32) -> Vec<i32> {
     tids_in(PROC, pid)
@@ -314,6 +321,14 @@ pub fn details(pid: i32) -> Details {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_process_has_a_real_uid() {
+        // SAFETY: getuid cannot fail.
+        let me = unsafe { libc::getuid() };
+        assert_eq!(real_uid(std::process::id()), Some(me));
+        assert_eq!(real_uid(0), None);
+    }
 
     #[test]
     fn reads_this_process() {
