@@ -120,10 +120,7 @@ pub enum Ask {
 /// message that says why and what they may do instead (exit 2: not
 /// theirs to ask).
 pub fn allow(ask: &Ask) -> anyhow::Result<()> {
-    match caller()? {
-        Caller::Free => Ok(()),
-        Caller::Learner(l) => refusal(ask, l.uid, l.server.is_some()).map_or(Ok(()), Err),
-    }
+    allow_all(std::slice::from_ref(ask))
 }
 
 /// Every ask of a command, in order: the first refusal.
