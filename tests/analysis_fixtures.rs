@@ -83,6 +83,7 @@ fn verdicts_are_worded_from_data() {
         for e in kdiag::render::verdict::evidence(&d) {
             got += &format!("  {e}\n");
         }
+        one_cpu_wait_figure(&got, &input);
         let expected_file = input.with_extension("expected.txt");
         if std::env::var_os("KDIAG_BLESS").is_some() {
             std::fs::write(&expected_file, &got).unwrap();
@@ -92,4 +93,28 @@ fn verdicts_are_worded_from_data() {
         });
         assert_eq!(got, expected, "{} changed", expected_file.display());
     }
+}
+
+/// Every "waiting for a CPU N%" of one report gives the same N: the share
+/// of the runnable time spent in the run queue is another quantity and is
+/// worded otherwise ("Run queue: … of the time it was runnable"), so a
+/// reader never sees "waiting for a CPU 27%" beside "… 70%" (issue 38).
+fn one_cpu_wait_figure(report: &str, input: &Path) {
+    const PHRASE: &str = "waiting for a cpu";
+    let lower = report.to_lowercase();
+    let mut figures: Vec<&str> = lower
+        .match_indices(PHRASE)
+        .filter_map(|(at, _)| {
+            let rest = lower[at + PHRASE.len()..].trim_start_matches([':', ' ']);
+            let digits = rest.find(|c: char| !c.is_ascii_digit())?;
+            (digits > 0 && rest[digits..].starts_with('%')).then(|| &rest[..digits])
+        })
+        .collect();
+    figures.sort_unstable();
+    figures.dedup();
+    assert!(
+        figures.len() <= 1,
+        "{}: waiting for a CPU {figures:?}% in one report:\n{report}",
+        input.display()
+    );
 }

@@ -461,6 +461,38 @@ fn why_profile_and_evidence() {
     assert!(t.contains("✓ Saved profile"), "{t}");
 }
 
+/// The profile panel's call tree, taller than the panel at 80x24, says
+/// how much is below and, once scrolled, how much is above.
+#[test]
+fn profile_panel_at_80x24_marks_what_is_off_screen() {
+    let mut s = demo();
+    let mut d = Recorded::new();
+    press(&mut s, &mut d, &[Key::Esc]);
+    with_data(&mut s);
+    let why = [
+        Key::Char('s'),
+        Key::Home,
+        Key::Enter,
+        Key::Char('n'),
+        Key::Char('n'),
+    ];
+    press(&mut s, &mut d, &why);
+    s.update(Msg::Data(Data::Profile(Box::new(profile()))));
+    let t = screens::text(80, 24, |f| view::render(f, &s));
+    assert!(t.contains("Top functions by self time"), "{t}");
+    // The panel's markers (the step text above has its own, with PgUp PgDn).
+    assert!(t.contains("more line(s) below (↓ scrolls)"), "{t}");
+    assert!(!t.contains("more line(s) above (↑ Home)"), "{t}");
+    press(&mut s, &mut d, &[Key::Down; 3]);
+    let t = screen("why-profile-80x24-scrolled", &s, 80, 24);
+    assert!(t.contains("↑ 3 more line(s) above (↑ Home)"), "{t}");
+    // At the end of the tree no marker promises more below.
+    press(&mut s, &mut d, &[Key::Down; 200]);
+    let t = screens::text(80, 24, |f| view::render(f, &s));
+    assert!(t.contains("more line(s) above (↑ Home)"), "{t}");
+    assert!(!t.contains("more line(s) below (↓ scrolls)"), "{t}");
+}
+
 #[test]
 fn trend_and_pattern_panels() {
     let mut s = demo();

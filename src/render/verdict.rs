@@ -97,7 +97,7 @@ pub fn cause(c: &Cause) -> String {
             also,
         } => with_also(
             format!(
-                "waiting for a CPU: {:.0}% of its runnable time in the run queue ({cpus:.2} CPUs used, {waited:.2} waited for)",
+                "{:.0}% of its runnable time in the run queue ({cpus:.2} CPUs used, {waited:.2} waited for)",
                 pct(*queue_share)
             ),
             also,
@@ -275,17 +275,18 @@ pub fn finding(f: &Finding) -> String {
             if *threads == 1 { "" } else { "s" },
             if *processes == 1 { "" } else { "es" }
         ),
+        // A share of the runnable time, not of all the thread time as
+        // "waiting for a CPU N%" is: other words, so the two never read as
+        // one figure that disagrees with itself.
         Finding::RunQueue { delay_s, cpu_s } => match *delay_s {
             // A share of almost no runnable time says nothing (a microsecond
             // of queueing would read 100%).
-            Some(d) if cpu_s + d < 0.01 => {
-                format!("Waiting for a CPU: run queue {d:.2} s (hardly ever runnable)")
-            }
+            Some(d) if cpu_s + d < 0.01 => format!("Run queue: {d:.2} s (hardly ever runnable)"),
             Some(d) => format!(
-                "Waiting for a CPU: {:.0}% of the runnable time (run queue {d:.2} s)",
+                "Run queue: {d:.2} s, {:.0}% of the time it was runnable (the rest on CPU)",
                 d * 100.0 / (cpu_s + d)
             ),
-            None => "Waiting for a CPU: unknown (this kernel keeps no schedstats)".into(),
+            None => "Run queue: unknown (this kernel keeps no schedstats)".into(),
         },
         Finding::Storage {
             read_per_s,

@@ -139,70 +139,86 @@ impl Panels {
         };
         match panel {
             Panel::Processes => self.processes.draw(f, area, chosen.map(|c| c.pid)),
-            Panel::Process => self.text(f, area, self.process.lines(area.width, pid)),
+            Panel::Process => scrolled(
+                f,
+                area,
+                self.process.lines(area.width, pid),
+                self.text_scroll,
+            ),
             Panel::Iosnoop => self.io.draw(f, area, pid, status),
-            Panel::IoPattern => self.text(f, area, io_pattern::lines(&self.io, pid, status)),
+            Panel::IoPattern => scrolled(
+                f,
+                area,
+                io_pattern::lines(&self.io, pid, status),
+                self.text_scroll,
+            ),
             Panel::Profile => self.profile.draw(f, area, pid, status),
-            Panel::ExecTrace => self.text(f, area, self.exec.lines(status)),
+            Panel::ExecTrace => scrolled(f, area, self.exec.lines(status), self.text_scroll),
             Panel::Offcpu => self.offcpu.draw(f, area, pid, status),
             Panel::Trend => self.trend.draw(f, area, pid),
         }
     }
 }
 
-impl Panels {
-    /// A text panel's lines, wrapped, from `text_scroll` on; a marker line
-    /// says when more are above or below, so that at 80x24 no line a step
-    /// needs is cut without a word.
-    fn text(&self, f: &mut Frame, area: Rect, lines: Vec<Line<'static>>) {
-        if area.height == 0 || area.width == 0 {
-            return;
+/// A panel's lines, wrapped, from line `scroll` on; a marker line says when
+/// more are above or below, so that at 80x24 no line a step needs is cut
+/// without a word. Every panel that scrolls draws through it.
+fn scrolled(f: &mut Frame, area: Rect, lines: Vec<Line<'static>>, scroll: usize) {
+    if area.height == 0 || area.width == 0 {
+        return;
+    }
+    // Drawn on a tall page first: its height is the wrapped text's.
+    let page_rect = Rect::new(0, 0, area.width, 500);
+    let mut page = Buffer::empty(page_rect);
+    Paragraph::new(lines)
+        .wrap(Wrap { trim: false })
+        .render(page_rect, &mut page);
+    let blank = |y: u16| (0..area.width).all(|x| page[(x, y)].symbol() == " ");
+    let total = (0..page_rect.height)
+        .rev()
+        .find(|&y| !blank(y))
+        .map_or(0, |y| y as usize + 1);
+    let h = area.height as usize;
+    let (from, room) = if total <= h {
+        (0, h)
+    } else {
+        // One line for each marker shown; scrolled to the end, the last
+        // lines take the place of the marker below (none is left).
+        let from = scroll.min(total - (h - 1).max(1));
+        let room = h.saturating_sub(usize::from(from > 0));
+        let rest = total - from;
+        (
+            from,
+            if rest <= room {
+                rest
+            } else {
+                room.saturating_sub(1).max(1)
+            },
+        )
+    };
+    let above = from > 0;
+    let mut y = area.y;
+    let marker = Style::new().add_modifier(Modifier::REVERSED);
+    let mark = |f: &mut Frame, y: u16, text: String| {
+        f.render_widget(
+            Paragraph::new(Line::styled(text, marker)),
+            Rect::new(area.x, y, area.width, 1),
+        );
+    };
+    if above {
+        mark(f, y, format!("↑ {from} more line(s) above (↑ Home)"));
+        y += 1;
+    }
+    let buf = f.buffer_mut();
+    for row in from..(from + room).min(total) {
+        for x in 0..area.width {
+            buf[(area.x + x, y)] = page[(x, row as u16)].clone();
         }
-        // Drawn on a tall page first: its height is the wrapped text's.
-        let page_rect = Rect::new(0, 0, area.width, 500);
-        let mut page = Buffer::empty(page_rect);
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: false })
-            .render(page_rect, &mut page);
-        let blank = |y: u16| (0..area.width).all(|x| page[(x, y)].symbol() == " ");
-        let total = (0..page_rect.height)
-            .rev()
-            .find(|&y| !blank(y))
-            .map_or(0, |y| y as usize + 1);
-        let h = area.height as usize;
-        let (from, room) = if total <= h {
-            (0, h)
-        } else {
-            // One line for each marker shown.
-            let from = self.text_scroll.min(total - (h - 1).max(1));
-            let above = usize::from(from > 0);
-            let room = h.saturating_sub(1 + above).max(1);
-            (from, room)
-        };
-        let above = from > 0;
-        let mut y = area.y;
-        let marker = Style::new().add_modifier(Modifier::REVERSED);
-        let mark = |f: &mut Frame, y: u16, text: String| {
-            f.render_widget(
-                Paragraph::new(Line::styled(text, marker)),
-                Rect::new(area.x, y, area.width, 1),
-            );
-        };
-        if above {
-            mark(f, y, format!("↑ {from} more line(s) above (↑ Home)"));
-            y += 1;
-        }
-        let buf = f.buffer_mut();
-        for row in from..(from + room).min(total) {
-            for x in 0..area.width {
-                buf[(area.x + x, y)] = page[(x, row as u16)].clone();
-            }
-            y += 1;
-        }
-        let below = total.saturating_sub(from + room);
-        if below > 0 {
-            mark(f, y, format!("↓ {below} more line(s) below (↓ scrolls)"));
-        }
+        y += 1;
+    }
+    let below = total.saturating_sub(from + room);
+    if below > 0 {
+        mark(f, y, format!("↓ {below} more line(s) below (↓ scrolls)"));
     }
 }
 

@@ -101,12 +101,6 @@ impl Window {
                 code_style(),
             )));
         }
-        let scroll = u16::try_from(self.scroll).unwrap_or(u16::MAX);
-        f.render_widget(
-            Paragraph::new(lines)
-                .wrap(Wrap { trim: false })
-                .scroll((scroll, 0)),
-            area,
-        );
+        super::scrolled(f, area, lines, self.scroll);
     }
 }

@@ -10,7 +10,6 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
 
 use crate::analysis::fold;
 use crate::model::profile::{Frame as StackFrame, Profile, Stack};
@@ -109,8 +108,7 @@ impl Windows {
             ));
             lines.extend(flame_lines(&p.stacks, area.width as usize));
         }
-        let visible: Vec<Line> = lines.into_iter().skip(self.scroll).collect();
-        f.render_widget(Paragraph::new(visible), area);
+        super::scrolled(f, area, lines, self.scroll);
     }
 }
 
