@@ -56,7 +56,10 @@ pub struct Table {
     pub sample: ProcSample,
     pub sort: Column,
     pub descending: bool,
-    /// The highlighted row, kept across refreshes by PID.
+    /// The highlighted row, kept across refreshes by PID (Enter takes the
+    /// process the learner saw highlighted, not the one that moved under
+    /// it); a new sort order highlights its first row, so the view shows
+    /// the top of the table.
     pub selected: Option<i32>,
     /// The width last drawn at: `s` sorts only by the columns it shows.
     pub width: Cell<u16>,
@@ -88,8 +91,13 @@ impl Table {
         self.sample = sample;
         let here = |pid: i32| self.sample.data.rows.iter().any(|r| r.pid == pid);
         if !self.selected.is_some_and(here) {
-            self.selected = self.rows().first().map(|r| r.pid);
+            self.top();
         }
+    }
+
+    /// Highlight the first row.
+    fn top(&mut self) {
+        self.selected = self.rows().first().map(|r| r.pid);
     }
 
     /// The highlighted row (the first one until the learner moves).
@@ -132,8 +140,12 @@ impl Table {
                     .copied()
                     .unwrap_or(Column::Cpu);
                 self.descending = self.sort.descending_by_default();
+                self.top();
             }
-            Key::Char('r') => self.descending = !self.descending,
+            Key::Char('r') => {
+                self.descending = !self.descending;
+                self.top();
+            }
             _ => return false,
         }
         true
@@ -327,11 +339,11 @@ mod tests {
         }
     }
 
-    /// The highlight follows its process when the rows re-sort.
+    /// The highlight follows its process when the rows re-sort; a new sort
+    /// order highlights its first row (the view shows the top again).
     #[test]
     fn the_selection_stays_on_its_process() {
-        let mut t = Table::default();
-        let mut sample = |cpu: [f64; 2]| {
+        fn sample(t: &mut Table, cpu: [f64; 2]) -> Option<i32> {
             let mut rows = [row(10, 'S', 0, 1), row(20, 'S', 0, 1)];
             rows[0].cpu_percent = cpu[0];
             rows[1].cpu_percent = cpu[1];
@@ -343,8 +355,18 @@ mod tests {
                 },
             });
             t.selected_row().map(|r| r.pid)
-        };
-        assert_eq!(sample([5.0, 1.0]), Some(10));
-        assert_eq!(sample([1.0, 5.0]), Some(10), "first row then, not now");
+        }
+        let t = &mut Table::default();
+        assert_eq!(sample(t, [5.0, 1.0]), Some(10));
+        assert_eq!(sample(t, [1.0, 5.0]), Some(10), "first row then, not now");
+        t.key(Key::Home);
+        assert_eq!(t.selected_row().map(|r| r.pid), Some(20));
+        t.key(Key::Down);
+        assert_eq!(sample(t, [5.0, 1.0]), Some(10), "its process, now first");
+        assert_eq!(sample(t, [1.0, 5.0]), Some(10), "its process, now second");
+        t.key(Key::Char('r'));
+        assert_eq!(t.selected_row().map(|r| r.pid), Some(10), "reversed: the top");
+        t.key(Key::Char('r'));
+        assert_eq!(t.selected_row().map(|r| r.pid), Some(20), "the top again");
     }
 }
