@@ -87,12 +87,20 @@ impl History {
             ),
         ];
         let sys = self.system.back().map_or(0.0, |s| s.1);
+        let n = series.len() as u16;
+        // A label over each chart while there is room (80x24 leaves about
+        // eight lines); else each label beside its chart, so no chart is
+        // ever dropped and the step's answer (a ramp, teeth, a flat line)
+        // stays on screen.
+        let stacked = area.height > 2 * n;
+        // Too short even for a line each and the header: the charts first.
+        let header = u16::from(area.height > n);
         let rows = Layout::vertical(
-            std::iter::once(Constraint::Length(1)).chain(
-                series
-                    .iter()
-                    .map(|_| Constraint::Ratio(1, series.len() as u32)),
-            ),
+            std::iter::once(Constraint::Length(header))
+                .chain(series.iter().map(|_| match stacked {
+                    true => Constraint::Fill(1),
+                    false => Constraint::Length(1),
+                })),
         )
         .split(area);
         f.render_widget(
@@ -104,26 +112,32 @@ impl History {
             )),
             rows[0],
         );
-        for (i, (label, values, show)) in series.iter().enumerate() {
+        let heads: Vec<String> = series
+            .iter()
+            .map(|(label, values, show)| {
+                let (min, max) = values
+                    .iter()
+                    .fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
+                let now = values.last().copied().unwrap_or(0.0);
+                match stacked {
+                    true => format!("{label}: now {}, min {}, max {}", show(now), show(min), show(max)),
+                    false => format!("{label} {} ({}–{}) ", show(now), show(min), show(max)),
+                }
+            })
+            .collect();
+        let beside = heads.iter().map(|h| h.chars().count()).max().unwrap_or(0) as u16;
+        for (i, ((_, values, _), head_text)) in series.iter().zip(&heads).enumerate() {
             let area = rows[i + 1];
-            let [head, chart] =
-                Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(area);
-            let (min, max) = values
-                .iter()
-                .fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
-            let now = values.last().copied().unwrap_or(0.0);
-            f.render_widget(
-                Paragraph::new(Line::from(format!(
-                    "{label}: now {}, min {}, max {}",
-                    show(now),
-                    show(min),
-                    show(max)
-                ))),
-                head,
-            );
-            if chart.height == 0 {
+            let [head, chart] = match stacked {
+                true => Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(area),
+                false => Layout::horizontal([Constraint::Length(beside), Constraint::Min(0)])
+                    .areas(area),
+            };
+            f.render_widget(Paragraph::new(Line::from(head_text.as_str())), head);
+            if chart.height == 0 || chart.width == 0 {
                 continue;
             }
+            let max = values.iter().copied().fold(f64::MIN, f64::max);
             let width = chart.width as usize;
             let tail = &values[values.len().saturating_sub(width)..];
             // Sparkline takes integers: scale so the range keeps its shape.
