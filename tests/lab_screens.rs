@@ -704,6 +704,15 @@ fn step_texts_give_the_profile_panels_rate() {
     );
 }
 
+/// Whether `label`'s chart shows: a sparkline on its line or the next.
+fn charted(screen: &str, label: &str) -> bool {
+    let lines: Vec<&str> = screen.lines().collect();
+    let bars = |l: &str| l.contains(['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█']);
+    lines.iter().enumerate().any(|(i, l)| {
+        l.starts_with(label) && (bars(l) || lines.get(i + 1).is_some_and(|n| bars(n)))
+    })
+}
+
 /// Every line an answer of 0-demo's steps is read from, on screen at
 /// 80x24 when the step says to read it: at once, or after ↓ with a marker
 /// saying more is below. And on every screen the key bar keeps `q quit`.
@@ -759,8 +768,108 @@ fn at_80x24_every_answer_bearing_line_shows() {
     press(&mut s, &mut d, &[Key::Char('n')]);
     s.update(Msg::Data(Data::Profile(Box::new(profile()))));
     shows(&mut s, &mut d, "io_app::write_pass", "why: the function");
-    // trend: the I/O pattern's verdict and its region.
-    press(&mut s, &mut d, &[Key::Char('n'), Key::Char('v')]);
+    // trend: every chart of the trend panel, each with its label (a
+    // steady loop, teeth or a ramp is read from them; at 80x24 the panel
+    // once dropped the storage I/O chart), then the I/O pattern's verdict
+    // and its region.
+    press(&mut s, &mut d, &[Key::Char('n')]);
+    let t = shows(&mut s, &mut d, "RSS", "trend: the charts");
+    for label in ["CPU", "storage I/O", "RSS", "context switches"] {
+        assert!(charted(&t, label), "trend: the {label} chart:\n{t}");
+    }
+    press(&mut s, &mut d, &[Key::Char('v')]);
     let t = shows(&mut s, &mut d, "Repeated:", "trend: the pattern");
     assert!(t.contains("trend: I/O pattern"), "{t}");
+}
+
+/// Every line of every step's text of every lab shows on some page at
+/// 80x24 and at 120x40 as PgDn pages through it: a page is what shows
+/// between the markers, so none is skipped (with five questions the text
+/// pane is three lines, and a page of five once skipped two, the command
+/// line of 3-memory's step 2 among them). PgDn held at the end and then
+/// PgUp moves up at once.
+#[test]
+fn every_line_of_every_step_text_shows_when_paged() {
+    let labs = Source::default().ids().unwrap();
+    assert_eq!(labs.len(), 8, "the eight labs");
+    for (w, h) in [(80, 24), (120, 40)] {
+        for name in &labs {
+            let (lab, checks) = lab::load(&Source::default(), name).unwrap();
+            let shell = |_: usize| Vec::new();
+            let view = lab_view(&lab, &checks, &shell, ANSWERS, None, Medium::App);
+            let mut s = State::new(view, &[]);
+            let mut d = Recorded::new();
+            press(&mut s, &mut d, &[Key::Esc]);
+            for step in 0..s.lab.steps.len() {
+                let what = format!("{name} step {} at {w}x{h}", step + 1);
+                let (shown, end) = page_through(&mut s, &mut d, w, h, &what);
+                let x = shown.x;
+                let want = kdiag::tui::lab::markdown::render(&s.step_text(step), w - x - 2);
+                for line in want {
+                    let line: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
+                    let line = line.trim();
+                    assert!(
+                        line.is_empty() || shown.lines.iter().any(|l| l == line),
+                        "{what}: {line:?} never on screen; shown:\n{}",
+                        shown.lines.join("\n")
+                    );
+                }
+                if end > 0 {
+                    press(&mut s, &mut d, &[Key::PageDown; 5]);
+                    press(&mut s, &mut d, &[Key::PageUp]);
+                    let (_, above) = text_pane(&s, w, h);
+                    assert!(above < end, "{what}: PgUp after the end moved to {above} of {end}");
+                }
+                press(&mut s, &mut d, &[Key::Char('n')]);
+            }
+        }
+    }
+}
+
+/// The lines of the step's text pane seen while paging down, and where
+/// the pane starts.
+struct Shown {
+    x: u16,
+    lines: Vec<String>,
+}
+
+/// Page down through the step's text; what showed, and how many lines
+/// were above the last page.
+fn page_through(s: &mut State, d: &mut Recorded, w: u16, h: u16, what: &str) -> (Shown, usize) {
+    let mut shown = Shown { x: 0, lines: Vec::new() };
+    for _ in 0..100 {
+        let (pane, above) = text_pane(s, w, h);
+        shown.x = pane.x;
+        let more = pane.lines.iter().any(|l| l.contains("more line(s) below: PgDn"));
+        shown.lines.extend(pane.lines);
+        if !more {
+            return (shown, above);
+        }
+        press(s, d, &[Key::PageDown]);
+    }
+    panic!("{what}: PgDn never reaches the end");
+}
+
+/// The text pane's lines now (trimmed), its column, and the count its
+/// "↑ N more line(s) above" marker gives (0 without one).
+fn text_pane(s: &State, w: u16, h: u16) -> (Shown, usize) {
+    let t = screens::text(w, h, |f| view::render(f, s));
+    let rows: Vec<&str> = t.lines().collect();
+    let heading = rows.iter().position(|l| l.contains(" Step ")).unwrap_or(0);
+    let questions = rows
+        .iter()
+        .position(|l| l.contains(" Questions ─"))
+        .unwrap_or_else(|| panic!("no questions:\n{t}"));
+    let x = rows[questions].chars().take_while(|&c| c != 'Q').count() as u16 - 1;
+    let lines: Vec<String> = rows[heading + 1..questions]
+        .iter()
+        .map(|l| l.chars().skip(x as usize + 1).collect::<String>().trim().to_string())
+        .collect();
+    let above = lines
+        .first()
+        .and_then(|l| l.strip_prefix("↑ "))
+        .and_then(|l| l.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    (Shown { x, lines }, above)
 }

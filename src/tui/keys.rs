@@ -21,6 +21,8 @@ pub enum Key {
     Tab,
     BackTab,
     CtrlC,
+    /// Clears a text box (readline's kill-line).
+    CtrlU,
 }
 
 impl Key {
@@ -30,6 +32,11 @@ impl Key {
         }
         Some(match e.code {
             KeyCode::Char('c') if e.modifiers.contains(KeyModifiers::CONTROL) => Key::CtrlC,
+            KeyCode::Char('u') if e.modifiers.contains(KeyModifiers::CONTROL) => Key::CtrlU,
+            // Another Ctrl or Alt chord is no letter to type or command to run.
+            KeyCode::Char(_) if e.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) => {
+                return None;
+            }
             KeyCode::Char(c) => Key::Char(c),
             KeyCode::Up => Key::Up,
             KeyCode::Down => Key::Down,
@@ -46,5 +53,22 @@ impl Key {
             KeyCode::BackTab => Key::BackTab,
             _ => return None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ctrl-U is a key of its own (it clears a text box); another Ctrl
+    /// chord is not the letter: Ctrl-W typed no 'w' into an answer.
+    #[test]
+    fn ctrl_chords_are_not_letters() {
+        let ctrl = |c| Key::from_event(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL));
+        assert_eq!(ctrl('u'), Some(Key::CtrlU));
+        assert_eq!(ctrl('c'), Some(Key::CtrlC));
+        assert_eq!(ctrl('w'), None);
+        let plain = KeyEvent::new(KeyCode::Char('u'), KeyModifiers::SHIFT);
+        assert_eq!(Key::from_event(plain), Some(Key::Char('u')));
     }
 }

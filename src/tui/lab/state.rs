@@ -5,7 +5,7 @@
 use crate::model::lab::{Input, Panel, PickColumn};
 
 use super::event::{Effect, Given, Key, Msg, Verdict};
-use super::panels::{Chosen, Instrument, Panels, instrument};
+use super::panels::{Chosen, Instrument, Panels, Scroll, instrument};
 
 /// A lab as the app shows it; the front end fills it in from the lab's
 /// definition and checks.
@@ -100,7 +100,7 @@ pub struct State {
     pub panels: Panels,
     pub chosen: Option<Chosen>,
     /// Lines of the step's text scrolled away.
-    pub scroll: u16,
+    pub scroll: Scroll,
     /// Answers sent for checking, whose verdicts the next `Checked` brings.
     pending: Vec<String>,
     pub quit: bool,
@@ -141,7 +141,7 @@ impl State {
             message: None,
             panels: Panels::default(),
             chosen: None,
-            scroll: 0,
+            scroll: Scroll::default(),
             pending: Vec::new(),
             quit: false,
         };
@@ -267,8 +267,8 @@ impl State {
     fn go_to(&mut self, step: usize) {
         self.step = step.min(self.lab.steps.len().saturating_sub(1));
         self.panel = 0;
-        self.panels.text_scroll = 0;
-        self.scroll = 0;
+        self.panels.text_scroll.home();
+        self.scroll.home();
         self.editing = None;
         self.question = self
             .answers
@@ -418,6 +418,7 @@ impl State {
                 Key::Backspace => {
                     text.pop();
                 }
+                Key::CtrlU => text.clear(),
                 Key::Esc => self.editing = None,
                 Key::Enter => {
                     let value = text.trim().to_string();
@@ -457,12 +458,12 @@ impl State {
             Key::Char('v') => {
                 let n = self.lab.steps[self.step].panels.len().max(1);
                 self.panel = (self.panel + 1) % n;
-                self.panels.text_scroll = 0;
+                self.panels.text_scroll.home();
             }
             Key::Tab if nq > 0 => self.question = (self.question + 1) % nq,
             Key::BackTab if nq > 0 => self.question = (self.question + nq - 1) % nq,
-            Key::PageDown => self.scroll = self.scroll.saturating_add(5),
-            Key::PageUp => self.scroll = self.scroll.saturating_sub(5),
+            Key::PageDown => self.scroll.page(1),
+            Key::PageUp => self.scroll.page(-1),
             Key::Left | Key::Right if nq > 0 => {
                 let q = &self.lab.steps[self.step].questions[self.question];
                 if let Input::Choice { choices } = &q.input {

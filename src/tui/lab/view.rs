@@ -11,6 +11,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use super::event::Verdict;
 use super::markdown;
+use super::panels::Scroll;
 use super::state::{Overlay, State, Tone};
 use crate::model::lab::Input;
 
@@ -220,7 +221,7 @@ fn step(f: &mut Frame, area: Rect, s: &State, marks: bool) {
         )),
         title,
     );
-    text_pane(f, text, lines, s.scroll);
+    text_pane(f, text, lines, &s.scroll);
 
     let block = Block::new().borders(Borders::TOP).title(" Questions ");
     let inner = block.inner(questions);
@@ -249,7 +250,7 @@ fn step(f: &mut Frame, area: Rect, s: &State, marks: bool) {
 
 /// The step's text from line `scroll` on, a marker on the last line when
 /// more is below (PgDn) and on the first when some is scrolled away (PgUp).
-fn text_pane(f: &mut Frame, area: Rect, lines: Vec<Line<'static>>, scroll: u16) {
+fn text_pane(f: &mut Frame, area: Rect, lines: Vec<Line<'static>>, scroll: &Scroll) {
     let area = area.inner(ratatui::layout::Margin::new(1, 0));
     let h = area.height as usize;
     if h == 0 {
@@ -257,7 +258,7 @@ fn text_pane(f: &mut Frame, area: Rect, lines: Vec<Line<'static>>, scroll: u16) 
     }
     let total = lines.len();
     // Never past the end: the last screenful stays on screen.
-    let from = (scroll as usize).min(total.saturating_sub(h.saturating_sub(1).max(1)));
+    let from = scroll.reach(total.saturating_sub(h.saturating_sub(1).max(1)));
     let above = from > 0;
     let room = h - usize::from(above);
     let below = total.saturating_sub(from + room);
@@ -267,6 +268,8 @@ fn text_pane(f: &mut Frame, area: Rect, lines: Vec<Line<'static>>, scroll: u16) 
         room
     };
     let below = total.saturating_sub(from + room);
+    // A page is what shows between two markers: PgDn skips no line.
+    scroll.shows(h.saturating_sub(2));
     let marker = Style::new().add_modifier(Modifier::DIM | Modifier::REVERSED);
     let mut shown = Vec::new();
     if above {
@@ -440,9 +443,12 @@ fn wrap_words(text: &str, width: usize) -> Vec<String> {
 /// needed go first, `? keys` and `q quit` never.
 pub fn key_line(s: &State, width: usize) -> String {
     if s.editing.is_some() {
-        if evidence_in_focus(s) {
+        if evidence_in_focus(s) && s.panel_saves() {
             return " type the file's path · Enter alone saves the panel's data · Esc cancels"
                 .into();
+        }
+        if evidence_in_focus(s) {
+            return " type the file's path · Enter checks it · Esc cancels".into();
         }
         return " type the answer · Enter checks it · Esc cancels".into();
     }
@@ -483,7 +489,7 @@ fn evidence_in_focus(s: &State) -> bool {
 fn help_text(s: &State) -> String {
     format!(
         "- **Tab**, **Shift-Tab**: the next or previous question\n\
-         - **Enter**: answer the question in focus: type it (Enter checks, Esc cancels), \
+         - **Enter**: answer the question in focus: type it (Enter checks, Esc cancels, Ctrl-U clears), \
          take the process highlighted in the table, the choice shown (**← →** to change it), \
          or, for evidence, type a file's path (Enter alone saves the panel's data)\n\
          - **↑ ↓ Home End**: move in the panel (select a process, scroll)\n\

@@ -12,6 +12,7 @@ pub mod processes;
 pub mod profile;
 pub mod trend;
 
+use std::cell::Cell;
 use std::collections::HashMap;
 
 use ratatui::Frame;
@@ -65,7 +66,7 @@ pub struct Panels {
     pub failed: HashMap<Panel, String>,
     /// Lines scrolled away in a text panel (process, io-pattern,
     /// exec-trace): reset when another panel shows.
-    pub text_scroll: usize,
+    pub text_scroll: Scroll,
 }
 
 impl Panels {
@@ -103,11 +104,9 @@ impl Panels {
     pub fn key(&mut self, panel: Panel, key: Key) -> bool {
         match panel {
             Panel::Processes => self.processes.key(key),
-            Panel::Profile => scroll(&mut self.profile.scroll, key),
-            Panel::Offcpu => scroll(&mut self.offcpu.scroll, key),
-            Panel::Process | Panel::IoPattern | Panel::ExecTrace => {
-                scroll(&mut self.text_scroll, key)
-            }
+            Panel::Profile => self.profile.scroll.key(key),
+            Panel::Offcpu => self.offcpu.scroll.key(key),
+            Panel::Process | Panel::IoPattern | Panel::ExecTrace => self.text_scroll.key(key),
             Panel::Iosnoop | Panel::Trend => false,
         }
     }
@@ -143,17 +142,17 @@ impl Panels {
                 f,
                 area,
                 self.process.lines(area.width, pid),
-                self.text_scroll,
+                &self.text_scroll,
             ),
             Panel::Iosnoop => self.io.draw(f, area, pid, status),
             Panel::IoPattern => scrolled(
                 f,
                 area,
                 io_pattern::lines(&self.io, pid, status),
-                self.text_scroll,
+                &self.text_scroll,
             ),
             Panel::Profile => self.profile.draw(f, area, pid, status),
-            Panel::ExecTrace => scrolled(f, area, self.exec.lines(status), self.text_scroll),
+            Panel::ExecTrace => scrolled(f, area, self.exec.lines(status), &self.text_scroll),
             Panel::Offcpu => self.offcpu.draw(f, area, pid, status),
             Panel::Trend => self.trend.draw(f, area, pid),
         }
@@ -163,7 +162,7 @@ impl Panels {
 /// A panel's lines, wrapped, from line `scroll` on; a marker line says when
 /// more are above or below, so that at 80x24 no line a step needs is cut
 /// without a word. Every panel that scrolls draws through it.
-fn scrolled(f: &mut Frame, area: Rect, lines: Vec<Line<'static>>, scroll: usize) {
+fn scrolled(f: &mut Frame, area: Rect, lines: Vec<Line<'static>>, scroll: &Scroll) {
     if area.height == 0 || area.width == 0 {
         return;
     }
@@ -180,11 +179,12 @@ fn scrolled(f: &mut Frame, area: Rect, lines: Vec<Line<'static>>, scroll: usize)
         .map_or(0, |y| y as usize + 1);
     let h = area.height as usize;
     let (from, room) = if total <= h {
+        scroll.reach(0);
         (0, h)
     } else {
         // One line for each marker shown; scrolled to the end, the last
         // lines take the place of the marker below (none is left).
-        let from = scroll.min(total - (h - 1).max(1));
+        let from = scroll.reach(total - (h - 1).max(1));
         let room = h.saturating_sub(usize::from(from > 0));
         let rest = total - from;
         (
@@ -222,15 +222,56 @@ fn scrolled(f: &mut Frame, area: Rect, lines: Vec<Line<'static>>, scroll: usize)
     }
 }
 
-/// ↑ ↓ Home on a panel that scrolls; whether the key was one of them.
-fn scroll(lines: &mut usize, key: Key) -> bool {
-    match key {
-        Key::Down => *lines += 1,
-        Key::Up => *lines = lines.saturating_sub(1),
-        Key::Home => *lines = 0,
-        _ => return false,
+/// Lines scrolled away in a pane, never past its last screenful: each draw
+/// records how far it can go, so ↑ (or PgUp) after ↓ held at the end moves
+/// at once instead of first undoing the presses that moved nothing.
+#[derive(Debug, Clone, Default)]
+pub struct Scroll {
+    at: usize,
+    /// The furthest `at` the last draw could show; None before any draw.
+    end: Cell<Option<usize>>,
+    /// Lines shown between the markers at the last draw: a page.
+    page: Cell<Option<usize>>,
+}
+
+impl Scroll {
+    /// Move by `lines` (negative: up), within what the last draw showed.
+    pub fn by(&mut self, lines: isize) {
+        let at = self.at.saturating_add_signed(lines);
+        self.at = self.end.get().map_or(at, |end| at.min(end));
     }
-    true
+
+    pub fn home(&mut self) {
+        self.at = 0;
+    }
+
+    /// A page down (`1`) or up (`-1`): the lines the last draw showed
+    /// between its markers, so that no line is skipped.
+    pub fn page(&mut self, dir: isize) {
+        self.by(dir * self.page.get().unwrap_or(5).max(1) as isize);
+    }
+
+    /// The draw shows `lines` lines between its markers.
+    pub fn shows(&self, lines: usize) {
+        self.page.set(Some(lines));
+    }
+
+    /// For a draw that can scroll up to `end` lines: the lines to skip.
+    pub fn reach(&self, end: usize) -> usize {
+        self.end.set(Some(end));
+        self.at.min(end)
+    }
+
+    /// ↑ ↓ Home on a panel that scrolls; whether the key was one of them.
+    fn key(&mut self, key: Key) -> bool {
+        match key {
+            Key::Down => self.by(1),
+            Key::Up => self.by(-1),
+            Key::Home => self.home(),
+            _ => return false,
+        }
+        true
+    }
 }
 
 /// `values` as a sparkline of block characters, the last `width` of them,

@@ -23,7 +23,7 @@ pub struct Window {
     /// (PID recorded, its last window).
     last: Option<(i32, Profile)>,
     /// Lines scrolled off the top of the panel (a small window shows few).
-    pub scroll: usize,
+    pub scroll: super::Scroll,
 }
 
 impl Window {
@@ -101,6 +101,6 @@ impl Window {
                 code_style(),
             )));
         }
-        super::scrolled(f, area, lines, self.scroll);
+        super::scrolled(f, area, lines, &self.scroll);
     }
 }

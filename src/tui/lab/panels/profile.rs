@@ -25,7 +25,7 @@ pub struct Windows {
     /// (PID profiled, one window of its profile), oldest first.
     pub list: VecDeque<(i32, Profile)>,
     /// Lines scrolled off the top of the panel.
-    pub scroll: usize,
+    pub scroll: super::Scroll,
 }
 
 impl Windows {
@@ -108,7 +108,7 @@ impl Windows {
             ));
             lines.extend(flame_lines(&p.stacks, area.width as usize));
         }
-        super::scrolled(f, area, lines, self.scroll);
+        super::scrolled(f, area, lines, &self.scroll);
     }
 }
 
