@@ -70,6 +70,8 @@ pub fn forward(command: &Command) -> anyhow::Result<Option<u8>> {
 }
 
 pub fn run(args: Args, app: fn() -> clap::Command) -> anyhow::Result<u8> {
+    // Root's, never a learner's sudo rule: it binds and replaces sockets.
+    policy::require_admin("kdiag serve")?;
     if !privilege::is_root() {
         return Err(error::usage("kdiag serve runs as root (it traces for its callers)"));
     }
