@@ -118,6 +118,13 @@ fn decide(app: fn() -> clap::Command, peer: &Peer, argv: &[String]) -> Result<Ve
                 .into(),
         ));
     }
+    if !peer.shares_pid_namespace() {
+        return Err(refused(
+            "the kdiag service sees the host's PIDs and yours are another PID namespace's (a \
+             container's): run the container with the host's PIDs (podman --pid=host)"
+                .into(),
+        ));
+    }
     policy::allow_peer(peer.uid, &super::learner_asks(&command))
         .map_err(|e| (format!("{e:#}"), error::exit_code(&e)))?;
     let mut argv = argv.to_vec();

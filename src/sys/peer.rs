@@ -55,6 +55,15 @@ impl Peer {
     pub fn alive(&self) -> bool {
         pidfd_signal(&self.pidfd, 0).is_ok()
     }
+
+    /// Whether the peer sees the PIDs we see (the same PID namespace): a
+    /// PID it names is then the process we would trace. Checked alive
+    /// after, so the namespace read was the peer's.
+    pub fn shares_pid_namespace(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let ns = |pid: &str| std::fs::metadata(format!("/proc/{pid}/ns/pid")).map(|m| (m.dev(), m.ino()));
+        matches!((ns("self"), ns(&self.pid.to_string())), (Ok(a), Ok(b)) if a == b) && self.alive()
+    }
 }
 
 fn getsockopt<T>(fd: RawFd, opt: libc::c_int, out: &mut T) -> io::Result<()> {
@@ -182,7 +191,7 @@ mod tests {
         let peer = Peer::of(&a).unwrap();
         // SAFETY: getuid cannot fail.
         assert_eq!((peer.pid, peer.uid), (std::process::id(), unsafe { libc::getuid() }));
-        assert!(peer.alive());
+        assert!(peer.alive() && peer.shares_pid_namespace());
 
         let (mut r, w) = UnixStream::pair().unwrap();
         send_with_fds(&a, b"hello", &[w.as_raw_fd()]).unwrap();
