@@ -686,7 +686,11 @@ fn check_admin_only(env: &Env, key: &str, template: &str) {
     let (out, in_time) = env.run(template, &path);
     assert!(in_time, "{key}: did not finish");
     assert_eq!(out.status.code(), Some(2), "{key}: {}", stderr(&out));
-    assert!(stderr(&out).contains("administrator"), "{key}: {}", stderr(&out));
+    assert!(
+        stderr(&out).contains("administrator"),
+        "{key}: {}",
+        stderr(&out)
+    );
     assert!(!path.exists(), "{key}: made {}", path.display());
 }
 

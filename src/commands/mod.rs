@@ -114,7 +114,10 @@ fn learner_asks(command: &Command) -> Vec<Ask> {
         Command::Offcpu(a) => pids(&a.pids.pids),
         Command::Faults(a) => pids(&a.pids.pids),
         Command::Top(a) => pids(&a.only.pids),
-        Command::Ps(a) => pids(&a.only.pids).into_iter().chain(a.user.map(Ask::User)).collect(),
+        Command::Ps(a) => pids(&a.only.pids)
+            .into_iter()
+            .chain(a.user.map(Ask::User))
+            .collect(),
         Command::Iosnoop(a) => match a.pid {
             Some(p) => vec![Ask::Pid(p)],
             None => vec![wide(

@@ -73,7 +73,9 @@ pub fn run(args: Args, app: fn() -> clap::Command) -> anyhow::Result<u8> {
     // Root's, never a learner's sudo rule: it binds and replaces sockets.
     policy::require_admin("kdiag serve")?;
     if !privilege::is_root() {
-        return Err(error::usage("kdiag serve runs as root (it traces for its callers)"));
+        return Err(error::usage(
+            "kdiag serve runs as root (it traces for its callers)",
+        ));
     }
     let listening = listener::listen(&args.socket)?;
     let stop = Arc::new(AtomicBool::new(false));
@@ -87,10 +89,13 @@ pub fn run(args: Args, app: fn() -> clap::Command) -> anyhow::Result<u8> {
         request_deadline: Duration::from_secs(5),
     };
     let decide = Arc::new(move |peer: &Peer, argv: &[String]| decide(app, peer, argv));
-    eprintln!("kdiag serve: listening on {}", match &listening.bound {
-        Some(p) => p.display().to_string(),
-        None => "the socket systemd passed".into(),
-    });
+    eprintln!(
+        "kdiag serve: listening on {}",
+        match &listening.bound {
+            Some(p) => p.display().to_string(),
+            None => "the socket systemd passed".into(),
+        }
+    );
     server::serve(&listening.listener, limits, decide, &stop)?;
     Ok(0)
 }
@@ -99,7 +104,11 @@ pub fn run(args: Args, app: fn() -> clap::Command) -> anyhow::Result<u8> {
 /// client's was, a served command, no `-- CMD` (it would run outside the
 /// caller's session and container), the policy's asks for the peer's uid;
 /// `ps` narrowed to the caller's processes.
-fn decide(app: fn() -> clap::Command, peer: &Peer, argv: &[String]) -> Result<Vec<String>, (String, u8)> {
+fn decide(
+    app: fn() -> clap::Command,
+    peer: &Peer,
+    argv: &[String],
+) -> Result<Vec<String>, (String, u8)> {
     let refused = |msg: String| (msg, error::USAGE);
     let matches = app()
         .try_get_matches_from(std::iter::once("kdiag").chain(argv.iter().map(String::as_str)))

@@ -48,7 +48,10 @@ pub fn listen(path: &Path) -> anyhow::Result<Listening> {
             }
             fs::remove_file(path)?;
         }
-        Ok(_) => bail!("{} exists and is not a socket: not replacing it", path.display()),
+        Ok(_) => bail!(
+            "{} exists and is not a socket: not replacing it",
+            path.display()
+        ),
         Err(_) => {}
     }
     let listener =
@@ -64,8 +67,12 @@ pub fn listen(path: &Path) -> anyhow::Result<Listening> {
 /// when LISTEN_PID is ours; the variables unset so children do not take
 /// the socket for theirs).
 fn activated() -> anyhow::Result<Option<UnixListener>> {
-    let pid = std::env::var("LISTEN_PID").ok().and_then(|p| p.parse::<u32>().ok());
-    let fds = std::env::var("LISTEN_FDS").ok().and_then(|n| n.parse::<u32>().ok());
+    let pid = std::env::var("LISTEN_PID")
+        .ok()
+        .and_then(|p| p.parse::<u32>().ok());
+    let fds = std::env::var("LISTEN_FDS")
+        .ok()
+        .and_then(|n| n.parse::<u32>().ok());
     // SAFETY: before any thread, in the service's start.
     unsafe {
         std::env::remove_var("LISTEN_PID");
@@ -79,7 +86,13 @@ fn activated() -> anyhow::Result<Option<UnixListener>> {
     let (mut listening, mut len): (libc::c_int, libc::socklen_t) = (0, 4);
     // SAFETY: fd 3 is ours by the protocol; getsockopt only reads it.
     let rc = unsafe {
-        libc::getsockopt(FIRST, libc::SOL_SOCKET, libc::SO_ACCEPTCONN, (&mut listening as *mut libc::c_int).cast(), &mut len)
+        libc::getsockopt(
+            FIRST,
+            libc::SOL_SOCKET,
+            libc::SO_ACCEPTCONN,
+            (&mut listening as *mut libc::c_int).cast(),
+            &mut len,
+        )
     };
     if rc != 0 || listening == 0 {
         bail!("socket activation passed fd 3, which is not a listening socket");

@@ -57,8 +57,12 @@ pub fn frame_len(header: [u8; 4], max: usize) -> io::Result<usize> {
 
 /// A message from a frame's body.
 pub fn decode<T: DeserializeOwned>(body: &[u8]) -> io::Result<T> {
-    serde_json::from_slice(body)
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("a malformed message: {e}")))
+    serde_json::from_slice(body).map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("a malformed message: {e}"),
+        )
+    })
 }
 
 /// A message as one frame.
@@ -117,7 +121,10 @@ mod tests {
         assert_eq!(read::<Request>(&mut &frame[..]).unwrap(), Some(run));
         assert_eq!(read::<Request>(&mut &[][..]).unwrap(), None);
         let exit = encode(&Reply::Exit { code: 3 });
-        assert_eq!(read::<Reply>(&mut &exit[..]).unwrap(), Some(Reply::Exit { code: 3 }));
+        assert_eq!(
+            read::<Reply>(&mut &exit[..]).unwrap(),
+            Some(Reply::Exit { code: 3 })
+        );
     }
 
     #[test]

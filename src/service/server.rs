@@ -40,9 +40,17 @@ pub struct Limits {
 pub type Decide = dyn Fn(&Peer, &[String]) -> Result<Vec<String>, (String, u8)> + Send + Sync;
 
 /// The environment a run keeps from its caller: how their terminal looks.
-const CALLER_ENV: &[&str] = &["TERM", "COLUMNS", "LINES", "LANG", "LC_ALL", "LC_CTYPE", "NO_COLOR"];
+const CALLER_ENV: &[&str] = &[
+    "TERM", "COLUMNS", "LINES", "LANG", "LC_ALL", "LC_CTYPE", "NO_COLOR",
+];
 /// Signals a caller may pass on to their run.
-const SIGNALS: &[i32] = &[libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGWINCH];
+const SIGNALS: &[i32] = &[
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGWINCH,
+];
 
 #[derive(Default)]
 struct Load {
@@ -68,7 +76,12 @@ impl Drop for Slot {
 }
 
 /// Serve until `stop` is set (checked every quarter second).
-pub fn serve(listener: &UnixListener, limits: Limits, decide: Arc<Decide>, stop: &AtomicBool) -> io::Result<()> {
+pub fn serve(
+    listener: &UnixListener,
+    limits: Limits,
+    decide: Arc<Decide>,
+    stop: &AtomicBool,
+) -> io::Result<()> {
     let load = Arc::new(Mutex::new(Load::default()));
     listener.set_nonblocking(true)?;
     while !stop.load(Ordering::Relaxed) {
@@ -81,8 +94,18 @@ pub fn serve(listener: &UnixListener, limits: Limits, decide: Arc<Decide>, stop:
         unsafe { libc::poll(&mut pfd, 1, 250) };
         let stream = match listener.accept() {
             Ok((s, _)) => s,
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => continue,
-            Err(e) if e.raw_os_error() == Some(libc::EMFILE) || e.raw_os_error() == Some(libc::ENFILE) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                ) =>
+            {
+                continue;
+            }
+            Err(e)
+                if e.raw_os_error() == Some(libc::EMFILE)
+                    || e.raw_os_error() == Some(libc::ENFILE) =>
+            {
                 std::thread::sleep(Duration::from_millis(100));
                 continue;
             }
@@ -90,11 +113,19 @@ pub fn serve(listener: &UnixListener, limits: Limits, decide: Arc<Decide>, stop:
         };
         let _ = stream.set_nonblocking(false);
         let _ = stream.set_write_timeout(Some(Duration::from_secs(5)));
-        let Ok(peer) = Peer::of(&stream) else { continue };
+        let Ok(peer) = Peer::of(&stream) else {
+            continue;
+        };
         let slot = match admit(&load, &limits, peer.uid) {
             Ok(slot) => slot,
             Err(why) => {
-                let _ = protocol::write(&mut &stream, &Reply::Refused { message: why, code: 1 });
+                let _ = protocol::write(
+                    &mut &stream,
+                    &Reply::Refused {
+                        message: why,
+                        code: 1,
+                    },
+                );
                 continue;
             }
         };
@@ -116,7 +147,10 @@ fn admit(load: &Arc<Mutex<Load>>, limits: &Limits, uid: u32) -> Result<Slot, Str
     let mut l = load.lock().unwrap_or_else(|p| p.into_inner());
     let open = l.open.get(&uid).copied().unwrap_or(0);
     if open >= limits.per_user {
-        return Err(format!("the kdiag service runs at most {} requests of one user at a time", limits.per_user));
+        return Err(format!(
+            "the kdiag service runs at most {} requests of one user at a time",
+            limits.per_user
+        ));
     }
     if l.total >= limits.total {
         return Err("the kdiag service is busy: try again in a moment".into());
@@ -127,7 +161,10 @@ fn admit(load: &Arc<Mutex<Load>>, limits: &Limits, uid: u32) -> Result<Slot, Str
         runs.pop_front();
     }
     if runs.len() >= limits.runs_per_minute {
-        return Err(format!("the kdiag service takes at most {} requests a minute from one user", limits.runs_per_minute));
+        return Err(format!(
+            "the kdiag service takes at most {} requests a minute from one user",
+            limits.runs_per_minute
+        ));
     }
     runs.push_back(Instant::now());
     l.total += 1;
@@ -140,7 +177,10 @@ fn admit(load: &Arc<Mutex<Load>>, limits: &Limits, uid: u32) -> Result<Slot, Str
 
 fn connection(stream: UnixStream, peer: Peer, limits: &Limits, decide: &Decide) {
     let refuse = |message: String, code: u8| {
-        eprintln!("kdiag serve: uid {} pid {}: refused: {message}", peer.uid, peer.pid);
+        eprintln!(
+            "kdiag serve: uid {} pid {}: refused: {message}",
+            peer.uid, peer.pid
+        );
         let _ = protocol::write(&mut &stream, &Reply::Refused { message, code });
     };
     let _ = stream.set_read_timeout(Some(limits.request_deadline));
@@ -152,10 +192,18 @@ fn connection(stream: UnixStream, peer: Peer, limits: &Limits, decide: &Decide) 
         return refuse("a connection starts with a run request".into(), 2);
     };
     if version != VERSION {
-        return refuse(format!("this kdiag speaks version {version} of the service's protocol, the service {VERSION}: use the same kdiag"), 2);
+        return refuse(
+            format!(
+                "this kdiag speaks version {version} of the service's protocol, the service {VERSION}: use the same kdiag"
+            ),
+            2,
+        );
     }
     let Ok([stdin, stdout, stderr, cwd]) = <[OwnedFd; 4]>::try_from(fds) else {
-        return refuse("a run request carries stdin, stdout, stderr and the working directory".into(), 2);
+        return refuse(
+            "a run request carries stdin, stdout, stderr and the working directory".into(),
+            2,
+        );
     };
     if !is_dir(&cwd) {
         return refuse("the fourth descriptor is not a directory".into(), 2);
@@ -164,12 +212,20 @@ fn connection(stream: UnixStream, peer: Peer, limits: &Limits, decide: &Decide) 
         Ok(a) => a,
         Err((message, code)) => return refuse(message, code),
     };
-    let env: Vec<_> = env.into_iter().filter(|(k, v)| CALLER_ENV.contains(&k.as_str()) && !v.contains('\0')).collect();
+    let env: Vec<_> = env
+        .into_iter()
+        .filter(|(k, v)| CALLER_ENV.contains(&k.as_str()) && !v.contains('\0'))
+        .collect();
     let mut child = match start(&peer, &argv, env, [stdin, stdout, stderr], &cwd) {
         Ok(c) => c,
         Err(e) => return refuse(format!("the service could not start kdiag: {e}"), 1),
     };
-    eprintln!("kdiag serve: uid {} pid {}: kdiag {}", peer.uid, peer.pid, argv.join(" "));
+    eprintln!(
+        "kdiag serve: uid {} pid {}: kdiag {}",
+        peer.uid,
+        peer.pid,
+        argv.join(" ")
+    );
     let code = match protocol::write(&mut &stream, &Reply::Started) {
         Ok(()) => supervise(&stream, &mut child),
         Err(_) => None,
@@ -199,13 +255,21 @@ fn first_request(stream: &UnixStream) -> io::Result<(Request, Vec<OwnedFd>)> {
 fn is_dir(fd: &OwnedFd) -> bool {
     // SAFETY: fstat into a zeroed stat of a valid fd.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    unsafe { libc::fstat(fd.as_raw_fd(), &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFDIR }
+    unsafe {
+        libc::fstat(fd.as_raw_fd(), &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFDIR
+    }
 }
 
 /// kdiag run as root for `peer` (SUDO_UID and SUDO_GID name them, as sudo
 /// does: files they name are opened as them, commands run as them), in
 /// their working directory, on their terminal, in a session of its own.
-fn start(peer: &Peer, argv: &[String], env: Vec<(String, String)>, stdio: [OwnedFd; 3], cwd: &OwnedFd) -> io::Result<Child> {
+fn start(
+    peer: &Peer,
+    argv: &[String],
+    env: Vec<(String, String)>,
+    stdio: [OwnedFd; 3],
+    cwd: &OwnedFd,
+) -> io::Result<Child> {
     let [stdin, stdout, stderr] = stdio;
     let name = privilege::user_name(peer.uid).unwrap_or_else(|| peer.uid.to_string());
     let mut cmd = std::process::Command::new("/proc/self/exe");
@@ -213,7 +277,10 @@ fn start(peer: &Peer, argv: &[String], env: Vec<(String, String)>, stdio: [Owned
         .args(argv)
         .env_clear()
         .envs(env)
-        .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+        .env(
+            "PATH",
+            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        )
         .env("HOME", "/root")
         .env("SUDO_UID", peer.uid.to_string())
         .env("SUDO_GID", peer.gid.to_string())
@@ -227,7 +294,10 @@ fn start(peer: &Peer, argv: &[String], env: Vec<(String, String)>, stdio: [Owned
     // whole service does.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::fchdir(cwd) != 0 || libc::setsid() < 0 || libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+            if libc::fchdir(cwd) != 0
+                || libc::setsid() < 0
+                || libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0
+            {
                 return Err(io::Error::last_os_error());
             }
             Ok(())
@@ -243,8 +313,16 @@ fn supervise(stream: &UnixStream, child: &mut Child) -> Option<u8> {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
     loop {
         let mut fds = [
-            libc::pollfd { fd: stream.as_raw_fd(), events: libc::POLLIN, revents: 0 },
-            libc::pollfd { fd: pidfd.as_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 },
+            libc::pollfd {
+                fd: stream.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: pidfd.as_fd().as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
         ];
         // SAFETY: two valid pollfds.
         if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {

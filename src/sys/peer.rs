@@ -46,7 +46,10 @@ impl Peer {
             pidfd,
         };
         if !peer.alive() {
-            return Err(io::Error::new(io::ErrorKind::NotFound, "the peer has exited"));
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                "the peer has exited",
+            ));
         }
         Ok(peer)
     }
@@ -61,7 +64,9 @@ impl Peer {
     /// after, so the namespace read was the peer's.
     pub fn shares_pid_namespace(&self) -> bool {
         use std::os::unix::fs::MetadataExt;
-        let ns = |pid: &str| std::fs::metadata(format!("/proc/{pid}/ns/pid")).map(|m| (m.dev(), m.ino()));
+        let ns = |pid: &str| {
+            std::fs::metadata(format!("/proc/{pid}/ns/pid")).map(|m| (m.dev(), m.ino()))
+        };
         matches!((ns("self"), ns(&self.pid.to_string())), (Ok(a), Ok(b)) if a == b) && self.alive()
     }
 }
@@ -69,8 +74,13 @@ impl Peer {
 fn getsockopt<T>(fd: RawFd, opt: libc::c_int, out: &mut T) -> io::Result<()> {
     let mut len = std::mem::size_of::<T>() as libc::socklen_t;
     // SAFETY: `out` is a valid T of `len` bytes.
-    let rc = unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, opt, (out as *mut T).cast(), &mut len) };
-    if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+    let rc =
+        unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, opt, (out as *mut T).cast(), &mut len) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 /// A pidfd of `pid` (it may be gone: the error says so).
@@ -96,7 +106,11 @@ pub fn pidfd_signal(pidfd: &OwnedFd, signal: i32) -> io::Result<()> {
             0,
         )
     };
-    if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 /// The most descriptors one message carries (stdin, stdout, stderr, cwd).
@@ -144,7 +158,11 @@ pub fn send_with_fds(stream: &UnixStream, data: &[u8], fds: &[RawFd]) -> io::Res
 /// Read up to `buf.len()` bytes, keeping any descriptors that came with
 /// them in `fds` (owned: closed when dropped; more than MAX_FDS, or a cut
 /// control message, is an error). 0 at end of stream.
-pub fn recv_with_fds(stream: &UnixStream, buf: &mut [u8], fds: &mut Vec<OwnedFd>) -> io::Result<usize> {
+pub fn recv_with_fds(
+    stream: &UnixStream,
+    buf: &mut [u8],
+    fds: &mut Vec<OwnedFd>,
+) -> io::Result<usize> {
     let mut cmsg = [0u64; 8];
     let mut iov = libc::iovec {
         iov_base: buf.as_mut_ptr().cast(),
@@ -165,7 +183,8 @@ pub fn recv_with_fds(stream: &UnixStream, buf: &mut [u8], fds: &mut Vec<OwnedFd>
         let mut c = libc::CMSG_FIRSTHDR(&msg);
         while !c.is_null() {
             if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
-                let count = ((*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize) / size_of::<RawFd>();
+                let count =
+                    ((*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize) / size_of::<RawFd>();
                 let data = libc::CMSG_DATA(c).cast::<RawFd>();
                 for i in 0..count {
                     fds.push(OwnedFd::from_raw_fd(data.add(i).read_unaligned()));
@@ -174,7 +193,10 @@ pub fn recv_with_fds(stream: &UnixStream, buf: &mut [u8], fds: &mut Vec<OwnedFd>
             c = libc::CMSG_NXTHDR(&msg, c);
         }
         if msg.msg_flags & libc::MSG_CTRUNC != 0 || fds.len() > MAX_FDS {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, "too many descriptors"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "too many descriptors",
+            ));
         }
         Ok(n as usize)
     }
@@ -190,7 +212,10 @@ mod tests {
         let (a, b) = UnixStream::pair().unwrap();
         let peer = Peer::of(&a).unwrap();
         // SAFETY: getuid cannot fail.
-        assert_eq!((peer.pid, peer.uid), (std::process::id(), unsafe { libc::getuid() }));
+        assert_eq!(
+            (peer.pid, peer.uid),
+            (std::process::id(), unsafe { libc::getuid() })
+        );
         assert!(peer.alive() && peer.shares_pid_namespace());
 
         let (mut r, w) = UnixStream::pair().unwrap();
