@@ -17,6 +17,7 @@ pub mod instruments;
 pub mod lab;
 pub mod model;
 pub mod render;
+pub mod service;
 pub mod sys;
 pub mod tui;
 pub mod workloads;

@@ -40,6 +40,9 @@ enum Case {
     Transcript(&'static str),
     /// The same argument (a flattened option group) as the case named.
     Same(&'static str),
+    /// The administrator's (`serve --socket`): a learner through sudo is
+    /// refused before anything is made at the path.
+    AdminOnly(&'static str),
 }
 
 const MIB: u64 = 1 << 20;
@@ -87,6 +90,7 @@ fn cases() -> BTreeMap<&'static str, Case> {
             Writer("profile --wall -F 999 --html {P} -- {BUSY}"),
         ),
         ("course init --out", Writer("course init --out {P}")),
+        ("serve --socket", AdminOnly("serve --socket {P}")),
         (
             "diagnose --record",
             Writer("diagnose -d 0.3 --why none --record {P} -- sleep 2"),
@@ -677,6 +681,19 @@ fn check_dir_reader(env: &Env, key: &str, template: &str) {
     std::fs::remove_file(fifo).unwrap();
 }
 
+fn check_admin_only(env: &Env, key: &str, template: &str) {
+    let path = env.root_dir.path().join("admin-only");
+    let (out, in_time) = env.run(template, &path);
+    assert!(in_time, "{key}: did not finish");
+    assert_eq!(out.status.code(), Some(2), "{key}: {}", stderr(&out));
+    assert!(
+        stderr(&out).contains("administrator"),
+        "{key}: {}",
+        stderr(&out)
+    );
+    assert!(!path.exists(), "{key}: made {}", path.display());
+}
+
 #[test]
 fn paths_under_sudo_are_the_learners() {
     let Some((uid, gid)) = learner("paths_under_sudo_are_the_learners") else {
@@ -692,6 +709,7 @@ fn paths_under_sudo_are_the_learners() {
             Case::DirWriter(t) => check_dir_writer(&env, key, t),
             Case::Reader(t, limit) => check_reader(&env, key, t, limit),
             Case::DirReader(t) => check_dir_reader(&env, key, t),
+            Case::AdminOnly(t) => check_admin_only(&env, key, t),
             Case::Same(_) => continue,
         }
         eprintln!("{key}: {:.1} s", t.elapsed().as_secs_f64());

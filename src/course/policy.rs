@@ -130,11 +130,25 @@ pub fn allow_all(asks: &[Ask]) -> anyhow::Result<()> {
     }
     match caller()? {
         Caller::Free => Ok(()),
-        Caller::Learner(l) => asks
-            .iter()
-            .find_map(|a| refusal(a, l.uid, l.server.is_some()))
-            .map_or(Ok(()), Err),
+        Caller::Learner(l) => refuse(asks, l.uid, l.server.is_some()),
     }
+}
+
+/// Every ask of a caller of `kdiag serve`, whom the kernel named
+/// (`SO_PEERCRED`'s uid): the service is root for them, as sudo would be,
+/// so a caller who is not an administrator is refused what a learner
+/// through sudo is, whether or not a course is installed.
+pub fn allow_peer(uid: u32, asks: &[Ask]) -> anyhow::Result<()> {
+    if is_admin(uid, attest::installed()?.as_ref()) {
+        return Ok(());
+    }
+    refuse(asks, uid, true)
+}
+
+fn refuse(asks: &[Ask], uid: u32, sudo: bool) -> anyhow::Result<()> {
+    asks.iter()
+        .find_map(|a| refusal(a, uid, sudo))
+        .map_or(Ok(()), Err)
 }
 
 /// Why learner `uid` may not have `ask` (`sudo`: kdiag is root for them).

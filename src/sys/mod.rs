@@ -9,6 +9,7 @@ pub mod cgroup;
 pub mod cgroupfs;
 pub mod disks;
 pub mod kallsyms;
+pub mod peer;
 pub mod perf;
 pub mod process;
 pub mod procfs;

@@ -21,6 +21,35 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// Whether this process may trace by itself: CAP_BPF and CAP_PERFMON in
+/// its effective set (root has them; a user given them by the
+/// administrator needs no service).
+pub fn can_trace() -> bool {
+    const CAP_PERFMON: u32 = 38;
+    const CAP_BPF: u32 = 39;
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Default, Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    let mut header = Header {
+        version: 0x2008_0522, // _LINUX_CAPABILITY_VERSION_3: two Data
+        pid: 0,
+    };
+    let mut data = [Data::default(); 2];
+    // SAFETY: capget fills two Data for version 3.
+    let rc = unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) };
+    let has = |cap: u32| data[(cap / 32) as usize].effective & (1 << (cap % 32)) != 0;
+    rc == 0 && has(CAP_PERFMON) && has(CAP_BPF)
+}
+
 /// The invoking user from SUDO_UID / SUDO_GID, if we are root through sudo and
 /// that user is not root itself.
 pub fn invoker() -> Option<Invoker> {
