@@ -412,7 +412,14 @@ fn proc_tier_shows_wait_channels_and_syscalls_without_stacks() {
 #[test]
 fn proc_tier_summary_counts_the_time_its_samples_saw() {
     let out = run_kdiag(&[
-        "offcpu", "--tier", "proc", "--json", "--", "sh", "-c", "sleep 0.5; sleep 0.5",
+        "offcpu",
+        "--tier",
+        "proc",
+        "--json",
+        "--",
+        "sh",
+        "-c",
+        "sleep 0.5; sleep 0.5",
     ]);
     let (stdout, stderr) = (common::stdout(&out), common::stderr(&out));
     assert_eq!(out.status.code(), Some(0), "{stderr}");

@@ -103,7 +103,11 @@ pub fn summarize_waits(w: &WaitSamples, n: usize) -> Summary {
     let mut states: HashMap<OffState, (u64, u64)> = HashMap::new();
     let mut points: HashMap<(String, OffState), (u64, u64)> = HashMap::new();
     for r in &w.rows {
-        let point = if r.wchan.is_empty() { &r.syscall } else { &r.wchan };
+        let point = if r.wchan.is_empty() {
+            &r.syscall
+        } else {
+            &r.wchan
+        };
         for e in [
             states.entry(r.state).or_default(),
             points.entry((point.clone(), r.state)).or_default(),
@@ -353,11 +357,22 @@ mod tests {
         let s = summarize_waits(&t.finish(3), 10);
         assert_eq!((s.total_ns, s.blocks), (100_000_000, 3));
         let states: Vec<_> = s.by_state.iter().map(|b| (b.state, b.ns)).collect();
-        assert_eq!(states, [(OffState::S, 70_000_000), (OffState::D, 30_000_000)]);
-        let points: Vec<_> = s.wait_points.iter().map(|w| (w.function.as_str(), w.ns)).collect();
+        assert_eq!(
+            states,
+            [(OffState::S, 70_000_000), (OffState::D, 30_000_000)]
+        );
+        let points: Vec<_> = s
+            .wait_points
+            .iter()
+            .map(|w| (w.function.as_str(), w.ns))
+            .collect();
         assert_eq!(
             points,
-            [("do_wait", 60_000_000), ("folio_wait_bit", 30_000_000), ("clock_nanosleep", 10_000_000)]
+            [
+                ("do_wait", 60_000_000),
+                ("folio_wait_bit", 30_000_000),
+                ("clock_nanosleep", 10_000_000)
+            ]
         );
         assert_eq!(s.wait_points[0].percent, 60.0);
         assert!(s.paths.is_empty());

@@ -109,9 +109,19 @@ impl BlockBpf {
         // back is charged to the kworker that issued it.
         let _ = attach(&mut ebpf, btf, "iomap_iter_dstmap", "iomap_iter_dstmap");
         if options.queued {
-            attach(&mut ebpf, btf, &format!("block_rq_insert{h}"), "block_rq_insert")?;
+            attach(
+                &mut ebpf,
+                btf,
+                &format!("block_rq_insert{h}"),
+                "block_rq_insert",
+            )?;
         }
-        attach(&mut ebpf, btf, &format!("block_rq_issue{h}"), "block_rq_issue")?;
+        attach(
+            &mut ebpf,
+            btf,
+            &format!("block_rq_issue{h}"),
+            "block_rq_issue",
+        )?;
         let events = RingBuf::try_from(ebpf.take_map("events").context("no events map")?)?;
         Ok(BlockBpf {
             ebpf,

@@ -21,11 +21,10 @@ pub fn names(addrs: &[u64]) -> anyhow::Result<Vec<Option<String>>> {
     let mut loaded = super::load(KSYMS, "naming kernel frames")?;
     let btf = super::kernel_btf()?;
     // "%ps" from 5.13 (before, the kernel prints nothing for it), else "%pB".
-    names_by(&mut loaded, btf, "name_addresses", addrs)
-        .or_else(|ps| {
-            names_by(&mut loaded, btf, "name_addresses_b", addrs)
-                .map_err(|e| e.context(format!("{ps:#}")))
-        })
+    names_by(&mut loaded, btf, "name_addresses", addrs).or_else(|ps| {
+        names_by(&mut loaded, btf, "name_addresses_b", addrs)
+            .map_err(|e| e.context(format!("{ps:#}")))
+    })
 }
 
 /// `names`, by program `prog` of the loaded ksyms object.
@@ -94,7 +93,10 @@ mod tests {
             Some("kvm_vcpu_block".into())
         );
         assert_eq!(symbol("0xffffffffc0001234"), None);
-        assert_eq!(symbol("do_nanosleep+0x6c/0x190"), Some("do_nanosleep".into()));
+        assert_eq!(
+            symbol("do_nanosleep+0x6c/0x190"),
+            Some("do_nanosleep".into())
+        );
         assert_eq!(symbol("vcpu_run+0x1a/0x40 [kvm]"), Some("vcpu_run".into()));
         assert_eq!(symbol(""), None);
     }
@@ -133,7 +135,10 @@ mod tests {
                 let name = name
                     .as_deref()
                     .unwrap_or_else(|| panic!("{prog}: {addr:#x} unnamed"));
-                assert!(starts[name].contains(&(addr - 1)), "{prog}: {addr:#x} named {name}");
+                assert!(
+                    starts[name].contains(&(addr - 1)),
+                    "{prog}: {addr:#x} named {name}"
+                );
             }
         }
     }
