@@ -407,6 +407,48 @@ fn proc_tier_shows_wait_channels_and_syscalls_without_stacks() {
     );
 }
 
+/// The /proc tier's summary is what its samples measured: two half-second
+/// sleeps are about a second asleep in nanosleep, not nothing.
+#[test]
+fn proc_tier_summary_counts_the_time_its_samples_saw() {
+    let out = run_kdiag(&[
+        "offcpu",
+        "--tier",
+        "proc",
+        "--json",
+        "--",
+        "sh",
+        "-c",
+        "sleep 0.5; sleep 0.5",
+    ]);
+    let (stdout, stderr) = (common::stdout(&out), common::stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let report = json(&stdout, &stderr);
+    assert_eq!(report["offcpu"]["collection"]["kind"], "proc");
+    let summary = &report["summary"];
+    let rows: u64 = report["offcpu"]["waits"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["est_ns"].as_u64().unwrap())
+        .sum();
+    assert_eq!(summary["total_ns"].as_u64(), Some(rows), "{summary}");
+    // The sleeps' wait points: wchan (hrtimer_nanosleep), or the system
+    // call where a sweep read no wait channel.
+    let asleep: u64 = summary["wait_points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["function"].as_str().unwrap().contains("nanosleep") && w["state"] == "S")
+        .map(|w| w["ns"].as_u64().unwrap())
+        .sum();
+    assert!(
+        (800_000_000..=1_500_000_000).contains(&asleep),
+        "{asleep} ns asleep: {summary}"
+    );
+    assert!(summary["paths"].as_array().unwrap().is_empty());
+}
+
 /// The programs kdiag `k` holds once it traces: at least the off-CPU ones.
 fn tracing_programs(k: &Kdiag) -> BTreeSet<u64> {
     let ids = bpf_programs::held_by(k.pid() as u32);

@@ -83,6 +83,58 @@ pub fn summarize(profile: &Profile, n: usize) -> Summary {
             }
         })
         .collect();
+    let (by_state, wait_points) = shares(states, points, total_ns, n);
+    paths.sort_by(|a, b| b.ns.cmp(&a.ns).then_with(|| a.frames.cmp(&b.frames)));
+    paths.truncate(n);
+    Summary {
+        total_ns,
+        blocks,
+        by_state,
+        wait_points,
+        paths,
+    }
+}
+
+/// Summarise the coarse /proc view the same way: its estimated times by
+/// state and by wait channel (the system call where the kernel names
+/// none), `n` wait points at most; `blocks` counts samples, and there are
+/// no paths, /proc showing no stacks.
+pub fn summarize_waits(w: &WaitSamples, n: usize) -> Summary {
+    let mut states: HashMap<OffState, (u64, u64)> = HashMap::new();
+    let mut points: HashMap<(String, OffState), (u64, u64)> = HashMap::new();
+    for r in &w.rows {
+        let point = if r.wchan.is_empty() {
+            &r.syscall
+        } else {
+            &r.wchan
+        };
+        for e in [
+            states.entry(r.state).or_default(),
+            points.entry((point.clone(), r.state)).or_default(),
+        ] {
+            e.0 += r.est_ns;
+            e.1 += r.samples;
+        }
+    }
+    let total_ns = w.rows.iter().map(|r| r.est_ns).sum();
+    let (by_state, wait_points) = shares(states, points, total_ns, n);
+    Summary {
+        total_ns,
+        blocks: w.samples,
+        by_state,
+        wait_points,
+        paths: Vec::new(),
+    }
+}
+
+/// Time and blocks by state and by wait point, as shares of `total_ns`,
+/// largest first; `n` wait points at most.
+fn shares(
+    states: HashMap<OffState, (u64, u64)>,
+    points: HashMap<(String, OffState), (u64, u64)>,
+    total_ns: u64,
+    n: usize,
+) -> (Vec<StateShare>, Vec<WaitPoint>) {
     let mut by_state: Vec<StateShare> = states
         .into_iter()
         .map(|(state, (ns, blocks))| StateShare {
@@ -105,15 +157,7 @@ pub fn summarize(profile: &Profile, n: usize) -> Summary {
         .collect();
     wait_points.sort_by(|a, b| b.ns.cmp(&a.ns).then_with(|| a.function.cmp(&b.function)));
     wait_points.truncate(n);
-    paths.sort_by(|a, b| b.ns.cmp(&a.ns).then_with(|| a.frames.cmp(&b.frames)));
-    paths.truncate(n);
-    Summary {
-        total_ns,
-        blocks,
-        by_state,
-        wait_points,
-        paths,
-    }
+    (by_state, wait_points)
 }
 
 /// The coarse view's samples, added up as they come.
@@ -299,5 +343,38 @@ mod tests {
         assert_eq!(w.rows[0].comm, "dd");
         assert_eq!((w.rows[0].samples, w.rows[0].est_ns), (2, 22_000_000));
         assert_eq!(w.rows[1].syscall, "wait4");
+    }
+
+    /// The /proc view's summary holds what its samples measured, by state
+    /// and wait channel (the system call where none was read).
+    #[test]
+    fn proc_samples_are_summarized_by_state_and_wait_channel() {
+        let mut t = WaitTally::default();
+        let ms = Duration::from_millis;
+        t.add("dd", OffState::D, "folio_wait_bit", "write", ms(30));
+        t.add("sleep", OffState::S, "", "clock_nanosleep", ms(10));
+        t.add("sh", OffState::S, "do_wait", "wait4", ms(60));
+        let s = summarize_waits(&t.finish(3), 10);
+        assert_eq!((s.total_ns, s.blocks), (100_000_000, 3));
+        let states: Vec<_> = s.by_state.iter().map(|b| (b.state, b.ns)).collect();
+        assert_eq!(
+            states,
+            [(OffState::S, 70_000_000), (OffState::D, 30_000_000)]
+        );
+        let points: Vec<_> = s
+            .wait_points
+            .iter()
+            .map(|w| (w.function.as_str(), w.ns))
+            .collect();
+        assert_eq!(
+            points,
+            [
+                ("do_wait", 60_000_000),
+                ("folio_wait_bit", 30_000_000),
+                ("clock_nanosleep", 10_000_000)
+            ]
+        );
+        assert_eq!(s.wait_points[0].percent, 60.0);
+        assert!(s.paths.is_empty());
     }
 }

@@ -183,7 +183,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     running.finish(Duration::from_secs(2))?;
 
     let post = Instant::now();
-    let summary = analysis::summarize(&profile, TOP);
+    // The /proc tier has no stacks: its samples are what it measured.
+    let summary = match &found.waits {
+        Some(waits) => analysis::summarize_waits(waits, TOP),
+        None => analysis::summarize(&profile, TOP),
+    };
     let folded = fold::fold(&profile);
     if found.waits.is_none() && folded.is_empty() {
         bail!(

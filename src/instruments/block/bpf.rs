@@ -72,29 +72,56 @@ impl BlockBpf {
         let dev = options.dev.map_or(0, |d| d.to_kernel() as u32);
         let queued = options.queued as u8;
         let hist_only = options.hist_only as u8;
-        let mut ebpf = crate::sys::bpf::load_with(
-            crate::sys::bpf::objects::BIOSNOOP,
-            "block I/O tracing with BPF",
-            &[
-                ("filter_dev", &dev.to_ne_bytes()),
-                ("queued", &[queued]),
-                ("hist_only", &[hist_only]),
-            ],
-            &[],
-        )?;
+        let load = |unused: &str| {
+            crate::sys::bpf::load_with(
+                crate::sys::bpf::objects::BIOSNOOP,
+                "block I/O tracing with BPF",
+                &[
+                    ("filter_dev", &dev.to_ne_bytes()),
+                    ("queued", &[queued]),
+                    ("hist_only", &[hist_only]),
+                ],
+                &[(unused, 1)],
+            )
+        };
         let btf = crate::sys::bpf::kernel_btf()
             .context("reading the kernel's BTF (/sys/kernel/btf/vmlinux)")?;
+        // The request programs claim their in-flight entries with
+        // compare-and-swap (>= 5.12); where the kernel refuses it, the
+        // object again with their copies (`_h`) that keep them in a hash
+        // map. Completion first: it only reads what the others track.
+        let mut ebpf = load("inflight_h")?;
+        let mut h = "";
+        if let Err(cas) = attach(&mut ebpf, btf, "block_rq_complete", "block_rq_complete") {
+            ebpf = load("inflight")?;
+            h = "_h";
+            attach(&mut ebpf, btf, "block_rq_complete_h", "block_rq_complete")
+                .map_err(|e| e.context(format!("{cas:#}")))?;
+        }
         // >= 6.5: when a request was queued (-Q without a scheduler).
-        let _ = attach(&mut ebpf, btf, "block_io_start");
-        attach(&mut ebpf, btf, "block_bio_queue")?;
+        let _ = attach(&mut ebpf, btf, "block_io_start", "block_io_start");
+        // Its request_queue argument went in 5.11.
+        if let Err(e) = attach(&mut ebpf, btf, "block_bio_queue", "block_bio_queue") {
+            attach(&mut ebpf, btf, "block_bio_queue_q", "block_bio_queue")
+                .map_err(|q| q.context(format!("{e:#}")))?;
+        }
         // Without iomap (no CONFIG_FS_IOMAP), direct I/O a throttle held
         // back is charged to the kworker that issued it.
-        let _ = attach(&mut ebpf, btf, "iomap_iter_dstmap");
+        let _ = attach(&mut ebpf, btf, "iomap_iter_dstmap", "iomap_iter_dstmap");
         if options.queued {
-            attach(&mut ebpf, btf, "block_rq_insert")?;
+            attach(
+                &mut ebpf,
+                btf,
+                &format!("block_rq_insert{h}"),
+                "block_rq_insert",
+            )?;
         }
-        attach(&mut ebpf, btf, "block_rq_issue")?;
-        attach(&mut ebpf, btf, "block_rq_complete")?;
+        attach(
+            &mut ebpf,
+            btf,
+            &format!("block_rq_issue{h}"),
+            "block_rq_issue",
+        )?;
         let events = RingBuf::try_from(ebpf.take_map("events").context("no events map")?)?;
         Ok(BlockBpf {
             ebpf,
@@ -210,15 +237,16 @@ impl BlockSource for BlockBpf {
     }
 }
 
-fn attach(ebpf: &mut aya::Ebpf, btf: &Btf, name: &str) -> anyhow::Result<()> {
+/// Load program `name` for tracepoint `tp` and attach it.
+fn attach(ebpf: &mut aya::Ebpf, btf: &Btf, name: &str, tp: &str) -> anyhow::Result<()> {
     let prog: &mut BtfTracePoint = ebpf
         .program_mut(name)
         .with_context(|| format!("no program {name} in biosnoop.bpf.o"))?
         .try_into()?;
-    prog.load(name, btf)
-        .with_context(|| format!("loading the BPF program for tracepoint block:{name}"))?;
+    prog.load(tp, btf)
+        .with_context(|| format!("loading the BPF program {name} for tracepoint {tp}"))?;
     prog.attach()
-        .with_context(|| format!("attaching to tracepoint block:{name}"))?;
+        .with_context(|| format!("attaching to tracepoint {tp}"))?;
     Ok(())
 }
 

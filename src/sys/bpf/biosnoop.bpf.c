@@ -15,6 +15,13 @@
 // block_bio_queue (not in a workqueue worker):  the submitter of a bio
 // iomap_iter_dstmap (direct I/O, >= 5.15):      the submitter of a direct
 //   I/O, in its own context before blk-throttle can hold its bio back
+//
+// From Linux 5.10 on: where the kernels differ, CO-RE picks the field
+// (request's disk, bio's disk, a partition's start) and the programs whose
+// tracepoint arguments or instructions differ come in two copies, user
+// space attaching the one that loads: block_bio_queue_q (its request_queue
+// argument, before 5.11), and *_h for kernels without BPF compare-and-swap
+// (before 5.12), which keep requests in flight in a hash map instead.
 // build: -mcpu=v3 (compare-and-swap on map values: Linux >= 5.12)
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -99,6 +106,16 @@ struct {
 	__type(value, struct set);
 } inflight SEC(".maps");
 
+// Requests in flight before 5.12, by request pointer: a hash map's insert
+// is atomic where compare-and-swap is missing. The loader sizes to 1
+// whichever of the two tables the programs it attached do not use.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SETS * WAYS);
+	__type(key, __u64);
+	__type(value, struct inflight);
+} inflight_h SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 22);  // 4 MiB: ~35k events before loss
@@ -144,12 +161,40 @@ struct {
 // aya cannot relocate (aya#831).
 static const struct inflight zero_inflight;
 
+// Fields of older kernels (CO-RE flavours): a request's disk (before 6.0;
+// its queue's since 5.15), a bio's (before 5.12; its block_device's
+// since), a partition's start (before 5.11; the block_device's since).
+struct request___rq_disk {
+	struct gendisk *rq_disk;
+} __attribute__((preserve_access_index));
+struct bio___bi_disk {
+	struct gendisk *bi_disk;
+} __attribute__((preserve_access_index));
+struct block_device___bd_part {
+	struct hd_struct *bd_part;
+} __attribute__((preserve_access_index));
+struct hd_struct {
+	sector_t start_sect;
+} __attribute__((preserve_access_index));
+// The request ops' enum was req_opf before 6.0: same names and values.
+enum req_opf {
+	REQ_OP_READ___opf, REQ_OP_WRITE___opf, REQ_OP_FLUSH___opf, REQ_OP_DISCARD___opf,
+	REQ_OP_SECURE_ERASE___opf,
+};
+#define REQ_OP(name) (bpf_core_enum_value_exists(enum req_op, name) ?			\
+		      bpf_core_enum_value(enum req_op, name) :			\
+		      bpf_core_enum_value(enum req_opf, name##___opf))
+
 // tp_btf arguments are trusted kernel pointers: plain loads (relocated by
 // CO-RE through vmlinux.h's preserve_access_index) are cheaper than
 // bpf_probe_read_kernel calls.
 static __always_inline __u32 rq_dev(struct request *rq)
 {
-	struct gendisk *disk = rq->q->disk;
+	struct gendisk *disk;
+	if (bpf_core_field_exists(rq->q->disk))
+		disk = rq->q->disk;
+	else
+		disk = ((struct request___rq_disk *)rq)->rq_disk;
 	if (!disk)
 		return 0;
 	return ((__u32)disk->major << 20) | disk->first_minor;
@@ -163,6 +208,21 @@ static __always_inline bool wanted(struct request *rq)
 static __always_inline __u32 disk_dev(struct gendisk *disk)
 {
 	return ((__u32)BPF_CORE_READ(disk, major) << 20) | BPF_CORE_READ(disk, first_minor);
+}
+
+static __always_inline struct gendisk *bio_disk(struct bio *bio)
+{
+	if (bpf_core_field_exists(bio->bi_bdev))
+		return BPF_CORE_READ(bio, bi_bdev, bd_disk);
+	return BPF_CORE_READ((struct bio___bi_disk *)bio, bi_disk);
+}
+
+// Where a partition starts on its disk, in sectors.
+static __always_inline __u64 start_sect(struct block_device *bdev)
+{
+	if (bpf_core_field_exists(bdev->bd_start_sect))
+		return BPF_CORE_READ(bdev, bd_start_sect);
+	return BPF_CORE_READ((struct block_device___bd_part *)bdev, bd_part, start_sect);
 }
 
 static __always_inline void current_task(struct task_id *t)
@@ -207,23 +267,32 @@ static __always_inline void count_lost(__u32 why)
 		*n += 1;
 }
 
-// A slot of the in-flight table: a set and a way.
+// A slot of the in-flight table: a set and a way (`cas`), or the hash
+// map's entry; `f` is the request's entry, NULL when it is not tracked.
 struct slot {
 	struct set *set;
 	__u32 way;
+	struct inflight *f;
 };
 
 // The request's set (Fibonacci hashing of its address) and the way holding
-// it, else way WAYS.
-static __always_inline struct slot find(__u64 key)
+// it, else way WAYS. `cas` (a compile-time constant in each program): the
+// set-associative table, else (before 5.12) the hash map.
+static __always_inline struct slot find(__u64 key, bool cas)
 {
+	struct slot s = { NULL, WAYS, NULL };
+	if (!cas) {
+		s.f = bpf_map_lookup_elem(&inflight_h, &key);
+		return s;
+	}
 	__u32 i = (__u32)((key * 0x9E3779B97F4A7C15ull) >> 51) & (SETS - 1);
-	struct slot s = { bpf_map_lookup_elem(&inflight, &i), WAYS };
+	s.set = bpf_map_lookup_elem(&inflight, &i);
 	if (!s.set)
 		return s;
 	for (__u32 w = 0; w < WAYS; w++)
 		if (s.set->rq[w] == key) {
 			s.way = w;
+			s.f = &s.set->f[w];
 			break;
 		}
 	return s;
@@ -232,9 +301,19 @@ static __always_inline struct slot find(__u64 key)
 // The request's entry, else a free way claimed for it (NULL, and counted as
 // lost, when all ways are taken). A claimed entry starts zeroed; `fresh`
 // zeroes a found one too (a new request reusing a stale entry's pointer).
-static __always_inline struct inflight *track(__u64 key, bool fresh)
+static __always_inline struct inflight *track(__u64 key, bool fresh, bool cas)
 {
-	struct slot s = find(key);
+	if (!cas) {
+		struct inflight *f = bpf_map_lookup_elem(&inflight_h, &key);
+		if (f && !fresh)
+			return f;
+		if (bpf_map_update_elem(&inflight_h, &key, &zero_inflight, BPF_ANY)) {
+			count_lost(1);
+			return NULL;
+		}
+		return bpf_map_lookup_elem(&inflight_h, &key);
+	}
+	struct slot s = find(key, cas);
 	if (!s.set)
 		return NULL;
 	if (s.way < WAYS) {
@@ -252,9 +331,11 @@ static __always_inline struct inflight *track(__u64 key, bool fresh)
 }
 
 // Free the request's entry (after its fields were read).
-static __always_inline void untrack(struct slot s, __u64 key)
+static __always_inline void untrack(struct slot s, __u64 key, bool cas)
 {
-	if (s.way < WAYS)
+	if (!cas)
+		bpf_map_delete_elem(&inflight_h, &key);
+	else if (s.way < WAYS)
 		__sync_val_compare_and_swap(&s.set->rq[s.way], key, 0);
 }
 
@@ -271,16 +352,16 @@ static __always_inline void fill_rwbs(char *rwbs, __u32 opf)
 #define PUT(c) do { v |= (__u64)(c) << (8 * n); n++; } while (0)
 	if (opf & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_PREFLUSH)))
 		PUT('F');
-	if (op == bpf_core_enum_value(enum req_op, REQ_OP_WRITE))
+	if (op == REQ_OP(REQ_OP_WRITE))
 		PUT('W');
-	else if (op == bpf_core_enum_value(enum req_op, REQ_OP_DISCARD))
+	else if (op == REQ_OP(REQ_OP_DISCARD))
 		PUT('D');
-	else if (op == bpf_core_enum_value(enum req_op, REQ_OP_SECURE_ERASE)) {
+	else if (op == REQ_OP(REQ_OP_SECURE_ERASE)) {
 		PUT('D');
 		PUT('E');
-	} else if (op == bpf_core_enum_value(enum req_op, REQ_OP_FLUSH))
+	} else if (op == REQ_OP(REQ_OP_FLUSH))
 		PUT('F');
-	else if (op == bpf_core_enum_value(enum req_op, REQ_OP_READ))
+	else if (op == REQ_OP(REQ_OP_READ))
 		PUT('R');
 	else
 		PUT('N');
@@ -320,14 +401,26 @@ static __always_inline void remember(__u32 dev, __u64 sector)
 
 // Runs where the bio enters the block layer, or, for a bio blk-throttle
 // held back, in the kworker that sends it on: that one is not its submitter.
+static __always_inline void bio_queue(struct bio *bio)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	if (BPF_CORE_READ(task, flags) & PF_WQ_WORKER)
+		return;
+	// After a partition's remap the sector is the whole disk's.
+	remember(disk_dev(bio_disk(bio)), BPF_CORE_READ(bio, bi_iter.bi_sector));
+}
+
 SEC("tp_btf/block_bio_queue")
 int BPF_PROG(block_bio_queue, struct bio *bio)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	if (BPF_CORE_READ(task, flags) & PF_WQ_WORKER)
-		return 0;
-	// After a partition's remap the sector is the whole disk's.
-	remember(disk_dev(BPF_CORE_READ(bio, bi_bdev, bd_disk)), BPF_CORE_READ(bio, bi_iter.bi_sector));
+	bio_queue(bio);
+	return 0;
+}
+
+SEC("tp_btf/block_bio_queue")
+int BPF_PROG(block_bio_queue_q, struct request_queue *q, struct bio *bio)
+{
+	bio_queue(bio);
 	return 0;
 }
 
@@ -351,18 +444,18 @@ int BPF_PROG(iomap_iter_dstmap, struct inode *inode, struct iomap *iomap)
 	if (!bdev)
 		return 0;
 	__u64 addr = BPF_CORE_READ(iomap, addr) + BPF_CORE_READ(iter, pos) - BPF_CORE_READ(iomap, offset);
-	remember(disk_dev(BPF_CORE_READ(bdev, bd_disk)),
-		 BPF_CORE_READ(bdev, bd_start_sect) + (addr >> 9));
+	remember(disk_dev(BPF_CORE_READ(bdev, bd_disk)), start_sect(bdev) + (addr >> 9));
 	return 0;
 }
 
+// Since 6.5, so never without compare-and-swap.
 SEC("tp_btf/block_io_start")
 int BPF_PROG(block_io_start, struct request *rq)
 {
 	__u64 key = ptr_bits(rq, SLOT_IO_START);
 	if (!key || !wanted(rq))
 		return 0;
-	struct inflight *f = track(key, true);
+	struct inflight *f = track(key, true, true);
 	if (!f)
 		return 0;
 	f->io_start_ns = bpf_ktime_get_ns();
@@ -370,27 +463,24 @@ int BPF_PROG(block_io_start, struct request *rq)
 	return 0;
 }
 
-SEC("tp_btf/block_rq_insert")
-int BPF_PROG(block_rq_insert, struct request *rq)
+static __always_inline void rq_insert(struct request *rq, bool cas)
 {
 	__u64 key = ptr_bits(rq, SLOT_INSERT);
 	if (!key || !wanted(rq))
-		return 0;
-	struct inflight *f = track(key, false);
+		return;
+	struct inflight *f = track(key, false, cas);
 	if (f)
 		f->insert_ns = bpf_ktime_get_ns();
-	return 0;
 }
 
-SEC("tp_btf/block_rq_issue")
-int BPF_PROG(block_rq_issue, struct request *rq)
+static __always_inline void rq_issue(struct request *rq, bool cas)
 {
 	__u64 key = ptr_bits(rq, SLOT_ISSUE);
 	if (!key || !wanted(rq))
-		return 0;
-	struct inflight *f = track(key, false);
+		return;
+	struct inflight *f = track(key, false, cas);
 	if (!f)
-		return 0;
+		return;
 	// A requeued request is issued again: its latency counts from the last issue.
 	f->issue_ns = bpf_ktime_get_ns();
 	f->sector = rq->__sector;
@@ -408,26 +498,25 @@ int BPF_PROG(block_rq_issue, struct request *rq)
 		f->issuer = f->submitter;
 	else
 		current_task(&f->issuer);
-	return 0;
 }
 
-SEC("tp_btf/block_rq_complete")
-int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
+static __always_inline void rq_complete(struct request *rq, int error, unsigned int nr_bytes,
+					bool cas)
 {
 	__u64 key = ptr_bits(rq, SLOT_COMPLETE);
 	if (!key)
-		return 0;
-	struct slot s = find(key);
-	if (!s.set || s.way >= WAYS)
-		return 0;
-	struct inflight *f = &s.set->f[s.way];
+		return;
+	struct slot s = find(key, cas);
+	struct inflight *f = s.f;
+	if (!f)
+		return;
 	// A partial completion: the request stays in flight until its last bytes.
 	if (nr_bytes < rq->__data_len)
-		return 0;
+		return;
 	__u64 now = bpf_ktime_get_ns();
 	if (!f->issue_ns) {
-		untrack(s, key);
-		return 0;
+		untrack(s, key, cas);
+		return;
 	}
 	struct task_id *who = f->submitter.pid ? &f->submitter : &f->issuer;
 	__u32 opf = rq->cmd_flags;
@@ -447,15 +536,15 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 			__sync_fetch_and_add(count, 1);
 		else
 			bpf_map_update_elem(&hist, &hk, &one, BPF_NOEXIST);
-		untrack(s, key);
-		return 0;
+		untrack(s, key, cas);
+		return;
 	}
 
 	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_lost(0);
-		untrack(s, key);
-		return 0;
+		untrack(s, key, cas);
+		return;
 	}
 	e->io_start_ns = f->io_start_ns;
 	e->insert_ns = f->insert_ns;
@@ -472,7 +561,49 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 	long flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= WAKEUP_BYTES ?
 		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 	bpf_ringbuf_submit(e, flags);
-	untrack(s, key);
+	untrack(s, key, cas);
+}
+
+SEC("tp_btf/block_rq_insert")
+int BPF_PROG(block_rq_insert, struct request *rq)
+{
+	rq_insert(rq, true);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(block_rq_issue, struct request *rq)
+{
+	rq_issue(rq, true);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
+{
+	rq_complete(rq, error, nr_bytes, true);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_insert")
+int BPF_PROG(block_rq_insert_h, struct request *rq)
+{
+	rq_insert(rq, false);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(block_rq_issue_h, struct request *rq)
+{
+	rq_issue(rq, false);
+	return 0;
+}
+
+// The error: an errno (int) on 5.10, a blk_status_t on later kernels.
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(block_rq_complete_h, struct request *rq, int error, unsigned int nr_bytes)
+{
+	rq_complete(rq, error, nr_bytes, false);
 	return 0;
 }
 

@@ -21,7 +21,7 @@
 // Processes outside the filter cost two loads and a bitmap test per
 // fault (the same bitmap as offcpu.bpf.c). User space reads `faults`
 // once, at the end.
-// build: -mcpu=v3 (atomic OR into the watch bitmap: Linux >= 5.12)
+// build: -mcpu=v3 (32-bit jumps and ALU: Linux >= 5.1)
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>

@@ -4,7 +4,8 @@
 // kernel frames. Each read of this iterator prints, a line each, the
 // symbol that holds each address in `addrs` (up to the first 0), with the
 // kernel's own "%ps" lookup: "name" or "name [module]", or the address in
-// hex where no symbol holds it. User space fills `addrs` a chunk at a time.
+// hex where no symbol holds it (name_addresses_b: with an offset). User
+// space fills `addrs` a chunk at a time.
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -24,8 +25,10 @@ struct {
 
 // Any iterator would do: the work is done once, at its first element. The
 // list of BPF maps is short and never empty (it holds `addrs`).
-SEC("iter/bpf_map")
-int name_addresses(struct bpf_iter__bpf_map *ctx)
+// `backtrace`: print with "%pB" (Linux 5.9+), where "%ps" is refused
+// (before 5.13): the form for return addresses, which names the symbol
+// holding the address before the one given, with an offset ("name+0x1a/0x40").
+static __always_inline int name_all(struct bpf_iter__bpf_map *ctx, bool backtrace)
 {
 	struct seq_file *seq = ctx->meta->seq;
 
@@ -39,7 +42,22 @@ int name_addresses(struct bpf_iter__bpf_map *ctx)
 
 		if (!addr || !*addr)
 			break;
-		BPF_SEQ_PRINTF(seq, "%ps\n", *addr);
+		if (backtrace)
+			BPF_SEQ_PRINTF(seq, "%pB\n", *addr + 1);
+		else
+			BPF_SEQ_PRINTF(seq, "%ps\n", *addr);
 	}
 	return 0;
+}
+
+SEC("iter/bpf_map")
+int name_addresses(struct bpf_iter__bpf_map *ctx)
+{
+	return name_all(ctx, false);
+}
+
+SEC("iter/bpf_map")
+int name_addresses_b(struct bpf_iter__bpf_map *ctx)
+{
+	return name_all(ctx, true);
 }

@@ -15,14 +15,28 @@ const CHUNK: usize = 128;
 
 /// The symbol holding each of `addrs` (module symbols without their
 /// "[module]"), `None` where none does; or why the kernel could not be
-/// asked (no BPF, no iterators before 5.8, no "%ps" before 5.13), for the
-/// caller to fall back to /proc/kallsyms.
+/// asked (no BPF, no iterators before 5.8), for the caller to fall back to
+/// /proc/kallsyms.
 pub fn names(addrs: &[u64]) -> anyhow::Result<Vec<Option<String>>> {
     let mut loaded = super::load(KSYMS, "naming kernel frames")?;
     let btf = super::kernel_btf()?;
+    // "%ps" from 5.13 (before, the kernel prints nothing for it), else "%pB".
+    names_by(&mut loaded, btf, "name_addresses", addrs).or_else(|ps| {
+        names_by(&mut loaded, btf, "name_addresses_b", addrs)
+            .map_err(|e| e.context(format!("{ps:#}")))
+    })
+}
+
+/// `names`, by program `prog` of the loaded ksyms object.
+fn names_by(
+    loaded: &mut super::Loaded,
+    btf: &aya::Btf,
+    prog: &str,
+    addrs: &[u64],
+) -> anyhow::Result<Vec<Option<String>>> {
     let program: &mut Iter = loaded
-        .program_mut("name_addresses")
-        .context("the ksyms object has no name_addresses program")?
+        .program_mut(prog)
+        .with_context(|| format!("the ksyms object has no {prog} program"))?
         .try_into()?;
     program.load("bpf_map", btf)?;
     let mut names = Vec::with_capacity(addrs.len());
@@ -39,10 +53,7 @@ pub fn names(addrs: &[u64]) -> anyhow::Result<Vec<Option<String>>> {
         if chunk.len() < CHUNK {
             slots.set(chunk.len() as u32, 0, 0)?;
         }
-        let program: &mut Iter = loaded
-            .program_mut("name_addresses")
-            .context("the ksyms object has no name_addresses program")?
-            .try_into()?;
+        let program: &mut Iter = loaded.program_mut(prog).context("vanished")?.try_into()?;
         let link = program.attach()?;
         let mut text = String::new();
         program
@@ -50,10 +61,10 @@ pub fn names(addrs: &[u64]) -> anyhow::Result<Vec<Option<String>>> {
             .into_file()?
             .read_to_string(&mut text)?;
         let lines: Vec<&str> = text.lines().collect();
-        // A kernel without "%ps" in bpf_seq_printf prints nothing.
+        // A kernel refusing the format prints nothing.
         anyhow::ensure!(
             lines.len() == chunk.len(),
-            "the kernel named {} of {} addresses",
+            "the kernel named {} of {} addresses ({prog})",
             lines.len(),
             chunk.len()
         );
@@ -62,10 +73,11 @@ pub fn names(addrs: &[u64]) -> anyhow::Result<Vec<Option<String>>> {
     Ok(names)
 }
 
-/// One line of the iterator: "name", "name [module]", or "0x..." for an
-/// address no symbol holds.
+/// One line of the iterator: "name", "name [module]" ("%pB": with
+/// "+0x1a/0x40" after the name), or "0x..." for an address no symbol holds.
 fn symbol(line: &str) -> Option<String> {
-    let name = line.split(' ').next().unwrap_or("");
+    // "%pB" adds the offset: "name+0x1a/0x40".
+    let name = line.split([' ', '+']).next().unwrap_or("");
     (!name.is_empty() && !name.starts_with("0x")).then(|| name.to_string())
 }
 
@@ -81,6 +93,11 @@ mod tests {
             Some("kvm_vcpu_block".into())
         );
         assert_eq!(symbol("0xffffffffc0001234"), None);
+        assert_eq!(
+            symbol("do_nanosleep+0x6c/0x190"),
+            Some("do_nanosleep".into())
+        );
+        assert_eq!(symbol("vcpu_run+0x1a/0x40 [kvm]"), Some("vcpu_run".into()));
         assert_eq!(symbol(""), None);
     }
 
@@ -107,14 +124,22 @@ mod tests {
         // more than one chunk.
         let addrs: Vec<u64> = functions.iter().step_by(200).map(|a| a + 1).collect();
         assert!(addrs.len() > CHUNK, "{} addresses", addrs.len());
-        let named = names(&addrs).unwrap();
-        assert_eq!(named.len(), addrs.len());
-        for (addr, name) in addrs.iter().zip(&named) {
-            // The function starting a byte before, or an alias of it.
-            let name = name
-                .as_deref()
-                .unwrap_or_else(|| panic!("{addr:#x} unnamed"));
-            assert!(starts[name].contains(&(addr - 1)), "{addr:#x} named {name}");
+        // Both programs: "%pB" (older kernels) names what "%ps" names.
+        let mut loaded = crate::sys::bpf::load(KSYMS, "the test").unwrap();
+        let btf = crate::sys::bpf::kernel_btf().unwrap();
+        for prog in ["name_addresses", "name_addresses_b"] {
+            let named = names_by(&mut loaded, btf, prog, &addrs).unwrap();
+            assert_eq!(named.len(), addrs.len());
+            for (addr, name) in addrs.iter().zip(&named) {
+                // The function starting a byte before, or an alias of it.
+                let name = name
+                    .as_deref()
+                    .unwrap_or_else(|| panic!("{prog}: {addr:#x} unnamed"));
+                assert!(
+                    starts[name].contains(&(addr - 1)),
+                    "{prog}: {addr:#x} named {name}"
+                );
+            }
         }
     }
 }

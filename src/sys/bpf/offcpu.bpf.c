@@ -28,9 +28,10 @@
 // (no hashing, no call). User space reads `blocked` once, at the end.
 //
 // Two copies of each program: tp_btf (task fields are plain loads through
-// BTF pointers) and raw_tp (the same, through bpf_probe_read_kernel), for
-// kernels without BTF; user space attaches whichever loads.
-// build: -mcpu=v3 (atomic OR into the watch bitmap: Linux >= 5.12)
+// BTF pointers; sched_switch's prev_state argument, Linux >= 5.18) and
+// raw_tp (the same through bpf_probe_read_kernel, prev's state read from
+// its task_struct: any kernel with BTF); user space attaches whichever loads.
+// build: -mcpu=v3 (32-bit jumps and ALU: Linux >= 5.1)
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -58,7 +59,7 @@ enum state_class {
 };
 
 // Linux task state bits (include/linux/sched.h; stable ABI of the
-// sched_switch tracepoint's prev_state).
+// sched_switch tracepoint's prev_state and of task_struct's state).
 #define TASK_INTERRUPTIBLE 0x1
 #define TASK_UNINTERRUPTIBLE 0x2
 #define TASK_STOPPED_BITS 0x0c  // __TASK_STOPPED | __TASK_TRACED
@@ -344,13 +345,32 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	return 0;
 }
 
+// task_struct's state field before Linux 5.14 (a long; `__state` since).
+struct task_struct___state_long {
+	long state;
+} __attribute__((preserve_access_index));
+
+// The state prev leaves the CPU in, where sched_switch has no prev_state
+// argument (before 5.18): its task_struct's, read in the tracepoint, as
+// the tracepoint's own record does; a preempted task is runnable whatever
+// state it had set on its way to sleep.
+static __always_inline __u32 switch_state(bool preempt, struct task_struct *prev)
+{
+	if (preempt)
+		return 0;
+	if (bpf_core_field_exists(prev->__state))
+		return BPF_CORE_READ(prev, __state);
+	return BPF_CORE_READ((struct task_struct___state_long *)prev, state);
+}
+
+// Three arguments: sched_switch has had them all along (5.18 added the fourth).
 SEC("raw_tp/sched_switch")
-int BPF_PROG(offcpu_sw_raw, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+int BPF_PROG(offcpu_sw_raw, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
 	__u32 pid = BPF_CORE_READ(prev, pid), tgid = BPF_CORE_READ(prev, tgid);
 	if (pid && is_watched(tgid))
-		switch_out(ctx, pid, tgid, BPF_CORE_READ(prev, mm) != NULL, prev_state);
+		switch_out(ctx, pid, tgid, BPF_CORE_READ(prev, mm) != NULL,
+			   switch_state(preempt, prev));
 	pid = BPF_CORE_READ(next, pid);
 	tgid = BPF_CORE_READ(next, tgid);
 	if (pid && is_watched(tgid))

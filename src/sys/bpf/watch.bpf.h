@@ -39,12 +39,16 @@ static __always_inline bool is_watched(__u32 tgid)
 	return bits && (*bits & (1ull << (tgid & 63)));
 }
 
+// An atomic add, not OR (BPF has atomic OR only from Linux 5.12): adding a
+// bit that is clear sets it and leaves the others, and a tgid's bit is set
+// by one fork at a time (the one creating that tgid).
 static __always_inline void watch(__u32 tgid)
 {
 	__u32 word = tgid >> 6;
+	__u64 bit = 1ull << (tgid & 63);
 	__u64 *bits = bpf_map_lookup_elem(&watched, &word);
-	if (bits)
-		__sync_fetch_and_or(bits, 1ull << (tgid & 63));
+	if (bits && !(*bits & bit))
+		__sync_fetch_and_add(bits, bit);
 }
 
 #endif
