@@ -233,6 +233,41 @@ fn ps_through_the_service_shows_only_the_callers_processes() {
     }
 }
 
+#[test]
+fn the_lab_through_the_service_lists_only_the_callers_processes() {
+    let Some((learner, other)) =
+        users("the_lab_through_the_service_lists_only_the_callers_processes")
+    else {
+        return;
+    };
+    let service = Service::start(&[]);
+    // Busy: at the top of a list sorted by CPU, were it listed.
+    let theirs = Workload::start(other, &format!("while :; do :; done; : {SECRET}"));
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::chown(dir.path(), Some(learner), Some(learner)).unwrap();
+    let t = Tmux::start_sized(
+        &format!(
+            "setpriv --reuid={learner} --regid={learner} --clear-groups env KDIAG_SOCKET={} \
+             {} lab 0-demo --dir {}; sleep 600",
+            service.socket().display(),
+            env!("CARGO_BIN_EXE_kdiag"),
+            dir.path().display()
+        ),
+        120,
+        40,
+    );
+    // The learner's own workload listed, with its user.
+    let screen = t.wait_for("the learner's processes listed", |s| s.contains("kdiag-le"));
+    // A few refreshes of the list (one a second).
+    std::thread::sleep(Duration::from_secs(3));
+    let screen = screen + &t.screen();
+    assert!(
+        !screen.contains("kdiag-ot") && !screen.contains(&format!(" {} ", theirs.pid())),
+        "another user's process listed:\n{screen}"
+    );
+    t.keys(&["q"]);
+}
+
 /// Speak the protocol by hand as `uid` (python3, which passes descriptors
 /// with socket.send_fds): the frame `body` with stdin, stdout, stderr and
 /// the working directory attached, then print every reply.
