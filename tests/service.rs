@@ -256,6 +256,8 @@ fn the_lab_through_the_service_lists_only_the_callers_processes() {
         120,
         40,
     );
+    t.wait_for("the lab's introduction", |s| s.contains("Press any key"));
+    t.keys(&["Space"]);
     // The learner's own workload listed, with its user.
     let screen = t.wait_for("the learner's processes listed", |s| s.contains("kdiag-le"));
     // A few refreshes of the list (one a second).
