@@ -624,7 +624,13 @@ fn every_answer_right_gives_the_final_screen_and_keys_help() {
     // The choice starts unselected: Enter alone answers nothing.
     press(&mut s, &mut d, &[Key::Enter]);
     assert!(!s.step_done(1), "Enter alone chose nothing");
-    press(&mut s, &mut d, &[Key::Right, Key::Enter, Key::Char('n')]);
+    press(&mut s, &mut d, &[Key::Right, Key::Enter]);
+    // A right choice stays on screen, with its ✓, when an arrow is pressed.
+    let shown = |s: &State| s.answers[1].iter().map(|a| a.choice).collect::<Vec<_>>();
+    let right = shown(&s);
+    press(&mut s, &mut d, &[Key::Right, Key::Left, Key::Left]);
+    assert_eq!(shown(&s), right, "the right choice changed on screen");
+    press(&mut s, &mut d, &[Key::Char('n')]);
     s.update(Msg::Data(Data::Profile(Box::new(profile()))));
     for a in [
         "write",

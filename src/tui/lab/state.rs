@@ -469,6 +469,10 @@ impl State {
                 if let Input::Choice { choices } = &q.input {
                     let n = choices.len().max(1);
                     let a = &mut self.answers[self.step][self.question];
+                    // A right answer stays on screen with its ✓.
+                    if a.verdict == Verdict::Right {
+                        return Vec::new();
+                    }
                     a.choice = Some(match (a.choice, key == Key::Right) {
                         (None, true) => 0,
                         (None, false) => n - 1,
