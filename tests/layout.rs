@@ -145,12 +145,16 @@ struct Tree {
     lines: BTreeMap<PathBuf, usize>,
 }
 
-fn read_tree() -> Tree {
-    // KDIAG_LAYOUT_SRC checks another tree (e.g. an older checkout) against
-    // this one's rules.
-    let src = std::env::var_os("KDIAG_LAYOUT_SRC")
+/// The tree checked: KDIAG_LAYOUT_SRC checks another (e.g. an older
+/// checkout) against this one's rules.
+fn src_dir() -> PathBuf {
+    std::env::var_os("KDIAG_LAYOUT_SRC")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))
+}
+
+fn read_tree() -> Tree {
+    let src = src_dir();
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(&src, f)).collect();
@@ -497,4 +501,48 @@ fn tiers_never_import_each_other_and_only_their_open_names_them() {
             .is_some_and(|to| to.iter().any(|t| t.len() == 3 && t[..2] == bpf[..2])),
         "the import reader missed instruments::block::bpf → its source.rs"
     );
+}
+
+/// Names in quotes after `key: ` or `key: Some(` in a file: the table of
+/// render/metrics.rs, read as text.
+fn quoted_after(text: &str, key: &str) -> Vec<String> {
+    text.split(key)
+        .skip(1)
+        .filter_map(|rest| {
+            let rest = rest.trim_start().trim_start_matches("Some(");
+            Some(rest.strip_prefix('"')?.split('"').next()?.to_string())
+        })
+        .collect()
+}
+
+/// watch's exporters render one table (render/metrics.rs): a metric's
+/// name is written there and nowhere else, so a new metric is one row and
+/// a new format one file that reads the table.
+#[test]
+fn every_metric_is_named_once_in_the_table_of_metrics() {
+    let src = src_dir();
+    let table = std::fs::read_to_string(src.join("render/metrics.rs"))
+        .expect("render/metrics.rs holds the table of watch's metrics");
+    let mut names = quoted_after(&table, "prom:");
+    names.extend(quoted_after(&table, "otel:"));
+    assert!(names.len() >= 30, "the table's names were not read: {names:?}");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut again = Vec::new();
+    for f in files.iter().filter(|f| !f.ends_with("render/metrics.rs")) {
+        let text = std::fs::read_to_string(f).unwrap();
+        // A unit test pins what a format writes.
+        let text = text.split("#[cfg(test)]").next().unwrap();
+        for n in &names {
+            // A name with a label's value in it, by its fixed start.
+            let quoted = match n.split_once("{}") {
+                Some((start, _)) => format!("\"{start}"),
+                None => format!("\"{n}\""),
+            };
+            if text.contains(&quoted) {
+                again.push(format!("{} names {n}", f.display()));
+            }
+        }
+    }
+    assert!(again.is_empty(), "metrics named outside render/metrics.rs: {again:#?}");
 }
