@@ -546,3 +546,30 @@ fn every_metric_is_named_once_in_the_table_of_metrics() {
     }
     assert!(again.is_empty(), "metrics named outside render/metrics.rs: {again:#?}");
 }
+
+/// diagnose's engine and the analyses are quiet, like the lab's engine:
+/// they return data and events, and the command (or the live view, or
+/// watch's flight recorder) decides what is said and where.
+#[test]
+fn the_engine_and_the_analyses_never_print() {
+    let src = src_dir();
+    let mut files = Vec::new();
+    rust_files(&src.join("diagnose"), &mut files);
+    rust_files(&src.join("analysis"), &mut files);
+    assert!(files.len() > 20, "diagnose/ and analysis/ were not read");
+    let mut loud = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let code = code_only(&text);
+        for word in ["print!(", "println!(", "eprint!(", "eprintln!(", "stdout()", "stderr()"] {
+            // The word itself, not the end of a longer one.
+            let found = code.match_indices(word).any(|(i, _)| {
+                !code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_')
+            });
+            if found {
+                loud.push(format!("{}: {word}", f.display()));
+            }
+        }
+    }
+    assert!(loud.is_empty(), "these print instead of returning what they found: {loud:#?}");
+}

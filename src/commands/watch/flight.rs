@@ -275,7 +275,8 @@ fn capture(
         duration: WINDOW_S,
         interval: diagnose::interval(WINDOW_S, None),
         why: WhyMode::Auto,
-        json: true,
+        // A flight record is kept quietly: watch's log says it was.
+        report: &|_| {},
         live: None,
         heat_map: false,
     };
