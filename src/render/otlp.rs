@@ -21,7 +21,7 @@ use crate::render::protobuf::Msg;
 pub const CONTENT_TYPE: &str = "application/x-protobuf";
 
 /// Who sends, and since when its counters count.
-pub struct Source {
+pub struct Sender {
     pub host: String,
     pub start_unix_ns: u64,
 }
@@ -60,7 +60,7 @@ fn with_attrs(m: &mut Msg, field: u32, attrs: &Attrs) {
 
 /// The resource (`Resource`, attributes = 1) and scope
 /// (`InstrumentationScope`: name = 1, version = 2) every request carries.
-fn resource_and_scope(src: &Source) -> (Msg, Msg) {
+fn resource_and_scope(src: &Sender) -> (Msg, Msg) {
     let mut resource = Msg::default();
     with_attrs(
         &mut resource,
@@ -148,7 +148,7 @@ impl metrics::Sink for Metrics<'_> {
 
 /// `ExportMetricsServiceRequest`: resource_metrics = 1 (`ResourceMetrics`:
 /// resource = 1, scope_metrics = 2; `ScopeMetrics`: scope = 1, metrics = 2).
-pub fn metrics(s: &Snapshot, src: &Source, now_unix_ns: u64) -> Vec<u8> {
+pub fn metrics(s: &Snapshot, src: &Sender, now_unix_ns: u64) -> Vec<u8> {
     let (resource, scope) = resource_and_scope(src);
     let mut sm = Metrics {
         s,
@@ -174,7 +174,7 @@ const WARN: (u64, &str) = (13, "WARN");
 /// `LogRecord` an event: time_unix_nano = 1, severity_number = 2,
 /// severity_text = 3, body = 5 (a string `AnyValue`), attributes = 6,
 /// observed_time_unix_nano = 11, event_name = 12.
-pub fn logs(events: &[Event], s: &Snapshot, src: &Source, now_unix_ns: u64) -> Vec<u8> {
+pub fn logs(events: &[Event], s: &Snapshot, src: &Sender, now_unix_ns: u64) -> Vec<u8> {
     let (resource, scope) = resource_and_scope(src);
     let mut sl = Msg::default();
     sl.msg(1, &scope);
