@@ -5,8 +5,10 @@
 //! imports another, an instrument's tiers never import each other, no
 //! module imports one that imports it back (directly or around a longer
 //! circle), the model names no other stage, no source file over 800 lines,
-//! and `src/sys/` (kernel interfaces only) under a quarter of the code. Read
-//! from the files themselves, so a change that breaks a promise fails here.
+//! `src/sys/` (kernel interfaces only) under a quarter of the code, watch's
+//! metrics in one table, a quiet diagnose engine, and commands that only
+//! wire. Read from the files themselves, so a change that breaks a promise
+//! fails here.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
