@@ -12,6 +12,7 @@ pub mod commands;
 pub mod course;
 pub mod diagnose;
 pub mod error;
+pub mod export;
 pub mod grade;
 pub mod instruments;
 pub mod lab;

@@ -19,7 +19,7 @@ use std::sync::mpsc;
 
 use anyhow::Context;
 
-use crate::diagnose::{self, Live, MAX_POINTS, Request, WhyMode};
+use crate::diagnose::{self, Event, Live, MAX_POINTS, Request, WhyMode};
 use crate::error::{self, usage};
 use crate::instruments::observe::{Options, observe};
 use crate::model::diagnose_run::DiagnoseRun;
@@ -200,7 +200,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         duration: args.duration,
         interval: diagnose::interval(args.duration, args.interval),
         why: args.why,
-        json: args.json,
+        report: &|e| say(args.json, e),
         live: args.live.then_some(&live as &Live),
         heat_map: reports(&args)?.iter().any(|(f, _)| *f == Format::Html),
     };
@@ -222,6 +222,40 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
     show(&args, &run, files)?;
     Ok(interrupt.exit_code(error::OK, false))
+}
+
+/// What the engine says while it runs: progress on stderr (none with
+/// --json), and why a command could not run on stdout.
+fn say(json: bool, e: Event) {
+    match e {
+        Event::Watching { pid, what, seconds } if !json => {
+            eprintln!("Watching PID {pid}{what} for {seconds:.1} s ...");
+        }
+        Event::Drilling {
+            verdict,
+            drills,
+            seconds,
+        } if !json => {
+            let what: Vec<&str> = drills.iter().map(|d| d.what()).collect();
+            eprintln!(
+                "Thread states say {}: drilling down for {seconds:.1} s: {} ...",
+                verdict.name(),
+                what.join(", ")
+            );
+        }
+        Event::CouldNotRun(exec) => {
+            let mut out = std::io::stdout().lock();
+            let _ = if json {
+                render::diagnose::json_exec_failure(&mut out, exec)
+            } else {
+                writeln!(out, "Why it could not run:")
+                    .and_then(|()| render::drill::exec(&mut out, exec))
+                    .map_err(Into::into)
+            };
+        }
+        Event::SeeWhyWith(command) => eprintln!("For why it could not run: {command}"),
+        Event::Watching { .. } | Event::Drilling { .. } => {}
+    }
 }
 
 type Outputs<'a> = (Option<File>, Vec<(Format, &'a Path, File)>);

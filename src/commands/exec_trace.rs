@@ -2,7 +2,6 @@
 //! attempts, the signals that followed and how it ended, then explain.
 
 use std::io::Write;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -74,9 +73,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     let mut events = Vec::new();
     let (tier, lost, notes, pid) = if let Some(pid) = args.pid {
-        if !Path::new(&format!("/proc/{pid}")).exists() {
-            return Err(error::NoSuchProcess::one(pid));
-        }
+        crate::instruments::target::check_pids(&[pid as i32])?;
         let (mut source, mut notes) = crate::instruments::exec::open(args.tier, filter(pid), None)?;
         // On stderr even with --json: scripts wait for it to know tracing is on.
         eprintln!(
@@ -88,7 +85,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             let ended = events
                 .iter()
                 .any(|e| matches!(e, TraceEvent::Exit(x) if x.pid == pid));
-            if ended || !Path::new(&format!("/proc/{pid}")).exists() {
+            if ended || !crate::instruments::target::exists(pid as i32) {
                 source.poll(Duration::from_millis(100), &mut events)?;
                 break;
             }

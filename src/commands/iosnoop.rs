@@ -114,10 +114,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
         filter.dev = Some(dev.dev);
     }
-    if let Some(pid) = args.pid
-        && !std::path::Path::new(&format!("/proc/{pid}")).exists()
-    {
-        return Err(crate::error::NoSuchProcess::one(pid));
+    if let Some(pid) = args.pid {
+        crate::instruments::target::check_pids(&[pid as i32])?;
     }
     let options = Options {
         dev: filter.dev,

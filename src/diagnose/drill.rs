@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use super::{Request, WhyMode, words};
+use super::{Event, Request, WhyMode, words};
 use crate::analysis::drill as summary;
 use crate::analysis::locks;
 use crate::analysis::runtimes;
@@ -61,7 +61,7 @@ pub(super) fn drill(
     let root = crate::sys::process::privilege::is_root() || crate::sys::bpf::has_bpf_caps();
     let mut runs = Vec::new();
     for d in drills {
-        if stop.load(Ordering::Relaxed) || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        if stop.load(Ordering::Relaxed) || !crate::instruments::target::exists(pid) {
             found.skipped.push(format!(
                 "{}: PID {pid} is gone or kdiag was interrupted",
                 d.what()
@@ -79,15 +79,11 @@ pub(super) fn drill(
     if runs.is_empty() {
         return (Some(found), Vec::new());
     }
-    if !req.json {
-        let what: Vec<&str> = runs.iter().map(|d| d.what()).collect();
-        eprintln!(
-            "Thread states say {}: drilling down for {2:.1} s: {1} ...",
-            d.verdict.name(),
-            what.join(", "),
-            window.as_secs_f64()
-        );
-    }
+    (req.report)(Event::Drilling {
+        verdict: d.verdict,
+        drills: &runs,
+        seconds: window.as_secs_f64(),
+    });
     // At once: the block requests and the blocking paths are of the same
     // seconds, and the wait is one window whatever the number.
     let mut runtime_locks = Vec::new();

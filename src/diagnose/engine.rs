@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::execs::{could_not_run, exec_drill, watch_execs};
-use super::{Request, drill, words};
+use super::{Event, Request, drill, words};
 use crate::analysis::classify::{classify, with_exec_failures};
 use crate::analysis::locks;
 use crate::error;
@@ -19,7 +19,6 @@ use crate::model::diagnose_run::{DiagnoseRun, RunMeta};
 use crate::model::diagnosis::{BpfCost, BpfStats, Scope};
 use crate::model::drill::Why;
 use crate::model::exec::Exit;
-use crate::render;
 use crate::sys::process::interrupt::Interrupt;
 use crate::sys::process::spawn::{self, HeldChild};
 
@@ -73,9 +72,7 @@ pub fn run(req: &Request, interrupt: &Interrupt) -> anyhow::Result<DiagnoseRun> 
     let (pid, scope, execs) = match req.pid.map(Ok).or(first) {
         Some(pid) => {
             let pid = pid?;
-            if pid <= 0 || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-                return Err(error::NoSuchProcess::one(pid));
-            }
+            crate::instruments::target::check_pids(&[pid])?;
             (
                 pid,
                 if req.cgroup.is_some() {
@@ -141,9 +138,11 @@ pub fn run(req: &Request, interrupt: &Interrupt) -> anyhow::Result<DiagnoseRun> 
     let observed = match req.live {
         Some(live) => live(pid, opts, format!("PID {pid}{what}"))?,
         None => {
-            if !req.json {
-                eprintln!("Watching PID {pid}{what} for {:.1} s ...", req.duration);
-            }
+            (req.report)(Event::Watching {
+                pid,
+                what: &what,
+                seconds: req.duration,
+            });
             observe(pid, &opts, &interrupt.stop_flag())
         }
     };
@@ -180,13 +179,13 @@ pub fn run(req: &Request, interrupt: &Interrupt) -> anyhow::Result<DiagnoseRun> 
         // first look at /proc.
         Err(_) if status.is_some() => {
             let after = could_not_run(req, why.as_ref().and_then(|w| w.exec.as_ref()));
-            let how = render::exec::exit_text(&Exit::from_status(status.unwrap_or_default()));
+            let how = Exit::from_status(status.unwrap_or_default());
             anyhow::bail!("PID {pid} ended after 0.0 s ({how}): {after}");
         }
         observed => observed?,
     };
     if let Some(e) = o.ended.as_mut() {
-        e.how = status.map(|s| render::exec::exit_text(&Exit::from_status(s)));
+        e.how = status.map(|s| Exit::from_status(s).to_string());
         if e.after_s < TOO_SHORT_S && !interrupt.is_set() {
             let after = could_not_run(req, why.as_ref().and_then(|w| w.exec.as_ref()));
             anyhow::bail!(

@@ -3,17 +3,14 @@
 //! explained as exec-trace explains; and what to say when the command
 //! could not run at all.
 
-use std::io::Write;
-
 use super::drill::by_hand;
-use super::{Request, WhyMode, words};
+use super::{Event, Request, WhyMode, words};
 use crate::analysis::drill as summary;
 use crate::analysis::exec_failure;
 use crate::analysis::why::Drill;
 use crate::instruments::exec::watch::{Watch, watch};
 use crate::instruments::exec::{Filter, Spawned};
 use crate::model::drill::ExecDrill;
-use crate::render;
 
 /// Start tracing the execs of `pid` and all it starts, for the whole
 /// watch (`Drill::Exec`): None when not asked for (or, with auto, when
@@ -66,29 +63,20 @@ pub(super) fn exec_drill(
 }
 
 /// The command could not run (its exec failed, or it died at once): say
-/// why as exec-trace does, or without the trace what to run to see it.
-/// Returns the end of the error message that follows.
+/// why as exec-trace does, or without the trace what to run to see it
+/// (as an event). Returns the end of the error message that follows.
 pub(super) fn could_not_run(req: &Request, exec: Option<&ExecDrill>) -> &'static str {
     if req.why == WhyMode::None {
         return "nothing to diagnose";
     }
     match exec.filter(|e| !e.failures.is_empty()) {
         Some(e) => {
-            let mut out = std::io::stdout().lock();
-            let _ = if req.json {
-                render::diagnose::json_exec_failure(&mut out, e)
-            } else {
-                writeln!(out, "Why it could not run:")
-                    .and_then(|()| render::drill::exec(&mut out, e))
-                    .map_err(Into::into)
-            };
+            (req.report)(Event::CouldNotRun(e));
             return "an exec failed, as explained above";
         }
         None if !req.command.is_empty() && !crate::sys::process::privilege::is_root() => {
-            eprintln!(
-                "For why it could not run: sudo kdiag exec-trace -- {}",
-                words(req.command).join(" ")
-            );
+            let command = format!("sudo kdiag exec-trace -- {}", words(req.command).join(" "));
+            (req.report)(Event::SeeWhyWith(command));
         }
         None => {}
     }

@@ -2,8 +2,10 @@
 //! PID, its tree, or a command kdiag starts) to one `DiagnoseRun`, without
 //! any UI. engine.rs watches and classifies, drill.rs runs the drill-downs
 //! the verdict calls for (at once, on threads), execs.rs traces execs for
-//! the whole watch. `commands/diagnose.rs` parses the arguments, opens the
-//! output files and hands the run to render/.
+//! the whole watch. It never prints: what it has to say while it runs goes
+//! to the front end as an `Event`. `commands/diagnose.rs` parses the
+//! arguments, opens the output files, words the events and hands the run
+//! to render/.
 
 mod drill;
 mod engine;
@@ -13,8 +15,10 @@ use std::ffi::OsString;
 
 pub use engine::{MAX_POINTS, interval, run};
 
+use crate::analysis::why::Drill;
 use crate::instruments::observe::Options;
-use crate::model::diagnosis::Observation;
+use crate::model::diagnosis::{Class, Observation};
+use crate::model::drill::ExecDrill;
 
 /// The drill-down after the verdict (`--why`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -46,15 +50,33 @@ pub struct Request<'a> {
     /// Seconds between the points of the series.
     pub interval: f64,
     pub why: WhyMode,
-    /// The output is JSON: no progress lines on stderr, and why a command
-    /// could not run as JSON.
-    pub json: bool,
+    /// Where the events of the run go as they happen.
+    pub report: &'a dyn Fn(Event),
     /// Watch through the live view instead of plainly.
     pub live: Option<&'a Live<'a>>,
     /// An HTML report is wanted: the drill-down also records the window
     /// per thread, for its heat map (a second CPU sampler and off-CPU
     /// trace beside the drill-downs' own).
     pub heat_map: bool,
+}
+
+/// What the engine has to say while it runs, for the front end to word
+/// (or not: a flight record says nothing).
+pub enum Event<'a> {
+    /// Watching starts: the PID, what besides it (" and its
+    /// descendants"), for how long.
+    Watching { pid: i32, what: &'a str, seconds: f64 },
+    /// The verdict calls for these drill-downs, run at once for `seconds`.
+    Drilling {
+        verdict: Class,
+        drills: &'a [Drill],
+        seconds: f64,
+    },
+    /// The command could not run, and its exec trace says why.
+    CouldNotRun(&'a ExecDrill),
+    /// The command could not run, and no exec trace ran (not root): the
+    /// command that would say why.
+    SeeWhyWith(String),
 }
 
 /// A command's words as text.

@@ -41,12 +41,15 @@ pub enum Ended {
 
 /// Every PID names a live process, or the error says which does not.
 pub fn check_pids(pids: &[i32]) -> anyhow::Result<()> {
-    for &pid in pids {
-        if pid <= 0 || !Path::new(&format!("/proc/{pid}")).exists() {
-            return Err(crate::error::NoSuchProcess::one(pid));
-        }
+    match pids.iter().find(|&&pid| !exists(pid)) {
+        Some(&pid) => Err(crate::error::NoSuchProcess::one(pid)),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+/// The one test that a process is there (a zombie is, until reaped).
+pub fn exists(pid: i32) -> bool {
+    pid > 0 && Path::new(&format!("/proc/{pid}")).exists()
 }
 
 /// `-- CMD`, started held: it waits before its exec until [`release`].

@@ -157,7 +157,7 @@ pub struct ExecFailure {
     pub text: String,
 }
 
-/// What the drill-downs found (`analysis::why` fills it in).
+/// What the drill-downs found (diagnose/drill.rs fills it in; `analysis::why` plans them).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Why {

@@ -87,6 +87,25 @@ pub enum Exit {
     Unknown,
 }
 
+/// How an exit reads: "exited with code 1", "killed by SIGKILL (9)".
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Exit::Code { code } => write!(f, "exited with code {code}"),
+            Exit::Signal {
+                sig,
+                name,
+                core_dumped,
+            } => write!(
+                f,
+                "killed by {name} ({sig}){}",
+                if *core_dumped { ", core dumped" } else { "" }
+            ),
+            Exit::Unknown => f.write_str("exited (status unknown to this tier)"),
+        }
+    }
+}
+
 impl Exit {
     /// Decode a wait status / task->exit_code.
     pub fn from_status(status: i32) -> Exit {

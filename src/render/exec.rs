@@ -27,18 +27,7 @@ pub fn exec_call(e: &ExecEvent) -> String {
 }
 
 pub fn exit_text(exit: &Exit) -> String {
-    match exit {
-        Exit::Code { code } => format!("exited with code {code}"),
-        Exit::Signal {
-            sig,
-            name,
-            core_dumped,
-        } => format!(
-            "killed by {name} ({sig}){}",
-            if *core_dumped { ", core dumped" } else { "" }
-        ),
-        Exit::Unknown => "exited (status unknown to this tier)".into(),
-    }
+    exit.to_string()
 }
 
 /// The event log: one line per event, time in ms from the first.

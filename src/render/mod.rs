@@ -11,6 +11,7 @@ pub mod flamegraph;
 pub mod grade_summary;
 pub mod html;
 pub mod iosnoop;
+pub mod metrics;
 pub mod offcpu;
 pub mod otlp;
 pub mod pprof;

@@ -13,14 +13,15 @@
 
 use crate::analysis::watch::worth_a_record;
 use crate::model::diagnosis::Class;
-use crate::model::watch::{Event, Group, STATES, Snapshot};
+use crate::model::watch::{Event, Snapshot};
+use crate::render::metrics::{self, Kind, Metric, Num, Point};
 use crate::render::protobuf::Msg;
 
 /// The Content-Type of OTLP/HTTP's binary protobuf encoding.
 pub const CONTENT_TYPE: &str = "application/x-protobuf";
 
 /// Who sends, and since when its counters count.
-pub struct Source {
+pub struct Sender {
     pub host: String,
     pub start_unix_ns: u64,
 }
@@ -59,7 +60,7 @@ fn with_attrs(m: &mut Msg, field: u32, attrs: &Attrs) {
 
 /// The resource (`Resource`, attributes = 1) and scope
 /// (`InstrumentationScope`: name = 1, version = 2) every request carries.
-fn resource_and_scope(src: &Source) -> (Msg, Msg) {
+fn resource_and_scope(src: &Sender) -> (Msg, Msg) {
     let mut resource = Msg::default();
     with_attrs(
         &mut resource,
@@ -93,265 +94,72 @@ fn group_attrs(s: &Snapshot, name: &str) -> Attrs {
         .find(|g| g.name == name)
         .and_then(|g| g.runs_as.as_ref());
     if let Some(r) = runs_as {
-        a.push(("kdiag.runs_as", str(&r.what)));
-        a.push(("kdiag.runs_as.name", str(&r.name)));
-        if r.is_container() {
-            a.push(("container.id", str(&r.name)));
-        }
-        if let Some(pod) = &r.pod {
-            a.push(("k8s.pod.uid", str(pod)));
-        }
+        a.extend(metrics::runs_as_labels(r).iter().map(|(l, v)| (l.otel, str(v))));
     }
     a
 }
 
-#[derive(Clone, Copy)]
-enum Num {
-    F(f64),
-    I(u64),
+/// The metrics, each a `Metric` of `ScopeMetrics` (metrics = 2):
+/// name = 1, description = 2, unit = 3, gauge = 5 or sum = 7 (`Sum`:
+/// data_points = 1, aggregation_temporality = 2, CUMULATIVE being 2,
+/// is_monotonic = 3); each `NumberDataPoint`: attributes = 7,
+/// start_time_unix_nano = 2, time_unix_nano = 3, as_double = 4 or as_int
+/// = 6. Metrics without a data point are left out.
+struct Metrics<'a> {
+    s: &'a Snapshot,
+    scope: Msg,
+    start: u64,
+    now: u64,
 }
 
-/// How a metric aggregates: a cumulative monotonic sum or a gauge.
-#[derive(Clone, Copy, PartialEq)]
-enum Kind {
-    Counter,
-    Gauge,
-}
-
-struct Metric {
-    name: &'static str,
-    unit: &'static str,
-    kind: Kind,
-    help: &'static str,
-    points: Vec<(Attrs, Num)>,
-}
-
-impl Metric {
-    /// `Metric`: name = 1, description = 2, unit = 3, gauge = 5 or sum = 7
-    /// (`Sum`: data_points = 1, aggregation_temporality = 2, CUMULATIVE
-    /// being 2, is_monotonic = 3); each `NumberDataPoint`: attributes = 7,
-    /// start_time_unix_nano = 2, time_unix_nano = 3, as_double = 4 or
-    /// as_int = 6.
-    fn encode(&self, start: u64, now: u64) -> Msg {
+impl metrics::Sink for Metrics<'_> {
+    fn metric(&mut self, m: &Metric, points: Vec<Point>) {
+        let Some(name) = m.otel.filter(|_| !points.is_empty()) else {
+            return;
+        };
         let mut data = Msg::default();
-        for (attrs, value) in &self.points {
+        for point in points {
+            let mut attrs = point.group.map_or(vec![], |g| group_attrs(self.s, g));
+            attrs.extend(point.labels.iter().map(|(l, v)| (l.otel, str(v))));
             let mut p = Msg::default();
-            with_attrs(&mut p, 7, attrs);
-            if self.kind == Kind::Counter {
-                p.fixed64(2, start);
+            with_attrs(&mut p, 7, &attrs);
+            if m.kind == Kind::Counter {
+                p.fixed64(2, self.start);
             }
-            p.fixed64(3, now);
-            match *value {
+            p.fixed64(3, self.now);
+            match point.value {
                 Num::F(f) => p.double(4, f),
                 Num::I(i) => p.fixed64(6, i),
             };
             data.msg(1, &p);
         }
-        let mut m = Msg::default();
-        m.string(1, self.name)
-            .string(2, self.help)
-            .string(3, self.unit);
-        match self.kind {
-            Kind::Gauge => m.msg(5, &data),
+        let mut metric = Msg::default();
+        metric.string(1, name).string(2, m.help).string(3, m.unit);
+        match m.kind {
+            Kind::Gauge => metric.msg(5, &data),
             Kind::Counter => {
                 data.uint(2, 2).bool(3, true);
-                m.msg(7, &data)
+                metric.msg(7, &data)
             }
         };
-        m
+        self.scope.msg(2, &metric);
     }
-}
-
-/// The snapshot's metrics, each with its data points.
-fn metric_list(s: &Snapshot) -> Vec<Metric> {
-    let per_group = |f: &dyn Fn(&Group) -> Option<Num>| -> Vec<(Attrs, Num)> {
-        s.groups
-            .iter()
-            .filter_map(|g| Some((group_attrs(s, &g.name), f(g)?)))
-            .collect()
-    };
-    let with = |mut a: Attrs, key: &'static str, v: &str| {
-        a.push((key, str(v)));
-        a
-    };
-    let mut thread = Vec::new();
-    let mut storage = Vec::new();
-    for g in &s.groups {
-        for ((_, state), secs) in STATES.iter().zip(g.thread_seconds) {
-            let a = with(group_attrs(s, &g.name), "kdiag.thread.state", state);
-            thread.push((a, Num::F(secs)));
-        }
-        for (dir, bytes) in [("read", g.read_bytes), ("write", g.write_bytes)] {
-            let a = with(group_attrs(s, &g.name), "disk.io.direction", dir);
-            storage.push((a, Num::I(bytes)));
-        }
-    }
-    let verdicts = s
-        .groups
-        .iter()
-        .filter_map(|g| {
-            let a = with(group_attrs(s, &g.name), "kdiag.verdict", g.verdict?.name());
-            Some((a, Num::I(1)))
-        })
-        .collect();
-    let flight = s
-        .flight
-        .iter()
-        .map(|f| {
-            let a = with(group_attrs(s, &f.group), "kdiag.verdict", f.verdict.name());
-            (a, Num::I(f.records))
-        })
-        .collect();
-    let pressure = |full: bool| -> Vec<(Attrs, Num)> {
-        s.pressure
-            .iter()
-            .filter_map(|p| {
-                let v = if full { p.stalled_s? } else { p.waiting_s };
-                Some((
-                    vec![("kdiag.pressure.resource", str(&p.resource))],
-                    Num::F(v),
-                ))
-            })
-            .collect()
-    };
-    let own = |v: Num| vec![(Attrs::new(), v)];
-    let c = &s.cost;
-    use Kind::{Counter, Gauge};
-    let m = |name, unit, kind, help, points| Metric {
-        name,
-        unit,
-        kind,
-        help,
-        points,
-    };
-    vec![
-        m(
-            "kdiag.thread.time",
-            "s",
-            Counter,
-            "Thread time of the group's threads by state (diagnose's thread-state model).",
-            thread,
-        ),
-        m(
-            "kdiag.verdict",
-            "1",
-            Gauge,
-            "The group's verdict over the last interval (1 for the verdict it has).",
-            verdicts,
-        ),
-        m(
-            "kdiag.major_faults",
-            "{fault}",
-            Counter,
-            "Page faults of the group that had to read the page.",
-            per_group(&|g| Some(Num::I(g.major_faults))),
-        ),
-        m(
-            "kdiag.storage.io",
-            "By",
-            Counter,
-            "Bytes the group's processes caused to be read from or written to storage.",
-            storage,
-        ),
-        m(
-            "kdiag.group.processes",
-            "{process}",
-            Gauge,
-            "Processes in the group at the last scan.",
-            per_group(&|g| Some(Num::I(g.processes as u64))),
-        ),
-        m(
-            "kdiag.group.threads",
-            "{thread}",
-            Gauge,
-            "Threads in the group at the last scan.",
-            per_group(&|g| Some(Num::I(g.threads as u64))),
-        ),
-        m(
-            "kdiag.cgroup.throttled.time",
-            "s",
-            Counter,
-            "Time the group's cgroup was throttled by its CPU quota (cpu.stat), with --group-by cgroup.",
-            per_group(&|g| Some(Num::F(g.throttled_s?))),
-        ),
-        m(
-            "kdiag.cgroup.throttled.periods",
-            "{period}",
-            Counter,
-            "Quota periods in which the group's cgroup was throttled, with --group-by cgroup.",
-            per_group(&|g| Some(Num::I(g.throttled_periods?))),
-        ),
-        m(
-            "kdiag.flight.records",
-            "{record}",
-            Counter,
-            "Flight records kept of the group in --flight-dir, by watch's verdict.",
-            flight,
-        ),
-        m(
-            "kdiag.pressure.waiting.time",
-            "s",
-            Counter,
-            "Time some task waited for the resource (PSI \"some\").",
-            pressure(false),
-        ),
-        m(
-            "kdiag.pressure.stalled.time",
-            "s",
-            Counter,
-            "Time every non-idle task stalled on the resource at once (PSI \"full\").",
-            pressure(true),
-        ),
-        m(
-            "kdiag.watch.cpu.time",
-            "s",
-            Counter,
-            "CPU time kdiag watch used, user and system.",
-            own(Num::F(c.cpu_s)),
-        ),
-        m(
-            "kdiag.watch.memory.usage",
-            "By",
-            Gauge,
-            "kdiag watch's resident memory.",
-            own(Num::I(c.rss_bytes)),
-        ),
-        m(
-            "kdiag.watch.scan.duration",
-            "s",
-            Gauge,
-            "Wall time of the last scan of /proc.",
-            own(Num::F(c.scan_s)),
-        ),
-        m(
-            "kdiag.watch.processes",
-            "{process}",
-            Gauge,
-            "Processes watched at the last scan.",
-            own(Num::I(c.processes as u64)),
-        ),
-        m(
-            "kdiag.watch.thread_samples",
-            "{sample}",
-            Counter,
-            "Thread states sampled.",
-            own(Num::I(c.samples_total)),
-        ),
-    ]
 }
 
 /// `ExportMetricsServiceRequest`: resource_metrics = 1 (`ResourceMetrics`:
 /// resource = 1, scope_metrics = 2; `ScopeMetrics`: scope = 1, metrics = 2).
-/// Metrics without a data point are left out.
-pub fn metrics(s: &Snapshot, src: &Source, now_unix_ns: u64) -> Vec<u8> {
+pub fn metrics(s: &Snapshot, src: &Sender, now_unix_ns: u64) -> Vec<u8> {
     let (resource, scope) = resource_and_scope(src);
-    let mut sm = Msg::default();
-    sm.msg(1, &scope);
-    for m in metric_list(s).iter().filter(|m| !m.points.is_empty()) {
-        sm.msg(2, &m.encode(src.start_unix_ns, now_unix_ns));
-    }
+    let mut sm = Metrics {
+        s,
+        scope: Msg::default(),
+        start: src.start_unix_ns,
+        now: now_unix_ns,
+    };
+    sm.scope.msg(1, &scope);
+    metrics::export(s, &mut sm);
     let mut rm = Msg::default();
-    rm.msg(1, &resource).msg(2, &sm);
+    rm.msg(1, &resource).msg(2, &sm.scope);
     let mut req = Msg::default();
     req.msg(1, &rm);
     req.0
@@ -366,7 +174,7 @@ const WARN: (u64, &str) = (13, "WARN");
 /// `LogRecord` an event: time_unix_nano = 1, severity_number = 2,
 /// severity_text = 3, body = 5 (a string `AnyValue`), attributes = 6,
 /// observed_time_unix_nano = 11, event_name = 12.
-pub fn logs(events: &[Event], s: &Snapshot, src: &Source, now_unix_ns: u64) -> Vec<u8> {
+pub fn logs(events: &[Event], s: &Snapshot, src: &Sender, now_unix_ns: u64) -> Vec<u8> {
     let (resource, scope) = resource_and_scope(src);
     let mut sl = Msg::default();
     sl.msg(1, &scope);
@@ -396,7 +204,7 @@ fn log_record(e: &Event, s: &Snapshot) -> (&'static str, (u64, &'static str), St
     match e {
         Event::Verdict { group, from, to } => {
             let mut a = group_attrs(s, group);
-            a.push(("kdiag.verdict", str(to.name())));
+            a.push((metrics::VERDICT.otel, str(to.name())));
             let was = match from {
                 Some(f) => {
                     a.push(("kdiag.verdict.previous", str(f.name())));
@@ -419,7 +227,7 @@ fn log_record(e: &Event, s: &Snapshot) -> (&'static str, (u64, &'static str), St
             let mut a = group_attrs(s, group);
             a.retain(|(k, _)| *k != "process.pid");
             a.extend([
-                ("kdiag.verdict", str(verdict.name())),
+                (metrics::VERDICT.otel, str(verdict.name())),
                 ("process.pid", Val::Int(*pid as i64)),
                 ("kdiag.diagnosis.verdict", str(found.name())),
                 ("kdiag.flight.record", str(&record.to_string_lossy())),
@@ -443,42 +251,28 @@ fn log_record(e: &Event, s: &Snapshot) -> (&'static str, (u64, &'static str), St
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::diagnosis::Class;
+    use crate::model::watch::{Group, STATES};
 
     #[test]
-    fn every_metric_has_a_dotted_name_a_unit_and_no_unit_in_its_name() {
+    fn a_groups_points_carry_its_name_as_the_executable() {
         let g = Group {
             name: "db".into(),
             verdict: Some(Class::Io),
-            throttled_s: Some(1.0),
-            throttled_periods: Some(2),
             ..Group::default()
         };
         let s = Snapshot {
             groups: vec![g],
             ..Snapshot::default()
         };
-        let list = metric_list(&s);
-        let mut names: Vec<_> = list.iter().map(|m| m.name).collect();
-        names.sort();
-        names.dedup();
-        assert_eq!(names.len(), list.len(), "one metric a name");
-        for m in &list {
-            assert!(m.name.starts_with("kdiag."), "{}", m.name);
-            assert!(!m.unit.is_empty(), "{}", m.name);
-            assert!(
-                !m.name.ends_with("seconds") && !m.name.ends_with("bytes"),
-                "{}",
-                m.name
-            );
-        }
-        let thread = &list[0];
-        assert_eq!(thread.points.len(), STATES.len());
+        let thread = &metrics::METRICS[0];
+        let points = (thread.points)(&s);
+        assert_eq!(points.len(), STATES.len());
+        let attrs = group_attrs(&s, points[0].group.unwrap());
         assert!(
-            thread.points[0]
-                .0
+            attrs
                 .iter()
-                .any(|(k, v)| *k == "process.executable.name"
-                    && matches!(v, Val::Str(n) if n == "db"))
+                .any(|(k, v)| *k == "process.executable.name" && matches!(v, Val::Str(n) if n == "db"))
         );
     }
 }

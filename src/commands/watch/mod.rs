@@ -5,10 +5,6 @@
 //! table every interval.
 
 mod config;
-mod flight;
-mod otlp;
-mod serve;
-mod textfile;
 
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -22,6 +18,7 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 use crate::analysis::watch::verdict_changes;
 use crate::error;
+use crate::export::{flight, otlp, serve, textfile};
 use crate::instruments::watch::{GroupBy, Options, Scope, Watcher, container};
 use crate::model::watch::{STATES, Snapshot};
 use crate::render::prometheus;
@@ -153,7 +150,7 @@ struct Session {
     watcher: Watcher,
     every: Duration,
     textfile: Option<textfile::Textfile>,
-    recorder: Option<flight::Recorder>,
+    recorder: Option<flight::FlightRecorder>,
     otlp: Option<otlp::Exporter>,
     /// Each group's verdict at the last scan (for the verdict changes).
     verdicts: HashMap<String, crate::model::diagnosis::Class>,
@@ -191,7 +188,7 @@ impl Session {
                     keep: args.flight_keep as usize,
                     max_bytes: args.flight_max_size,
                 };
-                flight::Recorder::new(dir, limits, interrupt)
+                flight::FlightRecorder::new(dir, limits, interrupt)
             })
             .transpose()?;
         let otlp = args.otlp.clone().map(otlp::Exporter::start).transpose()?;

@@ -51,7 +51,7 @@ struct Taken {
     pid: i32,
 }
 
-pub struct Recorder {
+pub struct FlightRecorder {
     dir: PathBuf,
     limits: Limits,
     started: Instant,
@@ -63,10 +63,10 @@ pub struct Recorder {
     events: Vec<Event>,
 }
 
-impl Recorder {
+impl FlightRecorder {
     /// Make `dir` (as the user) and remove the temporaries a killed kdiag
     /// left there.
-    pub fn new(dir: &Path, limits: Limits, interrupt: &Interrupt) -> anyhow::Result<Recorder> {
+    pub fn new(dir: &Path, limits: Limits, interrupt: &Interrupt) -> anyhow::Result<FlightRecorder> {
         user_files::create_dir_all(dir)?;
         // A directory the user cannot write fails now, not at the first
         // record, maybe hours later.
@@ -78,7 +78,7 @@ impl Recorder {
                 user_files::remove_file(&p)?;
             }
         }
-        Ok(Recorder {
+        Ok(FlightRecorder {
             dir: dir.to_path_buf(),
             limits,
             started: Instant::now(),
@@ -275,7 +275,8 @@ fn capture(
         duration: WINDOW_S,
         interval: diagnose::interval(WINDOW_S, None),
         why: WhyMode::Auto,
-        json: true,
+        // A flight record is kept quietly: watch's log says it was.
+        report: &|_| {},
         live: None,
         heat_map: false,
     };

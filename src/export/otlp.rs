@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::model::watch::{Event, Snapshot};
-use crate::render::otlp::{self, CONTENT_TYPE, Source};
+use crate::render::otlp::{self, CONTENT_TYPE, Sender};
 
 /// OTLP/HTTP's default port.
 const PORT: u16 = 4318;
@@ -79,7 +79,7 @@ pub fn endpoint(url: &str) -> Result<Endpoint, String> {
 type Batch = Vec<(&'static str, Vec<u8>)>;
 
 pub struct Exporter {
-    source: Source,
+    source: Sender,
     tx: Option<SyncSender<Batch>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -113,7 +113,7 @@ impl Exporter {
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
         let (_, now) = crate::instruments::target::utc_now();
         Ok(Exporter {
-            source: Source {
+            source: Sender {
                 host: host.trim().to_string(),
                 start_unix_ns: now,
             },
