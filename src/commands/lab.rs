@@ -356,7 +356,8 @@ fn run_app(
             let text = resumed_text(r, &driver.engine).trim().replace('\n', " ");
             state.message = Some((text, crate::tui::lab::state::Tone::Info));
         }
-        return app::run(state, driver);
+        let observed = crate::course::policy::observed_user()?;
+        return app::run(state, driver, observed);
     }
     let mut stdout = std::io::stdout().lock();
     let mut out = plain::Transcript {

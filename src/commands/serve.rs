@@ -13,9 +13,7 @@ use clap::FromArgMatches;
 use super::Command;
 use crate::course::policy;
 use crate::error;
-use crate::service::{client, listener, server};
-use crate::sys::peer::Peer;
-use crate::sys::process::privilege;
+use crate::service::{Peer, client, listener, server};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -55,7 +53,7 @@ fn served(command: &Command) -> bool {
 /// root, without CAP_BPF and CAP_PERFMON) and a service listens: the
 /// run's exit code; None to run it here.
 pub fn forward(command: &Command) -> anyhow::Result<Option<u8>> {
-    if privilege::is_root() || privilege::can_trace() || !served(command) {
+    if !client::needed() || !served(command) {
         return Ok(None);
     }
     let Some(path) = client::socket() else {
@@ -72,11 +70,6 @@ pub fn forward(command: &Command) -> anyhow::Result<Option<u8>> {
 pub fn run(args: Args, app: fn() -> clap::Command) -> anyhow::Result<u8> {
     // Root's, never a learner's sudo rule: it binds and replaces sockets.
     policy::require_admin("kdiag serve")?;
-    if !privilege::is_root() {
-        return Err(error::usage(
-            "kdiag serve runs as root (it traces for its callers)",
-        ));
-    }
     let listening = listener::listen(&args.socket)?;
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {

@@ -64,11 +64,6 @@ pub fn require_admin(what: &str) -> anyhow::Result<()> {
     )))
 }
 
-/// Set by `kdiag serve` in the kdiag it runs for a caller: that run is a
-/// learner's unless they administer the machine, course or not. Under sudo
-/// a learner could only set it to narrow what they see.
-pub const SERVED: &str = "KDIAG_SERVED";
-
 /// The user whose processes the caller observes when not everyone's: a
 /// learner's own (through sudo on a course server, or served by
 /// `kdiag serve`). Panels that list every process keep only theirs.
@@ -77,20 +72,13 @@ pub fn observed_user() -> anyhow::Result<Option<u32>> {
         Caller::Learner(l) => Some(l.uid),
         Caller::Free => match privilege::invoker() {
             Some(who)
-                if std::env::var_os(SERVED).is_some()
-                    && !is_admin(who.uid, attest::installed()?.as_ref()) =>
+                if privilege::served() && !is_admin(who.uid, attest::installed()?.as_ref()) =>
             {
                 Some(who.uid)
             }
             _ => None,
         },
     })
-}
-
-/// Whether process `pid` is `uid`'s (its real uid, as the kernel's ptrace
-/// check reads it); false once it is gone.
-pub fn is_theirs(pid: u32, uid: u32) -> bool {
-    crate::sys::procfs::real_uid(pid) == Some(uid)
 }
 
 /// Who the caller is.

@@ -65,7 +65,11 @@ pub struct Request<'a> {
 pub enum Event<'a> {
     /// Watching starts: the PID, what besides it (" and its
     /// descendants"), for how long.
-    Watching { pid: i32, what: &'a str, seconds: f64 },
+    Watching {
+        pid: i32,
+        what: &'a str,
+        seconds: f64,
+    },
     /// The verdict calls for these drill-downs, run at once for `seconds`.
     Drilling {
         verdict: Class,

@@ -66,7 +66,11 @@ pub struct FlightRecorder {
 impl FlightRecorder {
     /// Make `dir` (as the user) and remove the temporaries a killed kdiag
     /// left there.
-    pub fn new(dir: &Path, limits: Limits, interrupt: &Interrupt) -> anyhow::Result<FlightRecorder> {
+    pub fn new(
+        dir: &Path,
+        limits: Limits,
+        interrupt: &Interrupt,
+    ) -> anyhow::Result<FlightRecorder> {
         user_files::create_dir_all(dir)?;
         // A directory the user cannot write fails now, not at the first
         // record, maybe hours later.

@@ -52,6 +52,12 @@ pub fn exists(pid: i32) -> bool {
     pid > 0 && Path::new(&format!("/proc/{pid}")).exists()
 }
 
+/// Whose process `pid` is: its real uid (as the kernel's ptrace check reads
+/// it), none once it is gone.
+pub fn owner(pid: u32) -> Option<u32> {
+    crate::sys::procfs::real_uid(pid)
+}
+
 /// `-- CMD`, started held: it waits before its exec until [`release`].
 pub fn spawn(command: &[OsString]) -> anyhow::Result<HeldChild> {
     let program = command[0].to_string_lossy().into_owned();

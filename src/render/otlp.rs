@@ -94,7 +94,11 @@ fn group_attrs(s: &Snapshot, name: &str) -> Attrs {
         .find(|g| g.name == name)
         .and_then(|g| g.runs_as.as_ref());
     if let Some(r) = runs_as {
-        a.extend(metrics::runs_as_labels(r).iter().map(|(l, v)| (l.otel, str(v))));
+        a.extend(
+            metrics::runs_as_labels(r)
+                .iter()
+                .map(|(l, v)| (l.otel, str(v))),
+        );
     }
     a
 }
@@ -272,7 +276,8 @@ mod tests {
         assert!(
             attrs
                 .iter()
-                .any(|(k, v)| *k == "process.executable.name" && matches!(v, Val::Str(n) if n == "db"))
+                .any(|(k, v)| *k == "process.executable.name"
+                    && matches!(v, Val::Str(n) if n == "db"))
         );
     }
 }

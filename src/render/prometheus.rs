@@ -31,7 +31,11 @@ impl metrics::Sink for Text {
         for p in &points {
             let name = match p.labels.first() {
                 Some((l, v)) if m.prom.contains("{}") => {
-                    let v = l.in_name.iter().find(|(a, _)| a == v).map_or(*v, |(_, b)| b);
+                    let v = l
+                        .in_name
+                        .iter()
+                        .find(|(a, _)| a == v)
+                        .map_or(*v, |(_, b)| b);
                     m.prom.replace("{}", v)
                 }
                 _ => m.prom.to_string(),

@@ -12,6 +12,12 @@ use super::listener::DEFAULT_SOCKET;
 use super::protocol::{self, Reply, Request, VERSION};
 use crate::sys::peer;
 
+/// Whether this kdiag needs the service to trace: not root, and without
+/// CAP_BPF and CAP_PERFMON.
+pub fn needed() -> bool {
+    !(crate::sys::process::privilege::is_root() || crate::sys::process::privilege::can_trace())
+}
+
 /// The service's socket, when there is one: `$KDIAG_SOCKET`, else the default.
 pub fn socket() -> Option<PathBuf> {
     let path = std::env::var_os("KDIAG_SOCKET")

@@ -31,6 +31,11 @@ impl Drop for Listening {
 /// if missing, a stale socket replaced, the socket 0666 (anyone may ask;
 /// the service decides by who asks).
 pub fn listen(path: &Path) -> anyhow::Result<Listening> {
+    if !crate::sys::process::privilege::is_root() {
+        return Err(crate::error::usage(
+            "kdiag serve runs as root (it traces for its callers)",
+        ));
+    }
     if let Some(listener) = activated()? {
         return Ok(Listening {
             listener,

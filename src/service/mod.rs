@@ -5,6 +5,8 @@
 //! the runs; client.rs: the unprivileged side. What a caller may ask is
 //! `course::policy`'s, applied by `commands::serve`.
 
+pub use crate::sys::peer::Peer;
+
 pub mod client;
 pub mod listener;
 pub mod protocol;

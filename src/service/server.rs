@@ -285,7 +285,7 @@ fn start(
         .env("SUDO_UID", peer.uid.to_string())
         .env("SUDO_GID", peer.gid.to_string())
         .env("SUDO_USER", name)
-        .env(crate::course::policy::SERVED, "1")
+        .env(privilege::SERVED, "1")
         .stdin(Stdio::from(stdin))
         .stdout(Stdio::from(stdout))
         .stderr(Stdio::from(stderr));

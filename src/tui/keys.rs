@@ -34,7 +34,10 @@ impl Key {
             KeyCode::Char('c') if e.modifiers.contains(KeyModifiers::CONTROL) => Key::CtrlC,
             KeyCode::Char('u') if e.modifiers.contains(KeyModifiers::CONTROL) => Key::CtrlU,
             // Another Ctrl or Alt chord is no letter to type or command to run.
-            KeyCode::Char(_) if e.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) => {
+            KeyCode::Char(_)
+                if e.modifiers
+                    .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) =>
+            {
                 return None;
             }
             KeyCode::Char(c) => Key::Char(c),

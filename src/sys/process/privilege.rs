@@ -50,6 +50,16 @@ pub fn can_trace() -> bool {
     rc == 0 && has(CAP_PERFMON) && has(CAP_BPF)
 }
 
+/// Set by `kdiag serve` in the kdiag it runs for a caller: that run is a
+/// learner's unless they administer the machine, course or not. Under sudo
+/// a learner could only set it to narrow what they see.
+pub const SERVED: &str = "KDIAG_SERVED";
+
+/// Whether this kdiag was started by `kdiag serve` for a caller.
+pub fn served() -> bool {
+    std::env::var_os(SERVED).is_some()
+}
+
 /// The invoking user from SUDO_UID / SUDO_GID, if we are root through sudo and
 /// that user is not root itself.
 pub fn invoker() -> Option<Invoker> {

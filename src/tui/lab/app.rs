@@ -70,8 +70,13 @@ pub fn perform(state: &mut State, driver: &mut dyn Driver, effects: Vec<Effect>)
 }
 
 /// Run the app until the learner leaves or a signal comes; the state at
-/// the end.
-pub fn run(mut state: State, driver: &mut dyn Driver) -> anyhow::Result<State> {
+/// the end. `observed`: the user whose processes the panels list, when
+/// not everyone's (a learner on a course server).
+pub fn run(
+    mut state: State,
+    driver: &mut dyn Driver,
+    observed: Option<u32>,
+) -> anyhow::Result<State> {
     let (tx, rx) = mpsc::channel();
     let stop = Arc::new(AtomicBool::new(false));
     let focus = Arc::new(AtomicI32::new(0));
@@ -81,10 +86,13 @@ pub fn run(mut state: State, driver: &mut dyn Driver) -> anyhow::Result<State> {
     {
         let (tx, focus, stop) = (tx.clone(), Arc::clone(&focus), Arc::clone(&stop));
         threads.push(std::thread::spawn(move || {
-            collect::procs(tx, focus, stop, t0)
+            collect::procs(tx, focus, stop, t0, observed)
         }));
     }
-    let mut tracing = Tracing::default();
+    let mut tracing = Tracing {
+        running: None,
+        observed,
+    };
     let result = (|| -> anyhow::Result<()> {
         let mut guard = TerminalGuard::enter().context("cannot set up the terminal")?;
         {
@@ -197,6 +205,7 @@ fn hung_up(timeout: Duration) -> bool {
 #[derive(Default)]
 struct Tracing {
     running: Option<Running>,
+    observed: Option<u32>,
 }
 
 struct Running {
@@ -224,8 +233,9 @@ impl Tracing {
         };
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, flag) = (tx.clone(), Arc::clone(&stop));
+        let observed = self.observed;
         let thread = std::thread::spawn(move || match (inst, pid) {
-            (Instrument::Iosnoop, _) => collect::iosnoop(tx, flag),
+            (Instrument::Iosnoop, _) => collect::iosnoop(tx, flag, observed),
             (Instrument::Profile, Some(pid)) => collect::profile(tx, pid, flag),
             (Instrument::ExecTrace, Some(pid)) => collect::exec_trace(tx, pid, flag),
             (Instrument::Offcpu, Some(pid)) => collect::offcpu(tx, pid, flag),

@@ -18,7 +18,7 @@ use crate::instruments::block::{self, Options};
 use crate::instruments::exec::{self, Filter};
 use crate::instruments::offcpu;
 use crate::instruments::{Ask, Tier};
-use crate::instruments::{procs, profile};
+use crate::instruments::{procs, profile, target};
 use crate::model::lab::Panel;
 use crate::model::process::Process;
 use crate::model::profile::Profile;
@@ -31,8 +31,13 @@ fn send(tx: &Sender<Msg>, d: Data) -> bool {
 /// Every process once a second, and the chosen process (`focus`, 0 for
 /// none) in detail: its threads' states every 20 ms, its counters each
 /// second.
-pub fn procs(tx: Sender<Msg>, focus: Arc<AtomicI32>, stop: Arc<AtomicBool>, t0: Instant) {
-    let mine = observed_user();
+pub fn procs(
+    tx: Sender<Msg>,
+    focus: Arc<AtomicI32>,
+    stop: Arc<AtomicBool>,
+    t0: Instant,
+    mine: Option<u32>,
+) {
     let mut table = procs::Table::default();
     let mut processes = move || {
         table.processes().map(|mut all| {
@@ -177,17 +182,9 @@ impl Watch {
     }
 }
 
-/// The user whose processes the panels show, when not everyone's (a
-/// learner on a course server observes only their own).
-fn observed_user() -> Option<u32> {
-    // The command was allowed with the same answer; an error there ended it.
-    crate::course::policy::observed_user().unwrap_or(None)
-}
-
 /// Block requests of every process (every process of the observed user),
 /// in batches of about 250 ms.
-pub fn iosnoop(tx: Sender<Msg>, stop: Arc<AtomicBool>) {
-    let mine = observed_user();
+pub fn iosnoop(tx: Sender<Msg>, stop: Arc<AtomicBool>, mine: Option<u32>) {
     // Whose each PID is, asked once per PID a second.
     let mut owners: HashMap<u32, bool> = HashMap::new();
     let (mut source, note) = match block::open(Ask::Auto, Options::default()) {
@@ -216,7 +213,7 @@ pub fn iosnoop(tx: Sender<Msg>, stop: Arc<AtomicBool>) {
             batch.retain(|io| {
                 *owners
                     .entry(io.pid)
-                    .or_insert_with(|| crate::course::policy::is_theirs(io.pid, uid))
+                    .or_insert_with(|| target::owner(io.pid) == Some(uid))
             });
         }
         if sent.elapsed() >= Duration::from_millis(250) {

@@ -365,7 +365,11 @@ mod tests {
         assert_eq!(sample(t, [5.0, 1.0]), Some(10), "its process, now first");
         assert_eq!(sample(t, [1.0, 5.0]), Some(10), "its process, now second");
         t.key(Key::Char('r'));
-        assert_eq!(t.selected_row().map(|r| r.pid), Some(10), "reversed: the top");
+        assert_eq!(
+            t.selected_row().map(|r| r.pid),
+            Some(10),
+            "reversed: the top"
+        );
         t.key(Key::Char('r'));
         assert_eq!(t.selected_row().map(|r| r.pid), Some(20), "the top again");
     }

@@ -95,13 +95,12 @@ impl History {
         let stacked = area.height > 2 * n;
         // Too short even for a line each and the header: the charts first.
         let header = u16::from(area.height > n);
-        let rows = Layout::vertical(
-            std::iter::once(Constraint::Length(header))
-                .chain(series.iter().map(|_| match stacked {
-                    true => Constraint::Fill(1),
-                    false => Constraint::Length(1),
-                })),
-        )
+        let rows = Layout::vertical(std::iter::once(Constraint::Length(header)).chain(
+            series.iter().map(|_| match stacked {
+                true => Constraint::Fill(1),
+                false => Constraint::Length(1),
+            }),
+        ))
         .split(area);
         f.render_widget(
             Paragraph::new(format!(
@@ -120,7 +119,12 @@ impl History {
                     .fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
                 let now = values.last().copied().unwrap_or(0.0);
                 match stacked {
-                    true => format!("{label}: now {}, min {}, max {}", show(now), show(min), show(max)),
+                    true => format!(
+                        "{label}: now {}, min {}, max {}",
+                        show(now),
+                        show(min),
+                        show(max)
+                    ),
                     false => format!("{label} {} ({}–{}) ", show(now), show(min), show(max)),
                 }
             })
@@ -130,8 +134,9 @@ impl History {
             let area = rows[i + 1];
             let [head, chart] = match stacked {
                 true => Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(area),
-                false => Layout::horizontal([Constraint::Length(beside), Constraint::Min(0)])
-                    .areas(area),
+                false => {
+                    Layout::horizontal([Constraint::Length(beside), Constraint::Min(0)]).areas(area)
+                }
             };
             f.render_widget(Paragraph::new(Line::from(head_text.as_str())), head);
             if chart.height == 0 || chart.width == 0 {
