@@ -56,6 +56,9 @@ pub fn judge(o: &Observation, class: Class, cause: &Cause) -> Option<Finding> {
             .or_else(|| cpu_quota(o))
             .or_else(|| not_competition(o, cause)),
         Class::Io | Class::Paging => memory_limit(o).or_else(|| io_limit(o)),
+        // A throttled thread is never blocked: off its CPU with no wait
+        // point, under a quota it ran out of, it waits for the quota.
+        Class::Blocked => memory_limit(o).or_else(|| cpu_quota(o)),
         _ => memory_limit(o),
     }
 }
@@ -103,7 +106,11 @@ fn cpu_quota(o: &Observation) -> Option<Finding> {
         .filter(|(_, q)| q.quota_us.is_some() && throttled(q))
         .max_by(|a, b| share(a.1).total_cmp(&share(b.1)))?;
     let w = o.window_s.max(1e-3);
-    let (used, waited) = (o.cpu_s() / w, o.totals.run_delay_s.unwrap_or(0.0) / w);
+    // The run queue of the thread states: run_delay and the time a
+    // throttled thread was runnable outside it.
+    let queued =
+        crate::analysis::tsa::budget(o).seconds(crate::model::diagnosis::ThreadState::RunQueue);
+    let (used, waited) = (o.cpu_s() / w, queued / w);
     Some(Finding {
         verdict: Class::CpuQuota,
         confidence: if share(q) >= 0.5 {

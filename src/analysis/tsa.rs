@@ -71,6 +71,49 @@ pub fn fault_reads(o: &Observation, fault_waits: bool) -> f64 {
     t.system_s.min(faults as f64 * FAULT_CPU_MAX_S)
 }
 
+/// Of all thread samples, the share that must show a thread able to hold
+/// a lock (running, runnable, or waiting for something other than a
+/// runtime's lock or by design) for runtime lock waits to be lock time.
+pub const HOLDER_MIN: f64 = 0.02;
+
+/// Whether no thread of the target could have held the runtime locks its
+/// threads waited for. The stacks name the call (a CPython threading lock,
+/// a JVM park), not who holds it: `Thread.join()`, `queue.get()` and an
+/// idle pool wait in the very same `PyThread_acquire_lock` as a contended
+/// lock. A lock is held by a thread that works; when every other thread
+/// sleeps by design (a timer, input) or waits the same way, the waits are
+/// for an event, and sleeping by design too. A contended mutex (its futex
+/// word says so) and the GIL (released by every blocked thread) keep their
+/// own rules.
+pub fn no_holder(o: &Observation) -> bool {
+    let all: u64 = o.samples.iter().map(|s| s.count).sum();
+    let runtime: u64 = o
+        .samples
+        .iter()
+        .filter(|s| s.on == waits::RUNTIME_LOCK)
+        .map(|s| s.count)
+        .sum();
+    let gil = o
+        .runtime_locks
+        .iter()
+        .any(|l| l.lock && l.kind == "the GIL");
+    if runtime == 0 || gil {
+        return false;
+    }
+    let holders: u64 = o
+        .samples
+        .iter()
+        .filter(|s| s.on != waits::RUNTIME_LOCK)
+        .filter(|s| {
+            s.state == 'R'
+                || waits::classify(s.state, &s.wchan, &s.syscall, &s.on).state
+                    != ThreadState::Sleeping
+        })
+        .map(|s| s.count)
+        .sum();
+    (holders as f64) < HOLDER_MIN * all as f64
+}
+
 pub fn budget(o: &Observation) -> Budget {
     use ThreadState::*;
     let rq = o.totals.run_delay_s.unwrap_or(0.0);
@@ -80,10 +123,17 @@ pub fn budget(o: &Observation) -> Budget {
     let paging = swapped_in(o);
     let mut reasons: BTreeMap<ThreadState, BTreeMap<&'static str, u64>> = BTreeMap::new();
     let mut off_samples = 0;
+    let unheld = no_holder(o);
     for s in o.samples.iter().filter(|s| s.state != 'R') {
         let mut w = waits::classify(s.state, &s.wchan, &s.syscall, &s.on);
         if paging && w.why == "page fault" {
             w.state = Paging;
+        }
+        if unheld && s.on == waits::RUNTIME_LOCK {
+            w = waits::Wait {
+                state: Sleeping,
+                why: "an event (a lock no working thread held)",
+            };
         }
         *reasons
             .entry(w.state)
@@ -101,7 +151,18 @@ pub fn budget(o: &Observation) -> Budget {
     secs.insert(OnCpu, on);
     secs.insert(RunQueue, rq);
     secs.insert(Storage, fault_cpu);
-    if off_samples == 0 {
+    let runnable_samples: u64 = o
+        .samples
+        .iter()
+        .filter(|s| s.state == 'R')
+        .map(|s| s.count)
+        .sum();
+    if off_samples == 0 && runnable_samples > 0 {
+        // Off CPU yet always seen runnable: held off by a throttled cgroup.
+        // Kernels that dequeue a throttled thread (6.18) or run a loaded VM
+        // leave that time out of run_delay; it is still waiting for a CPU.
+        secs.insert(RunQueue, rq + off);
+    } else if off_samples == 0 {
         // Off CPU, but never caught there.
         secs.insert(Other, off);
     } else {

@@ -1,0 +1,9 @@
+# An idle ThreadPoolExecutor (4 workers waiting for work), the main
+# thread asleep: idle by design. Truth: pidstat -t; py-spy: _worker/get.
+EXPECT=idle
+EVIDENCE="an event (a lock no working thread held)"
+start() {
+    python3 -c 'import concurrent.futures as f,time;e=f.ThreadPoolExecutor(4);[e.submit(time.sleep,0) for _ in range(8)];time.sleep(60)' &
+    PID=$!; CLEANUP="kill $PID"
+}
+. "$here/lib/truth.sh"
