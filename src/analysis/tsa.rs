@@ -77,14 +77,15 @@ pub fn fault_reads(o: &Observation, fault_waits: bool) -> f64 {
 pub const HOLDER_MIN: f64 = 0.02;
 
 /// Whether no thread of the target could have held the runtime locks its
-/// threads waited for. The stacks name the call (a CPython threading lock,
-/// a JVM park), not who holds it: `Thread.join()`, `queue.get()` and an
-/// idle pool wait in the very same `PyThread_acquire_lock` as a contended
-/// lock. A lock is held by a thread that works; when every other thread
-/// sleeps by design (a timer, input) or waits the same way, the waits are
-/// for an event, and sleeping by design too. A contended mutex (its futex
-/// word says so) and the GIL (released by every blocked thread) keep their
-/// own rules.
+/// threads waited for, where those locks are ones the runtime also waits
+/// for events in (locks::Pattern::event). The stacks name the call, not
+/// who holds it: `Thread.join()`, `queue.get()` and an idle pool wait in
+/// the very same `PyThread_acquire_lock` as a contended lock. Such a lock
+/// is held by a thread that works; when every other thread sleeps by
+/// design (a timer, input) or waits the same way, the waits are for an
+/// event, and sleeping by design too. A monitor, a row lock or a mutex
+/// stays a lock whoever holds it (another backend, a thread asleep inside
+/// `synchronized`); the GIL is released by every blocked thread.
 pub fn no_holder(o: &Observation) -> bool {
     let all: u64 = o.samples.iter().map(|s| s.count).sum();
     let runtime: u64 = o
@@ -93,11 +94,7 @@ pub fn no_holder(o: &Observation) -> bool {
         .filter(|s| s.on == waits::RUNTIME_LOCK)
         .map(|s| s.count)
         .sum();
-    let gil = o
-        .runtime_locks
-        .iter()
-        .any(|l| l.lock && l.kind == "the GIL");
-    if runtime == 0 || gil {
+    if runtime == 0 || !crate::analysis::locks::only_event_locks(o) {
         return false;
     }
     let holders: u64 = o
