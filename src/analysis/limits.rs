@@ -20,6 +20,9 @@ use crate::model::verdict::{
 pub const THROTTLED_SHARE: f64 = 0.1;
 /// A cgroup whose requests reach this share of its I/O limit is held by it.
 pub const AT_LIMIT: f64 = 0.8;
+/// Of the thread time, the storage waits beside a lock queue that make a
+/// binding I/O limit the lock's cause.
+pub const STORAGE_BEHIND_LOCK: f64 = 0.02;
 /// Pages read back after the limit evicted them, per second, that make
 /// the limit the verdict (400 KiB/s of 4 KiB pages).
 pub const REFAULTS_PER_S: f64 = 100.0;
@@ -59,6 +62,10 @@ pub fn judge(o: &Observation, class: Class, cause: &Cause) -> Option<Finding> {
         // A throttled thread is never blocked: off its CPU with no wait
         // point, under a quota it ran out of, it waits for the quota.
         Class::Blocked => memory_limit(o).or_else(|| cpu_quota(o)),
+        // Threads queued on a lock whose holder writes through the limited
+        // device (a commit's WAL flush): the limit is the cause, the lock
+        // how it shows.
+        Class::Lock => memory_limit(o).or_else(|| io_limit(o).filter(|_| writes_behind_lock(o))),
         _ => memory_limit(o),
     }
 }
@@ -189,6 +196,14 @@ fn io_limit(o: &Observation) -> Option<Finding> {
             Drill::Storage.command(o.pid),
         ],
     })
+}
+
+/// Whether the target's threads waited for storage at least
+/// STORAGE_BEHIND_LOCK of their time: a lock's holder may be the one.
+fn writes_behind_lock(o: &Observation) -> bool {
+    let b = crate::analysis::tsa::budget(o);
+    b.total_s > 0.0
+        && b.seconds(crate::model::diagnosis::ThreadState::Storage) >= STORAGE_BEHIND_LOCK * b.total_s
 }
 
 fn memory_limit(o: &Observation) -> Option<Finding> {

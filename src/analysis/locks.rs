@@ -143,9 +143,11 @@ pub const PATTERNS: &[Pattern] = &[
     lock("__lll_lock_wait", "glibc", "a mutex"),
     lock("pthread_rwlock_rdlock", "glibc", "a rwlock (read)"),
     lock("pthread_rwlock_wrlock", "glibc", "a rwlock (write)"),
-    lock("sem_wait", "glibc", "a semaphore"),
-    lock("sem_timedwait", "glibc", "a semaphore"),
-    lock("sem_clockwait", "glibc", "a semaphore"),
+    // A semaphore is how threads signal events (and CPython's threading
+    // lock waits in one: a stack cut off in libc ends here).
+    event_lock("sem_wait", "glibc", "a semaphore"),
+    event_lock("sem_timedwait", "glibc", "a semaphore"),
+    event_lock("sem_clockwait", "glibc", "a semaphore"),
     lock("semop", "glibc", "a System V semaphore"),
     lock("semtimedop", "glibc", "a System V semaphore"),
     wait(

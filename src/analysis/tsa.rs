@@ -76,6 +76,10 @@ pub fn fault_reads(o: &Observation, fault_waits: bool) -> f64 {
 /// runtime's lock or by design) for runtime lock waits to be lock time.
 pub const HOLDER_MIN: f64 = 0.02;
 
+/// CPUs a target waiting only for events may use (its timers, a wakeup);
+/// more is the work of threads handing a lock over.
+pub const EVENT_CPU_MAX: f64 = 0.01;
+
 /// Whether no thread of the target could have held the runtime locks its
 /// threads waited for, where those locks are ones the runtime also waits
 /// for events in (locks::Pattern::event). The stacks name the call, not
@@ -94,7 +98,10 @@ pub fn no_holder(o: &Observation) -> bool {
         .filter(|s| s.on == waits::RUNTIME_LOCK)
         .map(|s| s.count)
         .sum();
-    if runtime == 0 || !crate::analysis::locks::only_event_locks(o) {
+    // Threads that take turns at a lock use CPU at every hand-over, even
+    // when the holder sleeps inside it and no sample caught one running.
+    let busy = o.cpu_s() >= EVENT_CPU_MAX * o.window_s;
+    if runtime == 0 || busy || !crate::analysis::locks::only_event_locks(o) {
         return false;
     }
     let holders: u64 = o
@@ -318,6 +325,32 @@ mod tests {
             },
             ..Default::default()
         }
+    }
+
+    /// Two threads in one runtime wait of `kind` all window, with `cpu`
+    /// seconds of CPU in 5 s.
+    fn waiting_in(kind: &str, cpu: f64) -> Observation {
+        let mut o = obs(5.0, cpu, Some(0.0));
+        o.sample('S', "", "futex", crate::analysis::waits::RUNTIME_LOCK, 500);
+        o.runtime_locks.push(crate::model::locks::RuntimeLock {
+            kind: kind.into(),
+            lock: true,
+            share: 1.0,
+            ..Default::default()
+        });
+        o
+    }
+
+    #[test]
+    fn only_an_event_lock_nobody_works_behind_is_an_event() {
+        // Thread.join, queue.get, an idle pool: nothing works, nothing runs.
+        assert!(no_holder(&waiting_in("a threading lock", 0.0)));
+        assert!(no_holder(&waiting_in("a semaphore", 0.01)));
+        // Hand-overs of a lock held across a sleep use CPU.
+        assert!(!no_holder(&waiting_in("a threading lock", 0.15)));
+        // A monitor or a row lock is held by someone, seen or not.
+        assert!(!no_holder(&waiting_in("a monitor (synchronized)", 0.0)));
+        assert!(!no_holder(&waiting_in("a heavyweight lock (row or table)", 0.0)));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 # every period.
 EXPECT=cpu-quota
 EVIDENCE="throttled in"
+QUICK=1
 start() {
     if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
         CG=/sys/fs/cgroup/kdiag-scenario-$$; mkdir "$CG"; echo "5000 100000" > "$CG/cpu.max"

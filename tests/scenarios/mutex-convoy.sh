@@ -3,9 +3,9 @@
 # CPU in all; pidstat -w, voluntary switches on every hand-over.
 EXPECT=lock
 EVIDENCE="mutex"
+QUICK=1
 start() {
-    cc -O1 -pthread -o "$work/lock_compute" "$root/tests/programs/lock_compute.c"
+    c_program lock_compute > /dev/null
     "$work/lock_compute" 4 &
     PID=$!; CLEANUP="kill $PID"
 }
-. "$here/lib/truth.sh"

@@ -11,4 +11,3 @@ def spin():
 ts=[threading.Thread(target=spin) for _ in range(4)];[t.start() for t in ts];[t.join() for t in ts]' &
     PID=$!; CLEANUP="kill $PID"
 }
-. "$here/lib/truth.sh"

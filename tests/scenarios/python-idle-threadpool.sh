@@ -6,4 +6,3 @@ start() {
     python3 -c 'import concurrent.futures as f,time;e=f.ThreadPoolExecutor(4);[e.submit(time.sleep,0) for _ in range(8)];time.sleep(60)' &
     PID=$!; CLEANUP="kill $PID"
 }
-. "$here/lib/truth.sh"

@@ -6,4 +6,3 @@ start() {
     python3 -c 'import queue,threading;q=queue.Queue();ts=[threading.Thread(target=q.get) for _ in range(4)];[t.start() for t in ts];[t.join() for t in ts]' &
     PID=$!; CLEANUP="kill $PID"
 }
-. "$here/lib/truth.sh"

@@ -2,8 +2,8 @@
 # Truth: pidstat -t, no thread uses CPU; py-spy shows join and sleep.
 EXPECT=idle
 EVIDENCE="an event (a lock no working thread held)"
+QUICK=1
 start() {
     python3 -c 'import threading,time;t=threading.Thread(target=time.sleep,args=(60,));t.start();t.join()' &
     PID=$!; CLEANUP="kill $PID"
 }
-. "$here/lib/truth.sh"
