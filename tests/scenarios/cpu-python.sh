@@ -1,5 +1,5 @@
 # CPython computing in one thread: CPU-bound in the interpreter. Truth:
-# pidstat, ~100% CPU; py-spy, the thread in the loop.
+# pidstat, ~100% CPU in one thread.
 EXPECT=cpu
 EVIDENCE="on CPU"
 QUICK=1

@@ -1,6 +1,5 @@
 # Worker threads waiting on a threading.Event nobody sets, and a main
-# thread in time.sleep: asleep by design. Truth: py-spy, the threads in
-# Event.wait; pidstat, no CPU.
+# thread in time.sleep: asleep by design. Truth: pidstat -t (not py-spy dump: it stops the target with ptrace).
 EXPECT=idle
 EVIDENCE="sleeping by design"
 start() {

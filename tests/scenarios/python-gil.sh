@@ -1,6 +1,5 @@
 # Four threads of pure Python: one holds the GIL at a time, the others
-# wait for it. Truth: pidstat -t, the threads share about one CPU; py-spy
-# shows all four in spin (--gil shows one holder).
+# wait for it. Truth: pidstat -t, the threads share about one CPU (not py-spy dump: it stops the target with ptrace).
 EXPECT=lock
 EVIDENCE="CPython: the GIL"
 start() {

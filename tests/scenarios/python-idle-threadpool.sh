@@ -1,5 +1,5 @@
 # An idle ThreadPoolExecutor (4 workers waiting for work), the main
-# thread asleep: idle by design. Truth: pidstat -t; py-spy: _worker/get.
+# thread asleep: idle by design. Truth: pidstat -t (not py-spy dump: it stops the target with ptrace).
 EXPECT=idle
 EVIDENCE="an event (a lock no working thread held)"
 start() {

@@ -1,6 +1,6 @@
 # Four Python threads taking one threading.Lock held across a sleep (I/O
 # waits inside the lock): three wait for the lock while one holds it.
-# Truth: py-spy, three threads in acquire, one in sleep.
+# Truth: pidstat -t (not py-spy dump: it stops the target with ptrace).
 EXPECT=lock
 EVIDENCE="a threading lock"
 start() {

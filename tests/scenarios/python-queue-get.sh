@@ -1,5 +1,5 @@
 # Four threads in queue.get() on an empty queue, the main thread joining
-# them: idle by design. Truth: pidstat -t, no CPU; py-spy: get and join.
+# them: idle by design. Truth: pidstat -t, no CPU (not py-spy dump: it stops the target with ptrace).
 EXPECT=idle
 EVIDENCE="an event (a lock no working thread held)"
 start() {

@@ -1,5 +1,5 @@
 # A main thread in Thread.join() on a thread that sleeps: idle by design.
-# Truth: pidstat -t, no thread uses CPU; py-spy shows join and sleep.
+# Truth: pidstat -t, no thread uses CPU (not py-spy dump: it stops the target with ptrace).
 EXPECT=idle
 EVIDENCE="an event (a lock no working thread held)"
 QUICK=1

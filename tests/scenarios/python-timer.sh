@@ -1,6 +1,5 @@
 # A threading.Timer that fires in 10 minutes and a main thread joining it:
-# asleep by design. Truth: py-spy, the timer thread in Event.wait and the
-# main thread in join; pidstat, no CPU.
+# asleep by design. Truth: pidstat -t (not py-spy dump: it stops the target with ptrace).
 EXPECT=idle
 EVIDENCE="sleeping by design"
 start() {
