@@ -99,9 +99,17 @@ fn verdicts_are_worded_from_data() {
 /// of the runnable time spent in the run queue is another quantity and is
 /// worded otherwise ("Run queue: … of the time it was runnable"), so a
 /// reader never sees "waiting for a CPU 27%" beside "… 70%" (issue 38).
+/// The verdict line is left out: its shares are of the working time, as it
+/// says ("on CPU 76% of its working time; also waiting for a CPU 24%"),
+/// the evidence's of the thread time, sleep included.
 fn one_cpu_wait_figure(report: &str, input: &Path) {
     const PHRASE: &str = "waiting for a cpu";
-    let lower = report.to_lowercase();
+    let lower: String = report
+        .lines()
+        .filter(|l| !l.starts_with("Verdict:"))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .to_lowercase();
     let mut figures: Vec<&str> = lower
         .match_indices(PHRASE)
         .filter_map(|(at, _)| {
@@ -117,4 +125,46 @@ fn one_cpu_wait_figure(report: &str, input: &Path) {
         "{}: waiting for a CPU {figures:?}% in one report:\n{report}",
         input.display()
     );
+}
+
+/// Recorded runs (tests/data/diagnose/NAME.jsonl, `kdiag diagnose
+/// --record`, most from a scenario of tests/scenarios/) classified again by
+/// today's rules and reported without the drill-downs →
+/// `NAME.expected.txt`. NAME is `VERDICT--SCENARIO`: the right verdict,
+/// from the scenario's truth, is asserted whatever is blessed. A change
+/// to a rule shows every verdict it moves;
+/// each file's first lines say which scenario made it and its truth
+/// (tests/data/diagnose/README.md).
+#[test]
+fn recorded_runs_are_classified_again() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/diagnose");
+    let mut records: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    records.sort();
+    assert!(!records.is_empty(), "no records under {}", dir.display());
+    for input in records {
+        let text = std::fs::read_to_string(&input).unwrap();
+        let run = kdiag::model::diagnose_run::DiagnoseRun::from_record(&text)
+            .unwrap_or_else(|e| panic!("{}: {e}", input.display()));
+        let d = kdiag::analysis::classify::classify(&run.observation);
+        // The truth, named before `--` in the file name, is not blessed.
+        let name = input.file_stem().unwrap().to_string_lossy().into_owned();
+        let (truth, _) = name.split_once("--").expect("NAME is VERDICT--SCENARIO");
+        assert_eq!(d.verdict.name(), truth, "{}", input.display());
+        let mut got = Vec::new();
+        kdiag::render::diagnose::report(&mut got, &run.observation, &d, None).unwrap();
+        let got = String::from_utf8(got).unwrap();
+        one_cpu_wait_figure(&got, &input);
+        let expected_file = input.with_extension("expected.txt");
+        if std::env::var_os("KDIAG_BLESS").is_some() {
+            std::fs::write(&expected_file, &got).unwrap();
+        }
+        let expected = std::fs::read_to_string(&expected_file).unwrap_or_else(|e| {
+            panic!("{}: {e} (KDIAG_BLESS=1 writes it)", expected_file.display())
+        });
+        assert_eq!(got, expected, "{} changed", expected_file.display());
+    }
 }

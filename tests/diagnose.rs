@@ -7,12 +7,12 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use common::own_cpu::OwnCpu;
-use common::{Kids, free_pid, kdiag, run_kdiag, stderr, workload};
+use common::{Kids, command, free_pid, kdiag, run_kdiag, stderr, workload};
 use serde_json::Value;
 
 /// Held by every test that runs something busy, so their CPU use does not
@@ -156,10 +156,7 @@ fn all_gone(v: &Value) -> Result<(), String> {
 }
 
 fn expected_class(name: &str) -> String {
-    let out = Command::new(workload(name))
-        .arg("--describe")
-        .output()
-        .unwrap();
+    let out = command(workload(name)).arg("--describe").output().unwrap();
     let truth: Value = serde_json::from_slice(&out.stdout).unwrap();
     truth["expect"]["class"].as_str().unwrap().to_string()
 }
@@ -206,7 +203,7 @@ fn starved_for_cpu_is_waiting_for_a_cpu() {
     let spin = "while :; do :; done";
     let _rivals = Kids(
         (0..2 * cpus)
-            .map(|_| Command::new("sh").args(["-c", spin]).spawn().unwrap())
+            .map(|_| command("sh").args(["-c", spin]).spawn().unwrap())
             .collect(),
     );
     let v = diagnose_cmd("2", &["sh", "-c", spin]);
@@ -293,7 +290,7 @@ fn bursts_are_reported_as_bursts() {
 #[test]
 fn a_tree_given_by_pid_is_followed_and_never_signalled() {
     let _g = one_at_a_time();
-    let mut sh = Command::new("sh")
+    let mut sh = command("sh")
         .args(["-c", "sleep 30 & sleep 30 & wait"])
         .spawn()
         .unwrap();
@@ -409,10 +406,7 @@ fn reading_a_file_through_mmap_after_dropping_its_cache_is_storage() {
 fn the_why_is_run_for_the_verdict() {
     let _g = one_at_a_time();
     let truth = |name: &str| -> Value {
-        let out = Command::new(workload(name))
-            .arg("--describe")
-            .output()
-            .unwrap();
+        let out = command(workload(name)).arg("--describe").output().unwrap();
         serde_json::from_slice::<Value>(&out.stdout).unwrap()["expect"].clone()
     };
     // In a cgroup of its own with the largest weight: beside other load
@@ -541,7 +535,7 @@ fn a_lock_held_while_computing_is_a_lock() {
 
 /// A `sleep 30` of the test's own, killed at the end.
 fn sleeper() -> Child {
-    Command::new("sleep")
+    command("sleep")
         .arg("30")
         .stdout(Stdio::null())
         .spawn()
@@ -588,7 +582,7 @@ fn a_stopped_process_is_stopped() {
 fn a_zombie_names_the_parent_that_does_not_reap_it() {
     // The shell forks a child that exits at once, then becomes `sleep`,
     // which never waits for it.
-    let parent = Command::new("sh")
+    let parent = command("sh")
         .args(["-c", "(exit 0) & exec sleep 30"])
         .spawn()
         .unwrap();
@@ -646,7 +640,7 @@ fn a_kernel_thread_says_what_it_is() {
 #[test]
 fn a_thousand_threads_cost_little() {
     let _g = one_at_a_time();
-    let kid = Command::new(fixture("many_threads"))
+    let kid = command(fixture("many_threads"))
         .arg("1000")
         .spawn()
         .unwrap();

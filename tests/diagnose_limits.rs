@@ -10,10 +10,10 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 
 use common::own_cgroup::OwnCg;
-use common::{c_fixture, diagnose_json, kdiag, require_root, stderr, stdout};
+use common::{c_fixture, command, diagnose_json, kdiag, require_root, stderr, stdout};
 use serde_json::Value;
 
 /// Kills and reaps a child at the end of a test, however it ends.
@@ -153,7 +153,7 @@ fn a_file_reread_through_mmap_under_a_smaller_memory_limit_is_memory_limited() {
         // file was read from the cache, not under the limit, until the
         // flusher came by (a verdict other than memory-limit, once, on a
         // fresh file under load).
-        let ok = Command::new("dd")
+        let ok = command("dd")
             .args(["if=/dev/zero", "bs=1M", "count=128", "conv=fsync"])
             .arg(format!("of={}", file.display()))
             .stderr(Stdio::null())
@@ -264,7 +264,7 @@ fn a_cgroup_and_a_unit_are_diagnosed_as_a_tree_of_their_processes() {
         .to_string();
     let spinner = Reap(cg.spawn("while :; do :; done"));
     let sleeper = Reap(cg.spawn("sleep 30"));
-    let outside = Reap(Command::new("sleep").arg("30").spawn().unwrap());
+    let outside = Reap(command("sleep").arg("30").spawn().unwrap());
     let by_path = format!("pids{}", cg.path);
     let (by_unit, by_cgroup) = std::thread::scope(|s| {
         let c = s.spawn(|| diagnose_json(&["-d", "1", "--why", "none", "--cgroup", &by_path]));

@@ -8,10 +8,10 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::OnceLock;
 
-use common::{kdiag, require_root, stderr, stdout, workload};
+use common::{command, kdiag, require_root, stderr, stdout, workload};
 use serde_json::Value;
 
 /// The recorded run, shared by the tests (made once).
@@ -124,7 +124,7 @@ fn a_replay_shows_the_same_report() {
         let copy = dir.path().join("copy.jsonl");
         std::fs::copy(&record, &copy).unwrap();
         std::os::unix::fs::chown(&copy, Some(uid), Some(gid)).unwrap();
-        let out = Command::new("sudo")
+        let out = command("sudo")
             .args(["-n", "-u", common::LEARNER, env!("CARGO_BIN_EXE_kdiag")])
             .args(["diagnose", "--replay"])
             .arg(&copy)
@@ -292,7 +292,7 @@ impl Devtools {
         let [browser_reads, we_write] = pipe();
         let [we_read, browser_writes] = pipe();
         let profile = tempfile::tempdir().unwrap();
-        let mut cmd = Command::new(browser);
+        let mut cmd = command(browser);
         cmd.args([
             "--headless",
             "--no-sandbox",

@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::own_cpu::OwnCpu;
-use common::require_root;
+use common::{command, require_root};
 use serde_json::Value;
 
 /// A parent asleep in pause() with two children (named kdiag-kid) that
@@ -53,7 +53,7 @@ impl Drop for Family {
 }
 
 fn family(file: &std::path::Path) -> Family {
-    let mut parent = Command::new("python3")
+    let mut parent = command("python3")
         .args(["-c", FAMILY])
         .arg(file)
         .stdout(Stdio::piped())
@@ -255,7 +255,7 @@ fn python_threads_competing_for_the_gil_are_a_lock() {
         for _ in range(4):\n    threading.Thread(target=spin, daemon=True).start()\n\
         print('ready', flush=True)\ntime.sleep(600)\n";
     let own = OwnCpu::new("gil");
-    let p = started(Command::new("nice").args(["-n", "-15", python, "-c", script]));
+    let p = started(command("nice").args(["-n", "-15", python, "-c", script]));
     if let Some(own) = &own {
         own.add(p.0.id());
     }
@@ -301,7 +301,7 @@ fn a_contended_java_monitor_is_a_lock() {
         return;
     };
     let source = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/programs/Contend.java");
-    let p = started(Command::new(java).arg(source));
+    let p = started(command(java).arg(source));
     let pid = p.0.id().to_string();
     let v = common::diagnose_json(&["-d", "2", "-p", &pid]);
     let share = assert_runtime_lock(
@@ -319,7 +319,7 @@ fn a_contended_java_monitor_is_a_lock() {
     // names, without a word from the user.
     let map = PerfMap(format!("/tmp/perf-{pid}.map"));
     // jcmd comes with the JDK that runs the program's source.
-    let ok = Command::new("jcmd")
+    let ok = command("jcmd")
         .args([&pid, "Compiler.perfmap"])
         .stdout(Stdio::null())
         .status()
@@ -381,7 +381,7 @@ impl Cluster {
             .prefix("kdiag-pgtest-")
             .tempdir_in("/tmp")
             .unwrap();
-        let chown = Command::new("chown")
+        let chown = command("chown")
             .args([PG_USER, dir.path().to_str().unwrap()])
             .status()
             .unwrap();
@@ -450,7 +450,7 @@ impl Cluster {
     /// The server's `program`, run as PG_USER (from a directory they may
     /// enter).
     fn as_pg_user(&self, program: &str) -> Command {
-        let mut c = Command::new("runuser");
+        let mut c = command("runuser");
         c.args(["-u", PG_USER, "--"])
             .arg(self.bin.join(program))
             .current_dir("/tmp");
@@ -501,7 +501,7 @@ fn postgresql_backends_waiting_on_a_row_lock_are_a_lock() {
     let Some(bin) = postgres_bin(test) else {
         return;
     };
-    if Command::new("id")
+    if command("id")
         .arg(PG_USER)
         .output()
         .map_or(true, |o| !o.status.success())
@@ -601,7 +601,7 @@ fn go_goroutines_contending_a_mutex_are_a_lock() {
         env!("CARGO_MANIFEST_DIR"),
         "/tests/programs/contend_mutex.go"
     );
-    let out = Command::new(go)
+    let out = command(go)
         .args(["build", "-o"])
         .arg(&bin)
         .arg(source)
@@ -621,7 +621,7 @@ fn go_goroutines_contending_a_mutex_are_a_lock() {
     // parked goroutines' threads then sleep in the scheduler while one
     // computes (with GOMAXPROCS = 2 CPUs, one computes and one waits,
     // and the verdict is a tie between cpu and lock).
-    let p = started(Command::new(&bin).env("GOMAXPROCS", "8"));
+    let p = started(command(&bin).env("GOMAXPROCS", "8"));
     if let Some(own) = &own {
         own.add(p.0.id());
     }

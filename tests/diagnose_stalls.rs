@@ -6,9 +6,9 @@ mod common;
 
 use std::io::BufRead;
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 
-use common::require_program;
+use common::{command, require_program};
 use serde_json::Value;
 
 /// A server that listens, prints its port, and sleeps (as a server inside
@@ -40,7 +40,7 @@ fn python_with_stdout(
     script: &str,
     args: &[&std::ffi::OsStr],
 ) -> (Child, std::io::BufReader<std::process::ChildStdout>) {
-    let mut child = Command::new(python)
+    let mut child = command(python)
         .args(["-c", script])
         .args(args)
         .stdout(Stdio::piped())

@@ -8,12 +8,12 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::{Mutex, MutexGuard};
 
 use common::loop_disk::Ext4;
 use common::own_cpu::OwnCpu;
-use common::{Kids, kdiag, learner, require_root, stderr, stdout, workload};
+use common::{Kids, command, kdiag, learner, require_root, stderr, stdout, workload};
 use serde_json::Value;
 
 /// Held by the tests that load the CPUs or the disk.
@@ -162,7 +162,7 @@ fn waiting_for_a_cpu_names_the_competitors() {
     );
     let rivals = Kids(
         (0..2)
-            .map(|_| Command::new("sh").args(["-c", &spin]).spawn().unwrap())
+            .map(|_| command("sh").args(["-c", &spin]).spawn().unwrap())
             .collect(),
     );
     let v = diagnose(&["-d", "2", "--", "sh", "-c", &spin]);
@@ -200,10 +200,10 @@ fn a_command_that_cannot_exec_is_explained_as_exec_trace_does() {
     let bad_elf = workload("bad-elf");
     for defect in [None, Some("bad-magic")] {
         let path = dir.join(format!("why-{}", defect.unwrap_or("seeded")));
-        let mut make = Command::new(&bad_elf);
+        let mut make = command(&bad_elf);
         make.args(defect).args(["--seed", SEED, "-o"]).arg(&path);
         assert!(make.stdout(Stdio::null()).status().unwrap().success());
-        let mut describe = Command::new(&bad_elf);
+        let mut describe = command(&bad_elf);
         describe.args(defect).args(["--seed", SEED, "--describe"]);
         let t: Value = serde_json::from_slice(&describe.output().unwrap().stdout).unwrap();
         let t = &t["expect"];
@@ -267,7 +267,7 @@ fn a_service_whose_children_fail_exec_is_explained() {
         return;
     }
     let t = truth("bad-elf");
-    let service = Command::new(workload("bad-elf"))
+    let service = command(workload("bad-elf"))
         .args(["--seed", SEED, "--duration", "30s"])
         .stderr(Stdio::null())
         .spawn()
@@ -308,7 +308,7 @@ fn without_root_it_does_what_proc_allows_and_says_the_commands() {
         return;
     };
     let _g = one_at_a_time();
-    let mut burn = Command::new("sudo")
+    let mut burn = command("sudo")
         .args([
             "-n",
             "-u",
@@ -331,14 +331,14 @@ fn without_root_it_does_what_proc_allows_and_says_the_commands() {
     struct Kill(String);
     impl Drop for Kill {
         fn drop(&mut self) {
-            let _ = Command::new("kill").arg(&self.0).status();
+            let _ = command("kill").arg(&self.0).status();
         }
     }
     let _kill = Kill(pid.clone());
     let _kids = Kids(vec![burn]);
 
     let as_learner = |args: &[&str]| {
-        Command::new("sudo")
+        command("sudo")
             .args(["-n", "-u", common::LEARNER])
             .arg(env!("CARGO_BIN_EXE_kdiag"))
             .args(args)

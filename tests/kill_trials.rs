@@ -10,7 +10,6 @@
 
 mod common;
 
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
@@ -82,19 +81,6 @@ fn start(args: &[String], marker: &str, expect: usize) -> Child {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    // kdiag as a terminal starts it, with the signals the trials send at
-    // their defaults. A harness started in the background of a script has
-    // SIGINT and SIGQUIT ignored; kdiag rightly hands that on to its
-    // command, which then outlived the SIGINT trial and hung it.
-    // SAFETY: signal(2) is async-signal-safe; nothing else runs in the child.
-    unsafe {
-        cmd.pre_exec(|| {
-            for sig in [libc::SIGHUP, libc::SIGINT, libc::SIGQUIT, libc::SIGTERM] {
-                libc::signal(sig, libc::SIG_DFL);
-            }
-            Ok(())
-        });
-    }
     let mut child = cmd.spawn().unwrap();
     let t = Instant::now();
     loop {
@@ -193,10 +179,7 @@ fn a_pid_kdiag_did_not_start_is_never_signalled() {
     if !require_root("a_pid_kdiag_did_not_start_is_never_signalled") {
         return;
     }
-    let mut target = std::process::Command::new("sleep")
-        .arg("300")
-        .spawn()
-        .unwrap();
+    let mut target = command("sleep").arg("300").spawn().unwrap();
     let pid = target.id().to_string();
     for args in [
         vec!["diagnose", "-d", "300", "-p", &pid],

@@ -824,7 +824,10 @@ fn every_line_of_every_step_text_shows_when_paged() {
                     press(&mut s, &mut d, &[Key::PageDown; 5]);
                     press(&mut s, &mut d, &[Key::PageUp]);
                     let (_, above) = text_pane(&s, w, h);
-                    assert!(above < end, "{what}: PgUp after the end moved to {above} of {end}");
+                    assert!(
+                        above < end,
+                        "{what}: PgUp after the end moved to {above} of {end}"
+                    );
                 }
                 press(&mut s, &mut d, &[Key::Char('n')]);
             }
@@ -842,11 +845,17 @@ struct Shown {
 /// Page down through the step's text; what showed, and how many lines
 /// were above the last page.
 fn page_through(s: &mut State, d: &mut Recorded, w: u16, h: u16, what: &str) -> (Shown, usize) {
-    let mut shown = Shown { x: 0, lines: Vec::new() };
+    let mut shown = Shown {
+        x: 0,
+        lines: Vec::new(),
+    };
     for _ in 0..100 {
         let (pane, above) = text_pane(s, w, h);
         shown.x = pane.x;
-        let more = pane.lines.iter().any(|l| l.contains("more line(s) below: PgDn"));
+        let more = pane
+            .lines
+            .iter()
+            .any(|l| l.contains("more line(s) below: PgDn"));
         shown.lines.extend(pane.lines);
         if !more {
             return (shown, above);
@@ -869,7 +878,13 @@ fn text_pane(s: &State, w: u16, h: u16) -> (Shown, usize) {
     let x = rows[questions].chars().take_while(|&c| c != 'Q').count() as u16 - 1;
     let lines: Vec<String> = rows[heading + 1..questions]
         .iter()
-        .map(|l| l.chars().skip(x as usize + 1).collect::<String>().trim().to_string())
+        .map(|l| {
+            l.chars()
+                .skip(x as usize + 1)
+                .collect::<String>()
+                .trim()
+                .to_string()
+        })
         .collect();
     let above = lines
         .first()

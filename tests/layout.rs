@@ -527,7 +527,10 @@ fn every_metric_is_named_once_in_the_table_of_metrics() {
         .expect("render/metrics.rs holds the table of watch's metrics");
     let mut names = quoted_after(&table, "prom:");
     names.extend(quoted_after(&table, "otel:"));
-    assert!(names.len() >= 30, "the table's names were not read: {names:?}");
+    assert!(
+        names.len() >= 30,
+        "the table's names were not read: {names:?}"
+    );
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     let mut again = Vec::new();
@@ -546,7 +549,10 @@ fn every_metric_is_named_once_in_the_table_of_metrics() {
             }
         }
     }
-    assert!(again.is_empty(), "metrics named outside render/metrics.rs: {again:#?}");
+    assert!(
+        again.is_empty(),
+        "metrics named outside render/metrics.rs: {again:#?}"
+    );
 }
 
 /// diagnose's engine and the analyses are quiet, like the lab's engine:
@@ -563,17 +569,27 @@ fn the_engine_and_the_analyses_never_print() {
     for f in &files {
         let text = std::fs::read_to_string(f).unwrap();
         let code = code_only(&text);
-        for word in ["print!(", "println!(", "eprint!(", "eprintln!(", "stdout()", "stderr()"] {
+        for word in [
+            "print!(",
+            "println!(",
+            "eprint!(",
+            "eprintln!(",
+            "stdout()",
+            "stderr()",
+        ] {
             // The word itself, not the end of a longer one.
-            let found = code.match_indices(word).any(|(i, _)| {
-                !code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_')
-            });
+            let found = code
+                .match_indices(word)
+                .any(|(i, _)| !code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_'));
             if found {
                 loud.push(format!("{}: {word}", f.display()));
             }
         }
     }
-    assert!(loud.is_empty(), "these print instead of returning what they found: {loud:#?}");
+    assert!(
+        loud.is_empty(),
+        "these print instead of returning what they found: {loud:#?}"
+    );
 }
 
 /// The longest a command's file may be: its Args and the wiring of one
@@ -589,9 +605,24 @@ const MAX_COMMAND_LINES: usize = 400;
 fn commands_only_wire() {
     // Still naming sys: each to move behind a façade.
     const NAMES_SYS: &[&str] = &[
-        "args.rs", "check.rs", "course.rs", "diagnose.rs", "exec_trace.rs", "execsnoop.rs",
-        "faults.rs", "grade.rs", "iosnoop.rs", "lab.rs", "offcpu.rs", "profile.rs", "ps.rs",
-        "time.rs", "top.rs", "workload.rs", "watch/config.rs", "watch/mod.rs",
+        "args.rs",
+        "check.rs",
+        "course.rs",
+        "diagnose.rs",
+        "exec_trace.rs",
+        "execsnoop.rs",
+        "faults.rs",
+        "grade.rs",
+        "iosnoop.rs",
+        "lab.rs",
+        "offcpu.rs",
+        "profile.rs",
+        "ps.rs",
+        "time.rs",
+        "top.rs",
+        "workload.rs",
+        "watch/config.rs",
+        "watch/mod.rs",
     ];
     // Still long: grading's pipeline (grade/), the lab's seed, status and
     // submit rules (lab/).
@@ -601,15 +632,23 @@ fn commands_only_wire() {
     rust_files(&commands, &mut files);
     let mut wrong = Vec::new();
     for f in &files {
-        let name = f.strip_prefix(&commands).unwrap().to_string_lossy().into_owned();
+        let name = f
+            .strip_prefix(&commands)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
         let text = std::fs::read_to_string(f).unwrap();
         let names_sys = code_only(&text).contains("crate::sys");
         if names_sys != NAMES_SYS.contains(&name.as_str()) {
-            wrong.push(format!("{name}: names crate::sys: {names_sys} (update NAMES_SYS)"));
+            wrong.push(format!(
+                "{name}: names crate::sys: {names_sys} (update NAMES_SYS)"
+            ));
         }
         let long = text.lines().count() > MAX_COMMAND_LINES;
         if long != LONG.contains(&name.as_str()) {
-            wrong.push(format!("{name}: over {MAX_COMMAND_LINES} lines: {long} (update LONG)"));
+            wrong.push(format!(
+                "{name}: over {MAX_COMMAND_LINES} lines: {long} (update LONG)"
+            ));
         }
     }
     assert!(wrong.is_empty(), "commands/ only wires: {wrong:#?}");

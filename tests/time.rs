@@ -6,7 +6,6 @@ mod common;
 use common::*;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 /// The comparisons run one at a time so that one test's CPU load does not
@@ -33,7 +32,7 @@ struct Gnu {
 const GNU_FORMAT: &str = "KDIAG %e %U %S %M %R %w %I %O %x";
 
 fn gnu_time(cmd: &[&str]) -> Gnu {
-    let out = Command::new("/usr/bin/time")
+    let out = command("/usr/bin/time")
         .arg("-f")
         .arg(GNU_FORMAT)
         .args(cmd)
@@ -470,7 +469,7 @@ fn under_sudo_the_command_runs_as_the_invoker() {
     let out = cmd.output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     // The invoker's own supplementary groups, not root's.
-    let groups = Command::new("id").args(["-G", "65534"]).output().unwrap();
+    let groups = command("id").args(["-G", "65534"]).output().unwrap();
     let want = format!("65534\n65534\n{}", stdout(&groups));
     assert_eq!(stdout(&out), want);
 }
@@ -525,7 +524,7 @@ fn a_normal_user_gets_storage_bytes_too() {
 fn the_command_inherits_no_extra_descriptors() {
     let _serial = serial();
     let list = ["sh", "-c", "ls /proc/$$/fd"];
-    let direct = Command::new(list[0]).args(&list[1..]).output().unwrap();
+    let direct = command(list[0]).args(&list[1..]).output().unwrap();
     let timed = kdiag().args(["time", "--"]).args(list).output().unwrap();
     assert_eq!(stdout(&timed), stdout(&direct));
 }
@@ -537,7 +536,7 @@ fn the_command_starts_with_default_signal_dispositions() {
     // command must start as it would from a shell, with none ignored or
     // blocked, or `yes | head` would see EPIPE instead of dying.
     let list = ["grep", "-E", "^Sig(Ign|Blk)", "/proc/self/status"];
-    let direct = Command::new(list[0]).args(&list[1..]).output().unwrap();
+    let direct = command(list[0]).args(&list[1..]).output().unwrap();
     let timed = kdiag().args(["time", "--"]).args(list).output().unwrap();
     assert_eq!(stdout(&timed), stdout(&direct));
 
@@ -546,7 +545,7 @@ fn the_command_starts_with_default_signal_dispositions() {
     // leaves CMD immune to SIGHUP; and kdiag started with the defaults
     // gives the defaults (SIGPIPE included), whatever it ignores itself.
     let ignored = |sh: &str| -> u64 {
-        let out = Command::new("sh")
+        let out = command("sh")
             .args(["-c", sh, "sh", env!("CARGO_BIN_EXE_kdiag")])
             .output()
             .unwrap();

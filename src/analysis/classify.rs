@@ -134,7 +134,9 @@ pub fn classify(o: &Observation) -> Diagnosis {
         carriers,
         findings,
         next,
-        trend: crate::analysis::trend::shapes(&o.trend),
+        trend: crate::analysis::trend::shapes(&crate::analysis::trend::on_window_states(
+            &o.trend, &b.states,
+        )),
     }
 }
 
@@ -401,8 +403,10 @@ fn evidence(
         threads: t.threads,
         processes: t.processes,
     });
+    // The thread states' run queue (run_delay, and throttled runnable time
+    // outside it), so this line and the states agree.
     e.push(Finding::RunQueue {
-        delay_s: t.run_delay_s,
+        delay_s: t.run_delay_s.map(|_| b.seconds(ThreadState::RunQueue)),
         cpu_s: o.cpu_s(),
     });
     if let (Some(r), Some(wr)) = (t.read_bytes, t.write_bytes) {
@@ -447,7 +451,8 @@ fn evidence(
             waits: top_wait_points(o, 4),
         });
     }
-    if let Some(l) = lock_seen(o) {
+    // Waits no working thread could be behind are no lock (tsa::no_holder).
+    if let Some(l) = lock_seen(o).filter(|_| !tsa::no_holder(o)) {
         e.push(Finding::Lock { lock: l });
     }
     if let Some(s) = &o.stopped {

@@ -20,6 +20,9 @@ use crate::model::verdict::{
 pub const THROTTLED_SHARE: f64 = 0.1;
 /// A cgroup whose requests reach this share of its I/O limit is held by it.
 pub const AT_LIMIT: f64 = 0.8;
+/// Of the thread time, the storage waits beside a lock queue that make a
+/// binding I/O limit the lock's cause.
+pub const STORAGE_BEHIND_LOCK: f64 = 0.02;
 /// Pages read back after the limit evicted them, per second, that make
 /// the limit the verdict (400 KiB/s of 4 KiB pages).
 pub const REFAULTS_PER_S: f64 = 100.0;
@@ -56,6 +59,13 @@ pub fn judge(o: &Observation, class: Class, cause: &Cause) -> Option<Finding> {
             .or_else(|| cpu_quota(o))
             .or_else(|| not_competition(o, cause)),
         Class::Io | Class::Paging => memory_limit(o).or_else(|| io_limit(o)),
+        // A throttled thread is never blocked: off its CPU with no wait
+        // point, under a quota it ran out of, it waits for the quota.
+        Class::Blocked => memory_limit(o).or_else(|| cpu_quota(o)),
+        // Threads queued on a lock whose holder writes through the limited
+        // device (a commit's WAL flush): the limit is the cause, the lock
+        // how it shows.
+        Class::Lock => memory_limit(o).or_else(|| io_limit(o).filter(|_| writes_behind_lock(o))),
         _ => memory_limit(o),
     }
 }
@@ -103,7 +113,11 @@ fn cpu_quota(o: &Observation) -> Option<Finding> {
         .filter(|(_, q)| q.quota_us.is_some() && throttled(q))
         .max_by(|a, b| share(a.1).total_cmp(&share(b.1)))?;
     let w = o.window_s.max(1e-3);
-    let (used, waited) = (o.cpu_s() / w, o.totals.run_delay_s.unwrap_or(0.0) / w);
+    // The run queue of the thread states: run_delay and the time a
+    // throttled thread was runnable outside it.
+    let queued =
+        crate::analysis::tsa::budget(o).seconds(crate::model::diagnosis::ThreadState::RunQueue);
+    let (used, waited) = (o.cpu_s() / w, queued / w);
     Some(Finding {
         verdict: Class::CpuQuota,
         confidence: if share(q) >= 0.5 {
@@ -153,7 +167,7 @@ fn io_limit(o: &Observation) -> Option<Finding> {
         .flat_map(|c| c.io.iter().map(move |l| (c, l)))
         .filter_map(|(c, l)| Some((c, l, tightest(l, w)?)))
         .max_by(|a, b| a.2.used.total_cmp(&b.2.used))?;
-    let used = against.used;
+    let (used, kind) = (against.used, against.limit);
     if used < AT_LIMIT {
         return None;
     }
@@ -173,15 +187,26 @@ fn io_limit(o: &Observation) -> Option<Finding> {
             format!(
                 "cat {}/{}",
                 c.dir,
-                if c.version == 2 {
-                    "io.max"
-                } else {
-                    "blkio.throttle.read_iops_device"
+                match (c.version, kind) {
+                    (2, _) => "io.max",
+                    (_, IoLimitKind::ReadIops) => "blkio.throttle.read_iops_device",
+                    (_, IoLimitKind::WriteIops) => "blkio.throttle.write_iops_device",
+                    (_, IoLimitKind::ReadBps) => "blkio.throttle.read_bps_device",
+                    (_, IoLimitKind::WriteBps) => "blkio.throttle.write_bps_device",
                 }
             ),
             Drill::Storage.command(o.pid),
         ],
     })
+}
+
+/// Whether the target's threads waited for storage at least
+/// STORAGE_BEHIND_LOCK of their time: a lock's holder may be the one.
+fn writes_behind_lock(o: &Observation) -> bool {
+    let b = crate::analysis::tsa::budget(o);
+    b.total_s > 0.0
+        && b.seconds(crate::model::diagnosis::ThreadState::Storage)
+            >= STORAGE_BEHIND_LOCK * b.total_s
 }
 
 fn memory_limit(o: &Observation) -> Option<Finding> {

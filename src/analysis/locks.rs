@@ -27,6 +27,12 @@ pub struct Pattern {
     pub function: &'static str,
     /// A lock (false: a condition, sleeping by design).
     pub lock: bool,
+    /// A lock the runtime also waits for events in (CPython's
+    /// `Thread.join()`, `queue.get()`, an idle pool and its timers all
+    /// wait in a threading lock): a lock only while a thread of the
+    /// target could hold it (tsa::no_holder). A monitor, a row lock, a
+    /// mutex is contended whoever holds it.
+    pub event: bool,
 }
 
 const fn lock(inner: &'static str, runtime: &'static str, kind: &'static str) -> Pattern {
@@ -37,6 +43,15 @@ const fn lock(inner: &'static str, runtime: &'static str, kind: &'static str) ->
         kind,
         function: inner,
         lock: true,
+        event: false,
+    }
+}
+
+/// A lock the runtime also waits for events in (`Pattern::event`).
+const fn event_lock(inner: &'static str, runtime: &'static str, kind: &'static str) -> Pattern {
+    Pattern {
+        event: true,
+        ..lock(inner, runtime, kind)
     }
 }
 
@@ -55,6 +70,7 @@ const fn wait(
         kind,
         function,
         lock: false,
+        event: false,
     }
 }
 
@@ -67,6 +83,7 @@ const fn gil_under(outer: &'static str) -> Pattern {
         kind: "the GIL",
         function: "take_gil",
         lock: true,
+        event: false,
     }
 }
 
@@ -81,7 +98,7 @@ pub const PATTERNS: &[Pattern] = &[
     gil_under("PyEval_RestoreThread"),
     gil_under("_PyEval_EvalFrameDefault"),
     gil_under("PyEval_AcquireThread"),
-    lock("PyThread_acquire_lock", "CPython", "a threading lock"),
+    event_lock("PyThread_acquire_lock", "CPython", "a threading lock"),
     // HotSpot: BLOCKED on `synchronized`, and java.util.concurrent.
     lock("ObjectMonitor::enter", "JVM", "a monitor (synchronized)"),
     lock("ObjectMonitor::EnterI", "JVM", "a monitor (synchronized)"),
@@ -126,9 +143,11 @@ pub const PATTERNS: &[Pattern] = &[
     lock("__lll_lock_wait", "glibc", "a mutex"),
     lock("pthread_rwlock_rdlock", "glibc", "a rwlock (read)"),
     lock("pthread_rwlock_wrlock", "glibc", "a rwlock (write)"),
-    lock("sem_wait", "glibc", "a semaphore"),
-    lock("sem_timedwait", "glibc", "a semaphore"),
-    lock("sem_clockwait", "glibc", "a semaphore"),
+    // A semaphore is how threads signal events (and CPython's threading
+    // lock waits in one: a stack cut off in libc ends here).
+    event_lock("sem_wait", "glibc", "a semaphore"),
+    event_lock("sem_timedwait", "glibc", "a semaphore"),
+    event_lock("sem_clockwait", "glibc", "a semaphore"),
     lock("semop", "glibc", "a System V semaphore"),
     lock("semtimedop", "glibc", "a System V semaphore"),
     wait(
@@ -138,6 +157,16 @@ pub const PATTERNS: &[Pattern] = &[
         "pthread_cond_wait",
     ),
 ];
+
+/// Whether every lock the observation's stacks waited for is one its
+/// runtime also waits for events in (`Pattern::event`).
+pub fn only_event_locks(o: &Observation) -> bool {
+    let event = |kind: &str| PATTERNS.iter().any(|p| p.kind == kind && p.event);
+    o.runtime_locks
+        .iter()
+        .filter(|l| l.lock)
+        .all(|l| event(&l.kind))
+}
 
 /// Threads seen waiting on futexes or semaphores this share of the
 /// samples or more: their stacks are worth reading after the verdict.

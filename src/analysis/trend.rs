@@ -141,6 +141,93 @@ pub fn shapes(t: &Trend) -> Shapes {
     out
 }
 
+/// The trend's thread-state series (percent of the thread time, named
+/// by `ThreadState::describe`) made to agree with the window's `states`:
+/// they were split live, before the waiters' stacks moved waits between
+/// states (a runtime's lock, an event no thread held, throttled time).
+/// Each point keeps its total; a state that lost time gives it, in
+/// proportion, to those that gained it, so each series' mean is the
+/// window's share and the trend is read on the verdict's classes.
+pub fn on_window_states(t: &Trend, states: &[crate::model::diagnosis::StateShare]) -> Trend {
+    use crate::model::diagnosis::ThreadState::*;
+    let all = [
+        OnCpu, RunQueue, Storage, Lock, Paging, Stopped, Sleeping, Other,
+    ];
+    let mut out = t.clone();
+    // A class the live split never saw (a lock found only in the waiters'
+    // stacks) gets a series to gain its time in, after the other states.
+    let share = |st| {
+        states
+            .iter()
+            .find(|x| x.state == st)
+            .map_or(0.0, |x| x.share)
+    };
+    let last_state = out
+        .series
+        .iter()
+        .rposition(|s| all.iter().any(|st| s.name == st.describe()));
+    if let Some(at) = last_state {
+        let (unit, times) = (
+            out.series[at].unit.clone(),
+            out.series[at]
+                .points
+                .iter()
+                .map(|p| (p.0, 0.0))
+                .collect::<Vec<_>>(),
+        );
+        let missing = all
+            .iter()
+            .filter(|st| share(**st) > 0.0 && !out.series.iter().any(|s| s.name == st.describe()));
+        let new: Vec<Series> = missing
+            .map(|st| Series {
+                name: st.describe().to_string(),
+                unit: unit.clone(),
+                points: times.clone(),
+            })
+            .collect();
+        out.series.splice(at + 1..at + 1, new);
+    }
+    let idx: Vec<(usize, f64)> = all
+        .iter()
+        .filter_map(|st| {
+            let i = out.series.iter().position(|s| s.name == st.describe())?;
+            let want = share(*st) * 100.0;
+            Some((i, want))
+        })
+        .collect();
+    let mean = |s: &Series| s.values().sum::<f64>() / s.points.len().max(1) as f64;
+    // Per state: the share of its points it keeps, and what it must gain.
+    let plan: Vec<(usize, f64, f64)> = idx
+        .iter()
+        .map(|&(i, want)| {
+            let m = mean(&out.series[i]);
+            let keep = if m > 0.0 { (want / m).min(1.0) } else { 1.0 };
+            (i, keep, (want - m.min(want)).max(0.0))
+        })
+        .collect();
+    let need: f64 = plan.iter().map(|p| p.2).sum();
+    if need <= 1e-9 {
+        return out;
+    }
+    let n = plan
+        .iter()
+        .map(|p| out.series[p.0].points.len())
+        .min()
+        .unwrap_or(0);
+    for k in 0..n {
+        let mut given = 0.0;
+        for &(i, keep, _) in &plan {
+            let v = &mut out.series[i].points[k].1;
+            given += *v * (1.0 - keep);
+            *v *= keep;
+        }
+        for &(i, _, gain) in &plan {
+            out.series[i].points[k].1 += given * gain / need;
+        }
+    }
+    out
+}
+
 /// What one series does; None with fewer than MIN_POINTS points.
 pub fn shape(s: &Series, limit: Option<&Limit>) -> Option<Shape> {
     let p = &s.points;

@@ -71,6 +71,53 @@ pub fn fault_reads(o: &Observation, fault_waits: bool) -> f64 {
     t.system_s.min(faults as f64 * FAULT_CPU_MAX_S)
 }
 
+/// Of all thread samples, the share that must show a thread able to hold
+/// a lock (running, runnable, or waiting for something other than a
+/// runtime's lock or by design) for runtime lock waits to be lock time.
+pub const HOLDER_MIN: f64 = 0.02;
+
+/// CPUs a target waiting only for events may use (its timers, a wakeup);
+/// more is the work of threads handing a lock over.
+pub const EVENT_CPU_MAX: f64 = 0.01;
+
+/// Whether no thread of the target could have held the runtime locks its
+/// threads waited for, where those locks are ones the runtime also waits
+/// for events in (locks::Pattern::event). The stacks name the call, not
+/// who holds it: `Thread.join()`, `queue.get()` and an idle pool wait in
+/// the very same `PyThread_acquire_lock` as a contended lock. Such a lock
+/// is held by a thread that works; when every other thread sleeps by
+/// design (a timer, input) or waits the same way, the waits are for an
+/// event, and sleeping by design too. A monitor, a row lock or a mutex
+/// stays a lock whoever holds it (another backend, a thread asleep inside
+/// `synchronized`); the GIL is released by every blocked thread.
+pub fn no_holder(o: &Observation) -> bool {
+    let all: u64 = o.samples.iter().map(|s| s.count).sum();
+    let runtime: u64 = o
+        .samples
+        .iter()
+        .filter(|s| s.on == waits::RUNTIME_LOCK)
+        .map(|s| s.count)
+        .sum();
+    // Threads that take turns at a lock use CPU at every hand-over, even
+    // when the holder sleeps inside it and no sample caught one running.
+    let busy = o.cpu_s() >= EVENT_CPU_MAX * o.window_s;
+    if runtime == 0 || busy || !crate::analysis::locks::only_event_locks(o) {
+        return false;
+    }
+    let holders: u64 = o
+        .samples
+        .iter()
+        .filter(|s| s.on != waits::RUNTIME_LOCK)
+        .filter(|s| {
+            s.state == 'R'
+                || waits::classify(s.state, &s.wchan, &s.syscall, &s.on).state
+                    != ThreadState::Sleeping
+        })
+        .map(|s| s.count)
+        .sum();
+    (holders as f64) < HOLDER_MIN * all as f64
+}
+
 pub fn budget(o: &Observation) -> Budget {
     use ThreadState::*;
     let rq = o.totals.run_delay_s.unwrap_or(0.0);
@@ -80,10 +127,17 @@ pub fn budget(o: &Observation) -> Budget {
     let paging = swapped_in(o);
     let mut reasons: BTreeMap<ThreadState, BTreeMap<&'static str, u64>> = BTreeMap::new();
     let mut off_samples = 0;
+    let unheld = no_holder(o);
     for s in o.samples.iter().filter(|s| s.state != 'R') {
         let mut w = waits::classify(s.state, &s.wchan, &s.syscall, &s.on);
         if paging && w.why == "page fault" {
             w.state = Paging;
+        }
+        if unheld && s.on == waits::RUNTIME_LOCK {
+            w = waits::Wait {
+                state: Sleeping,
+                why: "an event (a lock no working thread held)",
+            };
         }
         *reasons
             .entry(w.state)
@@ -101,7 +155,18 @@ pub fn budget(o: &Observation) -> Budget {
     secs.insert(OnCpu, on);
     secs.insert(RunQueue, rq);
     secs.insert(Storage, fault_cpu);
-    if off_samples == 0 {
+    let runnable_samples: u64 = o
+        .samples
+        .iter()
+        .filter(|s| s.state == 'R')
+        .map(|s| s.count)
+        .sum();
+    if off_samples == 0 && runnable_samples > 0 {
+        // Off CPU yet always seen runnable: held off by a throttled cgroup.
+        // Kernels that dequeue a throttled thread (6.18) or run a loaded VM
+        // leave that time out of run_delay; it is still waiting for a CPU.
+        secs.insert(RunQueue, rq + off);
+    } else if off_samples == 0 {
         // Off CPU, but never caught there.
         secs.insert(Other, off);
     } else {
@@ -260,6 +325,35 @@ mod tests {
             },
             ..Default::default()
         }
+    }
+
+    /// Two threads in one runtime wait of `kind` all window, with `cpu`
+    /// seconds of CPU in 5 s.
+    fn waiting_in(kind: &str, cpu: f64) -> Observation {
+        let mut o = obs(5.0, cpu, Some(0.0));
+        o.sample('S', "", "futex", crate::analysis::waits::RUNTIME_LOCK, 500);
+        o.runtime_locks.push(crate::model::locks::RuntimeLock {
+            kind: kind.into(),
+            lock: true,
+            share: 1.0,
+            ..Default::default()
+        });
+        o
+    }
+
+    #[test]
+    fn only_an_event_lock_nobody_works_behind_is_an_event() {
+        // Thread.join, queue.get, an idle pool: nothing works, nothing runs.
+        assert!(no_holder(&waiting_in("a threading lock", 0.0)));
+        assert!(no_holder(&waiting_in("a semaphore", 0.01)));
+        // Hand-overs of a lock held across a sleep use CPU.
+        assert!(!no_holder(&waiting_in("a threading lock", 0.15)));
+        // A monitor or a row lock is held by someone, seen or not.
+        assert!(!no_holder(&waiting_in("a monitor (synchronized)", 0.0)));
+        assert!(!no_holder(&waiting_in(
+            "a heavyweight lock (row or table)",
+            0.0
+        )));
     }
 
     #[test]

@@ -83,7 +83,7 @@ impl LabRun {
                     env!("CARGO_BIN_EXE_kdiag"),
                     log.display()
                 );
-                let mut c = Command::new("sudo");
+                let mut c = super::command("sudo");
                 c.args(["-n", "-u", LEARNER, "bash", "-c", &script, "bash"]);
                 // SAFETY: setsid(2) is async-signal-safe; a session of its
                 // own has no controlling terminal.

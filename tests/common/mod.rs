@@ -14,13 +14,60 @@ pub mod screens;
 pub mod throttled_bio;
 pub mod watch;
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// The kdiag binary under test.
+/// `program` started the same whoever started the test, as from an
+/// interactive shell's foreground: SIGINT, SIGQUIT, SIGHUP, SIGTERM and
+/// SIGPIPE at their defaults and none blocked (a non-interactive shell's
+/// `&` leaves SIGINT and SIGQUIT ignored, `nohup` SIGHUP, and an ignored
+/// signal stays ignored across exec: a kdiag started so rightly keeps them
+/// ignored for its command); no terminal on stdin (kdiag hands a terminal
+/// it shares to its command); none of the variables kdiag takes from its
+/// caller (SUDO_UID/SUDO_GID, KDIAG_SEED, XDG_STATE_HOME). A test that
+/// needs one of them sets it after this. Every test starts kdiag, a
+/// workload, tmux or sudo through this.
+pub fn command(program: impl AsRef<OsStr>) -> Command {
+    let mut cmd = Command::new(program);
+    use std::os::unix::process::CommandExt;
+    // SAFETY: signal(2) and sigprocmask(2) are async-signal-safe and
+    // touch only the child's own state.
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in [
+                libc::SIGINT,
+                libc::SIGQUIT,
+                libc::SIGHUP,
+                libc::SIGTERM,
+                libc::SIGPIPE,
+            ] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+            Ok(())
+        })
+    };
+    for var in [
+        "SUDO_UID",
+        "SUDO_GID",
+        "SUDO_USER",
+        "SUDO_COMMAND",
+        "KDIAG_SEED",
+        "XDG_STATE_HOME",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.stdin(Stdio::null());
+    cmd
+}
+
+/// The kdiag binary under test, started as `command` starts everything.
 pub fn kdiag() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_kdiag"))
+    command(env!("CARGO_BIN_EXE_kdiag"))
 }
 
 /// Run kdiag with `args` and capture its output.
@@ -36,7 +83,8 @@ pub fn bin_dir() -> PathBuf {
         .to_path_buf()
 }
 
-/// A workload binary built by the workspace (`cargo test --workspace` builds them).
+/// A workload binary built by the workspace (`cargo test --workspace` builds
+/// them); start it with `command`.
 pub fn workload(name: &str) -> PathBuf {
     let path = bin_dir().join(name);
     assert!(
@@ -96,7 +144,7 @@ pub fn stdout(out: &Output) -> String {
 /// Learner `learner`'s reference answers for 0-demo under `course`, as
 /// `kdiag lab solution` prints them (answers.toml lines).
 pub fn lab_solution(course: &Path, learner: &str) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_kdiag"))
+    let out = kdiag()
         .args(["lab", "solution", "0-demo", "--course"])
         .arg(course)
         .args(["--learner", learner])
@@ -172,7 +220,7 @@ impl Tmux {
         // A server of its own (-L): the default one, shared with other
         // tests, exits when its last session goes, and a session started
         // at that moment fails.
-        let ok = Command::new("tmux")
+        let ok = self::command("tmux")
             .args([
                 "-L",
                 &name,
@@ -195,7 +243,7 @@ impl Tmux {
     pub fn keys(&self, keys: &[&str]) {
         let mut args = vec!["-L", &self.0, "send-keys", "-t", &self.0];
         args.extend_from_slice(keys);
-        assert!(Command::new("tmux").args(&args).status().unwrap().success());
+        assert!(command("tmux").args(&args).status().unwrap().success());
     }
 
     /// Resize the window, as a learner dragging its corner would.
@@ -212,12 +260,12 @@ impl Tmux {
             "-y",
             &h,
         ];
-        assert!(Command::new("tmux").args(args).status().unwrap().success());
+        assert!(command("tmux").args(args).status().unwrap().success());
     }
 
     /// The pid of the pane's first process (the shell, or an `exec`ed command).
     pub fn pane_pid(&self) -> i32 {
-        let out = Command::new("tmux")
+        let out = command("tmux")
             .args(["-L", &self.0, "display-message", "-p", "-t", &self.0])
             .arg("#{pane_pid}")
             .output()
@@ -226,7 +274,7 @@ impl Tmux {
     }
 
     pub fn screen(&self) -> String {
-        let out = Command::new("tmux")
+        let out = command("tmux")
             .args(["-L", &self.0, "capture-pane", "-p", "-t", &self.0])
             .output()
             .unwrap();
@@ -236,7 +284,7 @@ impl Tmux {
     /// The screen with its styles as escape sequences (`capture-pane -e`):
     /// what tells the highlighted row.
     pub fn screen_styled(&self) -> String {
-        let out = Command::new("tmux")
+        let out = command("tmux")
             .args(["-L", &self.0, "capture-pane", "-p", "-e", "-t", &self.0])
             .output()
             .unwrap();
@@ -264,7 +312,7 @@ impl Tmux {
 
 impl Drop for Tmux {
     fn drop(&mut self) {
-        let _ = Command::new("tmux")
+        let _ = command("tmux")
             .args(["-L", &self.0, "kill-session", "-t", &self.0])
             .status();
     }
@@ -301,7 +349,7 @@ pub fn learner(test: &str) -> Option<(u32, u32)> {
     };
     let ids = id("-u").zip(id("-g"));
     let sudo_works = ids.is_some()
-        && Command::new("sudo")
+        && command("sudo")
             .args(["-n", "-u", LEARNER, "sudo", "-n"])
             .arg(env!("CARGO_BIN_EXE_kdiag"))
             .arg("--version")
@@ -323,7 +371,7 @@ pub fn learner(test: &str) -> Option<(u32, u32)> {
 /// `sudo -u LEARNER sudo -n kdiag ARGS`: kdiag as root through sudo, invoked
 /// by the learner, as on a course server.
 pub fn kdiag_as_learner() -> Command {
-    let mut c = Command::new("sudo");
+    let mut c = command("sudo");
     c.args(["-n", "-u", LEARNER, "sudo", "-n"])
         .arg(env!("CARGO_BIN_EXE_kdiag"));
     c
@@ -331,7 +379,7 @@ pub fn kdiag_as_learner() -> Command {
 
 /// Run a shell command as the learner (to make their files).
 pub fn as_learner(script: &str) {
-    let out = Command::new("sudo")
+    let out = command("sudo")
         .args(["-n", "-u", LEARNER, "sh", "-c", script])
         .output()
         .expect("sudo runs");

@@ -3,7 +3,7 @@
 //! dead kdiags), emptied (SIGKILL) and removed on drop.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 pub struct OwnCg {
@@ -52,7 +52,7 @@ impl OwnCg {
     /// runs is in it from its first instruction.
     pub fn spawn(&self, script: &str) -> Child {
         let procs = self.dir.join("cgroup.procs");
-        let child = Command::new("sh")
+        let child = super::command("sh")
             .args(["-c", &format!("echo $$ > {} && {script}", procs.display())])
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -91,7 +91,7 @@ pub fn turns_storage_bound(cpu: &OwnCg, file: &str, idle_s: u32) -> (Guard, OwnC
 /// `sh -c SCRIPT`, its output dropped, killed when the test ends.
 pub fn quiet_shell(script: &str) -> Guard {
     Guard(
-        Command::new("sh")
+        super::command("sh")
             .args(["-c", script])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
