@@ -26,14 +26,8 @@ fn inputs(stage: &str) -> Vec<PathBuf> {
 }
 
 fn compare(input: &Path, got: serde_json::Value) {
-    let expected_file = input.with_extension("expected.json");
     let got = serde_json::to_string_pretty(&got).unwrap() + "\n";
-    if std::env::var_os("KDIAG_BLESS").is_some() {
-        std::fs::write(&expected_file, &got).unwrap();
-    }
-    let expected = std::fs::read_to_string(&expected_file)
-        .unwrap_or_else(|e| panic!("{}: {e} (KDIAG_BLESS=1 writes it)", expected_file.display()));
-    assert_eq!(got, expected, "{} changed", expected_file.display());
+    as_blessed(input, "expected.json", &got);
 }
 
 #[derive(serde::Deserialize)]
@@ -84,14 +78,7 @@ fn verdicts_are_worded_from_data() {
             got += &format!("  {e}\n");
         }
         one_cpu_wait_figure(&got, &input);
-        let expected_file = input.with_extension("expected.txt");
-        if std::env::var_os("KDIAG_BLESS").is_some() {
-            std::fs::write(&expected_file, &got).unwrap();
-        }
-        let expected = std::fs::read_to_string(&expected_file).unwrap_or_else(|e| {
-            panic!("{}: {e} (KDIAG_BLESS=1 writes it)", expected_file.display())
-        });
-        assert_eq!(got, expected, "{} changed", expected_file.display());
+        as_blessed(&input, "expected.txt", &got);
     }
 }
 
@@ -158,13 +145,17 @@ fn recorded_runs_are_classified_again() {
         kdiag::render::diagnose::report(&mut got, &run.observation, &d, None).unwrap();
         let got = String::from_utf8(got).unwrap();
         one_cpu_wait_figure(&got, &input);
-        let expected_file = input.with_extension("expected.txt");
-        if std::env::var_os("KDIAG_BLESS").is_some() {
-            std::fs::write(&expected_file, &got).unwrap();
-        }
-        let expected = std::fs::read_to_string(&expected_file).unwrap_or_else(|e| {
-            panic!("{}: {e} (KDIAG_BLESS=1 writes it)", expected_file.display())
-        });
-        assert_eq!(got, expected, "{} changed", expected_file.display());
+        as_blessed(&input, "expected.txt", &got);
     }
+}
+
+/// `got` is `<input>.<extension>` (KDIAG_BLESS=1 writes it).
+fn as_blessed(input: &Path, extension: &str, got: &str) {
+    let expected_file = input.with_extension(extension);
+    if std::env::var_os("KDIAG_BLESS").is_some() {
+        std::fs::write(&expected_file, got).unwrap();
+    }
+    let expected = std::fs::read_to_string(&expected_file)
+        .unwrap_or_else(|e| panic!("{}: {e} (KDIAG_BLESS=1 writes it)", expected_file.display()));
+    assert_eq!(got, expected, "{} changed", expected_file.display());
 }
