@@ -511,14 +511,23 @@ fn bearing_lines_show(t: &Tmux, lab: &str, step: &Step) {
 
 /// Bring the panel titled `title` on screen.
 fn show_panel(t: &Tmux, title: &str) {
+    // "K of N" from the title's "(v: panel K of N)": the screen may change
+    // for other reasons before the app reads v (a message, new data), and
+    // a second v then brings the first panel back.
+    let index = |s: &str| {
+        let first = panel(s).lines().next()?.to_string();
+        let (_, rest) = first.split_once("(v: panel ")?;
+        Some(rest.chars().take_while(|c| *c != ')').collect::<String>())
+    };
     for _ in 0..4 {
         let s = t.screen();
         if panel(&s).lines().next().is_some_and(|l| l.contains(title)) {
             return;
         }
         t.keys(&["v"]);
-        t.wait_for("the next panel", |n| {
-            panel(n).lines().next() != panel(&s).lines().next()
+        t.wait_for("the next panel", |n| match (index(&s), index(n)) {
+            (Some(before), Some(now)) => before != now,
+            _ => panel(n).lines().next() != panel(&s).lines().next(),
         });
     }
     panic!("no panel {title}:\n{}", t.screen());
