@@ -118,7 +118,7 @@ pub fn require_root(test: &str) -> bool {
 /// missing privilege does (`require_root`).
 pub fn require_program(test: &str, names: &[&'static str], package: &str) -> Option<&'static str> {
     let found = names.iter().find(|name| {
-        ["--version", "version"].iter().any(|arg| {
+        ["--version", "version", "--help"].iter().any(|arg| {
             Command::new(name)
                 .arg(arg)
                 .output()
