@@ -113,6 +113,24 @@ fn labelled<'a>(
         .collect()
 }
 
+/// A point of each group for each value of `label` that `values` gives.
+fn per_label<'a, V: IntoIterator<Item = (&'a str, Num)>>(
+    s: &'a Snapshot,
+    label: Label,
+    values: impl Fn(&'a Group) -> V,
+) -> Vec<Point<'a>> {
+    s.groups
+        .iter()
+        .flat_map(|g| {
+            values(g).into_iter().map(move |(v, value)| Point {
+                group: Some(&g.name),
+                labels: vec![(label, v)],
+                value,
+            })
+        })
+        .collect()
+}
+
 fn own(value: Num) -> Vec<Point<'static>> {
     vec![Point {
         group: None,
@@ -145,17 +163,12 @@ pub const METRICS: &[Metric] = &[
         kind: Counter,
         help: "Thread time of the group's threads by state (diagnose's thread-state model).",
         points: |s| {
-            let mut points = Vec::new();
-            for g in &s.groups {
-                for ((_, state), v) in STATES.iter().zip(g.thread_seconds) {
-                    points.push(Point {
-                        group: Some(&g.name),
-                        labels: vec![(STATE, *state)],
-                        value: F(v),
-                    });
-                }
-            }
-            points
+            per_label(s, STATE, |g| {
+                STATES
+                    .iter()
+                    .zip(g.thread_seconds)
+                    .map(|((_, state), v)| (*state, F(v)))
+            })
         },
     },
     Metric {
@@ -184,17 +197,9 @@ pub const METRICS: &[Metric] = &[
         kind: Counter,
         help: "Bytes the group's processes caused to be read from or written to storage.",
         points: |s| {
-            let mut points = Vec::new();
-            for g in &s.groups {
-                for (dir, bytes) in [("read", g.read_bytes), ("write", g.write_bytes)] {
-                    points.push(Point {
-                        group: Some(&g.name),
-                        labels: vec![(DIRECTION, dir)],
-                        value: I(bytes),
-                    });
-                }
-            }
-            points
+            per_label(s, DIRECTION, |g| {
+                [("read", I(g.read_bytes)), ("write", I(g.write_bytes))]
+            })
         },
     },
     Metric {
