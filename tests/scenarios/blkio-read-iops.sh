@@ -9,8 +9,4 @@ start() {
     cg_spawn "dd if=/var/tmp/kdiag-scenario-read of=/dev/null bs=4k iflag=direct"
     CLEANUP="cg_cleanup"
 }
-truth() {
-    local a b; a=$(awk '$2 == "Read" {s += $3} END {print s}' "$CG/blkio.throttle.io_serviced"); sleep 5
-    b=$(awk '$2 == "Read" {s += $3} END {print s}' "$CG/blkio.throttle.io_serviced")
-    echo "blkio.throttle.io_serviced: $(( (b - a) / 5 )) reads/s, limit 100"
-}
+truth() { echo "blkio.throttle.io_serviced: $(io_serviced_per_s Read) reads/s, limit 100"; }

@@ -8,11 +8,7 @@ QUICK=1
 NEEDS=psql
 start() {
     pg_start
-    psql -qc "CREATE TABLE t (id int PRIMARY KEY, n int); INSERT INTO t VALUES (1, 0);"
-    psql -qc "BEGIN; UPDATE t SET n = n + 1 WHERE id = 1; SELECT pg_sleep(600);" > /dev/null 2>&1 &
-    sleep 0.5
-    for i in 1 2; do psql -qc "UPDATE t SET n = n + 1 WHERE id = 1;" > /dev/null 2>&1 & done
-    sleep 0.5
+    pg_row_lock
     PID=$(psql -Atc "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' ORDER BY pid LIMIT 1")
     CLEANUP="pg_stop"
 }

@@ -85,4 +85,22 @@ pg_start() {
     if [ -n "${1:-}" ]; then sh -c "echo \$\$ > $1/cgroup.procs; $start" > /dev/null; else sh -c "$start" > /dev/null; fi
     POSTMASTER=$(head -1 "$PGHOST/data/postmaster.pid")
 }
+# A row's lock held by a session asleep in its transaction, two others
+# waiting to update the row.
+pg_row_lock() {
+    psql -qc "CREATE TABLE t (id int PRIMARY KEY, n int); INSERT INTO t VALUES (1, 0);"
+    psql -qc "BEGIN; UPDATE t SET n = n + 1 WHERE id = 1; SELECT pg_sleep(600);" > /dev/null 2>&1 &
+    sleep 0.5
+    for i in 1 2; do psql -qc "UPDATE t SET n = n + 1 WHERE id = 1;" > /dev/null 2>&1 & done
+    sleep 0.5
+}
+
+# The cgroup's blkio requests of direction $1 (Read, Write) per second over
+# 5 s (blkio.throttle.io_serviced).
+io_serviced_per_s() {
+    local a b; a=$(awk -v d="$1" '$2 == d {s += $3} END {print s}' "$CG/blkio.throttle.io_serviced"); sleep 5
+    b=$(awk -v d="$1" '$2 == d {s += $3} END {print s}' "$CG/blkio.throttle.io_serviced")
+    echo $(( (b - a) / 5 ))
+}
+
 pg_stop() { runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGHOST/data" -m immediate stop > /dev/null 2>&1; }
