@@ -490,6 +490,10 @@ fn bearing_lines_show(t: &Tmux, lab: &str, step: &Step) {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let s = t.screen();
+            if !panel(&s).lines().next().is_some_and(|l| l.contains(title)) {
+                show_panel(t, title);
+                continue;
+            }
             if panel(&s).contains(line) {
                 break;
             }
@@ -519,10 +523,18 @@ fn show_panel(t: &Tmux, title: &str) {
         let (_, rest) = first.split_once("(v: panel ")?;
         Some(rest.chars().take_while(|c| *c != ')').collect::<String>())
     };
-    for _ in 0..4 {
+    let shown = |s: &str| panel(s).lines().next().is_some_and(|l| l.contains(title));
+    for _ in 0..6 {
         let s = t.screen();
-        if panel(&s).lines().next().is_some_and(|l| l.contains(title)) {
-            return;
+        // tmux may capture a frame half drawn (after n: the new step's
+        // heading beside the last step's panel title), so a title is
+        // believed only when a capture a moment later shows it too.
+        if shown(&s) {
+            std::thread::sleep(Duration::from_millis(200));
+            if shown(&t.screen()) {
+                return;
+            }
+            continue;
         }
         t.keys(&["v"]);
         t.wait_for("the next panel", |n| match (index(&s), index(n)) {
