@@ -251,6 +251,75 @@ fn other_seeds(ok: &[&Graded]) -> Vec<Suspicion> {
     found
 }
 
+/// A class graded: a row per submission (and per roster learner without
+/// one), the learners who handed in more than one, and the copy flags.
+#[derive(Debug, Default)]
+pub struct Class {
+    pub graded: Vec<Graded>,
+    pub duplicates: Vec<String>,
+    pub suspicious: Vec<Suspicion>,
+}
+
+const SUPERSEDED: &str = "superseded:";
+
+/// Two or more gradable submissions of one learner: the newest by its
+/// manifest's time is graded, the others are marked superseded. Returns a
+/// line per learner concerned.
+pub fn supersede(class: &mut [Graded]) -> Vec<String> {
+    let mut by_learner: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, g) in class.iter().enumerate() {
+        if let (Some(l), None) = (&g.learner, &g.error) {
+            by_learner.entry(l.clone()).or_default().push(i);
+        }
+    }
+    let mut lines = Vec::new();
+    for (learner, mut all) in by_learner.into_iter().filter(|(_, v)| v.len() > 1) {
+        // Newest last; the same time (or none) falls back to the name.
+        all.sort_by(|&a, &b| {
+            (class[a].created, &class[a].submission).cmp(&(class[b].created, &class[b].submission))
+        });
+        let newest = *all.last().expect("two or more");
+        let kept = class[newest].submission.clone();
+        let older: Vec<String> = all[..all.len() - 1]
+            .iter()
+            .map(|&i| class[i].submission.clone())
+            .collect();
+        for &i in &all[..all.len() - 1] {
+            class[i].error = Some(format!(
+                "{SUPERSEDED} learner {learner} also handed in {kept}, made later; that one is graded"
+            ));
+            class[i].results.clear();
+        }
+        lines.push(format!(
+            "learner {learner} handed in {} submissions: graded the newest, {kept} (not {})",
+            all.len(),
+            older.join(", ")
+        ));
+    }
+    lines
+}
+
+/// "Graded N submissions for lab L: G graded, U could not be graded, S
+/// superseded by a newer one, M missing."
+pub fn tally(lab: &str, class: &[Graded]) -> String {
+    let missing = class.iter().filter(|g| g.missing).count();
+    let superseded = class
+        .iter()
+        .filter(|g| {
+            g.error
+                .as_deref()
+                .is_some_and(|e| e.starts_with(SUPERSEDED))
+        })
+        .count();
+    let errors = class.iter().filter(|g| g.error.is_some()).count() - missing - superseded;
+    format!(
+        "{} submissions for lab {lab}: {} graded, {errors} could not be graded, {superseded} \
+         superseded by a newer one, {missing} missing (learners of the roster who handed nothing in).",
+        class.len() - missing,
+        class.len() - missing - superseded - errors,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,9 @@
 use crate::course::roster::{Learner, Roster};
 use crate::course::token::normalise_id;
 
+/// Gradescope writes this beside the submission folder.
+pub const GRADESCOPE_METADATA: &str = "submission_metadata.json";
+
 /// One platform's word on who handed a submission in.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Claim {

@@ -14,6 +14,7 @@ pub mod answers;
 pub mod attestation;
 pub mod checks;
 pub mod class;
+pub mod class_report;
 pub mod evidence;
 pub mod facts;
 pub mod forms;
