@@ -11,16 +11,25 @@
 //! (SUDO_UID, SUDO_GID, SUDO_USER): creating 19 login accounts is beyond
 //! a test, and kdiag takes nothing else from sudo.
 //!
-//! One test function: the installed course is machine-wide while it lasts.
+//! The same class again through `kdiag serve`, set up and graded by the
+//! commands of docs/instructor.md's course-server recipe, the learners
+//! with no sudo at all: each runs kdiag as their own uid.
+//!
+//! The installed course is machine-wide while it lasts: the tests take
+//! turns.
 
 mod common;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command};
+use std::sync::Mutex;
 
 use common::*;
+
+/// The installed course is machine-wide: one test at a time holds it.
+static MACHINE: Mutex<()> = Mutex::new(());
 
 /// Removes the installed course, its learner map and the journals on drop.
 struct Installed(Vec<u32>);
@@ -95,22 +104,9 @@ fn as_learner(who: &(u32, u32, String), real_sudo: bool) -> Command {
     c
 }
 
-#[test]
-fn an_lms_roster_s_learners_get_what_their_answers_earn_and_observe_only_their_own() {
-    let Some((uid, gid)) = learner("an_lms_roster_s_learners_get_what_their_answers_earn") else {
-        return;
-    };
-    let mut people = vec![(uid, gid, LEARNER.to_string())];
-    people.extend(accounts());
-    assert_eq!(people.len(), 20, "{people:?}");
-    let _installed = Installed(people.iter().map(|p| p.0).collect());
-    let d = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(d.path(), PermissionsExt::from_mode(0o755)).unwrap();
-    let path = |n: &str| d.path().join(n);
-    let (code, out) = run(kdiag()
-        .args(["course", "init", "--labs", "0-demo", "--out"])
-        .arg(path("course.toml")));
-    assert_eq!(code, 0, "{out}");
+/// An LMS export of `people`: student ids 2000, 2001, ...; their accounts
+/// in the login column.
+fn roster(people: &[(u32, u32, String)]) -> String {
     let mut roster = String::from("student_id,name,email,login\n");
     for (i, p) in people.iter().enumerate() {
         roster.push_str(&format!(
@@ -119,18 +115,19 @@ fn an_lms_roster_s_learners_get_what_their_answers_earn_and_observe_only_their_o
             p.2
         ));
     }
-    std::fs::write(path("roster.csv"), &roster).unwrap();
-    let (code, out) = run(kdiag()
-        .args(["course", "install", "--course"])
-        .arg(path("course.toml"))
-        .arg("--roster")
-        .arg(path("roster.csv")));
-    assert_eq!(code, 0, "{out}");
-    assert_eq!(
-        std::fs::metadata("/var/lib/kdiag").unwrap().mode() & 0o777,
-        0o711
-    );
+    roster
+}
 
+/// Each of `people` answers 0-demo (some wrongly, some wrong then right),
+/// re-checks, and submits a bundle, copied into `dir`/submissions; kdiag
+/// runs for person `i` as `kdiag_for_person(i)`. Their folders are `dir`/labs-I. Returns
+/// the points each learner's answers earn, by student id.
+fn answer_and_submit(
+    people: &[(u32, u32, String)],
+    dir: &Path,
+    kdiag_for_person: impl Fn(usize) -> Command,
+) -> BTreeMap<String, i64> {
+    let path = |n: &str| dir.join(n);
     let checks: toml::Table = toml::from_str(
         &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("checks/0-demo.toml"))
             .unwrap(),
@@ -147,7 +144,7 @@ fn an_lms_roster_s_learners_get_what_their_answers_earn_and_observe_only_their_o
             ))
         })
         .collect();
-    std::fs::create_dir(path("subs")).unwrap();
+    std::fs::create_dir(path("submissions")).unwrap();
     let mut expected = BTreeMap::new();
     for (i, p) in people.iter().enumerate() {
         let sid = (2000 + i).to_string();
@@ -161,7 +158,7 @@ fn an_lms_roster_s_learners_get_what_their_answers_earn_and_observe_only_their_o
         std::fs::create_dir(&labs).unwrap();
         std::os::unix::fs::chown(&labs, Some(p.0), Some(p.1)).unwrap();
         let kdiag_for = |args: &[&str]| {
-            run(as_learner(p, i == 0)
+            run(kdiag_for_person(i)
                 .args(args)
                 .arg("--dir")
                 .arg(&labs)
@@ -225,7 +222,7 @@ fn an_lms_roster_s_learners_get_what_their_answers_earn_and_observe_only_their_o
             0o700,
             "a learner's lab folder is theirs alone"
         );
-        let to = path(&format!("subs/kdiag-0-demo-{sid}"));
+        let to = path(&format!("submissions/kdiag-0-demo-{sid}"));
         assert!(
             Command::new("cp")
                 .arg("-r")
@@ -238,22 +235,12 @@ fn an_lms_roster_s_learners_get_what_their_answers_earn_and_observe_only_their_o
         expected.insert(sid, earned);
     }
 
-    let grade = |extra: &[&str]| {
-        let out = kdiag()
-            .args(["grade", "0-demo"])
-            .arg(path("subs"))
-            .arg("--course")
-            .arg(path("course.toml"))
-            .args(["--format", "json", "--require-attested"])
-            .args(extra)
-            .output()
-            .unwrap();
-        let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&out), stderr(&out)));
-        doc
-    };
-    let roster_arg = path("roster.csv");
-    let doc = grade(&["--roster", roster_arg.to_str().unwrap()]);
+    expected
+}
+
+/// `grade --require-attested --format json`'s `doc` of the 20: every
+/// learner the score their answers earn, attested, none flagged.
+fn graded_as_earned(doc: &serde_json::Value, expected: &BTreeMap<String, i64>) {
     let rows = doc["submissions"].as_array().unwrap();
     assert_eq!(rows.len(), 20, "{doc:#}");
     for r in rows {
@@ -281,6 +268,54 @@ fn an_lms_roster_s_learners_get_what_their_answers_earn_and_observe_only_their_o
         }
     }
     assert!(doc["suspicious"].as_array().unwrap().is_empty(), "{doc:#}");
+}
+
+#[test]
+fn an_lms_roster_s_learners_get_what_their_answers_earn_and_observe_only_their_own() {
+    let Some((uid, gid)) = learner("an_lms_roster_s_learners_get_what_their_answers_earn") else {
+        return;
+    };
+    let mut people = vec![(uid, gid, LEARNER.to_string())];
+    people.extend(accounts());
+    assert_eq!(people.len(), 20, "{people:?}");
+    let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let _installed = Installed(people.iter().map(|p| p.0).collect());
+    let d = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(d.path(), PermissionsExt::from_mode(0o755)).unwrap();
+    let path = |n: &str| d.path().join(n);
+    let (code, out) = run(kdiag()
+        .args(["course", "init", "--labs", "0-demo", "--out"])
+        .arg(path("course.toml")));
+    assert_eq!(code, 0, "{out}");
+    std::fs::write(path("roster.csv"), roster(&people)).unwrap();
+    let (code, out) = run(kdiag()
+        .args(["course", "install", "--course"])
+        .arg(path("course.toml"))
+        .arg("--roster")
+        .arg(path("roster.csv")));
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        std::fs::metadata("/var/lib/kdiag").unwrap().mode() & 0o777,
+        0o711
+    );
+
+    let expected = answer_and_submit(&people, d.path(), |i| as_learner(&people[i], i == 0));
+    let grade = |extra: &[&str]| {
+        let out = kdiag()
+            .args(["grade", "0-demo"])
+            .arg(path("submissions"))
+            .arg("--course")
+            .arg(path("course.toml"))
+            .args(["--format", "json", "--require-attested"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&out), stderr(&out)));
+        doc
+    };
+    let roster_arg = path("roster.csv");
+    graded_as_earned(&grade(&["--roster", roster_arg.to_str().unwrap()]), &expected);
     // Without the roster the learner ids still match their seeds here
     // (the server signed for the roster's id).
     let doc = grade(&[]);
@@ -365,4 +400,96 @@ fn an_lms_roster_s_learners_get_what_their_answers_earn_and_observe_only_their_o
         "{out}"
     );
     let _ = me;
+}
+
+/// The shell lines of the recipe `name` in docs/instructor.md, each as its
+/// words (comments and `sudo ` dropped: the test is root).
+fn recipe(name: &str) -> Vec<Vec<String>> {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/instructor.md"))
+        .unwrap();
+    let marker = format!("# recipe: {name}\n");
+    let start = doc.find(&marker).unwrap_or_else(|| panic!("no recipe {name}")) + marker.len();
+    let end = start + doc[start..].find("```").unwrap();
+    doc[start..end]
+        .lines()
+        .map(|l| l.split('#').next().unwrap().trim())
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let l = l.strip_prefix("sudo ").unwrap_or(l);
+            assert!(l.starts_with("kdiag "), "a recipe line that is not kdiag: {l}");
+            l.split_whitespace().skip(1).map(String::from).collect()
+        })
+        .collect()
+}
+
+/// The service the recipe starts, stopped when the test ends.
+struct Serving(Child);
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn the_docs_course_server_serves_twenty_learners_without_sudo() {
+    let Some((uid, gid)) = learner("the_docs_course_server_serves_twenty_learners") else {
+        return;
+    };
+    let mut people = vec![(uid, gid, LEARNER.to_string())];
+    people.extend(accounts());
+    assert_eq!(people.len(), 20, "{people:?}");
+    let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let _installed = Installed(people.iter().map(|p| p.0).collect());
+    let d = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(d.path(), PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::write(d.path().join("roster.csv"), roster(&people)).unwrap();
+    // The doc's socket is /run/kdiag/kdiag.sock; the test's is its own, so
+    // that no other kdiag on the machine is served by it.
+    let socket = d.path().join("kdiag.sock");
+    let mut serving = None;
+    for words in recipe("course-server") {
+        if words[0] == "serve" {
+            // Its log (a line per run) would only crowd the test's output.
+            let child = kdiag()
+                .args(&words)
+                .arg("--socket")
+                .arg(&socket)
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            serving = Some(Serving(child));
+            continue;
+        }
+        let (code, out) = run(kdiag().args(&words).current_dir(d.path()));
+        assert_eq!(code, 0, "kdiag {words:?}: {out}");
+    }
+    assert!(serving.is_some(), "the recipe starts the service");
+    for _ in 0..100 {
+        if socket.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(socket.exists(), "the service made its socket");
+    let expected = answer_and_submit(&people, d.path(), |i| {
+        use std::os::unix::process::CommandExt;
+        let mut c = kdiag();
+        c.uid(people[i].0)
+            .gid(people[i].1)
+            .env("KDIAG_SOCKET", &socket);
+        c
+    });
+    let grading = recipe("course-server-grade");
+    assert_eq!(grading.len(), 1, "{grading:?}");
+    let out = kdiag()
+        .args(&grading[0])
+        .args(["--format", "json"])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&out), stderr(&out)));
+    graded_as_earned(&doc, &expected);
 }
