@@ -4,7 +4,8 @@
 //! (counted, journaled, refused past the limit) and submits a bundle kdiag
 //! signs. `grade --course` says it is attested, with the attempts; the
 //! same bundle edited after signing, and one made outside the server, are
-//! not attested, and `--require-attested` refuses them.
+//! not attested, and `--require-attested` refuses them. The same cap and
+//! signature hold through `kdiag serve`, for a learner with no sudo rule.
 //!
 //! The course is installed in /var/lib/kdiag for the test's duration only
 //! (removed however the test ends): while it is there, every kdiag run
@@ -16,7 +17,11 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::process::Command;
 
+use common::service::Service;
 use common::*;
+
+/// The installed course is machine-wide: one test at a time holds it.
+static MACHINE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Removes the installed course and the learner's journals on drop.
 struct Installed(u32);
@@ -60,18 +65,11 @@ fn attestation(doc: &serde_json::Value) -> String {
         .collect()
 }
 
-#[test]
-fn a_signed_bundle_is_attested_and_an_edited_one_is_not() {
-    let Some((uid, gid)) = learner("a_signed_bundle_is_attested_and_an_edited_one_is_not") else {
-        return;
-    };
-    let d = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(
-        d.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-    let course = d.path().join("course.toml");
+/// A course with at most 2 new answers per question, installed (until
+/// the returned guard drops): its file, in `d`.
+fn install(d: &Path, uid: u32) -> (std::path::PathBuf, Installed) {
+    std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let course = d.join("course.toml");
     let (code, out) = run(kdiag()
         .args(["course", "init", "--out"])
         .arg(&course)
@@ -80,29 +78,26 @@ fn a_signed_bundle_is_attested_and_an_edited_one_is_not() {
     let mut text = std::fs::read_to_string(&course).unwrap();
     text.push_str("max_attempts = 2\n");
     std::fs::write(&course, text).unwrap();
-    let _installed = Installed(uid);
+    let installed = Installed(uid);
     let _ = std::fs::remove_dir_all(format!("/var/lib/kdiag/journal/{uid}"));
     let (code, out) = run(kdiag().args(["course", "install", "--course"]).arg(&course));
     assert_eq!(code, 0, "{out}");
     let key = std::fs::metadata("/var/lib/kdiag/course.toml").unwrap();
     assert_eq!((key.uid(), key.mode() & 0o777), (0, 0o600));
-    // The learner cannot install one (usage: not through their sudo rule).
-    let (code, out) = run(kdiag_as_learner()
-        .args(["course", "install", "--course"])
-        .arg(&course));
-    assert_eq!(code, 2, "{out}");
+    (course, installed)
+}
 
-    // The learner's lab folder.
-    let labs = d.path().join("labs");
-    std::fs::create_dir(&labs).unwrap();
-    std::os::unix::fs::chown(&labs, Some(uid), Some(gid)).unwrap();
-    let as_learner = |args: &[&str]| {
-        run(kdiag_as_learner()
-            .args(args)
-            .arg("--dir")
-            .arg(&labs)
-            .current_dir(&labs))
-    };
+/// The learner `learner` (uid) answers and checks through `as_learner`
+/// (kdiag ARGS --dir LABS in LABS): attempts counted once per new answer,
+/// capped at 2 on every path, journaled; then the bundle kdiag signs,
+/// graded attested with its attempts. Returns the bundle.
+fn capped_and_signed(
+    as_learner: &dyn Fn(&[&str]) -> (i32, String),
+    labs: &Path,
+    (uid, gid): (u32, u32),
+    learner: &str,
+    course: &Path,
+) -> std::path::PathBuf {
     let (code, out) = as_learner(&["answer", "0-demo", "who.comm", "io-app"]);
     assert_eq!(code, 0, "{out}");
     // An option cannot choose another identity or seed.
@@ -120,7 +115,7 @@ fn a_signed_bundle_is_attested_and_an_edited_one_is_not() {
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("attempt 2 of 2"), "{out}");
     // Past the course's limit a new answer is not judged, on every path:
-    // the lab folder, an answers file, --labs, --seed without sudo.
+    // the lab folder, an answers file, --labs.
     as_learner(&["answer", "0-demo", "who.comm", "io-app"]);
     let (code, out) = as_learner(&["check", "0-demo", "--only", "who.comm"]);
     assert_eq!(code, 1, "{out}");
@@ -139,12 +134,6 @@ fn a_signed_bundle_is_attested_and_an_edited_one_is_not() {
     let (code, out) = as_learner(&["check", "0-demo", "--labs", labs.to_str().unwrap()]);
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("--labs is for instructors"), "{out}");
-    let (code, out) = learner_without_sudo(&labs, &["--seed", "abcd-efgh-jkmn"]);
-    assert_eq!(code, 2, "without sudo: {out}");
-    assert!(out.contains("your variant is your account's"), "{out}");
-    let (code, out) = learner_without_sudo(&labs, &[]);
-    assert_eq!(code, 3, "without sudo: {out}");
-    assert!(out.contains("run sudo kdiag"), "{out}");
     // Other questions, unanswered, cost nothing.
     let (_, out) = as_learner(&["check", "0-demo"]);
     assert!(out.contains("no attempts left"), "{out}");
@@ -160,10 +149,10 @@ fn a_signed_bundle_is_attested_and_an_edited_one_is_not() {
     let (code, out) = as_learner(&["lab", "submit", "0-demo", "--out", signed.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}");
     assert_eq!(std::fs::metadata(&signed).unwrap().uid(), uid);
-    let (code, doc) = grade(&signed, &course, &["--require-attested"]);
+    let (code, doc) = grade(&signed, course, &["--require-attested"]);
     let a = attestation(&doc);
     assert!(code == 0 || code == 1, "{doc}");
-    assert_eq!(doc["learner"], "kdiag-learner", "{doc}");
+    assert_eq!(doc["learner"], learner, "{doc}");
     assert!(a.starts_with("attested: "), "{a}");
     assert!(a.contains("attempts per question: who.comm 2"), "{a}");
     let who_comm = doc["checks"]
@@ -173,6 +162,44 @@ fn a_signed_bundle_is_attested_and_an_edited_one_is_not() {
         .find(|c| c["id"] == "who.comm")
         .unwrap();
     assert_eq!(who_comm["attempts"], 2, "{doc}");
+
+    signed
+}
+
+#[test]
+fn a_signed_bundle_is_attested_and_an_edited_one_is_not() {
+    let Some((uid, gid)) = learner("a_signed_bundle_is_attested_and_an_edited_one_is_not") else {
+        return;
+    };
+    let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let (course, _installed) = install(d.path(), uid);
+    // The learner cannot install one (usage: not through their sudo rule).
+    let (code, out) = run(kdiag_as_learner()
+        .args(["course", "install", "--course"])
+        .arg(&course));
+    assert_eq!(code, 2, "{out}");
+
+    // The learner's lab folder.
+    let labs = d.path().join("labs");
+    std::fs::create_dir(&labs).unwrap();
+    std::os::unix::fs::chown(&labs, Some(uid), Some(gid)).unwrap();
+    let as_learner = |args: &[&str]| {
+        run(kdiag_as_learner()
+            .args(args)
+            .arg("--dir")
+            .arg(&labs)
+            .current_dir(&labs))
+    };
+    let signed = capped_and_signed(&as_learner, &labs, (uid, gid), LEARNER, &course);
+    // Around the sudo rule, as the learner themselves: no other variant,
+    // and no check without the course server.
+    let (code, out) = learner_without_sudo(&labs, &["--seed", "abcd-efgh-jkmn"]);
+    assert_eq!(code, 2, "without sudo: {out}");
+    assert!(out.contains("your variant is your account's"), "{out}");
+    let (code, out) = learner_without_sudo(&labs, &[]);
+    assert_eq!(code, 3, "without sudo: {out}");
+    assert!(out.contains("run sudo kdiag"), "{out}");
 
     // Edited after signing: the answer changed inside the tar.
     let x = d.path().join("x");
@@ -250,4 +277,29 @@ fn learner_without_sudo(labs: &std::path::Path, args: &[&str]) -> (i32, String) 
         .arg("--dir")
         .arg(labs)
         .current_dir(labs))
+}
+
+/// The same cap and signature through `kdiag serve`, the learner with no
+/// sudo at all.
+#[test]
+fn through_the_service_attempts_are_capped_and_the_bundle_attested() {
+    let Some((uid, gid)) = learner("through_the_service_attempts_are_capped") else {
+        return;
+    };
+    let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let (course, _installed) = install(d.path(), uid);
+    let service = Service::start(&["serve".to_string()]);
+    let labs = d.path().join("labs");
+    std::fs::create_dir(&labs).unwrap();
+    std::os::unix::fs::chown(&labs, Some(uid), Some(gid)).unwrap();
+    let as_learner = |args: &[&str]| {
+        run(service
+            .kdiag_as(uid, gid)
+            .args(args)
+            .arg("--dir")
+            .arg(&labs)
+            .current_dir(&labs))
+    };
+    capped_and_signed(&as_learner, &labs, (uid, gid), LEARNER, &course);
 }

@@ -23,9 +23,10 @@ mod common;
 use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::Command;
 use std::sync::Mutex;
 
+use common::service::Service;
 use common::*;
 
 /// The installed course is machine-wide: one test at a time holds it.
@@ -422,16 +423,6 @@ fn recipe(name: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// The service the recipe starts, stopped when the test ends.
-struct Serving(Child);
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn the_docs_course_server_serves_twenty_learners_without_sudo() {
     let Some((uid, gid)) = learner("the_docs_course_server_serves_twenty_learners") else {
@@ -445,41 +436,19 @@ fn the_docs_course_server_serves_twenty_learners_without_sudo() {
     let d = tempfile::tempdir().unwrap();
     std::fs::set_permissions(d.path(), PermissionsExt::from_mode(0o755)).unwrap();
     std::fs::write(d.path().join("roster.csv"), roster(&people)).unwrap();
-    // The doc's socket is /run/kdiag/kdiag.sock; the test's is its own, so
-    // that no other kdiag on the machine is served by it.
-    let socket = d.path().join("kdiag.sock");
-    let mut serving = None;
+    // The doc's socket is /run/kdiag/kdiag.sock; the test's is its own.
+    let mut service = None;
     for words in recipe("course-server") {
         if words[0] == "serve" {
-            // Its log (a line per run) would only crowd the test's output.
-            let child = kdiag()
-                .args(&words)
-                .arg("--socket")
-                .arg(&socket)
-                .stderr(std::process::Stdio::null())
-                .spawn()
-                .unwrap();
-            serving = Some(Serving(child));
+            service = Some(Service::start(&words));
             continue;
         }
         let (code, out) = run(kdiag().args(&words).current_dir(d.path()));
         assert_eq!(code, 0, "kdiag {words:?}: {out}");
     }
-    assert!(serving.is_some(), "the recipe starts the service");
-    for _ in 0..100 {
-        if socket.exists() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    assert!(socket.exists(), "the service made its socket");
+    let service = service.expect("the recipe starts the service");
     let expected = answer_and_submit(&people, d.path(), |i| {
-        use std::os::unix::process::CommandExt;
-        let mut c = kdiag();
-        c.uid(people[i].0)
-            .gid(people[i].1)
-            .env("KDIAG_SOCKET", &socket);
-        c
+        service.kdiag_as(people[i].0, people[i].1)
     });
     let grading = recipe("course-server-grade");
     assert_eq!(grading.len(), 1, "{grading:?}");
