@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use kdiag::analysis::fold::frame_of;
 use kdiag::analysis::top::{CpuSplit, TaskCounts, TopRow};
 use kdiag::commands::lab::lab_view;
-use kdiag::lab::medium::Medium;
+use kdiag::lab::medium::{Launch, Medium};
 use kdiag::lab::{self, Source};
 use kdiag::model::block::BlockIo;
 use kdiag::model::exec::{ExecEvent, Exit, ProcessEnd, TraceEvent};
@@ -115,7 +115,7 @@ fn demo() -> State {
     let (lab, checks) = lab::load(&Source::default(), "0-demo").unwrap();
     let shell = |_: usize| Vec::new();
     State::new(
-        lab_view(&lab, &checks, &shell, ANSWERS, None, Medium::App),
+        lab_view(&lab, &checks, &shell, ANSWERS, Launch::default(), Medium::App),
         &[],
     )
 }
@@ -802,7 +802,7 @@ fn every_line_of_every_step_text_shows_when_paged() {
         for name in &labs {
             let (lab, checks) = lab::load(&Source::default(), name).unwrap();
             let shell = |_: usize| Vec::new();
-            let view = lab_view(&lab, &checks, &shell, ANSWERS, None, Medium::App);
+            let view = lab_view(&lab, &checks, &shell, ANSWERS, Launch::default(), Medium::App);
             let mut s = State::new(view, &[]);
             let mut d = Recorded::new();
             press(&mut s, &mut d, &[Key::Esc]);

@@ -17,13 +17,13 @@ use crate::error;
 use crate::grade::answers;
 use crate::grade::{self, CheckResult, Evidence, Status};
 use crate::lab::engine::{Engine, Resumed, shell_word};
-use crate::lab::medium::{Medium, line_for, runnable, text_for};
+use crate::lab::medium::{Launch, Medium, line_for, runnable, text_for};
 use crate::lab::state::{self, LabDir, Progress};
 use crate::lab::{self, solution, submission};
 use crate::model::lab::{Input, Panel};
 use crate::render::table::{Align, Table};
 use crate::sys::process::interrupt::Interrupt;
-use crate::sys::process::user_files;
+use crate::sys::process::{privilege, user_files};
 use crate::tui::lab::app::{self, Driver};
 use crate::tui::lab::event::{Given, Verdict};
 use crate::tui::lab::plain;
@@ -155,6 +155,11 @@ fn list(files: &Files) -> anyhow::Result<u8> {
         None => String::new(),
     };
     let exe = kdiag_path().unwrap_or_else(|| "kdiag".into());
+    // Through a course server's service, no sudo: kdiag asks the service.
+    let start = match privilege::served() {
+        true => exe,
+        false => format!("sudo {exe}"),
+    };
     let mut t = Table::new([
         ("LAB", Align::Left),
         ("TITLE", Align::Left),
@@ -190,7 +195,7 @@ fn list(files: &Files) -> anyhow::Result<u8> {
             lab.workload.clone(),
             status.to_string(),
             format!("{got}/{max}"),
-            format!("sudo {exe} lab {}{dir}", lab.id),
+            format!("{start} lab {}{dir}", lab.id),
         ]);
     }
     t.write(&mut std::io::stdout().lock())?;
@@ -340,7 +345,10 @@ fn run_app(
         &e.checks,
         &|n| e.record_commands(n),
         &e.dir.answers().display().to_string(),
-        kdiag_path().as_deref(),
+        Launch {
+            exe: kdiag_path().as_deref(),
+            served: privilege::served(),
+        },
         if interactive {
             Medium::App
         } else {
@@ -447,17 +455,16 @@ fn unreadable_terminal(e: anyhow::Error) -> anyhow::Error {
 /// the way the step's `inputs` say (else as a number of bytes, a file
 /// saved from the panel, or text, by the check's kind).
 /// `shell(n)` are the commands that record step `n`'s answers from a
-/// shell, and `exe` this kdiag's path when `kdiag` would not find it;
-/// the steps' texts are `medium`'s.
+/// shell, started as `launch` says; the steps' texts are `medium`'s.
 pub fn lab_view(
     lab: &lab::Lab,
     checks: &grade::CheckFile,
     shell: &dyn Fn(usize) -> Vec<String>,
     answers_file: &str,
-    exe: Option<&str>,
+    launch: Launch,
     medium: Medium,
 ) -> LabView {
-    let run = |t: &str| runnable(t, exe);
+    let run = |t: &str| runnable(t, launch);
     let steps = lab
         .steps
         .iter()

@@ -90,18 +90,29 @@ pub fn line_for(text: &str, medium: Medium) -> String {
         .join(" ")
 }
 
+/// How the learner starts kdiag from a shell.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Launch<'a> {
+    /// This kdiag's path, when a shell would not find it as `kdiag`.
+    pub exe: Option<&'a str>,
+    /// Through a course server's service (`kdiag serve`): kdiag asks it
+    /// for what needs root, so the texts' `sudo kdiag` is `kdiag`.
+    pub served: bool,
+}
+
 /// `text` with its commands runnable as printed: the word `kdiag` before
 /// arguments, in code spans and code lines (indented by four), becomes
-/// `exe`, wherever it is in the command (`kdiag time kdiag workload ...`).
-pub fn runnable(text: &str, exe: Option<&str>) -> String {
-    let Some(exe) = exe else {
+/// the launch's `exe`, wherever it is in the command (`kdiag time kdiag
+/// workload ...`), and loses its `sudo` when served.
+pub fn runnable(text: &str, launch: Launch) -> String {
+    if launch.exe.is_none() && !launch.served {
         return text.to_string();
-    };
+    }
     let mut in_span = false;
     text.lines()
         .map(|l| {
             if l.starts_with("    ") {
-                return commands(l, exe, false);
+                return commands(l, launch, false);
             }
             if l.trim().is_empty() {
                 // A span never crosses paragraphs.
@@ -116,7 +127,7 @@ pub fn runnable(text: &str, exe: Option<&str>) -> String {
                 }
                 match in_span {
                     // A span open at the end of the line goes on.
-                    true => out.push_str(&commands(part, exe, i == parts.len() - 1)),
+                    true => out.push_str(&commands(part, launch, i == parts.len() - 1)),
                     false => out.push_str(part),
                 }
             }
@@ -127,15 +138,17 @@ pub fn runnable(text: &str, exe: Option<&str>) -> String {
 }
 
 /// `code` with every `kdiag` followed by an argument (on the next line
-/// when the code `goes_on`) replaced by `exe`.
-fn commands(code: &str, exe: &str, goes_on: bool) -> String {
+/// when the code `goes_on`) launched as `launch` says.
+fn commands(code: &str, launch: Launch, goes_on: bool) -> String {
     let words: Vec<&str> = code.split(' ').collect();
     let last = words.len() - 1;
+    let command = |i: usize| words.get(i) == Some(&"kdiag") && (i < last || goes_on);
     words
         .iter()
         .enumerate()
-        .map(|(i, w)| match *w == "kdiag" && (i < last || goes_on) {
-            true => exe,
+        .filter(|&(i, w)| !(launch.served && *w == "sudo" && command(i + 1)))
+        .map(|(i, w)| match command(i) {
+            true => launch.exe.unwrap_or("kdiag"),
             false => w,
         })
         .collect::<Vec<_>>()
@@ -277,11 +290,24 @@ mod tests {
     fn commands_become_runnable_wherever_kdiag_is() {
         let text = "Run `sudo kdiag top` or `kdiag\nps -e`; kdiag is a tool, `kdiag`.\n\n    \
                     kdiag time -v kdiag workload run x --seed s\n";
+        let exe = Launch {
+            exe: Some("/b/kdiag"),
+            served: false,
+        };
         assert_eq!(
-            runnable(text, Some("/b/kdiag")),
+            runnable(text, exe),
             "Run `sudo /b/kdiag top` or `/b/kdiag\nps -e`; kdiag is a tool, `kdiag`.\n\n    \
              /b/kdiag time -v /b/kdiag workload run x --seed s"
         );
-        assert_eq!(runnable(text, None), text);
+        assert_eq!(runnable(text, Launch::default()), text);
+        // Through the service, no sudo: kdiag asks the service itself.
+        let served = Launch {
+            exe: None,
+            served: true,
+        };
+        assert_eq!(
+            runnable("Run `sudo kdiag top`, not `sudo ls` or sudo.\n", served),
+            "Run `kdiag top`, not `sudo ls` or sudo."
+        );
     }
 }
