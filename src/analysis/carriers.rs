@@ -72,7 +72,7 @@ fn weight(m: &Member, verdict: Class) -> f64 {
         Class::Idle => samples(ThreadState::Sleeping),
         // The stuck thread sleeps, or blocks.
         Class::Stall => samples(ThreadState::Sleeping) + samples(ThreadState::Other),
-        Class::MemoryTrend | Class::Zombie | Class::Exec | Class::OomKill => 0.0,
+        Class::MemoryTrend | Class::Zombie | Class::Exec | Class::OomKill | Class::PidsLimit => 0.0,
     }
 }
 

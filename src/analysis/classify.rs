@@ -27,6 +27,12 @@ pub const SCHED_SHARE: f64 = 0.4;
 pub const STOPPED_SHARE: f64 = 0.5;
 /// A runner-up is named when it has this share of the working time.
 pub const RUNNER_UP: f64 = 0.15;
+/// Threads parked on a lock of tasks their runtime multiplexes (Go's
+/// goroutines) this share of the working time or more, beside CPU: the
+/// lock serializes it. A thread parks only when every task it could run
+/// waits, so with P threads at most (P-1)/P of them can show it (half with
+/// GOMAXPROCS=2), however many goroutines queue.
+pub const MULTIPLEXED_LOCK: f64 = 1.0 / 3.0;
 
 pub fn classify(o: &Observation) -> Diagnosis {
     let b = tsa::budget(o);
@@ -157,6 +163,10 @@ fn dominant(o: &Observation, b: &Budget) -> (Class, Confidence, Cause) {
         OnCpu | RunQueue => OnCpu,
         s => s,
     };
+    let multiplexed = crate::analysis::locks::multiplexed(o);
+    let serialized =
+        state == OnCpu && multiplexed && b.working_share(Lock) >= MULTIPLEXED_LOCK;
+    let state = if serialized { Lock } else { state };
     let share = b.working_share(state);
     let runner_up = working
         .iter()
@@ -167,7 +177,7 @@ fn dominant(o: &Observation, b: &Budget) -> (Class, Confidence, Cause) {
     let sampled = !matches!(state, OnCpu | RunQueue);
     let mut confidence = if share >= 0.6 && margin >= 0.25 {
         Confidence::High
-    } else if margin >= 0.1 {
+    } else if margin >= 0.1 || serialized {
         Confidence::Medium
     } else {
         Confidence::Low
@@ -186,6 +196,8 @@ fn dominant(o: &Observation, b: &Budget) -> (Class, Confidence, Cause) {
                 cpus,
                 kernel: o.totals.system_s > o.totals.user_s,
                 also,
+                children: o.totals.unseen_children_cpu_s / o.cpu_s().max(1e-9),
+                gc: crate::analysis::runtimes::gc_at_heap_limit(o),
             },
         ),
         RunQueue => (
@@ -211,6 +223,7 @@ fn dominant(o: &Observation, b: &Budget) -> (Class, Confidence, Cause) {
                 share,
                 lock: lock_seen(o),
                 also,
+                multiplexed,
             },
         ),
         Paging => (Class::Paging, Cause::Paging { share, also }),
@@ -458,6 +471,13 @@ fn evidence(
     if let Some(s) = &o.stopped {
         e.push(Finding::Stopped(s.clone()));
     }
+    if let Some(h) = &o.jvm {
+        e.push(Finding::JvmHeap {
+            heap: h.clone(),
+            cpu_s: o.cpu_s(),
+            window_s: w,
+        });
+    }
     if o.kernel_thread.is_none() {
         e.push(memory(o, trend));
     }
@@ -519,7 +539,12 @@ fn next(verdict: Class, o: &Observation, pid: i32) -> Vec<String> {
         Class::Idle => vec![],
         Class::Exec => vec![Drill::Exec.command(pid)],
         // Found in the limits, with their own next steps.
-        Class::CpuQuota | Class::IoLimit | Class::MemoryLimit | Class::OomKill | Class::Stall => {
+        Class::CpuQuota
+        | Class::IoLimit
+        | Class::MemoryLimit
+        | Class::OomKill
+        | Class::Stall
+        | Class::PidsLimit => {
             vec![]
         }
     }

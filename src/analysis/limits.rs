@@ -4,7 +4,8 @@
 //! is `cpu-quota`, not competition; storage waits while its cgroup's I/O
 //! sits at its limit are `io-limit`, not the device; storage waits while
 //! its memory cgroup is at its limit and pages come back are
-//! `memory-limit`; processes the OOM killer killed are `oom-kill`. When the
+//! `memory-limit`; processes the OOM killer killed are `oom-kill`; forks
+//! refused at its cgroup's pids.max are `pids-limit`. When the
 //! CPU waits come with idle CPUs (or no CPU pressure) and no quota, the
 //! verdict says it is not competition and that no limit was found.
 
@@ -48,7 +49,7 @@ pub fn judge(o: &Observation, class: Class, cause: &Cause) -> Option<Finding> {
     if matches!(class, Class::Zombie | Class::Stopped | Class::Exec) {
         return None;
     }
-    if let Some(f) = oom_killed(o) {
+    if let Some(f) = oom_killed(o).or_else(|| pids_limit(o)) {
         return Some(f);
     }
     // Thrashing under a memory limit shows as storage waits, kernel time
@@ -100,6 +101,31 @@ fn oom_killed(o: &Observation) -> Option<Finding> {
         next: vec![
             "sudo dmesg | grep -i -A2 'out of memory'".into(),
             format!("cat {}/{}", c.dir, events_file(c)),
+        ],
+    })
+}
+
+/// Forks refused at a cgroup's pids.max in the window: what it starts
+/// cannot start, however idle or busy its threads look between attempts.
+fn pids_limit(o: &Observation) -> Option<Finding> {
+    let (c, p) = o
+        .limits
+        .cgroups
+        .iter()
+        .filter_map(|c| Some((c, c.pids_limit.as_ref()?)))
+        .filter(|(_, p)| p.refused > 0)
+        .max_by_key(|(_, p)| p.refused)?;
+    Some(Finding {
+        verdict: Class::PidsLimit,
+        confidence: Confidence::High,
+        cause: Cause::PidsLimit {
+            cgroup: cgroup(c),
+            limit: p.clone(),
+            window_s: o.window_s,
+        },
+        next: vec![
+            format!("cat {0}/pids.max {0}/pids.events", c.dir),
+            format!("cat {}/cgroup.procs", c.dir),
         ],
     })
 }

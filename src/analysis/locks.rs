@@ -33,6 +33,10 @@ pub struct Pattern {
     /// target could hold it (tsa::no_holder). A monitor, a row lock, a
     /// mutex is contended whoever holds it.
     pub event: bool,
+    /// A lock of tasks the runtime runs on few threads (goroutines): a
+    /// thread parks only when no task is left to run, so its waits are
+    /// the parallelism the lock cost, not every waiter's time.
+    pub multiplexed: bool,
 }
 
 const fn lock(inner: &'static str, runtime: &'static str, kind: &'static str) -> Pattern {
@@ -44,6 +48,15 @@ const fn lock(inner: &'static str, runtime: &'static str, kind: &'static str) ->
         function: inner,
         lock: true,
         event: false,
+        multiplexed: false,
+    }
+}
+
+/// A lock of goroutines (`Pattern::multiplexed`).
+const fn goroutine_lock(inner: &'static str, kind: &'static str) -> Pattern {
+    Pattern {
+        multiplexed: true,
+        ..lock(inner, "Go", kind)
     }
 }
 
@@ -71,6 +84,7 @@ const fn wait(
         function,
         lock: false,
         event: false,
+        multiplexed: false,
     }
 }
 
@@ -84,6 +98,7 @@ const fn gil_under(outer: &'static str) -> Pattern {
         function: "take_gil",
         lock: true,
         event: false,
+        multiplexed: false,
     }
 }
 
@@ -132,10 +147,11 @@ pub const PATTERNS: &[Pattern] = &[
         "PostgreSQL",
         "a lightweight lock (semaphore)",
     ),
-    // Go: the runtime's own locks and sync.Mutex's semaphore.
-    lock("sync.(*Mutex).lockSlow", "Go", "a sync.Mutex"),
-    lock("sync.(*RWMutex)", "Go", "a sync.RWMutex"),
-    lock("runtime.semacquire", "Go", "a semaphore (semacquire)"),
+    // Go: sync.Mutex's semaphore parks the goroutine, and its thread only
+    // when no other goroutine can run; the runtime's own locks park threads.
+    goroutine_lock("sync.(*Mutex).lockSlow", "a sync.Mutex"),
+    goroutine_lock("sync.(*RWMutex)", "a sync.RWMutex"),
+    goroutine_lock("runtime.semacquire", "a semaphore (semacquire)"),
     lock("runtime.lock", "Go", "a runtime lock"),
     // glibc.
     lock("pthread_mutex_lock", "glibc", "a mutex"),
@@ -166,6 +182,17 @@ pub fn only_event_locks(o: &Observation) -> bool {
         .iter()
         .filter(|l| l.lock)
         .all(|l| event(&l.kind))
+}
+
+/// Whether the lock the observation's stacks waited for most is one of
+/// tasks its runtime multiplexes on threads (`Pattern::multiplexed`).
+pub fn multiplexed(o: &Observation) -> bool {
+    let multiplexed = |kind: &str| PATTERNS.iter().any(|p| p.kind == kind && p.multiplexed);
+    o.runtime_locks
+        .iter()
+        .filter(|l| l.lock)
+        .max_by_key(|l| l.samples)
+        .is_some_and(|l| multiplexed(&l.kind))
 }
 
 /// Threads seen waiting on futexes or semaphores this share of the

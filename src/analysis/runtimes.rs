@@ -2,11 +2,14 @@
 //! executable memory (the JVM, Node), an interpreter's loop that hides the
 //! program's own functions (CPython), a binary without symbols. The
 //! runtimes are data (`RUNTIMES`), recognised by their binaries and their
-//! frames; render/ words the way to names for each. Pure.
+//! frames; render/ words the way to names for each. And a JVM whose CPU
+//! goes to its garbage collector at its heap limit. Pure.
 
 use std::collections::BTreeMap;
 
+use crate::model::diagnosis::Observation;
 use crate::model::drill::{Runtime, UnnamedFrames};
+use crate::model::verdict::GcAtLimit;
 use crate::model::profile::{Frame, Profile};
 
 /// How a runtime shows in a stack.
@@ -47,6 +50,24 @@ pub const RUNTIMES: &[Pattern] = &[
         named: Some("py::"),
     },
 ];
+
+/// A JVM collecting this share of the window or more (its collectors'
+/// time, as jstat's GCT), while its old generation is OLD_FULL full,
+/// collects at its heap limit: the CPU is the limit's, not the program's.
+pub const GC_SHARE: f64 = 0.5;
+pub const OLD_FULL: f64 = 0.9;
+
+/// The JVM's collector at its heap limit, when that is where its time went.
+pub fn gc_at_heap_limit(o: &Observation) -> Option<GcAtLimit> {
+    let h = o.jvm.as_ref()?;
+    let gc_share = h.gc_s / o.window_s.max(1e-3);
+    let full = h.old_used as f64 >= OLD_FULL * h.old_max as f64;
+    (h.old_max > 0 && gc_share >= GC_SHARE && full).then(|| GcAtLimit {
+        gc_share: gc_share.min(1.0),
+        heap: h.clone(),
+        window_s: o.window_s,
+    })
+}
 
 /// Stacks with unnamed frames under this share of a profile are not worth
 /// a line.

@@ -120,7 +120,20 @@ pub fn no_holder(o: &Observation) -> bool {
 
 pub fn budget(o: &Observation) -> Budget {
     use ThreadState::*;
-    let rq = o.totals.run_delay_s.unwrap_or(0.0);
+    // A parent that vforks waits for a CPU behind its own short-lived
+    // children (the child wakes it at exec, then runs on): that wait is
+    // the children's CPU, already in the budget below, not competition.
+    // A fork()ing parent's run-queue time stays its own.
+    let vforks = o
+        .samples
+        .iter()
+        .any(|s| s.state != 'R' && matches!(s.syscall.as_str(), "vfork" | "clone" | "clone3"));
+    let behind_children = if vforks {
+        o.totals.unseen_children_cpu_s
+    } else {
+        0.0
+    };
+    let rq = (o.totals.run_delay_s.unwrap_or(0.0) - behind_children).max(0.0);
     // Short-lived children lived at least their CPU time.
     let total = (o.totals.thread_s + o.totals.unseen_children_cpu_s).max(o.cpu_s() + rq);
     let off = (total - o.cpu_s() - rq).max(0.0);

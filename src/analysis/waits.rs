@@ -84,6 +84,9 @@ fn by_syscall(d: bool, syscall: &str, on: &str) -> Option<Wait> {
         "msgsnd" | "mq_timedsend" => w(Sleeping, "output (message queue)"),
         "accept" | "accept4" => w(Sleeping, "input (connections)"),
         "wait4" | "waitid" => w(Sleeping, "children"),
+        // A parent blocks in these only for a vfork child (sh, posix_spawn),
+        // until the child execs or exits: the child's time, not its own.
+        "vfork" | "clone" | "clone3" => w(Sleeping, "children"),
         "rt_sigtimedwait" | "rt_sigsuspend" | "pause" => w(Sleeping, "signal"),
         "io_getevents" | "io_uring_enter" => w(Storage, "async I/O"),
         "fsync" | "fdatasync" | "sync" | "syncfs" | "sync_file_range" | "msync" => {
@@ -266,6 +269,7 @@ mod tests {
             Sleeping
         );
         assert_eq!(state('S', "do_wait", "wait4", ""), Sleeping);
+        assert_eq!(state('D', "kernel_clone", "vfork", ""), Sleeping);
         assert_eq!(state('S', "__do_sys_pause", "pause", ""), Sleeping);
         assert_eq!(state('D', "folio_wait_bit_common", "fault", ""), Storage);
         assert_eq!(

@@ -106,7 +106,7 @@ pub fn plan(verdict: Class, states: &[StateShare], all: bool) -> Vec<Drill> {
         // What it spends its quota on; where the limit makes it wait.
         Class::CpuQuota => vec![Drill::Cpu],
         Class::IoLimit | Class::MemoryLimit => vec![Drill::Offcpu, Drill::Storage],
-        Class::OomKill => vec![],
+        Class::OomKill | Class::PidsLimit => vec![],
         // Exec tracing runs during the whole watch.
         Class::Stopped | Class::MemoryTrend | Class::Zombie | Class::Exec => vec![],
     };

@@ -269,6 +269,8 @@ mod tests {
                     cpus: 1.0,
                     kernel: false,
                     also: vec![],
+                    children: 0.0,
+                    gc: None,
                 },
                 states: vec![],
                 working_threads: 1.0,

@@ -51,6 +51,8 @@ pub enum Class {
     /// A thread stuck in one call the whole window while work waits for
     /// it (connections queued, bytes unread, threads on its lock).
     Stall,
+    /// Its forks are refused: its cgroup's pids.max is reached.
+    PidsLimit,
 }
 
 impl Class {
@@ -72,6 +74,7 @@ impl Class {
             Class::MemoryLimit => "memory-limit",
             Class::OomKill => "oom-kill",
             Class::Stall => "stall",
+            Class::PidsLimit => "pids-limit",
         }
     }
 }
@@ -178,6 +181,31 @@ pub struct Observation {
     /// Threads that never ran in the window while work waited for their
     /// process.
     pub stalls: Vec<crate::model::stalls::Stall>,
+    /// A JVM's heap and collector over the window (its perf data, its
+    /// flags); None for any other process.
+    pub jvm: Option<JvmHeap>,
+}
+
+/// A JVM's heap limit and its garbage collector over the window, from its
+/// hsperfdata file (the sun.gc.* counters jstat reads) and its -Xmx flag.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct JvmHeap {
+    /// -Xmx from its command line, in bytes.
+    pub xmx: Option<u64>,
+    /// The heap's largest size: its generations' maximum capacities summed
+    /// (0 without perf data).
+    pub max_bytes: u64,
+    /// The old generation at the end: used, and its maximum capacity.
+    pub old_used: u64,
+    pub old_max: u64,
+    /// Collectors' time in the window (seconds), collections, and those of
+    /// the old generation's collector (full collections).
+    pub gc_s: f64,
+    pub collections: u64,
+    pub full: u64,
+    /// The collectors' names ("Copy", "MSC"; "G1 young", "G1 full").
+    pub collectors: Vec<String>,
 }
 
 /// One process of the tree.

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::model::diagnosis::{
-    Carrier, Class, Confidence, Ended, FaultReads, KernelThread, LockWaits, MemberShare,
+    Carrier, Class, Confidence, Ended, FaultReads, JvmHeap, KernelThread, LockWaits, MemberShare,
     MemoryPoint, Periodic, StateShare, Stopped, ThreadState,
 };
 use crate::model::limits::{CpuQuota, MemoryLimit, PidsLimit, Pressure, SystemCpus};
@@ -96,6 +96,16 @@ pub enum LockSeen {
     },
 }
 
+/// A JVM whose CPU went to its garbage collector, with the old generation
+/// full: it collects at its heap limit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GcAtLimit {
+    /// The collectors' time, of the window.
+    pub gc_share: f64,
+    pub heap: JvmHeap,
+    pub window_s: f64,
+}
+
 /// The I/O limit a cgroup came closest to on one device, in the window.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IoAgainst {
@@ -164,6 +174,13 @@ pub enum Cause {
         cpus: f64,
         kernel: bool,
         also: Vec<StatePart>,
+        /// Of the CPU, the share of children too short-lived to see (each
+        /// under a scan): a fork storm when it is most of it.
+        #[serde(default)]
+        children: f64,
+        /// A JVM collecting at its heap limit, when that is where it went.
+        #[serde(default)]
+        gc: Option<GcAtLimit>,
     },
     /// `queue_share` of the runnable time in the run queue; CPUs used and
     /// CPUs' worth waited for.
@@ -184,6 +201,11 @@ pub enum Cause {
         share: f64,
         lock: Option<LockSeen>,
         also: Vec<StatePart>,
+        /// The lock is one of tasks a runtime runs on few threads (Go's
+        /// goroutines): its threads park only when no task can run, so
+        /// `share` is the parallelism it cost, not every waiter's time.
+        #[serde(default)]
+        multiplexed: bool,
     },
     /// Waiting for swap-in `share` of the working time.
     Paging { share: f64, also: Vec<StatePart> },
@@ -233,6 +255,13 @@ pub enum Cause {
     },
     /// A thread stuck in one call the whole window while work waited.
     Stall { stall: Stall, window_s: f64 },
+    /// Forks refused at its cgroup's pids.max, `limit.refused` of them in
+    /// `window_s`.
+    PidsLimit {
+        cgroup: Cgroup,
+        limit: PidsLimit,
+        window_s: f64,
+    },
     /// Its execs fail: `failed` of `execs`; the first failure `times` times,
     /// the last as `pid`; `what` is exec-trace's name of the failure.
     Exec {
@@ -337,6 +366,8 @@ pub enum Finding {
     MemoryLimit { cgroup: Cgroup, limit: MemoryLimit },
     /// pids.max on one of its cgroups.
     PidsLimit { cgroup: Cgroup, limit: PidsLimit },
+    /// A JVM's collector and heap over the window.
+    JvmHeap { heap: JvmHeap, cpu_s: f64, window_s: f64 },
     /// Who it runs as, from its cgroup's path.
     RunsAs {
         /// "Docker container", "systemd service", ...

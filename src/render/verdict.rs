@@ -8,8 +8,8 @@ use crate::model::diagnosis::{Class, KernelThread, Periodic, Stopped, ThreadStat
 use crate::model::limits::{CpuQuota, MemoryLimit, Pressure};
 use crate::model::stalls::{Stall, Waiting};
 use crate::model::verdict::{
-    Cause, Cgroup, Device, Diagnosis, Finding, IoAgainst, IoLimitKind, LimitKind, LockSeen, Part,
-    Process, StatePart,
+    Cause, Cgroup, Device, Diagnosis, Finding, IoAgainst, IoLimitKind, LimitKind, Part, Process,
+    StatePart,
 };
 
 /// A mutex's waiters saw another thread of its process running this share
@@ -82,14 +82,25 @@ pub fn cause(c: &Cause) -> String {
             cpus,
             kernel,
             also,
-        } => with_also(
-            format!(
+            children,
+            gc,
+        } => {
+            let mut s = format!(
                 "CPU-bound: on CPU {:.0}% of its working time ({cpus:.2} CPUs, mostly in {})",
                 pct(*share),
                 if *kernel { "the kernel" } else { "user space" }
-            ),
-            also,
-        ),
+            );
+            if *children >= 0.5 {
+                s.push_str(&format!(
+                    ", {:.0}% of it in children too short-lived to see (each under 0.1 s): a fork storm",
+                    pct(*children)
+                ));
+            }
+            if let Some(g) = gc {
+                s.push_str(&format!("; {}", gc_text(g)));
+            }
+            with_also(s, also)
+        }
         Cause::Sched {
             queue_share,
             cpus,
@@ -110,12 +121,31 @@ pub fn cause(c: &Cause) -> String {
             ),
             also,
         ),
-        Cause::Lock { share, lock, also } => with_also(
+        Cause::Lock {
+            share,
+            lock,
+            also,
+            multiplexed: false,
+        } => with_also(
             format!(
                 "waiting for a lock {:.0}% of its working time{}",
                 pct(*share),
                 lock.as_ref()
                     .map_or(String::new(), |l| format!(": {}", lock_text(l)))
+            ),
+            also,
+        ),
+        Cause::Lock {
+            share,
+            lock,
+            also,
+            multiplexed: true,
+        } => with_also(
+            format!(
+                "serialized on a lock of its runtime's tasks: its threads sat parked {:.0}% of their working time with no task left to run, the others queued on the lock (one parked thread stands for every task behind it){}",
+                pct(*share),
+                lock.as_ref()
+                    .map_or(String::new(), |l| format!("; {}", lock_text(l))),
             ),
             also,
         ),
@@ -218,6 +248,17 @@ pub fn cause(c: &Cause) -> String {
             s.so_far_s
                 .map_or(String::new(), |t| format!(" ({t:.1} s so far)")),
             waiting_text(&s.waiting)
+        ),
+        Cause::PidsLimit {
+            cgroup,
+            limit,
+            window_s,
+        } => format!(
+            "forks refused by its cgroup's pids.max: {} in {window_s:.1} s, {} of {} processes at {}: what it starts cannot start",
+            limit.refused,
+            limit.current,
+            limit.max,
+            cgroup_name(cgroup)
         ),
         Cause::Exec {
             failed,
@@ -448,6 +489,11 @@ pub fn finding(f: &Finding) -> String {
                 String::new()
             }
         ),
+        Finding::JvmHeap {
+            heap,
+            cpu_s,
+            window_s,
+        } => runtimes::jvm_heap_text(heap, *cpu_s, *window_s),
         Finding::RunsAs {
             what,
             name,
@@ -584,42 +630,6 @@ fn stopped_by(s: Option<&Stopped>) -> String {
     }
 }
 
-/// "3 threads waited on the mutex at 0x55.. in PID 7 (up to 3 at once);
-/// another thread was on CPU or runnable 90% of that time: the holder
-/// works while holding it", or a runtime's lock by name.
-fn lock_text(l: &LockSeen) -> String {
-    match l {
-        LockSeen::Mutex(l) => {
-            let holder = if l.running_share >= HOLDER_WORKS {
-                "the holder works while holding it"
-            } else {
-                "the holder mostly sleeps or blocks while holding it"
-            };
-            format!(
-                "{} thread{} waited on the mutex at {} in PID {} (up to {} at once); another thread was on CPU or runnable {:.0}% of that time: {holder}",
-                l.waiters,
-                if l.waiters == 1 { "" } else { "s" },
-                l.address,
-                l.pid,
-                l.most_at_once,
-                l.running_share * 100.0
-            )
-        }
-        LockSeen::Runtime {
-            runtime,
-            kind,
-            function,
-            caller,
-            share,
-        } => format!(
-            "{runtime}: {kind} ({function}{}): threads waited for it {:.0}% of their time",
-            caller
-                .as_ref()
-                .map_or(String::new(), |c| format!(", taken in {c}")),
-            share * 100.0
-        ),
-    }
-}
 
 fn kernel_thread(k: &KernelThread) -> String {
     let mut line = format!("Kernel thread ({}): {}", k.kind, k.what);
@@ -770,9 +780,14 @@ fn plural(n: u64) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
+#[path = "verdict_runtimes.rs"]
+mod runtimes;
+use runtimes::{gc_text, lock_text};
+
 #[cfg(test)]
 #[path = "verdict_classify_tests.rs"]
 mod classify_tests;
 #[cfg(test)]
 #[path = "verdict_limits_tests.rs"]
 mod limits_tests;
+

@@ -353,3 +353,31 @@ fn the_serialised_diagnosis_holds_data_not_sentences() {
     assert!(summary(&back).starts_with("throttled by its CPU quota: 0.20 CPUs (cpu.max"));
     assert_eq!(evidence(&back)[0], evidence(&d)[0]);
 }
+
+#[test]
+fn forks_refused_at_pids_max_are_the_verdict_of_an_idle_looking_process() {
+    let mut o = waiting_for_cpu();
+    o.samples.clear();
+    o.totals.user_s = 0.01;
+    o.totals.run_delay_s = Some(0.0);
+    o.sample('S', "", "clock_nanosleep", "", 150);
+    assert_eq!(classify(&o).verdict, Class::Idle);
+    let mut c = cgroup("/box", 1, "pids");
+    c.pids_limit = Some(crate::model::limits::PidsLimit {
+        max: 4,
+        current: 4,
+        refused: 0,
+    });
+    o.limits.cgroups = vec![c];
+    // At its limit, but nothing refused: still idle.
+    assert_eq!(classify(&o).verdict, Class::Idle);
+    o.limits.cgroups[0].pids_limit.as_mut().unwrap().refused = 96;
+    let d = classify(&o);
+    assert_eq!(d.verdict, Class::PidsLimit, "{d:#?}");
+    assert!(
+        summary(&d).contains("forks refused by its cgroup's pids.max: 96 in 3.0 s, 4 of 4"),
+        "{}",
+        summary(&d)
+    );
+    assert!(has(&d, "Thread states alone: idle"), "{:#?}", evidence(&d));
+}

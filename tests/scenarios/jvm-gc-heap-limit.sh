@@ -2,7 +2,7 @@
 # full GCs. Truth: jstat -gcutil, old gen near full and the full-GC count
 # rising every second.
 EXPECT=cpu
-EVIDENCE="GC"
+EVIDENCE="garbage collector (GC) ran"
 NEEDS="java jstat"
 start() {
     cat > "$work/Heap.java" <<'J'

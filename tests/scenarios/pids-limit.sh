@@ -1,8 +1,8 @@
 # Python forking children that sleep, in a v1 pids cgroup of 4: most forks
 # fail with EAGAIN, which it catches and retries. Truth: the cgroup's
 # pids.events max count.
-EXPECT=exec
-EVIDENCE="pids"
+EXPECT=pids-limit
+EVIDENCE="forks refused by its cgroup's pids.max"
 start() {
     cg_new pids; echo 4 > "$CG/pids.max"
     cg_spawn "python3 -c '

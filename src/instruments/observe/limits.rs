@@ -347,8 +347,11 @@ fn counters(p: &Place) -> Counters {
             };
         }
     }
-    if p.v2 {
+    if p.has("pids") {
+        // v1's pids.events has the same `max` counter (not in the root).
         c.pids_refused = cgroupfs::keyed(&read("pids.events"), "max").unwrap_or(0);
+    }
+    if p.v2 {
         c.pressure = ["cpu.pressure", "io.pressure", "memory.pressure"]
             .map(|f| cgroupfs::pressure(&read(f)));
     }

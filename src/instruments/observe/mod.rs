@@ -7,6 +7,7 @@
 //! time series. What it cost kdiag is measured over the same window.
 
 pub mod competition;
+mod jvm;
 mod kthread;
 mod limits;
 pub mod sampling;
@@ -91,6 +92,7 @@ pub fn observe(pid: i32, opts: &Options, stop: &AtomicBool) -> anyhow::Result<Ob
     let mut threads = tree.threads();
     let mut live = tree.live_threads();
     let mut limits = limits::Watch::start(&pids(&threads));
+    let jvm = jvm::Watch::start(pid);
     let stalls = stalls::Watch::start(&mut r, &threads);
     while t0.elapsed() < opts.window && !stop.load(Ordering::Relaxed) {
         let now = Instant::now();
@@ -136,6 +138,7 @@ pub fn observe(pid: i32, opts: &Options, stop: &AtomicBool) -> anyhow::Result<Ob
     }
     o.window_s = t0.elapsed().as_secs_f64();
     o.limits = limits.finish();
+    o.jvm = jvm.map(jvm::Watch::finish);
     o.trend = series.finish(pid, &mut r);
     tree.finish(&mut r);
     if tree.ended() {

@@ -98,7 +98,7 @@ impl PerfMap {
 /// Open a file the profiled process wrote, for reading as whoever kdiag
 /// runs as: without following a symlink, only a regular file, only if
 /// owned by the process's user `uid`. Ok(None) when there is no such file.
-pub(super) fn open_owned(path: &str, uid: Option<u32>) -> Result<Option<File>, String> {
+pub(crate) fn open_owned(path: &str, uid: Option<u32>) -> Result<Option<File>, String> {
     let file = match File::options()
         .read(true)
         // O_NONBLOCK: a FIFO planted there must not hang us (it is then

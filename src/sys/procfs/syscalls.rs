@@ -40,6 +40,8 @@ pub fn name(nr: i64) -> Option<&'static str> {
         SYS_rt_sigsuspend => "rt_sigsuspend",
         SYS_wait4 => "wait4",
         SYS_waitid => "waitid",
+        SYS_clone => "clone",
+        SYS_clone3 => "clone3",
         SYS_io_getevents => "io_getevents",
         SYS_io_uring_enter => "io_uring_enter",
         SYS_fsync => "fsync",
@@ -92,6 +94,7 @@ fn legacy(nr: i64) -> Option<&'static str> {
         SYS_lstat => "lstat",
         SYS_unlink => "unlink",
         SYS_rename => "rename",
+        SYS_vfork => "vfork",
         _ => return None,
     })
 }
@@ -119,6 +122,7 @@ mod tests {
             assert_eq!(super::name(232), Some("epoll_wait"));
             assert_eq!(super::name(230), Some("clock_nanosleep"));
             assert_eq!(super::name(61), Some("wait4"));
+            assert_eq!(super::name(58), Some("vfork"));
         }
     }
 }
