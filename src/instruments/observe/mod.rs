@@ -8,7 +8,7 @@
 
 pub mod competition;
 mod kthread;
-mod limits;
+pub mod limits;
 pub mod sampling;
 pub mod series;
 mod stalls;
