@@ -455,7 +455,23 @@ fn the_why_is_run_for_the_verdict() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("Why (drill-down, 1.5 s each):"), "{text}");
+    // Taken after the window, and it says when (seconds from the window's
+    // start): from no sooner than the window ended, for its 1.5 s.
+    let heading = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Why (drill-down, 1.5 s each, taken after the watch window: from "))
+        .unwrap_or_else(|| panic!("{text}"));
+    let figures: Vec<f64> = heading
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .filter_map(|w| w.trim_end_matches('.').parse().ok())
+        .collect();
+    let [from, to, ended] = figures[..] else {
+        panic!("{heading}")
+    };
+    assert!(
+        from >= ended && (to - from - 1.5).abs() < 0.11 && (ended - 1.5).abs() < 0.3,
+        "{heading}"
+    );
     assert!(
         text.contains(&function) && text.contains("To look further:"),
         "{text}"

@@ -582,3 +582,37 @@ fn without_privileges_bpf_is_refused_and_auto_falls_back_to_proc() {
     );
     sleeper.0[0].kill().unwrap();
 }
+
+/// A process asleep the whole window (`sleep 60`, asleep before tracing
+/// began and after it ended): its block is counted, a window long, not
+/// "0 blocks" (its start was never seen; its stack is unknown and says so).
+#[test]
+fn a_thread_asleep_the_whole_window_counts_the_window() {
+    if !require_root("a_thread_asleep_the_whole_window_counts_the_window") {
+        return;
+    }
+    let _serial = serial();
+    let mut sleeper = Command::new("sleep").arg("60").spawn().unwrap();
+    let pid = sleeper.id().to_string();
+    // Asleep before kdiag starts.
+    let stat = format!("/proc/{pid}/stat");
+    let asleep = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(20));
+        std::fs::read_to_string(&stat).is_ok_and(|s| s.contains(") S "))
+    });
+    assert!(asleep, "sleep never slept");
+    let out = run_kdiag(&["offcpu", "-p", &pid, "-d", "1", "--json"]);
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    let (stdout, stderr) = (common::stdout(&out), common::stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let report = json(&stdout, &stderr);
+    let summary = &report["summary"];
+    let total = summary["total_ns"].as_u64().unwrap();
+    assert!(
+        summary["blocks"].as_u64() == Some(1) && (900_000_000..1_300_000_000).contains(&total),
+        "{summary}"
+    );
+    let asleep = blocked_under(&report, "[asleep since before tracing began]");
+    assert_eq!(asleep, total, "{summary}");
+}

@@ -652,3 +652,65 @@ fn a_group_under_a_cpu_quota_exports_its_throttling() {
     });
     assert!(later.1 >= 1.0, "{later:?}");
 }
+
+/// watch judges a group by diagnose's rules, limits included: a busy
+/// shell loop in a cgroup named as a systemd service
+/// (`kdiagtest-quota-PID.service`) under a tenth of a CPU, watched with
+/// watch's default grouping, is one group named by its cgroup (not "sh",
+/// among every other shell), and its verdict is `cpu-quota`, as diagnose
+/// says of it, not `sched`.
+#[test]
+fn a_unit_throttled_by_its_quota_is_one_group_and_cpu_quota() {
+    if !require_root("a_unit_throttled_by_its_quota_is_one_group_and_cpu_quota") {
+        return;
+    }
+    let own = OwnCg::named(
+        "cpu",
+        &format!("kdiagtest-quota-{}.service", std::process::id()),
+    );
+    own.set("cpu.cfs_period_us", "100000");
+    own.set("cpu.cfs_quota_us", "10000");
+    let script = format!(
+        "echo $$ > {} && while :; do :; done",
+        own.dir.join("cgroup.procs").display()
+    );
+    let shell = quiet_shell(&script);
+    let pid = shell.0.id() as i32;
+    within(Duration::from_secs(5), "the shell in its cgroup", || {
+        own.pids().contains(&pid).then_some(())
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let _watch = Guard(
+        kdiag()
+            .args(["watch", "--interval", "1", "--pid", &pid.to_string()])
+            .arg("--textfile")
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let verdict = |text: &str| -> Option<(String, String)> {
+        let l = text.lines().find(|l| l.starts_with("kdiag_verdict{") && l.ends_with(" 1"))?;
+        let label = |name: &str| {
+            let v = l.split_once(&format!("{name}=\""))?.1;
+            Some(v.split_once('"')?.0.to_string())
+        };
+        Some((label("group")?, label("verdict")?))
+    };
+    // Throttled from its first period: the first intervals judged already
+    // say so, and every one after.
+    let (group, first) = within(Duration::from_secs(20), "a verdict", || {
+        verdict(&std::fs::read_to_string(dir.path().join("kdiag.prom")).ok()?)
+    });
+    assert_eq!(group, own.path, "grouped by its unit's cgroup, not by name");
+    std::thread::sleep(Duration::from_secs(3));
+    let text = std::fs::read_to_string(dir.path().join("kdiag.prom")).unwrap();
+    let (_, later) = verdict(&text).unwrap();
+    assert_eq!(
+        (first.as_str(), later.as_str()),
+        ("cpu-quota", "cpu-quota"),
+        "{text}"
+    );
+    drop(shell);
+}

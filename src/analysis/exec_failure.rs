@@ -74,9 +74,16 @@ pub struct Finding {
 }
 
 impl Finding {
-    /// Whether this finding is a problem worth explaining.
+    /// Whether this finding is a problem worth explaining: an exec that
+    /// failed, or a program that died of it; not one the OOM killer chose
+    /// later (it ran: the memory is the story, not the exec).
     pub fn is_problem(&self) -> bool {
-        self.family != Family::Success && !self.recovered
+        self.family != Family::Success && !self.recovered && !self.oom_killed()
+    }
+
+    /// Killed by the OOM killer (its kernel function sent the signal).
+    pub fn oom_killed(&self) -> bool {
+        self.family == Family::Killed && self.sender.as_deref().is_some_and(|s| s.contains("oom_kill"))
     }
 }
 
@@ -274,9 +281,11 @@ fn explain_one(
             }
             (Some(Exit::Signal { name, .. }), s) => {
                 f.family = Family::Killed;
-                let by = s
-                    .map(|s| format!(" sent by {} (pid {})", s.sender_comm, s.sender_pid))
-                    .unwrap_or_default();
+                let by = match s {
+                    _ if f.oom_killed() => " sent by the OOM killer".to_string(),
+                    Some(s) => format!(" sent by {} (pid {})", s.sender_comm, s.sender_pid),
+                    None => String::new(),
+                };
                 f.text = format!("{call} succeeded; the process was later killed by {name}{by}.");
             }
             (Some(Exit::Code { code }), _) => {
@@ -513,6 +522,34 @@ mod tests {
         assert_eq!(f[0].sender.as_deref(), Some("force_sig_fault"));
         assert_eq!(f[1].family, Family::Success);
         assert!(f[1].text.ends_with("exited with code 0."), "{}", f[1].text);
+    }
+
+    #[test]
+    fn an_oom_kill_is_no_exec_failure() {
+        // A memory cgroup's OOM kill of the program that allocated: the
+        // signal's sender is the allocating task itself ("grow").
+        let events = [
+            exec(7, 1, "./grow", 0),
+            signal(
+                7,
+                3,
+                9,
+                0,
+                &["__send_signal_locked", "do_send_sig_info", "__oom_kill_process", "oom_kill_process"],
+            ),
+            end(7, 4, 9),
+        ];
+        let f = explain(&events, &[]);
+        assert_eq!(f[0].family, Family::Killed);
+        assert!(f[0].oom_killed() && !f[0].is_problem(), "{:?}", f[0]);
+        assert!(f[0].text.contains("sent by the OOM killer"), "{}", f[0].text);
+        // Killed by another process, it still is one.
+        let events = [
+            exec(7, 1, "./grow", 0),
+            signal(7, 3, 9, 0, &["__send_signal_locked", "kill_something_info"]),
+            end(7, 4, 9),
+        ];
+        assert!(explain(&events, &[])[0].is_problem());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use crate::analysis::limits::Finding as Override;
 use crate::analysis::why::Drill;
 use crate::model::diagnosis::{Class, Confidence, Observation};
+use crate::model::stalls::Stall;
 use crate::model::verdict::{Cause, Finding};
 
 /// The stall that replaces the thread states' verdict `class`: only a
@@ -16,7 +17,7 @@ pub fn judge(o: &Observation, class: Class) -> Option<Override> {
     if !matches!(class, Class::Idle | Class::Blocked | Class::Lock) {
         return None;
     }
-    let s = o.stalls.first()?;
+    let s = stalled(o).next()?;
     let sockets = !s.waiting.listeners.is_empty() || s.waiting.unread_bytes > 0;
     if class == Class::Lock && !sockets {
         return None;
@@ -39,10 +40,21 @@ pub fn judge(o: &Observation, class: Class) -> Option<Override> {
     })
 }
 
+/// The stalled threads, less those idle behind one: a thread asleep in a
+/// futex (a condition, an idle pool's queue) beside a thread of its
+/// process stalled elsewhere waits for work that one would hand it
+/// (Redis's background threads beside a main thread in DEBUG SLEEP).
+/// Threads that all wait in futexes are each other's story: kept.
+fn stalled(o: &Observation) -> impl Iterator<Item = &Stall> {
+    let idle = |s: &Stall| {
+        s.call == "futex" && o.stalls.iter().any(|t| t.pid == s.pid && t.call != "futex")
+    };
+    o.stalls.iter().filter(move |s| !idle(s))
+}
+
 /// One finding per stalled thread.
 pub fn evidence(o: &Observation) -> Vec<Finding> {
-    o.stalls
-        .iter()
+    stalled(o)
         .map(|s| Finding::Stalled {
             stall: s.clone(),
             window_s: o.window_s,
@@ -100,6 +112,41 @@ mod tests {
                 window_s: 2.0
             }]
         );
+    }
+
+    #[test]
+    fn idle_threads_behind_a_stalled_one_are_not_stalled() {
+        // Redis in DEBUG SLEEP: its main thread sleeps, its background
+        // threads wait in futexes for jobs it would hand them.
+        let mut o = stalled(Waiting {
+            unread_bytes: 5,
+            unread_sockets: 1,
+            ..Default::default()
+        });
+        let sleeper = o.stalls[0].clone();
+        let idle = Stall {
+            tid: 12,
+            comm: "bio_close_file".into(),
+            call: "futex".into(),
+            wchan: "futex_do_wait".into(),
+            ..sleeper.clone()
+        };
+        o.stalls.insert(0, idle.clone());
+        let found = |o: &Observation| -> Vec<i32> {
+            evidence(o)
+                .iter()
+                .map(|f| match f {
+                    Finding::Stalled { stall, .. } => stall.tid,
+                    _ => 0,
+                })
+                .collect()
+        };
+        assert_eq!(found(&o), [11]);
+        let f = judge(&o, Class::Idle).expect("a stall");
+        assert!(matches!(f.cause, Cause::Stall { stall, .. } if stall.tid == 11));
+        // Threads that all wait in futexes (a deadlock) are each stalled.
+        o.stalls = vec![idle.clone(), Stall { tid: 13, ..idle }];
+        assert_eq!(found(&o), [12, 13]);
     }
 
     #[test]

@@ -62,13 +62,30 @@ pub const FAULT_CPU_MAX_S: f64 = 50e-6;
 /// most such faults minor), and not swap coming back (`Paging`): the
 /// kernel time up to FAULT_CPU_MAX_S per fault. A file read through mmap
 /// does its I/O in page faults, whose handling is part of the read.
+/// Not under a memory cgroup that reclaimed in the window: its faults'
+/// kernel time is then mostly reclaim, work on the CPU (the refaults'
+/// reads are waits, and sampled as such).
 pub fn fault_reads(o: &Observation, fault_waits: bool) -> f64 {
     let t = &o.totals;
-    if !(t.major_faults > 0 || fault_waits) || t.read_bytes.unwrap_or(0) == 0 || swapped_in(o) {
+    if !(t.major_faults > 0 || fault_waits)
+        || t.read_bytes.unwrap_or(0) == 0
+        || swapped_in(o)
+        || reclaimed(o)
+    {
         return 0.0;
     }
     let faults = t.major_faults + t.minor_faults;
     t.system_s.min(faults as f64 * FAULT_CPU_MAX_S)
+}
+
+/// A memory cgroup of the target hit its limit (or went over memory.high)
+/// in the window: the kernel reclaimed for it.
+pub fn reclaimed(o: &Observation) -> bool {
+    o.limits
+        .cgroups
+        .iter()
+        .filter_map(|c| c.memory.as_ref())
+        .any(|m| m.failcnt + m.max_events + m.high_events > 0)
 }
 
 /// Of all thread samples, the share that must show a thread able to hold
@@ -432,6 +449,29 @@ mod tests {
         o.totals.read_bytes = Some(0);
         assert_eq!(budget(&o).fault_cpu_s, 0.0);
         assert!((budget(&o).seconds(ThreadState::OnCpu) - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn reclaim_under_a_memory_limit_is_cpu_not_storage() {
+        use crate::model::limits::{CgroupLimits, MemoryLimit};
+        let mut o = obs(2.0, 0.1, Some(0.0));
+        o.totals.system_s = 0.9;
+        o.totals.major_faults = 10;
+        o.totals.minor_faults = 9990;
+        o.totals.read_bytes = Some(100 << 20);
+        o.sample('D', "folio_wait_bit_common", "fault", "", 10);
+        o.limits.cgroups = vec![CgroupLimits {
+            memory: Some(MemoryLimit {
+                max: Some(48 << 20),
+                failcnt: 1000,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }];
+        let b = budget(&o);
+        assert_eq!(b.fault_cpu_s, 0.0);
+        assert!((b.seconds(ThreadState::OnCpu) - 1.0).abs() < 1e-9);
+        assert!((b.seconds(ThreadState::Storage) - 1.0).abs() < 1e-9);
     }
 
     #[test]

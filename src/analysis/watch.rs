@@ -5,6 +5,7 @@
 
 use crate::analysis::classify;
 use crate::model::diagnosis::{Class, Observation, Scope, ThreadSamples, Totals};
+use crate::model::limits::Limits;
 use crate::model::watch::{Event, STATES, state_index};
 
 /// A group's counter deltas over one interval.
@@ -20,8 +21,14 @@ pub struct Interval {
 }
 
 /// The interval's thread seconds per state (indexed as `STATES`), its
-/// working thread-seconds and its verdict.
-pub fn judge(i: &Interval, samples: &[ThreadSamples]) -> ([f64; STATES.len()], f64, Class) {
+/// working thread-seconds and its verdict, with the group's cgroup
+/// `limits` over the interval judged by diagnose's rules (a throttled
+/// quota is `cpu-quota` in both).
+pub fn judge(
+    i: &Interval,
+    samples: &[ThreadSamples],
+    limits: Limits,
+) -> ([f64; STATES.len()], f64, Class) {
     let o = Observation {
         scope: Scope::Tree,
         window_s: i.window_s,
@@ -34,6 +41,7 @@ pub fn judge(i: &Interval, samples: &[ThreadSamples]) -> ([f64; STATES.len()], f
             ..Totals::default()
         },
         samples: samples.to_vec(),
+        limits,
         syscalls_readable: true,
         ..Observation::default()
     };
@@ -203,7 +211,7 @@ mod tests {
             threads: 2,
             processes: 1,
         };
-        let (secs, working, verdict) = judge(&i, &[sample('S', "nanosleep", "", 3)]);
+        let (secs, working, verdict) = judge(&i, &[sample('S', "nanosleep", "", 3)], Limits::default());
         assert_eq!(verdict, Class::Cpu);
         assert_eq!(secs[0], 9.0);
         assert_eq!(secs[1], 0.5);
@@ -221,12 +229,47 @@ mod tests {
             processes: 20,
             ..Interval::default()
         };
-        let (secs, _, verdict) = judge(&i, &[sample('S', "nanosleep", "", 4)]);
+        let (secs, _, verdict) = judge(&i, &[sample('S', "nanosleep", "", 4)], Limits::default());
         assert_eq!(verdict, Class::Idle);
         assert_eq!(
             secs[state_index(crate::model::diagnosis::ThreadState::Sleeping)],
             100.0
         );
+    }
+
+    #[test]
+    fn a_group_throttled_by_its_quota_is_cpu_quota_as_in_diagnose() {
+        use crate::model::limits::{CgroupLimits, CpuQuota};
+        // A busy loop under a 0.1-CPU quota: a tenth of the time on CPU,
+        // the rest runnable, throttled in every period.
+        let i = Interval {
+            window_s: 5.0,
+            cpu_s: 0.5,
+            run_delay_s: 4.5,
+            thread_s: 5.0,
+            threads: 1,
+            processes: 1,
+        };
+        let samples = [sample('R', "", "", 20)];
+        assert_eq!(judge(&i, &samples, Limits::default()).2, Class::Sched);
+        let limits = Limits {
+            cgroups: vec![CgroupLimits {
+                version: 1,
+                controllers: "cpu,cpuacct".into(),
+                path: "/kdiag-busy".into(),
+                dir: "/sys/fs/cgroup/cpu,cpuacct/kdiag-busy".into(),
+                cpu: Some(CpuQuota {
+                    quota_us: Some(10_000),
+                    period_us: 100_000,
+                    periods: 50,
+                    throttled: 50,
+                    throttled_s: 4.5,
+                }),
+                ..CgroupLimits::default()
+            }],
+            ..Limits::default()
+        };
+        assert_eq!(judge(&i, &samples, limits).2, Class::CpuQuota);
     }
 
     #[test]
@@ -239,7 +282,7 @@ mod tests {
             processes: 1,
             ..Interval::default()
         };
-        let (secs, _, verdict) = judge(&i, &[sample('D', "read", "file", 9)]);
+        let (secs, _, verdict) = judge(&i, &[sample('D', "read", "file", 9)], Limits::default());
         assert_eq!(verdict, Class::Io);
         assert!((secs[2] - 4.5).abs() < 1e-9);
     }

@@ -33,6 +33,7 @@ pub(super) fn drill(
     d: &Diagnosis,
     target: &[i32],
     sweep: bool,
+    (window_s, ended): (f64, std::time::Instant),
     stop: &AtomicBool,
 ) -> (Option<Why>, Vec<RuntimeLock>) {
     let window = Duration::from_secs_f64(req.duration.min(DRILL_S));
@@ -53,6 +54,7 @@ pub(super) fn drill(
     let carriers = carriers.as_slice();
     let mut found = Why {
         window_s: window.as_secs_f64(),
+        after_window: Some((window_s, window_s + ended.elapsed().as_secs_f64())),
         ..Default::default()
     };
     // Root, or the capabilities kdiag-watch.service runs with: perf

@@ -4,7 +4,7 @@
 //! classify again when the drill-downs changed the picture.
 
 use std::os::fd::AsRawFd;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
@@ -146,6 +146,8 @@ pub fn run(req: &Request, interrupt: &Interrupt) -> anyhow::Result<DiagnoseRun> 
             observe(pid, &opts, &interrupt.stop_flag())
         }
     };
+    // The drill-downs run after the window: when, from its end.
+    let window_ended = (observed.as_ref().map_or(0.0, |o| o.window_s), Instant::now());
     // The drill-down needs the target running: a command is stopped after.
     let verdict = observed
         .as_ref()
@@ -159,7 +161,15 @@ pub fn run(req: &Request, interrupt: &Interrupt) -> anyhow::Result<DiagnoseRun> 
             .map(|o| o.members.iter().map(|m| m.pid).collect())
             .unwrap_or_default();
         let sweep = observed.as_ref().is_ok_and(locks::worth_a_look);
-        let (why, found) = drill::drill(req, pid, d, &target, sweep, &interrupt.stop_flag());
+        let (why, found) = drill::drill(
+            req,
+            pid,
+            d,
+            &target,
+            sweep,
+            window_ended,
+            &interrupt.stop_flag(),
+        );
         runtime_locks = found;
         why
     });

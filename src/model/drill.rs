@@ -157,12 +157,20 @@ pub struct ExecFailure {
     pub text: String,
 }
 
+/// Samples a function needs on the CPU to be named the hottest: with
+/// fewer, which function leads is chance.
+pub const HOT_MIN_SAMPLES: u64 = 10;
+
 /// What the drill-downs found (diagnose/drill.rs fills it in; `analysis::why` plans them).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Why {
     /// Seconds each drill-down ran.
     pub window_s: f64,
+    /// They ran after the watch window: (the window's end, their start),
+    /// seconds from the window's start; None in older records.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after_window: Option<(f64, f64)>,
     /// The CPU profile's top functions and stacks.
     pub cpu: Option<profile::Summary>,
     /// The off-CPU profile's wait points and blocking paths.
@@ -232,13 +240,16 @@ impl Why {
     }
 
     /// The hottest function on the CPU: the program's first in the
-    /// self-time list, else the kernel's.
+    /// self-time list, else the kernel's; None when it has fewer than
+    /// `HOT_MIN_SAMPLES` samples, too few to call it the hottest (one
+    /// sample of `do_task_stat` named it before).
     pub fn hot_function(&self) -> Option<&str> {
         let cpu = self.cpu.as_ref()?;
         cpu.top_self
             .iter()
             .find(|f| !f.kernel)
             .or(cpu.top_self.first())
+            .filter(|f| f.samples >= HOT_MIN_SAMPLES)
             .map(|f| f.name.as_str())
     }
 }

@@ -183,21 +183,47 @@ fn stack_lines(lines: impl Iterator<Item = (f64, String)>) -> Vec<(f64, String)>
     out
 }
 
+/// The drill-downs' heading: how long each ran and, when they ran after
+/// the watch window (what ended with it is missing from them), when.
+pub fn why_heading(w: &Why) -> String {
+    let each = if w.window_s > 0.0 {
+        format!(", {:.1} s each", w.window_s)
+    } else {
+        String::new()
+    };
+    match w.after_window {
+        Some((end, from)) => format!(
+            "Why (drill-down{each}, taken after the watch window: from {from:.1} s to {:.1} s, \
+             the window ended at {end:.1} s)",
+            from + w.window_s
+        ),
+        None => format!("Why (drill-down{each})"),
+    }
+}
+
+/// The CPU profile's hottest function, or that none had samples enough.
+pub fn hottest(w: &Why, cpu: &crate::model::profile::Summary) -> String {
+    match (w.hot_function(), cpu.top_self.first()) {
+        (Some(f), _) => format!("hottest function: {f}"),
+        (None, Some(_)) => format!(
+            "no function had {} samples, too few to name the hottest",
+            crate::model::drill::HOT_MIN_SAMPLES
+        ),
+        (None, None) => "hottest function: none seen".into(),
+    }
+}
+
 /// The drill-down's findings: the CPU profile's hot function and stacks,
 /// the off-CPU profile's wait points and blocking paths.
 fn why_section(out: &mut impl Write, w: &Why) -> io::Result<()> {
-    if w.window_s > 0.0 {
-        writeln!(out, "\nWhy (drill-down, {:.1} s each):", w.window_s)?;
-    } else {
-        writeln!(out, "\nWhy (drill-down):")?;
-    }
+    writeln!(out, "\n{}:", why_heading(w))?;
     if let Some(cpu) = &w.cpu {
         writeln!(
             out,
-            "  On the CPU: {} samples, {:.0}% in the kernel; hottest function: {}",
+            "  On the CPU: {} samples, {:.0}% in the kernel; {}",
             cpu.samples,
             cpu.kernel_percent,
-            w.hot_function().unwrap_or("none seen")
+            hottest(w, cpu)
         )?;
         let lines = cpu.hottest.iter().map(|s| (s.percent, one_line(&s.frames)));
         for (percent, line) in stack_lines(lines) {

@@ -134,16 +134,16 @@ fn why(page: &mut String, why: Option<&Why>) {
     let Some(w) = why else { return };
     let _ = writeln!(
         page,
-        "<section id=\"why\">\n<h2>Why (drill-down, {:.1} s each)</h2>",
-        w.window_s
+        "<section id=\"why\">\n<h2>{}</h2>",
+        esc(&crate::render::diagnose::why_heading(w))
     );
     if let Some(cpu) = &w.cpu {
         let _ = writeln!(
             page,
-            "<p>On the CPU: {} samples, {:.0}% in the kernel; hottest function: <code>{}</code></p>",
+            "<p>On the CPU: {} samples, {:.0}% in the kernel; {}</p>",
             cpu.samples,
             cpu.kernel_percent,
-            esc(w.hot_function().unwrap_or("none seen"))
+            esc(&crate::render::diagnose::hottest(w, cpu))
         );
         stacks(
             page,

@@ -82,17 +82,18 @@ fn resource_and_scope(src: &Sender) -> (Msg, Msg) {
 /// call what it is.
 fn group_attrs(s: &Snapshot, name: &str) -> Attrs {
     let mut a = vec![("kdiag.group", str(name))];
-    if !s.by_cgroup {
-        a.push(("process.executable.name", str(name)));
-    }
-    if let Some(pid) = s.pid {
-        a.push(("process.pid", Val::Int(pid as i64)));
-    }
     let runs_as = s
         .groups
         .iter()
         .find(|g| g.name == name)
         .and_then(|g| g.runs_as.as_ref());
+    // A group of processes by name (not a cgroup: no container or unit).
+    if !s.by_cgroup && runs_as.is_none() {
+        a.push(("process.executable.name", str(name)));
+    }
+    if let Some(pid) = s.pid {
+        a.push(("process.pid", Val::Int(pid as i64)));
+    }
     if let Some(r) = runs_as {
         a.extend(
             metrics::runs_as_labels(r)

@@ -87,9 +87,20 @@ pub fn section(wall: &Wall) -> anyhow::Result<String> {
     };
     // `<` escaped: no `</script>` can end the data early.
     let json = serde_json::to_string(&data)?.replace('<', "\\u003c");
+    // The page opens on the kind of time that dominates: a backend that
+    // mostly waits opens on its waits, not on a near-blank on-cpu map.
+    let mut by_kind = [0u64; TimeKind::ALL.len()];
+    for s in &data.stacks {
+        by_kind[s.k] += s.ns;
+    }
+    let most = (0..by_kind.len()).rev().max_by_key(|&k| by_kind[k]).unwrap_or(0);
     let kinds: String = TimeKind::ALL
         .iter()
-        .map(|k| format!("<option>{}</option>", k.name()))
+        .enumerate()
+        .map(|(i, k)| {
+            let selected = if i == most { " selected" } else { "" };
+            format!("<option{selected}>{}</option>", k.name())
+        })
         .collect();
     Ok(format!(
         r#"<style>{STYLE}</style>
@@ -243,3 +254,53 @@ heat();
 flame();
 })();
 "##;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::wall::{Merged, plain};
+    use crate::model::wall::{OffcpuFrom, WallStack};
+
+    fn stack(kind: TimeKind, ns: u64) -> WallStack {
+        WallStack {
+            root: 0,
+            kind,
+            state: None,
+            frames: Vec::new(),
+            waker: None,
+            ongoing: false,
+            count: 1,
+            ns,
+            slices: vec![(0, ns)],
+        }
+    }
+
+    /// The kind the heat map's menu opens on.
+    fn opens_on(stacks: Vec<WallStack>) -> String {
+        let merged = Merged {
+            roots: Vec::new(),
+            stacks: Vec::new(),
+            modules: Vec::new(),
+        };
+        let mut w = plain("PID 1".into(), merged, 1e9 as u64, 2e7 as u64, 99, OffcpuFrom::Bpf);
+        w.stacks = stacks;
+        let html = section(&w).unwrap();
+        let selected: Vec<&str> = html.match_indices("<option selected>").map(|(i, _)| &html[i..]).collect();
+        assert_eq!(selected.len(), 1, "{html}");
+        let after = &selected[0]["<option selected>".len()..];
+        after[..after.find('<').unwrap()].to_string()
+    }
+
+    #[test]
+    fn the_page_opens_on_the_kind_of_time_that_dominates() {
+        // A backend waiting 56% of its time in a stack cut off in libc.
+        let waits = vec![
+            stack(TimeKind::OnCpu, 300),
+            stack(TimeKind::Wait, 560),
+            stack(TimeKind::RunQueue, 140),
+        ];
+        assert_eq!(opens_on(waits), "wait");
+        assert_eq!(opens_on(vec![stack(TimeKind::OnCpu, 9), stack(TimeKind::Lock, 3)]), "on-cpu");
+        assert_eq!(opens_on(Vec::new()), "on-cpu");
+    }
+}

@@ -50,8 +50,9 @@ pub struct Args {
     /// more; LXC: its name; Kubernetes: a pod's uid), found again every scan
     #[arg(long, value_name = "NAME", conflicts_with_all = ["pid", "cgroup", "unit"])]
     pub container: Option<String>,
-    /// Group processes by name (default) or by cgroup: one set of series per group
-    #[arg(long, value_name = "BY", default_value = "name")]
+    /// Group processes by the container or systemd service they run in, else by name
+    /// (auto, the default), by name only, or by cgroup: one set of series per group
+    #[arg(long, value_name = "BY", default_value = "auto")]
     pub group_by: GroupBy,
     /// Export the N busiest groups (1 to 1000)
     #[arg(long, value_name = "N", default_value = "20", value_parser = clap::value_parser!(u16).range(1..=1000))]

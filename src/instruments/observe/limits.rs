@@ -41,9 +41,7 @@ struct Entry {
 /// The counters of one cgroup at one moment.
 #[derive(Default, Clone)]
 struct Counters {
-    periods: u64,
-    throttled: u64,
-    throttled_ns: u64,
+    cpu: CpuCounters,
     /// Per device: reads, writes, read bytes, write bytes.
     io: BTreeMap<String, [u64; 4]>,
     failcnt: u64,
@@ -148,28 +146,7 @@ fn limits_of(e: &Entry, end: &Counters, secs: f64) -> CgroupLimits {
     let (p, s) = (&e.place, &e.start);
     let d = |a: u64, b: u64| b.saturating_sub(a);
     let read = |f: &str| cgroupfs::read(&p.dir, f);
-    let cpu = p.has("cpu").then(|| {
-        let (quota_us, period_us) = if p.v2 {
-            let t = read("cpu.max").unwrap_or_default();
-            let mut w = t.split_whitespace();
-            let q = w.next().and_then(cgroupfs::limit);
-            (q, w.next().and_then(|x| x.parse().ok()).unwrap_or(100_000))
-        } else {
-            (
-                read("cpu.cfs_quota_us").and_then(|t| cgroupfs::limit(&t)),
-                read("cpu.cfs_period_us")
-                    .and_then(|t| t.trim().parse().ok())
-                    .unwrap_or(100_000),
-            )
-        };
-        CpuQuota {
-            quota_us,
-            period_us,
-            periods: d(s.periods, end.periods),
-            throttled: d(s.throttled, end.throttled),
-            throttled_s: d(s.throttled_ns, end.throttled_ns) as f64 / 1e9,
-        }
-    });
+    let cpu = p.has("cpu").then(|| cpu_quota(p, &s.cpu, &end.cpu));
     let io = io_limits(p)
         .into_iter()
         .map(|mut l| {
@@ -284,19 +261,62 @@ fn io_limits(p: &Place) -> Vec<IoLimit> {
         .collect()
 }
 
+/// A cgroup's CFS bandwidth counters (cpu.stat): periods with runnable
+/// tasks, those throttled, and the time throttled (ns).
+#[derive(Default, Clone, Copy)]
+pub struct CpuCounters {
+    pub periods: u64,
+    pub throttled: u64,
+    pub throttled_ns: u64,
+}
+
+pub fn cpu_counters(p: &Place) -> CpuCounters {
+    let stat = cgroupfs::read(&p.dir, "cpu.stat").unwrap_or_default();
+    let k = |key| cgroupfs::keyed(&stat, key).unwrap_or(0);
+    CpuCounters {
+        periods: k("nr_periods"),
+        throttled: k("nr_throttled"),
+        throttled_ns: if p.v2 {
+            k("throttled_usec") * 1000
+        } else {
+            k("throttled_time")
+        },
+    }
+}
+
+/// A cgroup's CPU quota (v2 cpu.max, v1 cfs_quota_us and cfs_period_us)
+/// and what it did between two reads of its counters: diagnose's window,
+/// or one of watch's intervals.
+pub fn cpu_quota(p: &Place, start: &CpuCounters, end: &CpuCounters) -> CpuQuota {
+    let read = |f: &str| cgroupfs::read(&p.dir, f);
+    let (quota_us, period_us) = if p.v2 {
+        let t = read("cpu.max").unwrap_or_default();
+        let mut w = t.split_whitespace();
+        let q = w.next().and_then(cgroupfs::limit);
+        (q, w.next().and_then(|x| x.parse().ok()).unwrap_or(100_000))
+    } else {
+        (
+            read("cpu.cfs_quota_us").and_then(|t| cgroupfs::limit(&t)),
+            read("cpu.cfs_period_us")
+                .and_then(|t| t.trim().parse().ok())
+                .unwrap_or(100_000),
+        )
+    };
+    let d = |a: u64, b: u64| b.saturating_sub(a);
+    CpuQuota {
+        quota_us,
+        period_us,
+        periods: d(start.periods, end.periods),
+        throttled: d(start.throttled, end.throttled),
+        throttled_s: d(start.throttled_ns, end.throttled_ns) as f64 / 1e9,
+    }
+}
+
 fn counters(p: &Place) -> Counters {
     let read = |f: &str| cgroupfs::read(&p.dir, f).unwrap_or_default();
     let mut c = Counters::default();
     if p.has("cpu") {
-        let stat = read("cpu.stat");
-        let k = |key| cgroupfs::keyed(&stat, key).unwrap_or(0);
-        c.periods = k("nr_periods");
-        c.throttled = k("nr_throttled");
-        c.throttled_ns = if p.v2 {
-            k("throttled_usec") * 1000
-        } else {
-            k("throttled_time")
-        };
+        c.cpu = cpu_counters(p);
     }
     if p.v2 {
         for (dev, keys) in cgroupfs::per_device(&read("io.stat")) {

@@ -9,7 +9,7 @@
 pub mod competition;
 mod jvm;
 mod kthread;
-mod limits;
+pub mod limits;
 pub mod sampling;
 pub mod series;
 mod stalls;

@@ -26,6 +26,9 @@ use crate::model::offcpu::{BlockCounts, Collection};
 use crate::model::profile::{OffState, Profile, WeightUnit};
 use crate::sys::bpf::Captured;
 
+/// The stack ids of a start `seed_asleep` gave a thread already asleep.
+const ASLEEP_BEFORE: i32 = -1000;
+
 /// `struct block_start` of offcpu.bpf.c.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -127,6 +130,8 @@ pub struct Block {
     pub state: OffState,
     pub kernel: Captured,
     pub user: Captured,
+    /// Asleep when tracing began (`seed_asleep`): its stack is unknown.
+    pub asleep_before: bool,
     pub total_ns: u64,
     pub count: u64,
     /// Who woke the thread from this sleep (with `Options::wakers`).
@@ -271,7 +276,57 @@ impl OffcpuBpf {
                 Attach::RawTp => this.attach_raw(prog, "sched_waking")?,
             }
         }
+        this.seed_asleep(&options.tgids, state_mask)?;
         Ok(this)
+    }
+
+    /// The threads of `tgids` asleep now, whose blocks began before the
+    /// programs saw them: each gets a start now (its stack unknown,
+    /// `ASLEEP_BEFORE`), so a thread blocked the whole window counts it
+    /// (it counted nothing: "0 blocks" beside threads blocked throughout).
+    /// A start the program recorded meanwhile is kept (BPF_NOEXIST); one
+    /// given to a thread found running just after is taken back.
+    fn seed_asleep(&mut self, tgids: &[u32], state_mask: u32) -> anyhow::Result<()> {
+        const NOEXIST: u64 = 1;
+        let state = |tgid: u32, tid: i32| {
+            let stat = std::fs::read_to_string(format!("/proc/{tgid}/task/{tid}/stat")).ok()?;
+            let c = stat.rsplit_once(") ")?.1.chars().next()?;
+            let class = match c {
+                'S' => 1,
+                'D' => 2,
+                'T' | 't' => 4,
+                _ => return Some(None),
+            };
+            Some((state_mask & (1 << class) != 0).then_some(class))
+        };
+        let mut starts: BpfHashMap<_, u32, Start> =
+            BpfHashMap::try_from(self.ebpf.map_mut("starts").context("no starts map")?)?;
+        for &tgid in tgids {
+            for tid in crate::sys::procfs::tids(tgid as i32) {
+                let Some(Some(class)) = state(tgid, tid) else {
+                    continue;
+                };
+                let s = Start {
+                    ts: crate::sys::monotonic_ns(),
+                    tgid,
+                    kstack: ASLEEP_BEFORE,
+                    ustack: ASLEEP_BEFORE,
+                    state: class,
+                };
+                // Taken meanwhile by the program: its own start stands.
+                if starts.insert(tid as u32, s, NOEXIST).is_err() {
+                    continue;
+                }
+                if state(tgid, tid).is_some_and(|c| c.is_none())
+                    && starts
+                        .get(&(tid as u32), 0)
+                        .is_ok_and(|s| s.kstack == ASLEEP_BEFORE)
+                {
+                    let _ = starts.remove(&(tid as u32));
+                }
+            }
+        }
+        Ok(())
     }
 
     fn attach_btf(&mut self, prog: &'static str, tp: &str, btf: &Btf) -> anyhow::Result<()> {
@@ -414,7 +469,11 @@ impl OffcpuBpf {
                     .copied()
                     .unwrap_or(OffState::Other),
                 kernel: resolve(k.kstack, false),
-                user: resolve(k.ustack, true),
+                user: match k.ustack {
+                    ASLEEP_BEFORE => Captured::Absent,
+                    id => resolve(id, true),
+                },
+                asleep_before: k.kstack == ASLEEP_BEFORE,
                 total_ns: v.total_ns,
                 count: v.count,
                 ongoing,
@@ -554,7 +613,14 @@ impl Tracer {
                 pid: b.tgid,
                 tid: b.tid,
                 state: Some(b.state),
-                kernel: half(&b.kernel, "[kernel stack lost]"),
+                kernel: half(
+                    &b.kernel,
+                    if b.asleep_before {
+                        "[asleep since before tracing began]"
+                    } else {
+                        "[kernel stack lost]"
+                    },
+                ),
                 user: half(&b.user, "[user stack lost]"),
                 count: b.count,
                 weight: b.total_ns,

@@ -12,6 +12,9 @@ pub mod container;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
+
+use crate::instruments::observe::limits::CpuCounters;
+use crate::model::limits::{CgroupLimits, Limits};
 use std::time::Instant;
 
 use crate::analysis::watch::{Interval, judge};
@@ -32,6 +35,9 @@ const FORGET_AFTER_SCANS: u64 = 10;
 /// How processes are grouped into series.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum GroupBy {
+    /// The container or systemd service a process runs in (its cgroup),
+    /// else its name
+    Auto,
     /// The process name (comm)
     Name,
     /// The cgroup the process is in
@@ -62,6 +68,8 @@ pub struct Options {
 struct Proc {
     start: u64,
     group: String,
+    /// Its cgroup (`pressure::cgroup_of`), read when first seen.
+    cgroup: String,
     cpu_ticks: u64,
     major: u64,
     read: u64,
@@ -88,9 +96,15 @@ struct GroupAcc {
     sampler: Option<Sampler>,
     /// The last interval's samples, used again when an interval has none.
     samples: Vec<ThreadSamples>,
-    /// With --group-by cgroup, the directory of its cgroup with the cpu
-    /// controller (found once: None inside, not found).
-    cpu_dir: Option<Option<PathBuf>>,
+    /// The cgroup all its processes were in at the last scan, if one;
+    /// whether it is the group (a container's, a unit's, --group-by cgroup).
+    cgroup: Option<String>,
+    mixed: bool,
+    is_cgroup: bool,
+    /// That cgroup's path and its place in the hierarchy with the cpu
+    /// controller, with its counters at the last read (found once a path:
+    /// None inside, not found).
+    cpu: Option<(String, Option<(cgroupfs::Place, CpuCounters)>)>,
     seen_scan: u64,
 }
 
@@ -106,13 +120,12 @@ pub struct Watcher {
     scans: u64,
     hz: f64,
     samples_total: u64,
-    /// The cgroup hierarchies mounted here (read once, for --group-by cgroup).
+    /// The cgroup hierarchies mounted here (read once).
     mounts: Vec<cgroupfs::Mount>,
 }
 
 impl Watcher {
     pub fn new(opts: Options) -> Watcher {
-        let opts_group_by = opts.group_by;
         Watcher {
             opts,
             reader: TaskReader::default(),
@@ -124,10 +137,7 @@ impl Watcher {
             scans: 0,
             hz: procfs::hz() as f64,
             samples_total: 0,
-            mounts: match opts_group_by {
-                GroupBy::Cgroup => cgroupfs::mounts(),
-                GroupBy::Name => Vec::new(),
-            },
+            mounts: cgroupfs::mounts(),
         }
     }
 
@@ -164,6 +174,7 @@ impl Watcher {
         for g in self.groups.values_mut() {
             g.pids.clear();
             g.activity.clear();
+            (g.cgroup, g.mixed) = (None, false);
         }
         for pid in pids {
             let Some(st) = self.reader.stat_once(pid) else {
@@ -175,17 +186,27 @@ impl Watcher {
                 .filter(|p| p.start == st.start_ticks);
             // By name, the name now: a process that execs (a shell that
             // becomes the workload) changes group. A cgroup is read once.
-            let group = match (&cached, self.opts.group_by) {
-                (_, GroupBy::Name) => st.comm.clone(),
-                (Some(p), GroupBy::Cgroup) => p.group.clone(),
-                (None, GroupBy::Cgroup) => std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+            let cgroup = match &cached {
+                Some(p) => p.cgroup.clone(),
+                None => std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
                     .map_or_else(|_| "/".to_string(), |t| pressure::cgroup_of(&t)),
+            };
+            let by_cgroup = match self.opts.group_by {
+                GroupBy::Name => false,
+                GroupBy::Cgroup => true,
+                GroupBy::Auto => container_or_unit(&cgroup),
+            };
+            let group = if by_cgroup {
+                cgroup.clone()
+            } else {
+                st.comm.clone()
             };
             let io = self.reader.io(pid).unwrap_or_default();
             let run_delay_ns = self.reader.schedstat(pid, pid).map_or(0, |s| s.1);
             let now = Proc {
                 start: st.start_ticks,
                 group,
+                cgroup,
                 cpu_ticks: st.utime + st.stime,
                 major: st.majflt,
                 read: io.read_bytes,
@@ -203,6 +224,12 @@ impl Watcher {
                     ..GroupAcc::default()
                 });
             g.seen_scan = self.scans;
+            g.is_cgroup = by_cgroup;
+            if g.pids.is_empty() {
+                g.cgroup = Some(now.cgroup.clone());
+            } else if g.cgroup.as_ref() != Some(&now.cgroup) {
+                g.mixed = true;
+            }
             g.pids.push((pid, st.num_threads));
             if let Some(dt) = dt {
                 // A process new since the last scan counts from its start.
@@ -235,6 +262,10 @@ impl Watcher {
         let scans = self.scans;
         self.groups
             .retain(|_, g| scans - g.seen_scan < FORGET_AFTER_SCANS);
+        // A group's cgroup quota counts from its first scan.
+        for g in self.groups.values_mut() {
+            g.cpu_place(&self.mounts);
+        }
         if !first {
             self.close_intervals(dt.unwrap_or(0.0));
         }
@@ -245,6 +276,7 @@ impl Watcher {
     }
 
     fn close_intervals(&mut self, dt: f64) {
+        let mounts = &self.mounts;
         for g in self.groups.values_mut() {
             let mut o = Observation::default();
             if let Some(mut s) = g.sampler.take() {
@@ -255,7 +287,8 @@ impl Watcher {
             }
             let mut i = std::mem::take(&mut g.interval);
             i.window_s = dt;
-            let (secs, working, verdict) = judge(&i, &g.samples);
+            let limits = g.cpu_limits(mounts);
+            let (secs, working, verdict) = judge(&i, &g.samples, limits);
             // Until a thread of the group has been sampled its off-CPU
             // time has no state: only the counters' states count, and it
             // has no verdict (it is not exported).
@@ -354,6 +387,7 @@ impl Watcher {
 
     fn snapshot(&mut self, scan_s: f64, interval_s: f64) -> Snapshot {
         let by_cgroup = self.opts.group_by == GroupBy::Cgroup;
+        let mounts = &self.mounts;
         let mut groups: Vec<Group> = Vec::new();
         for n in &self.order {
             let Some(g) = self.groups.get_mut(n) else {
@@ -366,14 +400,11 @@ impl Watcher {
                 break;
             }
             let mut out = g.total.clone();
-            if by_cgroup {
-                let mounts = &self.mounts;
-                let dir = g.cpu_dir.get_or_insert_with(|| {
-                    let pid = g.pids.first()?.0;
-                    cpu_dir(pid, n, mounts)
-                });
-                if let Some((secs, periods)) = dir.as_deref().and_then(throttling) {
-                    (out.throttled_s, out.throttled_periods) = (Some(secs), Some(periods));
+            if g.is_cgroup {
+                if let Some((place, _)) = g.cpu_place(mounts) {
+                    let c = crate::instruments::observe::limits::cpu_counters(place);
+                    (out.throttled_s, out.throttled_periods) =
+                        (Some(c.throttled_ns as f64 / 1e9), Some(c.throttled));
                 }
                 out.runs_as = crate::analysis::runs_as::runs_as(n).map(|r| RunsAs {
                     what: r.what.to_string(),
@@ -407,31 +438,76 @@ impl Watcher {
     }
 }
 
-/// The directory of cgroup `path` (a process's, as `cgroup_of` names it)
-/// in the hierarchy with the cpu controller, found from `pid`'s cgroups.
-fn cpu_dir(pid: i32, path: &str, mounts: &[cgroupfs::Mount]) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
-    cgroupfs::places(&text, mounts)
-        .into_iter()
-        .find(|p| p.path == path && p.has("cpu"))
-        .map(|p| p.dir)
+impl GroupAcc {
+    /// Its processes' one cgroup, in the hierarchy with the cpu controller
+    /// (found from its first process's cgroups, once), with its counters
+    /// at the last read; None for the root (it limits nothing) or when its
+    /// processes are in several cgroups.
+    fn cpu_place(&mut self, mounts: &[cgroupfs::Mount]) -> Option<&(cgroupfs::Place, CpuCounters)> {
+        let path = self.cgroup.as_ref().filter(|p| *p != "/" && !self.mixed)?;
+        let pid = self.pids.first()?.0;
+        // Found again when its processes moved (a group by name).
+        if self.cpu.as_ref().is_some_and(|(p, _)| p != path) {
+            self.cpu = None;
+        }
+        let (_, found) = self.cpu.get_or_insert_with(|| {
+            let found = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+                .ok()
+                .and_then(|text| {
+                    cgroupfs::places(&text, mounts)
+                        .into_iter()
+                        .find(|p| p.path == *path && p.has("cpu"))
+                })
+                .map(|place| {
+                    let now = crate::instruments::observe::limits::cpu_counters(&place);
+                    (place, now)
+                });
+            (path.clone(), found)
+        });
+        found.as_ref()
+    }
+
+    /// Its cgroup's CPU quota and throttling over the interval just ended,
+    /// as diagnose's limits hold them: `classify` judges `cpu-quota` from
+    /// them as it does for diagnose. Unlimited: none.
+    fn cpu_limits(&mut self, mounts: &[cgroupfs::Mount]) -> Limits {
+        use crate::instruments::observe::limits::{cpu_counters, cpu_quota};
+        let mut limits = Limits::default();
+        if self.cpu_place(mounts).is_none() {
+            return limits;
+        }
+        if let Some((_, Some((place, last)))) = self.cpu.as_mut() {
+            let now = cpu_counters(place);
+            let q = cpu_quota(place, last, &now);
+            *last = now;
+            if q.quota_us.is_some() {
+                limits.cgroups.push(CgroupLimits {
+                    version: if place.v2 { 2 } else { 1 },
+                    controllers: place.controllers.join(","),
+                    path: place.path.clone(),
+                    dir: place.dir.display().to_string(),
+                    pids: self.pids.iter().map(|p| p.0).collect(),
+                    cpu: Some(q),
+                    ..CgroupLimits::default()
+                });
+            }
+        }
+        limits
+    }
 }
 
-/// A cgroup's CFS bandwidth throttling from its cpu.stat: seconds
-/// throttled (v2 `throttled_usec`, v1 `throttled_time` in ns) and periods
-/// throttled (`nr_throttled`).
-fn throttling(dir: &std::path::Path) -> Option<(f64, u64)> {
-    let text = cgroupfs::read(dir, "cpu.stat")?;
-    let periods = cgroupfs::keyed(&text, "nr_throttled")?;
-    let secs = cgroupfs::keyed(&text, "throttled_usec")
-        .map(|us| us as f64 / 1e6)
-        .or_else(|| cgroupfs::keyed(&text, "throttled_time").map(|ns| ns as f64 / 1e9))?;
-    Some((secs, periods))
+/// A cgroup path that names a container or a systemd service or scope
+/// (`runs_as`): watch's default groups its processes by it. A login
+/// session or a user's manager groups everything its user runs: not one.
+fn container_or_unit(path: &str) -> bool {
+    crate::analysis::runs_as::runs_as(path)
+        .is_some_and(|r| !matches!(r.what, "login session" | "user manager of UID"))
 }
 
 static ZERO: Proc = Proc {
     start: 0,
     group: String::new(),
+    cgroup: String::new(),
     cpu_ticks: 0,
     major: 0,
     read: 0,
