@@ -722,3 +722,91 @@ fn throttled_reads_charged_to_their_submitter_bpf() {
 fn throttled_reads_charged_to_their_submitter_perf() {
     throttled_reads_charged_to_their_submitter("perf");
 }
+
+/// Buffered reads (readahead) under a read-IOPS limit: blk-throttle holds
+/// most bios back before the kernel traces them (block_bio_queue, the
+/// split of a bio, its request all run in the kworker that sends it on
+/// later), so the reader is known only from the page-cache folios it added.
+/// `iosnoop -p` on the reader must trace every request the cgroup counted
+/// on the device, none charged to a kworker.
+#[test]
+fn throttled_buffered_reads_charged_to_the_reader_bpf() {
+    if !require_root("throttled_buffered_reads_charged_to_the_reader_bpf") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    const FILE: usize = 48 << 20;
+    let fs = common::loop_disk::Ext4::new("bufread", 4 * FILE);
+    let file = fs.path().join("data");
+    let f = std::fs::File::create(&file).unwrap();
+    let chunk = vec![0x5au8; 1 << 20];
+    for i in 0..FILE / chunk.len() {
+        f.write_all_at(&chunk, (i * chunk.len()) as u64).unwrap();
+    }
+    f.sync_all().unwrap();
+    // Clean now: dropping the file's pages makes every read go to the disk.
+    // SAFETY: a valid descriptor.
+    let dropped = unsafe {
+        libc::posix_fadvise(
+            std::os::fd::AsRawFd::as_raw_fd(&f),
+            0,
+            0,
+            libc::POSIX_FADV_DONTNEED,
+        )
+    };
+    assert_eq!(dropped, 0, "posix_fadvise");
+    drop(f);
+    let dev = std::fs::read_to_string(format!("/sys/block/{}/dev", fs.disk())).unwrap();
+    let dev = dev.trim();
+    let cg = common::own_cgroup::OwnCg::new("blkio");
+    cg.set("blkio.throttle.read_iops_device", &format!("{dev} 20"));
+    let serviced = || {
+        std::fs::read_to_string(cg.dir.join("blkio.throttle.io_serviced"))
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{dev} Read ")))
+            .map_or(0, |n| n.trim().parse::<u64>().unwrap())
+    };
+    // The reader waits in its cgroup for the go, so that the trace, started
+    // first, sees all it reads.
+    let go = fs.path().join("go");
+    let mut reader = cg.spawn(&format!(
+        "while [ ! -e {go} ]; do sleep 0.02; done; exec dd if={file} of=/dev/null bs=1M",
+        go = go.display(),
+        file = file.display()
+    ));
+    let pid = reader.id();
+    let tracer = Tracer::start(&["--json", "--tier", "bpf", "-p", &pid.to_string()]);
+    let before = serviced();
+    std::fs::write(&go, "").unwrap();
+    assert!(reader.wait().unwrap().success(), "dd failed");
+    let counted = serviced() - before;
+    let (report, err) = tracer.stop();
+    let all = requests(&report);
+    let on_disk: Vec<&Value> = all.iter().filter(|r| r["disk"] == fs.disk()).collect();
+    for r in &on_disk {
+        assert_eq!(r["pid"], pid, "a request not the reader's: {r}\n{err}");
+        assert!(!r["comm"].as_str().unwrap().starts_with("kworker/"), "{r}");
+    }
+    let traced = on_disk.iter().filter(|r| is_op(r, 'R')).count() as u64;
+    assert!(counted > 30, "the cgroup let only {counted} reads through");
+    assert!(
+        traced.abs_diff(counted) * 20 <= counted,
+        "traced {traced} reads of the reader, the cgroup counted {counted} (unseen: {})\n{err}",
+        unseen(&report)
+    );
+    // The case under test: kworkers issued most (else the limit is not on).
+    let by_worker = on_disk
+        .iter()
+        .filter(|r| {
+            r["issuer"]["comm"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("kworker/"))
+        })
+        .count();
+    assert!(
+        by_worker * 2 > on_disk.len(),
+        "{by_worker} of {} issued by a kworker",
+        on_disk.len()
+    );
+}

@@ -894,3 +894,40 @@ fn text_pane(s: &State, w: u16, h: u16) -> (Shown, usize) {
         .unwrap_or(0);
     (Shown { x, lines }, above)
 }
+
+/// A finished lab reopened against a new workload: the pick's answer of
+/// the last run is a PID that is gone. The pick shows the new workload's
+/// process, and the panels and step texts follow it, never the old PID.
+#[test]
+fn a_reopened_finished_lab_picks_the_new_workload() {
+    let (lab, checks) = lab::load(&Source::default(), "0-demo").unwrap();
+    let shell = |_: usize| Vec::new();
+    let d = Recorded::new();
+    // As the front end checks the answers file at start: every graded
+    // answer right, the live pick not (its process is gone).
+    let given: Vec<Given> = d
+        .right
+        .iter()
+        .map(|(k, v)| {
+            let verdict = if *k == "who.pid" {
+                Verdict::NotYet(d.fail[*k].clone())
+            } else {
+                Verdict::Right
+            };
+            (k.to_string(), v.to_string(), verdict)
+        })
+        .collect();
+    let mut s = State::new(
+        lab_view(&lab, &checks, &shell, ANSWERS, None, Medium::App),
+        &given,
+    );
+    s.reopen_finished(4242);
+    assert!(s.all_done(), "{:?}", s.answers);
+    assert_eq!(s.overlay, Overlay::Final);
+    assert_eq!(s.chosen.as_ref().map(|c| c.pid), Some(4242));
+    s.update(Msg::Key(Key::Esc));
+    assert_eq!(s.step, 0);
+    let t = screens::text(120, 40, |f| view::render(f, &s));
+    assert!(t.contains("✓ 1. Who") && t.contains("4242"), "{t}");
+    assert!(!t.contains(&PID.to_string()), "the old PID on screen:\n{t}");
+}

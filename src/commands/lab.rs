@@ -357,7 +357,7 @@ fn run_app(
     );
     let mut state = State::new(view, &given);
     if finished {
-        state.reopen_finished();
+        state.reopen_finished(driver.engine.pid());
     }
     if interactive {
         if let Some(r) = resumed {

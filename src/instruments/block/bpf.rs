@@ -1,7 +1,8 @@
 //! Tier B of iosnoop: biosnoop.bpf.c on tp_btf block_io_start / rq_insert /
 //! rq_issue / rq_complete, requests keyed by their `struct request *`, and
-//! block_bio_queue / iomap_iter_dstmap for who submitted them (a bio held
-//! back by blk-throttle is issued by a kworker: see the C source).
+//! block_bio_queue / block_split / iomap_iter_dstmap /
+//! mm_filemap_add_to_page_cache for who submitted them (a bio held back by
+//! blk-throttle is issued by a kworker: see the C source).
 //!
 //! The `Ebpf` handle owns the programs and their links: dropping `BlockBpf`
 //! detaches everything.
@@ -100,14 +101,26 @@ impl BlockBpf {
         }
         // >= 6.5: when a request was queued (-Q without a scheduler).
         let _ = attach(&mut ebpf, btf, "block_io_start", "block_io_start");
-        // Its request_queue argument went in 5.11.
-        if let Err(e) = attach(&mut ebpf, btf, "block_bio_queue", "block_bio_queue") {
-            attach(&mut ebpf, btf, "block_bio_queue_q", "block_bio_queue")
-                .map_err(|q| q.context(format!("{e:#}")))?;
+        // Their request_queue argument went in 5.11: the copies reading it
+        // first (they do not load without it; the others would, reading
+        // the queue as the bio).
+        for tp in ["block_bio_queue", "block_split"] {
+            if let Err(e) = attach(&mut ebpf, btf, &format!("{tp}_q"), tp) {
+                attach(&mut ebpf, btf, tp, tp).map_err(|q| q.context(format!("{e:#}")))?;
+            }
         }
         // Without iomap (no CONFIG_FS_IOMAP), direct I/O a throttle held
         // back is charged to the kworker that issued it.
         let _ = attach(&mut ebpf, btf, "iomap_iter_dstmap", "iomap_iter_dstmap");
+        // Buffered reads a throttle held back, found by the page-cache
+        // folios their reader added; without it they are charged to the
+        // kworker, as above.
+        let _ = attach(
+            &mut ebpf,
+            btf,
+            "filemap_add",
+            "mm_filemap_add_to_page_cache",
+        );
         if options.queued {
             attach(
                 &mut ebpf,

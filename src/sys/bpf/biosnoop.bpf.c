@@ -9,18 +9,26 @@
 // block_rq_complete:                             one event (or a histogram count)
 //
 // Who caused a request is remembered per (disk, sector) where the bio is
-// submitted, for block_rq_issue to find: a bio held back by blk-throttle
-// (io.max, blkio.throttle.*) is queued, allocated a request and issued by
-// the throttle's kworker, so block_bio_queue and block_io_start run there.
+// submitted, for block_rq_issue to find: blk-throttle (io.max,
+// blkio.throttle.*) holds a bio back before the kernel traces it, and its
+// kworker then queues (block_bio_queue), splits, allocates a request for
+// and issues it. Measured on 6.18: a throttled buffered read shows nothing
+// in its reader's context but the page-cache folios the reader added.
 // block_bio_queue (not in a workqueue worker):  the submitter of a bio
+//   (in a worker: the reader that added the first page of a read bio)
+// block_split:                                  the submitter of the rest
 // iomap_iter_dstmap (direct I/O, >= 5.15):      the submitter of a direct
 //   I/O, in its own context before blk-throttle can hold its bio back
+// mm_filemap_add_to_page_cache:                 who added a folio (a read
+//   bio's pages are added by the reader whose readahead submits it)
 //
 // From Linux 5.10 on: where the kernels differ, CO-RE picks the field
 // (request's disk, bio's disk, a partition's start) and the programs whose
 // tracepoint arguments or instructions differ come in two copies, user
-// space attaching the one that loads: block_bio_queue_q (its request_queue
-// argument, before 5.11), and *_h for kernels without BPF compare-and-swap
+// space attaching the one that loads: block_bio_queue_q and block_split_q
+// (their request_queue argument, before 5.11: tried first, as a program
+// reading an argument the tracepoint lacks does not load, where one reading
+// fewer does), and *_h for kernels without BPF compare-and-swap
 // (before 5.12), which keep requests in flight in a hash map instead.
 // build: -mcpu=v3 (compare-and-swap on map values: Linux >= 5.12)
 #include "vmlinux.h"
@@ -157,6 +165,21 @@ struct {
 	__type(value, struct task_id);
 } submitters SEC(".maps");
 
+// Who added a page-cache folio (a page before 5.16), by its address, and
+// the file it was added to: a folio freed and reused elsewhere no longer
+// has that mapping. LRU: the folios of reads nobody throttled age out.
+struct reader {
+	__u64 mapping;
+	struct task_id who;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, struct reader);
+} readers SEC(".maps");
+
 // Zeroed template for new map entries: avoids a large stack memset, which
 // aya cannot relocate (aya#831).
 static const struct inflight zero_inflight;
@@ -240,7 +263,7 @@ static __always_inline void current_task(struct task_id *t)
 // request's pointer and tracked the wrong request, whose own completion was
 // then dropped unseen. The kernel never nests a program in itself (it counts
 // recursion_misses instead), so a word of its own cannot be overwritten.
-enum { SLOT_IO_START, SLOT_INSERT, SLOT_ISSUE, SLOT_COMPLETE, SLOT_IOMAP, SLOTS };
+enum { SLOT_IO_START, SLOT_INSERT, SLOT_ISSUE, SLOT_COMPLETE, SLOT_IOMAP, SLOT_FOLIO, SLOTS };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, SLOTS);
@@ -399,15 +422,50 @@ static __always_inline void remember(__u32 dev, __u64 sector)
 	bpf_map_update_elem(&submitters, &k, &t, BPF_ANY);
 }
 
+static __always_inline bool in_worker(void)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	return BPF_CORE_READ(task, flags) & PF_WQ_WORKER;
+}
+
+// The reader that added the folio holding a read bio's first page, if the
+// folio still belongs to the file it was added to.
+static __always_inline struct task_id *reader_of(struct bio *bio)
+{
+	if ((BPF_CORE_READ(bio, bi_opf) & REQ_OP_MASK) != REQ_OP(REQ_OP_READ))
+		return NULL;
+	struct page *page = BPF_CORE_READ(bio, bi_io_vec, bv_page);
+	if (!page)
+		return NULL;
+	// A tail page of a large folio points to its head, bit 0 set.
+	__u64 head = BPF_CORE_READ(page, compound_head);
+	if (head & 1)
+		page = (struct page *)(head - 1);
+	__u64 key = (__u64)page;
+	struct reader *r = bpf_map_lookup_elem(&readers, &key);
+	if (!r || r->mapping != (__u64)BPF_CORE_READ(page, mapping))
+		return NULL;
+	return &r->who;
+}
+
 // Runs where the bio enters the block layer, or, for a bio blk-throttle
 // held back, in the kworker that sends it on: that one is not its submitter.
 static __always_inline void bio_queue(struct bio *bio)
 {
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	if (BPF_CORE_READ(task, flags) & PF_WQ_WORKER)
-		return;
 	// After a partition's remap the sector is the whole disk's.
-	remember(disk_dev(bio_disk(bio)), BPF_CORE_READ(bio, bi_iter.bi_sector));
+	__u32 dev = disk_dev(bio_disk(bio));
+	__u64 sector = BPF_CORE_READ(bio, bi_iter.bi_sector);
+	if (!in_worker()) {
+		remember(dev, sector);
+		return;
+	}
+	if (filter_dev && dev != filter_dev)
+		return;
+	struct task_id *who = reader_of(bio);
+	struct sector_key k = { .dev = dev, .sector = sector };
+	// A direct I/O's submitter, remembered at its mapping, stands.
+	if (who)
+		bpf_map_update_elem(&submitters, &k, who, BPF_NOEXIST);
 }
 
 SEC("tp_btf/block_bio_queue")
@@ -421,6 +479,58 @@ SEC("tp_btf/block_bio_queue")
 int BPF_PROG(block_bio_queue_q, struct request_queue *q, struct bio *bio)
 {
 	bio_queue(bio);
+	return 0;
+}
+
+// A bio split at `new_sector` (the device's limits): the rest is submitted
+// again, traced by no block_bio_queue, and blk-throttle may hold it back,
+// so its submitter is the split bio's.
+static __always_inline void split(struct bio *bio, __u32 new_sector)
+{
+	struct sector_key k = { .dev = disk_dev(bio_disk(bio)),
+				.sector = BPF_CORE_READ(bio, bi_iter.bi_sector) };
+	if (filter_dev && k.dev != filter_dev)
+		return;
+	if (!in_worker()) {
+		remember(k.dev, new_sector);
+		return;
+	}
+	struct task_id *who = bpf_map_lookup_elem(&submitters, &k);
+	if (!who)
+		return;
+	struct task_id t = *who;
+	k.sector = new_sector;
+	bpf_map_update_elem(&submitters, &k, &t, BPF_NOEXIST);
+}
+
+SEC("tp_btf/block_split")
+int BPF_PROG(block_split, struct bio *bio, unsigned int new_sector)
+{
+	split(bio, new_sector);
+	return 0;
+}
+
+SEC("tp_btf/block_split")
+int BPF_PROG(block_split_q, struct request_queue *q, struct bio *bio, unsigned int new_sector)
+{
+	split(bio, new_sector);
+	return 0;
+}
+
+// A folio added to the page cache, in the context of whoever added it: a
+// read's readahead adds its folios, then submits their bio.
+SEC("tp_btf/mm_filemap_add_to_page_cache")
+int filemap_add(__u64 *ctx)
+{
+	if (in_worker())
+		return 0;
+	struct page *page = (struct page *)ctx[0];  // the folio's head page
+	__u64 key = ptr_bits(page, SLOT_FOLIO);
+	if (!key)
+		return 0;
+	struct reader r = { .mapping = (__u64)BPF_CORE_READ(page, mapping) };
+	current_task(&r.who);
+	bpf_map_update_elem(&readers, &key, &r, BPF_ANY);
 	return 0;
 }
 

@@ -161,15 +161,23 @@ impl State {
 
     /// A lab whose every step was done in the last run of this variant:
     /// its live questions (redone against the new workload, worth no
-    /// points) count as right again, and the final screen shows.
-    pub fn reopen_finished(&mut self) {
+    /// points) count as right again, and the final screen shows. The
+    /// process picked is the new workload's, `pid`: the old one is gone.
+    pub fn reopen_finished(&mut self, pid: u32) {
         for (step, answers) in self.lab.steps.iter().zip(&mut self.answers) {
             for (q, a) in step.questions.iter().zip(answers) {
                 if q.points == 0.0 && !a.value.is_empty() {
+                    if let Input::Pick {
+                        column: PickColumn::Pid,
+                    } = q.input
+                    {
+                        a.value = pid.to_string();
+                    }
                     a.verdict = Verdict::Right;
                 }
             }
         }
+        self.chosen = self.picked();
         if self.all_done() {
             self.overlay = Overlay::Final;
             self.message = Some(("This lab is finished: all steps done.".into(), Tone::Good));
