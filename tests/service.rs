@@ -188,11 +188,10 @@ fn a_learner_diagnoses_their_own_process_and_is_refused_anothers() {
             stdout(&out)
         );
     }
-    // Tracing without a process of theirs, or starting one as root elsewhere.
+    // iosnoop without a process of theirs (its BPF program does not filter
+    // by user yet), or starting a command as root elsewhere.
     for (args, says) in [
         (vec!["iosnoop", "-d", "1"], "trace every user's"),
-        (vec!["profile", "-a", "-d", "1"], "trace every user's"),
-        (vec!["execsnoop", "-d", "1"], "trace every user's"),
         (
             vec!["diagnose", "-d", "1", "--", "true"],
             "does not start them",
@@ -730,4 +729,92 @@ fn the_units_verify_and_socket_activation_serves() {
     assert!(!unused.exists());
     let _ = activator.kill();
     let _ = activator.wait();
+}
+
+/// A's programs are named `MINE` (an escape sequence in its comm) and
+/// exec /bin/true with `MINE_ARG` and raw escapes; B's are named
+/// `THEIRS` and exec /bin/true with SECRET. Each user has a process that
+/// spins (for the samplers) and one that execs and sleeps (for the exec
+/// tracers and offcpu).
+const MINE: &str = "mine\x1b[2J";
+const MINE_SHOWN: &str = "mine?[2J";
+const MINE_ARG: &str = "kdiag-learner-own-2323";
+const THEIRS: &str = "othr-secret";
+
+struct Programs {
+    dir: tempfile::TempDir,
+    _running: Vec<Workload>,
+}
+
+fn programs(learner: u32, other: u32) -> Programs {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    for name in [MINE, THEIRS] {
+        std::os::unix::fs::symlink("/bin/sh", dir.path().join(name)).unwrap();
+    }
+    let sh = |name: &str| dir.path().join(name).display().to_string();
+    let run = |uid, name: &str, script: String| {
+        Workload::start(uid, &format!("exec '{}' -c '{script}'", sh(name)))
+    };
+    let execs = |arg: &str| format!("while :; do /bin/true {arg}; sleep 0.2; done");
+    let running = vec![
+        run(learner, MINE, "while :; do :; done".into()),
+        run(
+            learner,
+            MINE,
+            execs(&format!(
+                "{MINE_ARG} \"$(printf \"\\033]0;X\\007\\033[2J\")\""
+            )),
+        ),
+        run(other, THEIRS, "while :; do :; done".into()),
+        run(
+            other,
+            THEIRS,
+            execs(&format!("{SECRET} \"$(printf \"\\033[2J\")\"")),
+        ),
+    ];
+    Programs {
+        dir,
+        _running: running,
+    }
+}
+
+/// What a learner must never see of kdiag-other's, nor raw escapes.
+fn nothing_of_theirs(what: &str, out: &str) {
+    for s in [SECRET, THEIRS, OTHER, "\x1b"] {
+        assert!(!out.contains(s), "{what} showed {s:?}:\n{out}");
+    }
+}
+
+#[test]
+fn every_instrument_a_learner_runs_shows_theirs_and_never_anothers() {
+    let Some((learner, other)) =
+        users("every_instrument_a_learner_runs_shows_theirs_and_never_anothers")
+    else {
+        return;
+    };
+    let service = Service::start(&[]);
+    let programs = programs(learner, other);
+    // Both users' programs are running (and so tracing can see them).
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = &programs.dir;
+
+    // Each instrument, with what of the learner's it must show.
+    for (args, own) in [
+        (vec!["execsnoop", "-d", "2"], MINE_ARG),
+        (vec!["execsnoop", "-d", "2", "--json"], MINE_ARG),
+        (vec!["profile", "-a", "-d", "2"], MINE_SHOWN),
+        (vec!["offcpu", "-a", "-d", "2"], MINE_SHOWN),
+        (vec!["top", "--once"], MINE_SHOWN),
+        (vec!["ps"], MINE_SHOWN),
+    ] {
+        let out = service.kdiag_as(learner, &args);
+        let (text, err) = (stdout(&out), stderr(&out));
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(
+            text.contains(own) || text.contains(&own.replace('?', "\\u001b")),
+            "{args:?} did not show the learner's {own:?}:\n{text}\n{err}"
+        );
+        nothing_of_theirs(&format!("{args:?}"), &format!("{text}{err}"));
+    }
 }

@@ -139,6 +139,14 @@ fn seconds_within(s: &str, min: f64, max: f64, what: &str) -> Result<f64, String
     Ok(v)
 }
 
+/// Whose processes this run observes: the policy's (a learner's own on a
+/// course server, everyone's otherwise), for the instruments to filter at
+/// their source.
+pub fn scope() -> anyhow::Result<crate::instruments::target::Scope> {
+    use crate::instruments::target::Scope;
+    Ok(crate::course::policy::observed_user()?.map_or(Scope::Everyone, Scope::User))
+}
+
 /// `-d/--duration`: seconds, from 0.001 to a week.
 pub fn duration(s: &str) -> Result<f64, String> {
     seconds_within(s, MIN_DURATION_SECS, MAX_DURATION_SECS, "the duration")

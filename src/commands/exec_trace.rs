@@ -66,10 +66,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         return Err(crate::error::needs_privilege("kdiag exec-trace"));
     }
     let interrupt = Interrupt::catch()?;
+    let scope = super::args::scope()?;
     let filter = |pid| Filter {
         pid: Some(pid),
         follow_children: true,
         signals: true,
+        scope,
     };
     let mut events = Vec::new();
     let (tier, lost, notes, pid) = if let Some(pid) = args.pid {

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::instruments::Ask;
 use crate::instruments::exec::Filter;
+use crate::instruments::target::Scope;
 use crate::model::exec::{ExecEvent, TraceEvent};
 use crate::render;
 
@@ -42,10 +43,16 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
     }
+    // -u, else the caller's own on a course server: filtered in the kernel.
+    let scope = match args.uid {
+        Some(uid) => Scope::User(uid),
+        None => super::args::scope()?,
+    };
     let filter = Filter {
         pid: None,
         follow_children: false,
         signals: false,
+        scope,
     };
     let (mut source, notes) = crate::instruments::exec::open(args.tier, filter, None)?;
     let mut err = std::io::stderr().lock();
@@ -54,7 +61,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
     writeln!(
         err,
-        "tracing execs system-wide ({} tier); Ctrl-C to stop",
+        "tracing execs {} ({} tier); Ctrl-C to stop",
+        match scope {
+            Scope::Everyone => "system-wide".into(),
+            user => format!("of {}", user.describe("")),
+        },
         source.tier().name()
     )?;
     drop(err);

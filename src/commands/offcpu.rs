@@ -105,9 +105,21 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     // A command is started held, so tracing covers it from its exec.
     let mut child = None;
     let mut tgids: Vec<u32> = pids.iter().map(|&p| p as u32).collect();
+    // -a on a course server: the learner's processes and the children they
+    // start, watched in the kernel, never another user's.
+    let scope = super::args::scope()?;
+    if args.all {
+        tgids.extend(
+            scope
+                .processes()?
+                .unwrap_or_default()
+                .iter()
+                .map(|&p| p as u32),
+        );
+    }
     if args.command.is_empty() {
         profile.target = match pids.as_slice() {
-            [] => "every process".into(),
+            [] => scope.describe("every process"),
             [pid] => format!("PID {pid} ({})", target::comm_of(*pid)),
             many => format!(
                 "PIDs {}",

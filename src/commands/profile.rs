@@ -165,14 +165,21 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     let (mut sampler, mut running) = if args.command.is_empty() {
         let pid = args.pid;
-        match pid {
+        // -a on a course server: the learner's processes (and the children
+        // they start), one event per task, never another user's.
+        let scope = super::args::scope()?;
+        let pids = match pid {
             Some(pid) => {
                 target::check_pids(&[pid])?;
                 profile.target = format!("PID {pid} ({})", target::comm_of(pid));
+                vec![pid]
             }
-            None => profile.target = "all CPUs".into(),
-        }
-        let sampler = profile::open(request, pid)?;
+            None => {
+                profile.target = scope.describe("all CPUs");
+                scope.processes()?.unwrap_or_default()
+            }
+        };
+        let sampler = profile::open_on(request, &pids)?;
         let running = match pid {
             Some(pid) => Running::Pids(vec![pid]),
             None => Running::All,

@@ -36,6 +36,7 @@ fn served(command: &Command) -> bool {
     matches!(
         command,
         Command::Ps(_)
+            | Command::Top(_)
             | Command::Diagnose(_)
             | Command::Profile(_)
             | Command::Offcpu(_)

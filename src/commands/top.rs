@@ -11,6 +11,7 @@ use ratatui::crossterm::event::{self, Event};
 
 use crate::analysis::top::{self as analysis, Column};
 use crate::error;
+use crate::instruments::target::Scope;
 use crate::model::process::Process;
 use crate::model::system::CpuTimes;
 use crate::render::{self, table::Align, table::Table};
@@ -38,7 +39,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let mut collector = Collector::new(args.only.pids.clone())?;
+    let mut collector = Collector::new(args.only.pids.clone(), super::args::scope()?)?;
     if args.once || args.json || !io::stdout().is_terminal() {
         // Rates need two snapshots: wait one interval (at most a second).
         std::thread::sleep(Duration::from_secs_f64(args.delay.min(1.0)));
@@ -128,6 +129,8 @@ fn live(mut collector: Collector, delay: Duration) -> anyhow::Result<u8> {
 struct Collector {
     reader: procfs::Reader,
     pids: Vec<i32>,
+    /// A learner on a course server sees only their own processes.
+    scope: Scope,
     prev: Vec<Process>,
     prev_cpu: CpuTimes,
     prev_at: Instant,
@@ -136,12 +139,13 @@ struct Collector {
 }
 
 impl Collector {
-    fn new(pids: Vec<i32>) -> anyhow::Result<Self> {
+    fn new(pids: Vec<i32>, scope: Scope) -> anyhow::Result<Self> {
         let mut reader = procfs::Reader::new();
         reader.top_extras = true;
         let mut c = Collector {
             reader,
             pids,
+            scope,
             prev: Vec::new(),
             prev_cpu: CpuTimes::default(),
             prev_at: Instant::now(),
@@ -158,10 +162,10 @@ impl Collector {
     }
 
     fn processes(&mut self) -> anyhow::Result<Vec<Process>> {
-        if self.pids.is_empty() {
-            return self.reader.all(self.threads).context("cannot list /proc");
-        }
         let mut procs = Vec::new();
+        if self.pids.is_empty() {
+            procs = self.reader.all(self.threads).context("cannot list /proc")?;
+        }
         for &p in &self.pids {
             if self.threads {
                 procs.extend(self.reader.threads(p));
@@ -169,6 +173,7 @@ impl Collector {
                 procs.extend(self.reader.process(p));
             }
         }
+        procs.retain(|p| self.scope.admits(p.uid));
         Ok(procs)
     }
 

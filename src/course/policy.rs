@@ -11,10 +11,12 @@
 //!
 //! A learner may not choose their variant (`--seed`) or the checks
 //! (`--labs`). Through sudo (root for them) they also may not observe
-//! other users: `watch` (a root exporter: `--listen`, `--otlp`), system-wide
-//! tracing without a process or command of theirs, another user's PID or a
-//! cgroup. The kernel's own rules are the model (`perf_event_paranoid`,
-//! ptrace's access checks): a user observes their own processes.
+//! other users: `watch` (a root exporter: `--listen`, `--otlp`), another
+//! user's PID or a cgroup, and system-wide tracing an instrument cannot
+//! narrow at its source; the others are narrowed to their processes
+//! (`observed_user`). The kernel's own rules are the model
+//! (`perf_event_paranoid`, ptrace's access checks): a user observes their
+//! own processes.
 
 use super::attest::{self, Server};
 use crate::sys::process::privilege;

@@ -30,6 +30,8 @@ pub(super) fn watch_execs(
                 pid: Some(pid),
                 follow_children: true,
                 signals: true,
+                // The tree of a process the policy let the caller name.
+                scope: crate::instruments::target::Scope::Everyone,
             };
             Some(watch(filter, spawned))
         }

@@ -58,6 +58,67 @@ pub fn owner(pid: u32) -> Option<u32> {
     crate::sys::procfs::real_uid(pid)
 }
 
+/// Whose processes a command observes: everyone's (root, an
+/// administrator, a learner's own machine) or one user's (a learner on a
+/// course server: `course::policy::observed_user`). Each instrument applies
+/// it where its events are made, not after collecting them: a uid checked
+/// in the BPF program before anything is copied (exec), or events opened on
+/// the user's own processes and the children they start (profile, offcpu).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Scope {
+    #[default]
+    Everyone,
+    /// Processes whose real uid is this one (the kernel's ptrace and
+    /// perf_event_paranoid rule: a user observes their own).
+    User(u32),
+}
+
+impl Scope {
+    pub fn uid(self) -> Option<u32> {
+        match self {
+            Scope::Everyone => None,
+            Scope::User(uid) => Some(uid),
+        }
+    }
+
+    /// Whether a process of real uid `uid` is in scope.
+    pub fn admits(self, uid: u32) -> bool {
+        self.uid().is_none_or(|u| u == uid)
+    }
+
+    /// The processes in scope now, ascending (their children are followed
+    /// by the instruments that take them); None: every process. Never an
+    /// empty list, which the instruments read as every process.
+    pub fn processes(self) -> anyhow::Result<Option<Vec<i32>>> {
+        let Some(uid) = self.uid() else {
+            return Ok(None);
+        };
+        let pids: Vec<i32> = crate::sys::procfs::pids()?
+            .into_iter()
+            .filter(|&p| owner(p as u32) == Some(uid))
+            .collect();
+        anyhow::ensure!(
+            !pids.is_empty(),
+            "{} has no process to observe",
+            self.describe("")
+        );
+        Ok(Some(pids))
+    }
+
+    /// What a system-wide run covers, for its report: "all CPUs" or
+    /// "every process of kdiag-learner".
+    pub fn describe(self, everyone: &str) -> String {
+        match self.uid() {
+            None => everyone.to_string(),
+            Some(uid) => format!(
+                "every process of {}",
+                crate::sys::process::privilege::user_name(uid)
+                    .unwrap_or_else(|| format!("uid {uid}"))
+            ),
+        }
+    }
+}
+
 /// `-- CMD`, started held: it waits before its exec until [`release`].
 pub fn spawn(command: &[OsString]) -> anyhow::Result<HeldChild> {
     let program = command[0].to_string_lossy().into_owned();
@@ -191,10 +252,10 @@ pub fn comm_name(program: &OsString) -> String {
     base.chars().take(15).collect()
 }
 
-/// A process's name, "?" once it has gone.
+/// A process's name, "?" once it has gone; printable (the process chose it).
 pub fn comm_of(pid: i32) -> String {
     std::fs::read_to_string(format!("/proc/{pid}/comm"))
-        .map(|c| c.trim_end().to_string())
+        .map(|c| crate::analysis::ps::printable(c.trim_end()))
         .unwrap_or_else(|_| "?".into())
 }
 

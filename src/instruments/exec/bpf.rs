@@ -121,6 +121,7 @@ impl ExecBpf {
         let pid = filter.pid.unwrap_or(0);
         let follow = filter.follow_children as u8;
         let signals = filter.signals as u8;
+        let uid = filter.scope.uid().unwrap_or(u32::MAX);
         let mut ebpf = crate::sys::bpf::load_with(
             crate::sys::bpf::objects::EXEC,
             "exec tracing (BPF)",
@@ -128,6 +129,7 @@ impl ExecBpf {
                 ("targ_pid", &pid.to_ne_bytes()),
                 ("follow_children", &[follow]),
                 ("want_signals", &[signals]),
+                ("targ_uid", &uid.to_ne_bytes()),
             ],
             &[],
         )?;

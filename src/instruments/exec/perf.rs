@@ -91,14 +91,16 @@ impl ExecPerf {
             specs.push(spec);
             formats.push((role, format));
         }
-        let target = match filter.pid {
-            Some(pid) => Target::Process(pid as i32),
-            None => Target::AllCpus,
-        };
         // All events share one ring per CPU, so records of one CPU arrive in
         // time order; as much room as the separate rings they replace had.
         let pages = if filter.pid.is_some() { 8 } else { 32 } * specs.len();
-        let session = Session::open(&specs, target, pages)?;
+        // One user's: events on their processes and the children they start
+        // (a tracepoint has no uid to filter on).
+        let session = match (filter.pid, filter.scope.processes()?) {
+            (Some(pid), _) => Session::open(&specs, Target::Process(pid as i32), pages)?,
+            (None, Some(pids)) => Session::open_processes(&specs, &pids, pages)?,
+            (None, None) => Session::open(&specs, Target::AllCpus, pages)?,
+        };
         session.enable()?;
         Ok(ExecPerf {
             session,

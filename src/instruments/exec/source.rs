@@ -2,6 +2,7 @@
 //! started, and the source type they both implement.
 
 use crate::instruments::Source;
+use crate::instruments::target::Scope;
 use crate::model::exec::TraceEvent;
 
 /// Which processes to watch.
@@ -13,6 +14,8 @@ pub struct Filter {
     pub follow_children: bool,
     /// Record signals generated for the watched processes (and their ends).
     pub signals: bool,
+    /// Whose processes: another user's execs never leave the kernel.
+    pub scope: Scope,
 }
 
 /// The command kdiag started: the perf tier cannot read user strings, but

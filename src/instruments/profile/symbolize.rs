@@ -400,8 +400,9 @@ impl Recorder {
                     (w.kernel_lost, w.user_lost),
                 ),
             });
+            // Another process's name: never a raw escape in any format.
             let comm = match self.comms.get(&key.tid).or(self.comms.get(&key.pid)) {
-                Some(c) => c.clone(),
+                Some(c) => crate::analysis::ps::printable(c),
                 None if key.pid == 0 => "swapper".into(),
                 None => format!("[pid {}]", key.pid),
             };

@@ -82,6 +82,9 @@ struct fork_event {
 
 // Filled by user space before load: 0 means every process.
 const volatile u32 targ_pid = 0;
+// Only processes whose real uid is this one (a learner's, on a course
+// server): checked before anything is read or copied. -1: every user.
+const volatile u32 targ_uid = (u32)-1;
 const volatile u8 follow_children = 0;
 const volatile u8 want_signals = 1;
 
@@ -144,8 +147,12 @@ struct {
 	__uint(value_size, 127 * sizeof(u64));
 } stacks SEC(".maps");
 
-static __always_inline bool wanted(u32 tgid)
+// `uid`: the real uid of the process `tgid` (the current task's, except
+// for signals, whose target is another).
+static __always_inline bool wanted(u32 tgid, u32 uid)
 {
+	if (targ_uid != (u32)-1 && uid != targ_uid)
+		return false;
 	if (!targ_pid)
 		return true;
 	if (tgid == targ_pid)
@@ -161,7 +168,7 @@ static __always_inline int enter(const char *filename, const char *const *argv, 
 	struct exec_event *e;
 	const char *arg;
 
-	if (!wanted(tgid))
+	if (!wanted(tgid, (u32)bpf_get_current_uid_gid()))
 		return 0;
 	e = bpf_map_lookup_elem(&scratch, &zero);
 	if (!e)
@@ -256,7 +263,7 @@ int BPF_PROG(prepare_exec, struct task_struct *task, struct linux_binprm *bprm)
 	u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct prepare_event *e;
 
-	if (!wanted(tgid))
+	if (!wanted(tgid, (u32)bpf_get_current_uid_gid()))
 		return 0;
 	e = reserve(sizeof(*e));
 	if (!e)
@@ -282,7 +289,7 @@ int BPF_PROG(signal_generate, int sig, struct kernel_siginfo *info,
 	u64 sender = bpf_get_current_pid_tgid();
 	struct signal_event *e;
 
-	if (!want_signals || !wanted(tgid))
+	if (!want_signals || !wanted(tgid, BPF_CORE_READ(task, real_cred, uid.val)))
 		return 0;
 	e = reserve(sizeof(*e));
 	if (!e)
@@ -309,7 +316,13 @@ int BPF_PROG(signal_generate, int sig, struct kernel_siginfo *info,
 	e->stack_id = bpf_get_stackid(ctx, &stacks, 0);
 	e->ts = bpf_ktime_get_ns();
 	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), task->comm);
-	bpf_get_current_comm(e->sender_comm, sizeof(e->sender_comm));
+	// The sender may be another user's process: not the learner's to see.
+	if (targ_uid == (u32)-1 || (u32)bpf_get_current_uid_gid() == targ_uid) {
+		bpf_get_current_comm(e->sender_comm, sizeof(e->sender_comm));
+	} else {
+		e->sender_pid = 0;
+		__builtin_memcpy(e->sender_comm, "(another user)", 15);
+	}
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }
@@ -322,7 +335,8 @@ int BPF_PROG(process_fork, struct task_struct *parent, struct task_struct *child
 	u8 one = 1;
 
 	// Threads share their parent's tgid: only new processes matter.
-	if (!targ_pid || !follow_children || ptgid == ctgid || !wanted(ptgid))
+	if (!targ_pid || !follow_children || ptgid == ctgid ||
+	    !wanted(ptgid, (u32)bpf_get_current_uid_gid()))
 		return 0;
 	bpf_map_update_elem(&watched, &ctgid, &one, BPF_ANY);
 	e = reserve(sizeof(*e));
@@ -345,7 +359,7 @@ static __always_inline void report_exit(void)
 	struct exit_event *e;
 
 	// One record per process: when its last thread goes.
-	if (!targ_pid || !wanted(tgid) || BPF_CORE_READ(task, signal, live.counter) != 0)
+	if (!targ_pid || !wanted(tgid, (u32)bpf_get_current_uid_gid()) || BPF_CORE_READ(task, signal, live.counter) != 0)
 		return;
 	e = reserve(sizeof(*e));
 	if (!e)

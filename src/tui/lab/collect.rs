@@ -316,6 +316,8 @@ pub fn exec_trace(tx: Sender<Msg>, pid: i32, stop: Arc<AtomicBool>) {
         pid: Some(pid as u32),
         follow_children: true,
         signals: true,
+        // The lab's own workload, the learner's.
+        scope: crate::instruments::target::Scope::Everyone,
     };
     let (mut source, notes) = match exec::open(Ask::Auto, filter, None) {
         Ok(s) => s,
