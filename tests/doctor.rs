@@ -44,6 +44,7 @@ fn known_facts_of_this_machine() {
         "cpu_clock",
         "sched_prepare_exec",
         "bpf_iter_ksyms",
+        "bpf_iter_task",
     ] {
         assert_eq!(status(&r, probe), "ok", "{probe}: {}", r["probes"][probe]);
     }
@@ -78,6 +79,7 @@ fn known_facts_of_this_machine() {
     assert_eq!(feature(&r, "iosnoop")["tier"], "bpf");
     assert_eq!(feature(&r, "exec-trace")["tier"], "bpf");
     assert_eq!(feature(&r, "kernel frame names")["tier"], "bpf");
+    assert_eq!(feature(&r, "watch")["tier"], "bpf");
     assert_eq!(feature(&r, "top: I/O columns")["tier"], "procfs");
 }
 

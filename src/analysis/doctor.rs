@@ -117,6 +117,24 @@ pub fn features(p: &Probes) -> Vec<Feature> {
             },
         ),
         feature(
+            "watch",
+            &[(Tier::Bpf, p.bpf_iter_task.is_ok()), (Tier::Procfs, true)],
+            |t| match t {
+                Some(Tier::Bpf) => "every task's counters read in the kernel at each scan (a BPF \
+                                    task iterator, binary records)"
+                    .into(),
+                _ => format!(
+                    "three /proc files per process at each scan (stat, io, schedstat), formatted \
+                     as text by the kernel{}",
+                    if p.bpf_iter_task.is_ok() {
+                        ""
+                    } else {
+                        "; the BPF task iterator needs root and 5.8+ with BTF"
+                    }
+                ),
+            },
+        ),
+        feature(
             "top: I/O columns",
             &[(Tier::Procfs, p.proc_pid_io.is_ok())],
             |t| match t {
@@ -221,6 +239,7 @@ mod tests {
             sched_prepare_exec: ok(),
             bpf_perf_event: ok(),
             bpf_iter_ksyms: ok(),
+            bpf_iter_task: ok(),
             kprobe_pmu: Check::missing("none", "not needed"),
             uprobe_pmu: ok(),
             hardware_pmu: Check::missing("ENOENT", "none"),
@@ -243,6 +262,7 @@ mod tests {
             bpf_fentry: denied(),
             bpf_perf_event: denied(),
             bpf_iter_ksyms: denied(),
+            bpf_iter_task: denied(),
             cpu_clock: denied(),
             ..dev_vm()
         }
@@ -267,6 +287,13 @@ mod tests {
         let names = get(&fs, "kernel frame names");
         assert_eq!(names.tier, Some(Tier::Bpf));
         assert!(names.note.contains("BPF iterator"), "{}", names.note);
+        let watch = get(&fs, "watch");
+        assert_eq!(watch.available, vec![Tier::Bpf, Tier::Procfs]);
+        assert!(watch.note.contains("task iterator"), "{}", watch.note);
+        // Without BPF rights, watch says it reads /proc's text and why.
+        let watch = get(&features(&unprivileged()), "watch");
+        assert_eq!(watch.tier, Some(Tier::Procfs));
+        assert!(watch.note.contains("needs root"), "{}", watch.note);
     }
 
     #[test]

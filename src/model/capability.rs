@@ -80,6 +80,8 @@ pub struct Probes {
     pub bpf_perf_event: Check,
     /// The BPF iterator that names kernel addresses ("%ps", Linux 5.13+).
     pub bpf_iter_ksyms: Check,
+    /// The BPF task iterator that reads every task's counters (watch).
+    pub bpf_iter_task: Check,
     pub kprobe_pmu: Check,
     pub uprobe_pmu: Check,
     /// Hardware cycles counter.
@@ -117,6 +119,7 @@ impl Probes {
             ("sched_prepare_exec", &self.sched_prepare_exec),
             ("BPF perf_event", &self.bpf_perf_event),
             ("BPF iterator (%ps)", &self.bpf_iter_ksyms),
+            ("BPF iterator (task)", &self.bpf_iter_task),
             ("kprobe PMU", &self.kprobe_pmu),
             ("uprobe PMU", &self.uprobe_pmu),
             ("hardware PMU", &self.hardware_pmu),

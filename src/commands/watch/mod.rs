@@ -19,7 +19,8 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use crate::analysis::watch::verdict_changes;
 use crate::error;
 use crate::export::{flight, otlp, serve, textfile};
-use crate::instruments::watch::{GroupBy, Options, Scope, Watcher, container};
+use crate::instruments::watch::{self, GroupBy, Options, Scope, Watcher, container};
+use crate::instruments::{Ask, Tier};
 use crate::model::watch::{STATES, Snapshot};
 use crate::render::prometheus;
 use crate::sys::process::interrupt::Interrupt;
@@ -88,7 +89,23 @@ pub struct Args {
     /// Stop after this many seconds (default: until interrupted)
     #[arg(long, value_name = "SECS", value_parser = super::args::duration)]
     pub duration: Option<f64>,
+    /// Where the processes' counters come from
+    #[arg(long, default_value = "auto",
+          value_parser = super::args::tier("the BPF task iterator where the kernel allows it, else /proc", TIERS))]
+    pub tier: Ask,
 }
+
+/// watch's `--tier` values.
+const TIERS: &[(Tier, &str)] = &[
+    (
+        Tier::Bpf,
+        "a BPF task iterator: every task's counters read in the kernel, as binary records",
+    ),
+    (
+        Tier::Procfs,
+        "/proc/PID/stat, io and schedstat of every process, as text",
+    ),
+];
 
 fn interval(s: &str) -> Result<f64, String> {
     let v = super::args::interval(s)?;
@@ -204,12 +221,19 @@ impl Session {
                 *listener = Some((addr, s, body));
             }
         }
+        let (source, fallback) = watch::open(args.tier)?;
+        if let Some(f) = fallback {
+            eprintln!("kdiag watch: {}", f.note());
+        }
         Ok(Session {
-            watcher: Watcher::new(Options {
-                scope,
-                group_by: args.group_by,
-                top: args.top as usize,
-            }),
+            watcher: Watcher::new(
+                Options {
+                    scope,
+                    group_by: args.group_by,
+                    top: args.top as usize,
+                },
+                source,
+            ),
             every: Duration::from_secs_f64(args.interval),
             textfile,
             recorder,

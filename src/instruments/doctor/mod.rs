@@ -133,6 +133,12 @@ pub fn probe_all() -> Probes {
             crate::sys::bpf::ksyms::names(&[1])?;
             Ok("loaded and read: kernel frames named for the addresses asked".into())
         }),
+        bpf_iter_task: bpf_check(|| {
+            let mut tasks = crate::sys::bpf::tasks::Tasks::open()?;
+            let mut all = Vec::new();
+            tasks.read(&mut all)?;
+            Ok(format!("loaded and read: {} tasks' counters", all.len()))
+        }),
         kprobe_pmu: kprobe_check(),
         uprobe_pmu: uprobe_check(),
         hardware_pmu: hardware_check(),

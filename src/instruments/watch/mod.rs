@@ -1,14 +1,20 @@
-//! `kdiag watch`'s collector: every interval a scan of /proc reads each
-//! watched process's counters (stat, the main thread's schedstat, io) and
-//! closes the interval of each group (diagnose's model judges it,
-//! `analysis::watch`); every tick between scans a few threads of a few
-//! groups are sampled with diagnose's own `Sampler` (state, system call,
-//! what it waits on). The cost is bounded whatever the machine runs: one
-//! read of three small files per process per interval, and at most
-//! `GROUPS_PER_TICK` × `THREADS_PER_GROUP` thread samples per tick, the
-//! busiest groups first.
+//! `kdiag watch`'s collector: every interval a scan reads each watched
+//! process's counters (CPU time, run-queue wait, faults, storage bytes:
+//! `source::Counters`) and closes the interval of each group (diagnose's
+//! model judges it, `analysis::watch`); every tick between scans a few
+//! threads of a few groups are sampled with diagnose's own `Sampler`
+//! (state, system call, what it waits on). The counters come from a BPF
+//! task iterator where the kernel allows it (`bpf.rs`: one binary record
+//! per thread, nothing formatted), else from three /proc files per process
+//! (`proc.rs`); `open` picks the tier. The cost is bounded whatever the
+//! machine runs: one walk of the tasks (or the files) per interval, and
+//! at most `GROUPS_PER_TICK` × `THREADS_PER_GROUP` thread samples per
+//! tick, the busiest groups first.
 
+mod bpf;
 pub mod container;
+mod proc;
+pub mod source;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -17,8 +23,10 @@ use crate::instruments::observe::limits::CpuCounters;
 use crate::model::limits::{CgroupLimits, Limits};
 use std::time::Instant;
 
+use self::source::{CounterSource, Counters};
 use crate::analysis::watch::{Interval, judge};
 use crate::instruments::observe::sampling::Sampler;
+use crate::instruments::{self, Ask, Fallback, Tier};
 use crate::model::diagnosis::{Class, Observation, ThreadSamples};
 use crate::model::watch::{Cost, Group, RunsAs, Snapshot};
 use crate::sys::cgroupfs;
@@ -64,13 +72,31 @@ pub struct Options {
     pub top: usize,
 }
 
+/// watch's collector, the tier asked for (`Auto`: the task iterator where
+/// it loads, else /proc).
+pub fn open(ask: Ask) -> anyhow::Result<(Box<dyn CounterSource>, Option<Fallback>)> {
+    instruments::open(
+        ask,
+        vec![
+            (
+                Tier::Bpf,
+                Box::new(|| Ok(Box::new(bpf::IterCounters::open()?) as Box<dyn CounterSource>)),
+            ),
+            (
+                Tier::Procfs,
+                Box::new(|| Ok(Box::new(proc::ProcCounters::new()) as Box<dyn CounterSource>)),
+            ),
+        ],
+    )
+}
+
 /// A process's counters at the last scan.
 struct Proc {
     start: u64,
     group: String,
     /// Its cgroup (`pressure::cgroup_of`), read when first seen.
     cgroup: String,
-    cpu_ticks: u64,
+    cpu_ns: u64,
     major: u64,
     read: u64,
     write: u64,
@@ -110,6 +136,9 @@ struct GroupAcc {
 
 pub struct Watcher {
     opts: Options,
+    source: Box<dyn CounterSource>,
+    /// The last scan's counters (kept for their capacity).
+    counters: Vec<Counters>,
     reader: TaskReader,
     procs: HashMap<i32, Proc>,
     groups: HashMap<String, GroupAcc>,
@@ -125,9 +154,12 @@ pub struct Watcher {
 }
 
 impl Watcher {
-    pub fn new(opts: Options) -> Watcher {
+    /// A watcher reading its counters from `source` (`open`).
+    pub fn new(opts: Options, source: Box<dyn CounterSource>) -> Watcher {
         Watcher {
             opts,
+            source,
+            counters: Vec::new(),
             reader: TaskReader::default(),
             procs: HashMap::new(),
             groups: HashMap::new(),
@@ -141,9 +173,15 @@ impl Watcher {
         }
     }
 
-    fn pids(&self) -> anyhow::Result<Vec<i32>> {
-        Ok(match &self.opts.scope {
-            Scope::All => procfs::pids()?,
+    /// The tier its counters come from.
+    pub fn tier(&self) -> Tier {
+        self.source.tier()
+    }
+
+    /// The processes watched; None: every one.
+    fn pids(&self) -> anyhow::Result<Option<Vec<i32>>> {
+        Ok(Some(match &self.opts.scope {
+            Scope::All => return Ok(None),
             Scope::Pid(p) => vec![*p],
             Scope::Cgroup(dir) => pressure::cgroup_pids(dir)
                 .map_err(|e| anyhow::anyhow!("cannot read cgroup {}: {e}", dir.display()))?,
@@ -158,7 +196,7 @@ impl Watcher {
                 pids.dedup();
                 pids
             }
-        })
+        }))
     }
 
     /// Read every watched process's counters, close the interval of every
@@ -170,24 +208,24 @@ impl Watcher {
         let first = self.last.is_none();
         self.scans += 1;
         let pids = self.pids()?;
-        let mut procs = HashMap::with_capacity(pids.len());
+        self.source
+            .read(pids.as_deref(), &mut self.reader, &mut self.counters)?;
+        let mut procs = HashMap::with_capacity(self.counters.len());
         for g in self.groups.values_mut() {
             g.pids.clear();
             g.activity.clear();
             (g.cgroup, g.mixed) = (None, false);
         }
-        for pid in pids {
-            let Some(st) = self.reader.stat_once(pid) else {
-                continue; // gone, or a kernel-side race
-            };
-            let cached = self
+        for st in &self.counters {
+            let pid = st.pid;
+            let mut cached = self
                 .procs
                 .remove(&pid)
                 .filter(|p| p.start == st.start_ticks);
             // By name, the name now: a process that execs (a shell that
             // becomes the workload) changes group. A cgroup is read once.
-            let cgroup = match &cached {
-                Some(p) => p.cgroup.clone(),
+            let cgroup = match cached.as_mut() {
+                Some(p) => std::mem::take(&mut p.cgroup),
                 None => std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
                     .map_or_else(|_| "/".to_string(), |t| pressure::cgroup_of(&t)),
             };
@@ -196,33 +234,34 @@ impl Watcher {
                 GroupBy::Cgroup => true,
                 GroupBy::Auto => container_or_unit(&cgroup),
             };
-            let group = if by_cgroup {
-                cgroup.clone()
-            } else {
-                st.comm.clone()
+            // The last scan's name is moved, not copied, where it stands.
+            let name = if by_cgroup { &cgroup } else { &st.comm };
+            let group = match cached.as_mut() {
+                Some(p) if &p.group == name => std::mem::take(&mut p.group),
+                _ => name.clone(),
             };
-            let io = self.reader.io(pid).unwrap_or_default();
-            let run_delay_ns = self.reader.schedstat(pid, pid).map_or(0, |s| s.1);
             let now = Proc {
                 start: st.start_ticks,
                 group,
                 cgroup,
-                cpu_ticks: st.utime + st.stime,
-                major: st.majflt,
-                read: io.read_bytes,
-                write: io.write_bytes,
-                run_delay_ns,
+                cpu_ns: st.cpu_ns,
+                major: st.major_faults,
+                read: st.read_bytes,
+                write: st.write_bytes,
+                run_delay_ns: st.run_delay_ns,
             };
-            let g = self
-                .groups
-                .entry(now.group.clone())
-                .or_insert_with(|| GroupAcc {
+            // Looked up before it is inserted: no key to copy per process.
+            if !self.groups.contains_key(&now.group) {
+                let acc = GroupAcc {
                     total: Group {
                         name: now.group.clone(),
                         ..Group::default()
                     },
                     ..GroupAcc::default()
-                });
+                };
+                self.groups.insert(now.group.clone(), acc);
+            }
+            let g = self.groups.get_mut(&now.group).expect("inserted above");
             g.seen_scan = self.scans;
             g.is_cgroup = by_cgroup;
             if g.pids.is_empty() {
@@ -230,7 +269,7 @@ impl Watcher {
             } else if g.cgroup.as_ref() != Some(&now.cgroup) {
                 g.mixed = true;
             }
-            g.pids.push((pid, st.num_threads));
+            g.pids.push((pid, st.threads));
             if let Some(dt) = dt {
                 // A process new since the last scan counts from its start.
                 let (base, lived) = match &cached {
@@ -241,14 +280,14 @@ impl Watcher {
                     ),
                 };
                 let i = &mut g.interval;
-                let cpu_s = now.cpu_ticks.saturating_sub(base.cpu_ticks) as f64 / self.hz;
+                let cpu_s = now.cpu_ns.saturating_sub(base.cpu_ns) as f64 / 1e9;
                 let delay_s = now.run_delay_ns.saturating_sub(base.run_delay_ns) as f64 / 1e9;
                 let bytes = (now.read + now.write).saturating_sub(base.read + base.write);
                 g.activity.push((pid, cpu_s + delay_s, bytes));
                 i.cpu_s += cpu_s;
                 i.run_delay_s += delay_s;
-                i.thread_s += st.num_threads as f64 * lived;
-                i.threads += st.num_threads as usize;
+                i.thread_s += st.threads as f64 * lived;
+                i.threads += st.threads as usize;
                 i.processes += 1;
                 g.major += now.major.saturating_sub(base.major);
                 g.read += now.read.saturating_sub(base.read);
@@ -508,7 +547,7 @@ static ZERO: Proc = Proc {
     start: 0,
     group: String::new(),
     cgroup: String::new(),
-    cpu_ticks: 0,
+    cpu_ns: 0,
     major: 0,
     read: 0,
     write: 0,

@@ -8,6 +8,7 @@ use std::sync::{Mutex, OnceLock};
 use anyhow::Context;
 
 pub mod ksyms;
+pub mod tasks;
 
 /// The compiled objects, embedded so that a build needs no clang: one
 /// static per committed `*.bpf.o` of this folder (`offcpu.bpf.o` is
