@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use crate::instruments::offcpu::{self, bpf::OffcpuBpf};
+use crate::instruments::offcpu::{self, OffcpuBpf};
 use crate::instruments::profile::{self, Request, Sampler};
 use crate::instruments::watch::Scope;
 use crate::model::offcpu::StateFilter;
