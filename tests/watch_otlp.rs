@@ -9,52 +9,12 @@
 mod common;
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::sync::mpsc::Receiver;
+use std::process::Stdio;
 use std::time::Duration;
 
-use common::watch::{Guard, OwnCg, log_lines, turns_storage_bound, watch_cgroups, within};
-use common::{in_ci, kdiag, require_root};
+use common::watch::{Guard, OwnCg, log_lines, receiver, turns_storage_bound, watch_cgroups, within};
+use common::{kdiag, require_root};
 use serde_json::Value;
-
-/// The receiver's port, and its requests as they come.
-fn receiver(test: &str) -> Option<(Guard, u16, Receiver<Value>)> {
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/programs/otlp_receiver.py"
-    );
-    let probe = Command::new("python3")
-        .args([
-            "-c",
-            "import opentelemetry.proto, google.protobuf.unknown_fields",
-        ])
-        .output();
-    if !probe.is_ok_and(|o| o.status.success()) {
-        assert!(
-            !in_ci(),
-            "{test}: needs python3 -m pip install opentelemetry-proto, and CI=true forbids skipping"
-        );
-        eprintln!("SKIPPED {test}: python3's opentelemetry-proto is not installed");
-        return None;
-    }
-    let mut child = Guard(
-        Command::new("python3")
-            .arg(script)
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let mut lines = BufReader::new(child.0.stdout.take().unwrap()).lines();
-    let port: u16 = lines.next().unwrap().unwrap().trim().parse().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in lines.map_while(Result::ok) {
-            let _ = tx.send(serde_json::from_str(&line).unwrap());
-        }
-    });
-    Some((child, port, rx))
-}
 
 /// A list of OTLP `KeyValue`s as key → value (strings; ints as text).
 fn attrs(list: &Value) -> HashMap<String, String> {
@@ -108,7 +68,7 @@ fn an_otlp_receiver_gets_the_verdict_change_and_the_metrics_of_a_container() {
     if !require_root(TEST) {
         return;
     }
-    let Some((_receiver, port, requests)) = receiver(TEST) else {
+    let Some((_receiver, port, requests)) = receiver(TEST, "otlp_receiver.py", None) else {
         return;
     };
     // A cpu cgroup named as Docker's systemd driver names a container's,

@@ -8,5 +8,7 @@
 
 pub mod flight;
 pub mod otlp;
+pub mod profiles;
+pub mod sender;
 pub mod serve;
 pub mod textfile;

@@ -6,6 +6,7 @@
 
 pub mod block;
 pub mod blocked;
+pub mod continuous;
 pub mod doctor;
 pub mod elf;
 pub mod exec;

@@ -27,7 +27,7 @@ pub struct Sender {
 }
 
 /// An attribute's value.
-enum Val {
+pub(crate) enum Val {
     Str(String),
     Int(i64),
 }
@@ -39,7 +39,7 @@ fn str(s: &str) -> Val {
 }
 
 /// A `KeyValue` with its `AnyValue`.
-fn key_value(key: &str, v: &Val) -> Msg {
+pub(crate) fn key_value(key: &str, v: &Val) -> Msg {
     let mut any = Msg::default();
     match v {
         // string_value = 1 (written even when empty: it is a oneof).

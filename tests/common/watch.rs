@@ -99,3 +99,46 @@ pub fn quiet_shell(script: &str) -> Guard {
             .unwrap(),
     )
 }
+
+/// tests/programs/SCRIPT (a Python receiver) on `port` (None: a free one),
+/// its port, and its requests as they come (a JSON line each); None, the
+/// test skipped, where python3's opentelemetry-proto is missing (the OTLP
+/// receiver's types), which CI=true forbids.
+pub fn receiver(
+    test: &str,
+    script: &str,
+    port: Option<u16>,
+) -> Option<(Guard, u16, std::sync::mpsc::Receiver<serde_json::Value>)> {
+    let probe = super::command("python3")
+        .args([
+            "-c",
+            "import opentelemetry.proto.collector.profiles.v1development, google.protobuf.unknown_fields",
+        ])
+        .output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        assert!(
+            !super::in_ci(),
+            "{test}: needs python3 -m pip install opentelemetry-proto, and CI=true forbids skipping"
+        );
+        eprintln!("SKIPPED {test}: python3's opentelemetry-proto is not installed");
+        return None;
+    }
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/programs")
+        .join(script);
+    let mut cmd = super::command("python3");
+    cmd.arg(path).stdout(Stdio::piped());
+    if let Some(p) = port {
+        cmd.arg(p.to_string());
+    }
+    let mut child = Guard(cmd.spawn().unwrap());
+    let mut lines = BufReader::new(child.0.stdout.take().unwrap()).lines();
+    let port: u16 = lines.next().unwrap().unwrap().trim().parse().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            let _ = tx.send(serde_json::from_str(&line).unwrap());
+        }
+    });
+    Some((child, port, rx))
+}

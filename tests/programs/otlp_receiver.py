@@ -1,8 +1,11 @@
-"""An OTLP/HTTP receiver for tests/watch_otlp.rs: listens on a free loopback
-port (printed first), decodes each POST to /v1/metrics or /v1/logs with the
-real message types of PyPI's opentelemetry-proto, refuses (400) a body with
-a wrong Content-Type, that does not parse, or that has a field the types do
-not know (a wrong field number would hide there), answers 200 with the
+"""An OTLP/HTTP receiver for tests/watch_otlp.rs and tests/watch_profiles.rs:
+listens on a free loopback port (printed first), decodes each POST to
+/v1/metrics, /v1/logs or /v1development/profiles with the real message
+types of PyPI's opentelemetry-proto, refuses (400) a body with a wrong
+Content-Type, that does not parse, or that has a field the types do not
+know (a wrong field number would hide there), and a profiles request
+without the development version its types are
+(OTLP-Profiles-Development-Version: 1), answers 200 with the
 Export*ServiceResponse, and prints each request as one JSON line."""
 
 import json
@@ -13,6 +16,7 @@ from google.protobuf.json_format import MessageToDict
 from google.protobuf.unknown_fields import UnknownFieldSet
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
+from opentelemetry.proto.collector.profiles.v1development import profiles_service_pb2
 
 KINDS = {
     "/v1/metrics": (
@@ -22,6 +26,10 @@ KINDS = {
     "/v1/logs": (
         logs_service_pb2.ExportLogsServiceRequest,
         logs_service_pb2.ExportLogsServiceResponse,
+    ),
+    "/v1development/profiles": (
+        profiles_service_pb2.ExportProfilesServiceRequest,
+        profiles_service_pb2.ExportProfilesServiceResponse,
     ),
 }
 
@@ -53,6 +61,10 @@ class Handler(BaseHTTPRequestHandler):
             problem = f"no such path {self.path}"
         elif self.headers.get("Content-Type") != "application/x-protobuf":
             problem = f"Content-Type {self.headers.get('Content-Type')}"
+        elif "profiles" in self.path and self.headers.get_all(
+            "OTLP-Profiles-Development-Version"
+        ) != ["1"]:
+            problem = "no OTLP-Profiles-Development-Version: 1"
         else:
             request = kind[0]()
             try:

@@ -18,7 +18,8 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 use crate::analysis::watch::verdict_changes;
 use crate::error;
-use crate::export::{flight, otlp, serve, textfile};
+use crate::export::sender::Endpoint;
+use crate::export::{flight, otlp, profiles, serve, textfile};
 use crate::instruments::watch::{self, GroupBy, Options, Scope, Watcher, container};
 use crate::instruments::{Ask, Tier};
 use crate::model::watch::{STATES, Snapshot};
@@ -67,7 +68,21 @@ pub struct Args {
     /// Send the metrics, and each verdict change as a log record, to an
     /// OpenTelemetry collector over OTLP/HTTP (e.g. http://127.0.0.1:4318)
     #[arg(long, value_name = "URL", value_parser = otlp::endpoint)]
-    pub otlp: Option<otlp::Endpoint>,
+    pub otlp: Option<Endpoint>,
+    /// Send CPU and off-CPU profiles of what is watched to Pyroscope's push
+    /// API every --push-interval (e.g. http://127.0.0.1:4040)
+    #[arg(long, value_name = "URL", value_parser = profiles::pyroscope_endpoint)]
+    pub pyroscope: Option<Endpoint>,
+    /// Send the same profiles as OTLP profiles (v1development, public
+    /// alpha) to an OpenTelemetry collector (e.g. http://127.0.0.1:4318)
+    #[arg(long, value_name = "URL", value_parser = otlp::endpoint)]
+    pub otlp_profiles: Option<Endpoint>,
+    /// Seconds each profile sent covers (1 to 3600)
+    #[arg(long, value_name = "SECS", default_value = "10", value_parser = interval)]
+    pub push_interval: f64,
+    /// CPU samples a second (per CPU) of the profiles sent (1 to 1000)
+    #[arg(long, value_name = "HZ", default_value = "19", value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub push_hz: u64,
     /// Keep a flight record (diagnose's record and HTML report) in DIR when
     /// a group's verdict turns bad and stays so for --record-after
     #[arg(long, value_name = "DIR")]
@@ -84,7 +99,7 @@ pub struct Args {
     pub flight_max_size: u64,
     /// Read the options from a TOML file instead (one key per long option:
     /// `interval = 5`, `group-by = "cgroup"`); SIGHUP reads it again
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["pid", "cgroup", "unit", "container", "group_by", "top", "listen", "textfile", "otlp", "flight_dir", "interval"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["pid", "cgroup", "unit", "container", "group_by", "top", "listen", "textfile", "otlp", "pyroscope", "otlp_profiles", "push_interval", "push_hz", "flight_dir", "interval"])]
     pub config: Option<PathBuf>,
     /// Stop after this many seconds (default: until interrupted)
     #[arg(long, value_name = "SECS", value_parser = super::args::duration)]
@@ -170,6 +185,8 @@ struct Session {
     textfile: Option<textfile::Textfile>,
     recorder: Option<flight::FlightRecorder>,
     otlp: Option<otlp::Exporter>,
+    /// The profiles pushed, on a thread of their own.
+    _pusher: Option<profiles::Pusher>,
     /// Each group's verdict at the last scan (for the verdict changes).
     verdicts: HashMap<String, crate::model::diagnosis::Class>,
     /// What the listener serves, if there is one.
@@ -210,6 +227,16 @@ impl Session {
             })
             .transpose()?;
         let otlp = args.otlp.clone().map(otlp::Exporter::start).transpose()?;
+        let pusher = match (&args.pyroscope, &args.otlp_profiles) {
+            (None, None) => None,
+            (pyroscope, otlp) => Some(profiles::Pusher::start(profiles::Settings {
+                pyroscope: pyroscope.clone(),
+                otlp: otlp.clone(),
+                every: Duration::from_secs_f64(args.push_interval),
+                hz: args.push_hz,
+                scope: scope.clone(),
+            })?),
+        };
         if listener.as_ref().map(|l| l.0) != args.listen {
             *listener = None;
             if let Some(addr) = args.listen {
@@ -238,6 +265,7 @@ impl Session {
             textfile,
             recorder,
             otlp,
+            _pusher: pusher,
             verdicts: HashMap::new(),
             body: listener.as_ref().map(|l| Arc::clone(&l.2)),
         })
@@ -300,7 +328,9 @@ impl Session {
         }
         match &self.body {
             Some(body) => *body.lock().expect("the listener never panics holding it") = text,
-            None if self.textfile.is_none() && self.otlp.is_none() => print_table(&snap),
+            None if self.textfile.is_none() && self.otlp.is_none() && self._pusher.is_none() => {
+                print_table(&snap)
+            }
             None => {}
         }
         Ok(())

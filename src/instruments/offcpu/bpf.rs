@@ -9,7 +9,7 @@
 //! link fds, map fds): dropping `OffcpuBpf`, or the process dying by any
 //! signal, closes them and the kernel detaches and frees everything.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -21,7 +21,7 @@ use super::source::{Found, OffcpuSource, Options};
 use super::trim::{trim_machinery, trim_waker};
 use crate::instruments::Tier;
 use crate::instruments::profile::sideband::{Sideband, half};
-use crate::instruments::profile::symbolize::{CountedStack, RecordOptions, WakerStack};
+use crate::instruments::profile::symbolize::{CountedStack, RecordOptions, Recorder, WakerStack};
 use crate::model::offcpu::{BlockCounts, Collection};
 use crate::model::profile::{OffState, Profile, WeightUnit};
 use crate::sys::bpf::Captured;
@@ -481,6 +481,95 @@ impl OffcpuBpf {
             })
             .collect();
         Ok((blocks, in_progress))
+    }
+
+    /// The blocks that ended since the last call, taken out of the kernel's
+    /// table, and their stacks out of the stack map unless a block still
+    /// going on needs them: a continuous profile's window (watch's
+    /// `--pyroscope`), whose tables never fill. A block counts in the window
+    /// it ends in, whole, as the OpenTelemetry profiler counts it; what a
+    /// thread adds to an entry between its read and its delete is lost.
+    /// Wakers are not paired here.
+    fn take_ended(&mut self) -> anyhow::Result<Vec<Block>> {
+        let keep: HashSet<i32> = self
+            .starts()?
+            .values()
+            .flat_map(|s| [s.kstack, s.ustack])
+            .collect();
+        let ended: Vec<(Key, Value)> = {
+            let map = self.ebpf.map_mut("blocked").context("no blocked map")?;
+            let mut blocked: BpfHashMap<_, Key, Value> = BpfHashMap::try_from(map)?;
+            let all: Vec<_> = blocked.iter().filter_map(Result::ok).collect();
+            for (k, _) in &all {
+                let _ = blocked.remove(k);
+            }
+            all
+        };
+        let stacks = StackTraceMap::try_from(self.ebpf.map("stacks").context("no stacks map")?)?;
+        let mut used: HashMap<(i32, bool), Captured> = HashMap::new();
+        let mut resolve = |id: i32, user: bool| -> Captured {
+            used.entry((id, user))
+                .or_insert_with(|| crate::sys::bpf::read_stack(&stacks, id, user))
+                .clone()
+        };
+        let blocks: Vec<Block> = ended
+            .into_iter()
+            .map(|(k, v)| Block {
+                tgid: k.tgid,
+                tid: k.pid,
+                state: STATE_CLASSES
+                    .get(k.state as usize)
+                    .copied()
+                    .unwrap_or(OffState::Other),
+                kernel: resolve(k.kstack, false),
+                user: resolve(k.ustack, true),
+                total_ns: v.total_ns,
+                count: v.count,
+                waker: None,
+                ongoing: false,
+                times: Vec::new(),
+            })
+            .collect();
+        let map = self.ebpf.map_mut("stacks").context("no stacks map")?;
+        let mut stacks = StackTraceMap::try_from(map)?;
+        for (id, _) in used.into_keys() {
+            if id >= 0 && !keep.contains(&id) {
+                let _ = stacks.remove(&(id as u32));
+            }
+        }
+        Ok(blocks)
+    }
+
+    /// The blocks that ended since the last window (`take_ended`), named
+    /// into `profile` (weights in ns blocked) with each stack's thread
+    /// (`Profile::threads`); user frames from the processes' mappings as
+    /// they are now.
+    pub fn window(&mut self, profile: &mut Profile) -> anyhow::Result<()> {
+        let mut recorder = Recorder::new(RecordOptions {
+            per_thread: true,
+            ..Default::default()
+        });
+        for b in self.take_ended()? {
+            recorder.add_stack(CountedStack {
+                pid: b.tgid,
+                tid: b.tid,
+                state: Some(b.state),
+                kernel: half(&b.kernel, "[kernel stack lost]"),
+                user: half(&b.user, "[user stack lost]"),
+                count: b.count,
+                weight: b.total_ns,
+                ongoing: false,
+                waker: None,
+                times: &[],
+            });
+        }
+        profile.unit = WeightUnit::Nanoseconds;
+        profile.lost = self.counts()?.stacks_lost();
+        recorder.finish(profile);
+        for s in &mut profile.stacks {
+            trim_machinery(&mut s.frames);
+        }
+        Ok(())
     }
 
     /// The blocks in progress, by thread.

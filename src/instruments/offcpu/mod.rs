@@ -18,7 +18,7 @@ use std::time::Duration;
 use crate::instruments::{self, Ask, Fallback, Tier};
 use crate::model::profile::Profile;
 
-pub use bpf::{Attach, Tracer};
+pub use bpf::{Attach, OffcpuBpf, Tracer};
 pub use source::{Found, OffcpuSource, Options};
 
 /// Open the tier asked for: BPF, else (with `auto`, and unless the caller
