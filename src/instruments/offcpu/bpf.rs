@@ -462,22 +462,9 @@ impl OffcpuBpf {
                     kernel: resolve(w.kstack, false),
                     user: resolve(w.ustack, true),
                 }),
-                tgid: k.tgid,
-                tid: k.pid,
-                state: STATE_CLASSES
-                    .get(k.state as usize)
-                    .copied()
-                    .unwrap_or(OffState::Other),
-                kernel: resolve(k.kstack, false),
-                user: match k.ustack {
-                    ASLEEP_BEFORE => Captured::Absent,
-                    id => resolve(id, true),
-                },
-                asleep_before: k.kstack == ASLEEP_BEFORE,
-                total_ns: v.total_ns,
-                count: v.count,
                 ongoing,
                 times,
+                ..block(&k, &v, &mut resolve)
             })
             .collect();
         Ok((blocks, in_progress))
@@ -514,21 +501,7 @@ impl OffcpuBpf {
         };
         let blocks: Vec<Block> = ended
             .into_iter()
-            .map(|(k, v)| Block {
-                tgid: k.tgid,
-                tid: k.pid,
-                state: STATE_CLASSES
-                    .get(k.state as usize)
-                    .copied()
-                    .unwrap_or(OffState::Other),
-                kernel: resolve(k.kstack, false),
-                user: resolve(k.ustack, true),
-                total_ns: v.total_ns,
-                count: v.count,
-                waker: None,
-                ongoing: false,
-                times: Vec::new(),
-            })
+            .map(|(k, v)| block(&k, &v, &mut resolve))
             .collect();
         let map = self.ebpf.map_mut("stacks").context("no stacks map")?;
         let mut stacks = StackTraceMap::try_from(map)?;
@@ -760,5 +733,30 @@ impl OffcpuSource for Tracer {
             waits: None,
             collection: Collection::Bpf { attach },
         })
+    }
+}
+
+/// The block of key `k` with totals `v`, its stacks resolved: not woken,
+/// not going on, without times (the caller adds what it knows).
+fn block(k: &Key, v: &Value, resolve: &mut impl FnMut(i32, bool) -> Captured) -> Block {
+    Block {
+        tgid: k.tgid,
+        tid: k.pid,
+        state: STATE_CLASSES
+            .get(k.state as usize)
+            .copied()
+            .unwrap_or(OffState::Other),
+        kernel: resolve(k.kstack, false),
+        // A thread asleep since before tracing began has no stacks.
+        user: match k.ustack {
+            ASLEEP_BEFORE => Captured::Absent,
+            id => resolve(id, true),
+        },
+        asleep_before: k.kstack == ASLEEP_BEFORE,
+        total_ns: v.total_ns,
+        count: v.count,
+        waker: None,
+        ongoing: false,
+        times: Vec::new(),
     }
 }
