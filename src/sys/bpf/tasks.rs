@@ -104,7 +104,7 @@ impl Tasks {
             .context("reading the task iterator")?;
         let size = std::mem::size_of::<Task>();
         anyhow::ensure!(
-            self.bytes.len() % size == 0,
+            self.bytes.len().is_multiple_of(size),
             "the task iterator returned {} bytes, not whole records of {size}",
             self.bytes.len()
         );
@@ -195,13 +195,14 @@ mod tests {
         assert!(before.1 <= t.run_delay && t.run_delay <= after.1);
         assert!(before.2 <= t.pcount && t.pcount <= after.2);
         // /proc/PID/stat's CPU time is the same time in clock ticks
-        // (utime + stime scaled to sum_exec_runtime): a tick apart at most,
-        // and the few ticks the process ran between the reads.
+        // (utime + stime scaled to sum_exec_runtime), each of the two cut
+        // to whole ticks: two ticks apart at most, and the few ticks the
+        // process ran between the reads.
         let tick = 1_000_000_000 / crate::sys::procfs::hz();
         let stat_ns = (stat.utime + stat.stime) * tick;
         let ran = after.0 - before.0;
         assert!(
-            stat_ns + tick >= t.sum_exec_runtime && stat_ns <= after.0 + ran + tick,
+            stat_ns + 2 * tick >= t.sum_exec_runtime && stat_ns <= after.0 + ran + tick,
             "stat {stat_ns} ns, iterator {} ns",
             t.sum_exec_runtime
         );
