@@ -387,7 +387,8 @@ fn an_lms_roster_s_learners_get_what_their_answers_earn_and_observe_only_their_o
         &["profile", "-a", "-d", "0.2"],
     ] {
         let (code, out) = run(kdiag_as_learner().args(args));
-        assert!(code == 0, "{args:?}: {out}");
+        // Run, not refused: a profile of sleeping processes has no samples.
+        assert!(code == 0 || out.contains("no samples"), "{args:?}: {out}");
     }
 
     // A classmate's lab folder is never packed as theirs.

@@ -129,14 +129,26 @@ impl Session {
             for (spec, &task) in specs.iter().flat_map(|s| tasks.iter().map(move |t| (s, t))) {
                 let fd = match open_event(spec, task, cpu, inherit) {
                     Ok(fd) => fd,
-                    // A thread that ended since we listed it.
-                    Err(_) if Some(task) != tasks.first().copied() && !alive(task) => continue,
+                    // A thread that ended (or is ending: ESRCH) since we
+                    // listed it: one of a user's processes may end at any
+                    // time.
+                    Err(e)
+                        if task > 0
+                            && (e.is::<crate::error::NoSuchProcess>() || !alive(task)) =>
+                    {
+                        continue;
+                    }
                     Err(e) => return Err(e),
                 };
                 fds.push(fd);
             }
             let mut fds = fds.into_iter();
-            let fd = fds.next().expect("at least one spec");
+            // Every task ended: the one named first is the one missed.
+            let Some(fd) = fds.next() else {
+                return Err(crate::error::NoSuchProcess::one(
+                    tasks.first().copied().unwrap_or(0),
+                ));
+            };
             // The ring must exist before other events can be redirected into it.
             let ring = Ring::map(fd.as_fd(), pages).map_err(|e| map_error(e, pages))?;
             for other in fds {
