@@ -918,7 +918,7 @@ fn a_reopened_finished_lab_picks_the_new_workload() {
         })
         .collect();
     let mut s = State::new(
-        lab_view(&lab, &checks, &shell, ANSWERS, None, Medium::App),
+        lab_view(&lab, &checks, &shell, ANSWERS, Launch::default(), Medium::App),
         &given,
     );
     s.reopen_finished(4242);

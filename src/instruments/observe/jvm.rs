@@ -34,10 +34,13 @@ impl Watch {
     pub fn start(pid: i32) -> Option<Watch> {
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
         let mut args = cmdline.split(|&b| b == 0).map(String::from_utf8_lossy);
-        if !args.next()?.rsplit('/').next().is_some_and(|p| p == "java") {
+        if args.next()?.rsplit('/').next() != Some("java") {
             return None;
         }
-        let xmx = args.filter_map(|a| a.strip_prefix("-Xmx").and_then(size)).last();
+        // The last -Xmx given is the one the JVM takes.
+        let xmx = args
+            .filter_map(|a| a.strip_prefix("-Xmx").and_then(size))
+            .next_back();
         let uid = crate::sys::procfs::real_uid(pid as u32);
         let start = read(pid, uid);
         Some(Watch {
