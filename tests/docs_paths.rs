@@ -2,7 +2,8 @@
 //! no home directory, worktree, build folder or temporary folder of ours
 //! in README.md or docs/ (the binary is `kdiag`; a checkout's relative
 //! `target/release/kdiag` after `cargo build` is an instruction), only the documented
-//! examples (`/home/you`, the perf map `/tmp/perf-PID.map`, kdiag's own
+//! examples (`/home/you`, the perf map `/tmp/perf-PID.map`, a JVM's
+//! `/tmp/hsperfdata_USER/PID`, kdiag's own
 //! `/tmp/kdiag-UID` folders).
 
 use std::path::Path;
@@ -15,7 +16,7 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     // A build folder given as a path of ours (a checkout's own relative
     // `target/release/kdiag`, after `cargo build`, is an instruction).
     ("/target/", &[]),
-    ("/tmp/", &["/tmp/perf-", "/tmp/kdiag-"]),
+    ("/tmp/", &["/tmp/perf-", "/tmp/kdiag-", "/tmp/hsperfdata_"]),
 ];
 
 fn machine_paths(text: &str) -> Vec<String> {
