@@ -232,7 +232,11 @@ impl Watcher {
             let by_cgroup = match self.opts.group_by {
                 GroupBy::Name => false,
                 GroupBy::Cgroup => true,
-                GroupBy::Auto => container_or_unit(&cgroup),
+                // Watching one container, it is the scope already: its
+                // processes by name.
+                GroupBy::Auto => {
+                    !matches!(self.opts.scope, Scope::Container(_)) && container_or_unit(&cgroup)
+                }
             };
             // The last scan's name is moved, not copied, where it stands.
             let name = if by_cgroup { &cgroup } else { &st.comm };
