@@ -459,7 +459,9 @@ fn the_why_is_run_for_the_verdict() {
     // start): from no sooner than the window ended, for its 1.5 s.
     let heading = text
         .lines()
-        .find_map(|l| l.strip_prefix("Why (drill-down, 1.5 s each, taken after the watch window: from "))
+        .find_map(|l| {
+            l.strip_prefix("Why (drill-down, 1.5 s each, taken after the watch window: from ")
+        })
         .unwrap_or_else(|| panic!("{text}"));
     let figures: Vec<f64> = heading
         .split(|c: char| !(c.is_ascii_digit() || c == '.'))

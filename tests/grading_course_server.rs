@@ -316,7 +316,10 @@ fn an_lms_roster_s_learners_get_what_their_answers_earn_and_observe_only_their_o
         doc
     };
     let roster_arg = path("roster.csv");
-    graded_as_earned(&grade(&["--roster", roster_arg.to_str().unwrap()]), &expected);
+    graded_as_earned(
+        &grade(&["--roster", roster_arg.to_str().unwrap()]),
+        &expected,
+    );
     // Without the roster the learner ids still match their seeds here
     // (the server signed for the roster's id).
     let doc = grade(&[]);
@@ -413,7 +416,10 @@ fn recipe(name: &str) -> Vec<Vec<String>> {
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/instructor.md"))
         .unwrap();
     let marker = format!("# recipe: {name}\n");
-    let start = doc.find(&marker).unwrap_or_else(|| panic!("no recipe {name}")) + marker.len();
+    let start = doc
+        .find(&marker)
+        .unwrap_or_else(|| panic!("no recipe {name}"))
+        + marker.len();
     let end = start + doc[start..].find("```").unwrap();
     doc[start..end]
         .lines()
@@ -421,7 +427,10 @@ fn recipe(name: &str) -> Vec<Vec<String>> {
         .filter(|l| !l.is_empty())
         .map(|l| {
             let l = l.strip_prefix("sudo ").unwrap_or(l);
-            assert!(l.starts_with("kdiag "), "a recipe line that is not kdiag: {l}");
+            assert!(
+                l.starts_with("kdiag "),
+                "a recipe line that is not kdiag: {l}"
+            );
             l.split_whitespace().skip(1).map(String::from).collect()
         })
         .collect()

@@ -115,7 +115,14 @@ fn demo() -> State {
     let (lab, checks) = lab::load(&Source::default(), "0-demo").unwrap();
     let shell = |_: usize| Vec::new();
     State::new(
-        lab_view(&lab, &checks, &shell, ANSWERS, Launch::default(), Medium::App),
+        lab_view(
+            &lab,
+            &checks,
+            &shell,
+            ANSWERS,
+            Launch::default(),
+            Medium::App,
+        ),
         &[],
     )
 }
@@ -802,7 +809,14 @@ fn every_line_of_every_step_text_shows_when_paged() {
         for name in &labs {
             let (lab, checks) = lab::load(&Source::default(), name).unwrap();
             let shell = |_: usize| Vec::new();
-            let view = lab_view(&lab, &checks, &shell, ANSWERS, Launch::default(), Medium::App);
+            let view = lab_view(
+                &lab,
+                &checks,
+                &shell,
+                ANSWERS,
+                Launch::default(),
+                Medium::App,
+            );
             let mut s = State::new(view, &[]);
             let mut d = Recorded::new();
             press(&mut s, &mut d, &[Key::Esc]);
@@ -918,7 +932,14 @@ fn a_reopened_finished_lab_picks_the_new_workload() {
         })
         .collect();
     let mut s = State::new(
-        lab_view(&lab, &checks, &shell, ANSWERS, Launch::default(), Medium::App),
+        lab_view(
+            &lab,
+            &checks,
+            &shell,
+            ANSWERS,
+            Launch::default(),
+            Medium::App,
+        ),
         &given,
     );
     s.reopen_finished(4242);

@@ -691,7 +691,9 @@ fn a_unit_throttled_by_its_quota_is_one_group_and_cpu_quota() {
             .unwrap(),
     );
     let verdict = |text: &str| -> Option<(String, String)> {
-        let l = text.lines().find(|l| l.starts_with("kdiag_verdict{") && l.ends_with(" 1"))?;
+        let l = text
+            .lines()
+            .find(|l| l.starts_with("kdiag_verdict{") && l.ends_with(" 1"))?;
         let label = |name: &str| {
             let v = l.split_once(&format!("{name}=\""))?.1;
             Some(v.split_once('"')?.0.to_string())

@@ -12,7 +12,9 @@ use std::collections::HashMap;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::watch::{Guard, OwnCg, log_lines, receiver, turns_storage_bound, watch_cgroups, within};
+use common::watch::{
+    Guard, OwnCg, log_lines, receiver, turns_storage_bound, watch_cgroups, within,
+};
 use common::{kdiag, require_root};
 use serde_json::Value;
 

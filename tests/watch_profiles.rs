@@ -55,7 +55,11 @@ fn otlp_profiles(req: &Value) -> Vec<(HashMap<String, String>, String, Vec<Strin
         table("function_table"),
     );
     let mut out = Vec::new();
-    for rp in r["resource_profiles"].as_array().cloned().unwrap_or_default() {
+    for rp in r["resource_profiles"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+    {
         let attrs: HashMap<String, String> = rp["resource"]["attributes"]
             .as_array()
             .cloned()
@@ -75,7 +79,11 @@ fn otlp_profiles(req: &Value) -> Vec<(HashMap<String, String>, String, Vec<Strin
             let mut names = Vec::new();
             for s in p["samples"].as_array().cloned().unwrap_or_default() {
                 let stack = &stacks[index(&s, "stack_index")];
-                for l in stack["location_indices"].as_array().cloned().unwrap_or_default() {
+                for l in stack["location_indices"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+                {
                     let loc = &locations[l.as_u64().unwrap() as usize];
                     for line in loc["lines"].as_array().cloned().unwrap_or_default() {
                         let f = &fns[index(&line, "function_index")];
@@ -140,15 +148,22 @@ fn a_busy_programs_functions_arrive_in_pyroscope_and_as_otlp_profiles_with_its_l
             .find(|s| functions(s).iter().any(|f| f == "push_spin"))
             .cloned()
     });
-    let off = within(Duration::from_secs(30), "nanosleep off-CPU in Pyroscope", || {
-        pyro.extend(pyro_rx.try_iter());
-        pyroscope_series(&pyro, "offcpu", &comm)
-            .into_iter()
-            .find(|s| functions(s).iter().any(|f| f.contains("nanosleep")))
-            .cloned()
-    });
+    let off = within(
+        Duration::from_secs(30),
+        "nanosleep off-CPU in Pyroscope",
+        || {
+            pyro.extend(pyro_rx.try_iter());
+            pyroscope_series(&pyro, "offcpu", &comm)
+                .into_iter()
+                .find(|s| functions(s).iter().any(|f| f.contains("nanosleep")))
+                .cloned()
+        },
+    );
     let errors: Vec<_> = pyro.iter().filter(|r| r.get("error").is_some()).collect();
-    assert!(errors.is_empty(), "Pyroscope's receiver refused: {errors:#?}");
+    assert!(
+        errors.is_empty(),
+        "Pyroscope's receiver refused: {errors:#?}"
+    );
     for s in [&cpu, &off] {
         let l = &s["labels"];
         assert_eq!(l["container_id"], id[..12], "{s:#}");
@@ -173,17 +188,21 @@ fn a_busy_programs_functions_arrive_in_pyroscope_and_as_otlp_profiles_with_its_l
 
     // OTLP profiles: the same functions, the resource saying whose.
     let mut otel: Vec<Value> = Vec::new();
-    let found = within(Duration::from_secs(30), "push_spin as OTLP profiles", || {
-        otel.extend(otel_rx.try_iter());
-        let profiles: Vec<_> = otel.iter().flat_map(otlp_profiles).collect();
-        let cpu = profiles
-            .iter()
-            .find(|(_, kind, names)| kind == "samples" && names.iter().any(|n| n == "push_spin"))?;
-        let off = profiles.iter().find(|(_, kind, names)| {
-            kind == "off_cpu" && names.iter().any(|n| n.contains("nanosleep"))
-        })?;
-        Some((cpu.clone(), off.clone()))
-    });
+    let found = within(
+        Duration::from_secs(30),
+        "push_spin as OTLP profiles",
+        || {
+            otel.extend(otel_rx.try_iter());
+            let profiles: Vec<_> = otel.iter().flat_map(otlp_profiles).collect();
+            let cpu = profiles.iter().find(|(_, kind, names)| {
+                kind == "samples" && names.iter().any(|n| n == "push_spin")
+            })?;
+            let off = profiles.iter().find(|(_, kind, names)| {
+                kind == "off_cpu" && names.iter().any(|n| n.contains("nanosleep"))
+            })?;
+            Some((cpu.clone(), off.clone()))
+        },
+    );
     let errors: Vec<_> = otel.iter().filter(|r| r.get("error").is_some()).collect();
     assert!(errors.is_empty(), "the OTLP receiver refused: {errors:#?}");
     for (attrs, _, _) in [&found.0, &found.1] {
@@ -287,16 +306,20 @@ fn a_pyroscope_down_for_a_minute_costs_watch_no_memory() {
     let Some((_pyro, _, requests)) = receiver(TEST, "pyroscope_receiver.py", Some(port)) else {
         return;
     };
-    within(Duration::from_secs(30), "a push after the receiver is back", || {
-        requests.try_iter().next()
-    });
+    within(
+        Duration::from_secs(30),
+        "a push after the receiver is back",
+        || requests.try_iter().next(),
+    );
     let mut lines: Vec<String> = Vec::new();
     let back = within(Duration::from_secs(10), "the log saying so", || {
         lines.extend(log.try_iter());
         lines.iter().find(|l| l.contains("works again")).cloned()
     });
     assert!(
-        lines.iter().any(|l| l.contains("Pyroscope push") && l.contains("failed")),
+        lines
+            .iter()
+            .any(|l| l.contains("Pyroscope push") && l.contains("failed")),
         "{lines:#?}"
     );
     let dropped: u64 = back

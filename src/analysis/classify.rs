@@ -164,8 +164,7 @@ fn dominant(o: &Observation, b: &Budget) -> (Class, Confidence, Cause) {
         s => s,
     };
     let multiplexed = crate::analysis::locks::multiplexed(o);
-    let serialized =
-        state == OnCpu && multiplexed && b.working_share(Lock) >= MULTIPLEXED_LOCK;
+    let serialized = state == OnCpu && multiplexed && b.working_share(Lock) >= MULTIPLEXED_LOCK;
     let state = if serialized { Lock } else { state };
     let share = b.working_share(state);
     let runner_up = working

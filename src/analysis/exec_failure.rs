@@ -83,7 +83,11 @@ impl Finding {
 
     /// Killed by the OOM killer (its kernel function sent the signal).
     pub fn oom_killed(&self) -> bool {
-        self.family == Family::Killed && self.sender.as_deref().is_some_and(|s| s.contains("oom_kill"))
+        self.family == Family::Killed
+            && self
+                .sender
+                .as_deref()
+                .is_some_and(|s| s.contains("oom_kill"))
     }
 }
 
@@ -535,14 +539,23 @@ mod tests {
                 3,
                 9,
                 0,
-                &["__send_signal_locked", "do_send_sig_info", "__oom_kill_process", "oom_kill_process"],
+                &[
+                    "__send_signal_locked",
+                    "do_send_sig_info",
+                    "__oom_kill_process",
+                    "oom_kill_process",
+                ],
             ),
             end(7, 4, 9),
         ];
         let f = explain(&events, &[]);
         assert_eq!(f[0].family, Family::Killed);
         assert!(f[0].oom_killed() && !f[0].is_problem(), "{:?}", f[0]);
-        assert!(f[0].text.contains("sent by the OOM killer"), "{}", f[0].text);
+        assert!(
+            f[0].text.contains("sent by the OOM killer"),
+            "{}",
+            f[0].text
+        );
         // Killed by another process, it still is one.
         let events = [
             exec(7, 1, "./grow", 0),

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 
 use crate::model::diagnosis::Observation;
 use crate::model::drill::{Runtime, UnnamedFrames};
-use crate::model::verdict::GcAtLimit;
 use crate::model::profile::{Frame, Profile};
+use crate::model::verdict::GcAtLimit;
 
 /// How a runtime shows in a stack.
 pub struct Pattern {

@@ -211,7 +211,8 @@ mod tests {
             threads: 2,
             processes: 1,
         };
-        let (secs, working, verdict) = judge(&i, &[sample('S', "nanosleep", "", 3)], Limits::default());
+        let (secs, working, verdict) =
+            judge(&i, &[sample('S', "nanosleep", "", 3)], Limits::default());
         assert_eq!(verdict, Class::Cpu);
         assert_eq!(secs[0], 9.0);
         assert_eq!(secs[1], 0.5);

@@ -239,4 +239,3 @@ fn report_format(f: Format) -> report::Format {
         Format::Prairielearn => report::Format::Prairielearn,
     }
 }
-

@@ -147,7 +147,10 @@ pub fn run(req: &Request, interrupt: &Interrupt) -> anyhow::Result<DiagnoseRun> 
         }
     };
     // The drill-downs run after the window: when, from its end.
-    let window_ended = (observed.as_ref().map_or(0.0, |o| o.window_s), Instant::now());
+    let window_ended = (
+        observed.as_ref().map_or(0.0, |o| o.window_s),
+        Instant::now(),
+    );
     // The drill-down needs the target running: a command is stopped after.
     let verdict = observed
         .as_ref()

@@ -14,7 +14,11 @@ pub const PORT: u16 = 4318;
 
 /// `--otlp`'s value parser.
 pub fn endpoint(url: &str) -> Result<Endpoint, String> {
-    sender::endpoint(url, PORT, "http://127.0.0.1:4318 (a collector's OTLP/HTTP address)")
+    sender::endpoint(
+        url,
+        PORT,
+        "http://127.0.0.1:4318 (a collector's OTLP/HTTP address)",
+    )
 }
 
 /// A few scans' requests wait at most: the sums are cumulative, so the
@@ -54,8 +58,10 @@ impl Exporter {
         self.sender
             .send(request("/v1/metrics", otlp::metrics(s, &self.source, now)));
         if !events.is_empty() {
-            self.sender
-                .send(request("/v1/logs", otlp::logs(events, s, &self.source, now)));
+            self.sender.send(request(
+                "/v1/logs",
+                otlp::logs(events, s, &self.source, now),
+            ));
         }
     }
 }

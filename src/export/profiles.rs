@@ -28,7 +28,11 @@ pub const PYROSCOPE_PORT: u16 = 4040;
 
 /// `--pyroscope`'s value parser.
 pub fn pyroscope_endpoint(url: &str) -> Result<Endpoint, String> {
-    sender::endpoint(url, PYROSCOPE_PORT, "http://127.0.0.1:4040 (Pyroscope's address)")
+    sender::endpoint(
+        url,
+        PYROSCOPE_PORT,
+        "http://127.0.0.1:4040 (Pyroscope's address)",
+    )
 }
 
 /// A few windows wait at most while a receiver is slow or down.
@@ -79,7 +83,9 @@ impl Pusher {
                 let started = (|| {
                     let (profiler, note) = continuous::open(continuous::Options { hz: s.hz, pid })?;
                     let start = |what, to: &Option<Endpoint>| {
-                        to.clone().map(|to| Sender::start(what, to, LIMITS)).transpose()
+                        to.clone()
+                            .map(|to| Sender::start(what, to, LIMITS))
+                            .transpose()
                     };
                     let pyro = start("Pyroscope push", &s.pyroscope)?;
                     let otlp = start("OTLP profiles export", &s.otlp)?;
@@ -227,7 +233,10 @@ fn whose(pid: u32, comm: &str) -> Whose {
     };
     let mut labels = vec![(SERVICE, name)];
     let cgroup = p.cgroup.filter(|_| !p.kernel);
-    if let Some(r) = cgroup.as_deref().and_then(crate::analysis::runs_as::runs_as) {
+    if let Some(r) = cgroup
+        .as_deref()
+        .and_then(crate::analysis::runs_as::runs_as)
+    {
         if r.what.ends_with("container") {
             labels.push((CONTAINER_ID, r.name));
         } else if r.what == "systemd service" {

@@ -146,7 +146,9 @@ impl Drop for Sender {
     /// ones still waiting, and the retries, are given up.
     fn drop(&mut self) {
         let (lock, ready) = &*self.shared;
-        lock.lock().expect("the sender never panics holding it").closed = true;
+        lock.lock()
+            .expect("the sender never panics holding it")
+            .closed = true;
         ready.notify_all();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
@@ -310,7 +312,11 @@ mod tests {
         }
         {
             let q = s.shared.0.lock().unwrap();
-            assert!(q.waiting.len() <= 3 && q.bytes <= 1000, "{}", q.waiting.len());
+            assert!(
+                q.waiting.len() <= 3 && q.bytes <= 1000,
+                "{}",
+                q.waiting.len()
+            );
             // The newest is kept.
             assert_eq!(q.waiting.back().unwrap().body[0], 19);
         }

@@ -100,7 +100,12 @@ pub fn junit(checks: &CheckFile, max: f64, class: &Class) -> String {
     let subjects: Vec<(Subject, Vec<CheckResult>)> = class
         .graded
         .iter()
-        .map(|g| (subject(checks, g, &class.suspicious), results_or_error(g, max)))
+        .map(|g| {
+            (
+                subject(checks, g, &class.suspicious),
+                results_or_error(g, max),
+            )
+        })
         .collect();
     let suites: Vec<Suite> = class
         .graded

@@ -367,7 +367,11 @@ pub enum Finding {
     /// pids.max on one of its cgroups.
     PidsLimit { cgroup: Cgroup, limit: PidsLimit },
     /// A JVM's collector and heap over the window.
-    JvmHeap { heap: JvmHeap, cpu_s: f64, window_s: f64 },
+    JvmHeap {
+        heap: JvmHeap,
+        cpu_s: f64,
+        window_s: f64,
+    },
     /// Who it runs as, from its cgroup's path.
     RunsAs {
         /// "Docker container", "systemd service", ...

@@ -630,7 +630,6 @@ fn stopped_by(s: Option<&Stopped>) -> String {
     }
 }
 
-
 fn kernel_thread(k: &KernelThread) -> String {
     let mut line = format!("Kernel thread ({}): {}", k.kind, k.what);
     if !k.drivers.is_empty() {
@@ -790,4 +789,3 @@ mod classify_tests;
 #[cfg(test)]
 #[path = "verdict_limits_tests.rs"]
 mod limits_tests;
-

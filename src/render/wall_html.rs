@@ -93,7 +93,10 @@ pub fn section(wall: &Wall) -> anyhow::Result<String> {
     for s in &data.stacks {
         by_kind[s.k] += s.ns;
     }
-    let most = (0..by_kind.len()).rev().max_by_key(|&k| by_kind[k]).unwrap_or(0);
+    let most = (0..by_kind.len())
+        .rev()
+        .max_by_key(|&k| by_kind[k])
+        .unwrap_or(0);
     let kinds: String = TimeKind::ALL
         .iter()
         .enumerate()
@@ -282,10 +285,20 @@ mod tests {
             stacks: Vec::new(),
             modules: Vec::new(),
         };
-        let mut w = plain("PID 1".into(), merged, 1e9 as u64, 2e7 as u64, 99, OffcpuFrom::Bpf);
+        let mut w = plain(
+            "PID 1".into(),
+            merged,
+            1e9 as u64,
+            2e7 as u64,
+            99,
+            OffcpuFrom::Bpf,
+        );
         w.stacks = stacks;
         let html = section(&w).unwrap();
-        let selected: Vec<&str> = html.match_indices("<option selected>").map(|(i, _)| &html[i..]).collect();
+        let selected: Vec<&str> = html
+            .match_indices("<option selected>")
+            .map(|(i, _)| &html[i..])
+            .collect();
         assert_eq!(selected.len(), 1, "{html}");
         let after = &selected[0]["<option selected>".len()..];
         after[..after.find('<').unwrap()].to_string()
@@ -300,7 +313,10 @@ mod tests {
             stack(TimeKind::RunQueue, 140),
         ];
         assert_eq!(opens_on(waits), "wait");
-        assert_eq!(opens_on(vec![stack(TimeKind::OnCpu, 9), stack(TimeKind::Lock, 3)]), "on-cpu");
+        assert_eq!(
+            opens_on(vec![stack(TimeKind::OnCpu, 9), stack(TimeKind::Lock, 3)]),
+            "on-cpu"
+        );
         assert_eq!(opens_on(Vec::new()), "on-cpu");
     }
 }

@@ -100,11 +100,19 @@ fn parse(b: &[u8]) -> Counters {
     let at = |i: usize, n: usize| b.get(i..i + n);
     let u32_at = |i: usize| {
         let x: [u8; 4] = at(i, 4)?.try_into().ok()?;
-        Some(if little { u32::from_le_bytes(x) } else { u32::from_be_bytes(x) } as usize)
+        Some(if little {
+            u32::from_le_bytes(x)
+        } else {
+            u32::from_be_bytes(x)
+        } as usize)
     };
     let i64_at = |i: usize| {
         let x: [u8; 8] = at(i, 8)?.try_into().ok()?;
-        Some(if little { i64::from_le_bytes(x) } else { i64::from_be_bytes(x) })
+        Some(if little {
+            i64::from_le_bytes(x)
+        } else {
+            i64::from_be_bytes(x)
+        })
     };
     let (Some(mut entry), Some(n)) = (u32_at(24), u32_at(28)) else {
         return out;
@@ -234,10 +242,19 @@ mod tests {
 
     #[test]
     fn the_window_of_a_collecting_jvm() {
-        let (a, b) = (gc(1_000_000_000, 100, 1 << 20), gc(5_400_000_000, 540, 41 << 20));
-        assert_eq!(b.get("sun.gc.collector.1.name"), Some(&Value::Text("MSC".into())));
+        let (a, b) = (
+            gc(1_000_000_000, 100, 1 << 20),
+            gc(5_400_000_000, 540, 41 << 20),
+        );
+        assert_eq!(
+            b.get("sun.gc.collector.1.name"),
+            Some(&Value::Text("MSC".into()))
+        );
         let h = heap(&a, &b, Some(64 << 20));
-        assert_eq!((h.max_bytes, h.old_max, h.old_used), (64 << 20, 42 << 20, 41 << 20));
+        assert_eq!(
+            (h.max_bytes, h.old_max, h.old_used),
+            (64 << 20, 42 << 20, 41 << 20)
+        );
         assert_eq!((h.full, h.collections), (440, 1320));
         assert!((h.gc_s - 4.84).abs() < 1e-9, "{}", h.gc_s);
         assert_eq!(h.collectors, ["Copy", "MSC"]);

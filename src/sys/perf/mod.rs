@@ -133,8 +133,7 @@ impl Session {
                     // listed it: one of a user's processes may end at any
                     // time.
                     Err(e)
-                        if task > 0
-                            && (e.is::<crate::error::NoSuchProcess>() || !alive(task)) =>
+                        if task > 0 && (e.is::<crate::error::NoSuchProcess>() || !alive(task)) =>
                     {
                         continue;
                     }
