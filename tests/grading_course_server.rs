@@ -93,6 +93,16 @@ fn accounts() -> Vec<(u32, u32, String)> {
         .collect()
 }
 
+/// The 20 learners: kdiag-learner, then 19 of `accounts`; None where the
+/// learner is missing (skipped, or failed under CI=true).
+fn class_of_twenty(test: &str) -> Option<Vec<(u32, u32, String)>> {
+    let (uid, gid) = learner(test)?;
+    let mut people = vec![(uid, gid, LEARNER.to_string())];
+    people.extend(accounts());
+    assert_eq!(people.len(), 20, "{people:?}");
+    Some(people)
+}
+
 /// kdiag for learner `n` of `accounts` (0: kdiag-learner through sudo).
 fn as_learner(who: &(u32, u32, String), real_sudo: bool) -> Command {
     if real_sudo {
@@ -273,12 +283,10 @@ fn graded_as_earned(doc: &serde_json::Value, expected: &BTreeMap<String, i64>) {
 
 #[test]
 fn an_lms_roster_s_learners_get_what_their_answers_earn_and_observe_only_their_own() {
-    let Some((uid, gid)) = learner("an_lms_roster_s_learners_get_what_their_answers_earn") else {
+    let Some(people) = class_of_twenty("an_lms_roster_s_learners_get_what_their_answers_earn")
+    else {
         return;
     };
-    let mut people = vec![(uid, gid, LEARNER.to_string())];
-    people.extend(accounts());
-    assert_eq!(people.len(), 20, "{people:?}");
     let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let _installed = Installed(people.iter().map(|p| p.0).collect());
     let d = tempfile::tempdir().unwrap();
@@ -438,12 +446,9 @@ fn recipe(name: &str) -> Vec<Vec<String>> {
 
 #[test]
 fn the_docs_course_server_serves_twenty_learners_without_sudo() {
-    let Some((uid, gid)) = learner("the_docs_course_server_serves_twenty_learners") else {
+    let Some(people) = class_of_twenty("the_docs_course_server_serves_twenty_learners") else {
         return;
     };
-    let mut people = vec![(uid, gid, LEARNER.to_string())];
-    people.extend(accounts());
-    assert_eq!(people.len(), 20, "{people:?}");
     let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let _installed = Installed(people.iter().map(|p| p.0).collect());
     let d = tempfile::tempdir().unwrap();
