@@ -614,7 +614,8 @@ fn commands_only_wire() {
         "faults.rs",
         "grade.rs",
         "iosnoop.rs",
-        "lab.rs",
+        "lab/mod.rs",
+        "lab/session.rs",
         "offcpu.rs",
         "profile.rs",
         "ps.rs",
@@ -624,8 +625,9 @@ fn commands_only_wire() {
         "watch/config.rs",
         "watch/mod.rs",
     ];
-    // Still long: the lab's seed, status and submit rules (lab/).
-    const LONG: &[&str] = &["lab.rs"];
+    // Still long: none; a file that grows past the cap joins this list
+    // only with a reason.
+    const LONG: &[&str] = &[];
     let commands = src_dir().join("commands");
     let mut files = Vec::new();
     rust_files(&commands, &mut files);

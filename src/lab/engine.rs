@@ -2,7 +2,7 @@
 //! learner's seed, knows which step they are at, checks a step's answers
 //! (graded checks against the seed's truth, live checks against the
 //! running workload), and keeps the lab's progress notes. The line-based
-//! front end (commands/lab.rs) and a TUI drive it the same way.
+//! front end and the TUI (commands/lab/session.rs) drive it the same way.
 //!
 //! Resuming keeps every answer: a step is done when its checks pass now,
 //! so answers accepted before still pass (same seed, same truth) and only

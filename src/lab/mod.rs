@@ -3,7 +3,7 @@
 //! the same way instead), the learner's state (`state.rs`: answers and
 //! progress per user), the one seed rule (`seed.rs`), what an attempt
 //! is (`attempts.rs`), the engine that drives a run (`engine.rs`, UI-free:
-//! the line-based front end is commands/lab.rs, and a TUI can share it),
+//! commands/lab/session.rs drives it in the app or line by line),
 //! a step's text for the app or for `--plain` (`medium.rs`),
 //! self-contained submissions (`submission.rs`, `tar.rs`) and reference
 //! solutions (`solution.rs`). grade/ checks the answers.
@@ -17,6 +17,7 @@ pub mod seed;
 pub mod solution;
 pub mod state;
 pub mod submission;
+pub mod submit;
 pub mod tar;
 pub mod workload;
 
@@ -193,6 +194,33 @@ fn check_inputs(lab: &Lab, checks: &CheckFile) -> anyhow::Result<()> {
 pub fn facts(lab: &Lab, seed: &Token) -> anyhow::Result<Facts> {
     let truth = crate::workloads::truth(&lab.workload, seed.as_str(), &lab.workload_args)?;
     Ok(Facts::from_truth(seed, &truth))
+}
+
+/// Where a learner stands in a lab: the score its folder earns now and
+/// what that makes it ("done", "in progress", "not started"). From the
+/// score, not the app's progress notes: a lab whose evidence was replaced
+/// since is no longer done.
+pub fn standing(
+    lab: &Lab,
+    checks: &CheckFile,
+    dir: &state::LabDir,
+) -> anyhow::Result<(f64, f64, &'static str)> {
+    let answers = crate::grade::answers::Answers::load(&dir.answers()).unwrap_or_default();
+    let facts = facts(lab, &seed::choose(None, Some(dir))?.token)?;
+    let evidence = crate::grade::Evidence::Dir {
+        base: dir.path.clone(),
+        confined: false,
+    };
+    let results = crate::grade::evaluate(&checks.checks, &answers, &facts, &evidence, None);
+    let (got, max) = crate::grade::totals(&results);
+    let status = if max > 0.0 && got >= max {
+        "done"
+    } else if !answers.keys().is_empty() {
+        "in progress"
+    } else {
+        "not started"
+    };
+    Ok((got, max, status))
 }
 
 #[derive(Debug, Deserialize)]

@@ -5,7 +5,7 @@
 //! draws it, `panels/` one file per instrument panel, `markdown.rs` the
 //! step texts, `app.rs` the threads and the loop, `plain.rs` the same lab
 //! one command a line. The lab engine stays outside: the front end in
-//! commands/lab.rs hands it in as a `Driver`.
+//! commands/lab/session.rs hands it in as a `Driver`.
 
 pub mod app;
 pub mod collect;
