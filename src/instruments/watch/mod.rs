@@ -16,7 +16,8 @@ pub mod container;
 mod proc;
 pub mod source;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::path::PathBuf;
 
 use crate::instruments::observe::limits::CpuCounters;
@@ -90,12 +91,22 @@ pub fn open(ask: Ask) -> anyhow::Result<(Box<dyn CounterSource>, Option<Fallback
     )
 }
 
-/// A process's counters at the last scan.
+/// A process seen by the scans, and its counters at the last.
 struct Proc {
     start: u64,
     group: String,
-    /// Its cgroup (`pressure::cgroup_of`), read when first seen.
+    /// Its cgroup (`pressure::cgroup_of`), read when first seen, and
+    /// whether it is its group.
     cgroup: String,
+    by_cgroup: bool,
+    /// The last scan that saw it.
+    seen: u64,
+    last: Option<Totals>,
+}
+
+/// A process's counters at a scan.
+#[derive(Clone, Copy, Default)]
+struct Totals {
     cpu_ns: u64,
     major: u64,
     read: u64,
@@ -210,76 +221,94 @@ impl Watcher {
         let pids = self.pids()?;
         self.source
             .read(pids.as_deref(), &mut self.reader, &mut self.counters)?;
-        let mut procs = HashMap::with_capacity(self.counters.len());
         for g in self.groups.values_mut() {
             g.pids.clear();
             g.activity.clear();
             (g.cgroup, g.mixed) = (None, false);
         }
+        let scan = self.scans;
         for st in &self.counters {
             let pid = st.pid;
-            let mut cached = self
-                .procs
-                .remove(&pid)
-                .filter(|p| p.start == st.start_ticks);
-            // By name, the name now: a process that execs (a shell that
-            // becomes the workload) changes group. A cgroup is read once.
-            let cgroup = match cached.as_mut() {
-                Some(p) => std::mem::take(&mut p.cgroup),
-                None => std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
-                    .map_or_else(|_| "/".to_string(), |t| pressure::cgroup_of(&t)),
-            };
-            let by_cgroup = match self.opts.group_by {
-                GroupBy::Name => false,
-                GroupBy::Cgroup => true,
-                // Watching one container, it is the scope already: its
-                // processes by name.
-                GroupBy::Auto => {
-                    !matches!(self.opts.scope, Scope::Container(_)) && container_or_unit(&cgroup)
+            // Updated in place, not moved to a new table each scan: a
+            // process seen before costs one lookup and no allocation.
+            let p = match self.procs.entry(pid) {
+                Entry::Occupied(e) if e.get().start == st.start_ticks => e.into_mut(),
+                e => {
+                    // A cgroup is read once, when the process is first seen.
+                    let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+                        .map_or_else(|_| "/".to_string(), |t| pressure::cgroup_of(&t));
+                    let by_cgroup = match self.opts.group_by {
+                        GroupBy::Name => false,
+                        GroupBy::Cgroup => true,
+                        // Watching one container, it is the scope already:
+                        // its processes by name.
+                        GroupBy::Auto => {
+                            !matches!(self.opts.scope, Scope::Container(_))
+                                && container_or_unit(&cgroup)
+                        }
+                    };
+                    let group = if by_cgroup {
+                        cgroup.clone()
+                    } else {
+                        st.comm.clone()
+                    };
+                    let new = Proc {
+                        start: st.start_ticks,
+                        group,
+                        cgroup,
+                        by_cgroup,
+                        seen: 0,
+                        last: None,
+                    };
+                    match e {
+                        Entry::Occupied(mut e) => {
+                            e.insert(new);
+                            e.into_mut()
+                        }
+                        Entry::Vacant(e) => e.insert(new),
+                    }
                 }
             };
-            // The last scan's name is moved, not copied, where it stands.
-            let name = if by_cgroup { &cgroup } else { &st.comm };
-            let group = match cached.as_mut() {
-                Some(p) if &p.group == name => std::mem::take(&mut p.group),
-                _ => name.clone(),
-            };
-            let now = Proc {
-                start: st.start_ticks,
-                group,
-                cgroup,
+            p.seen = scan;
+            // By name, the name now: a process that execs (a shell that
+            // becomes the workload) changes group.
+            if !p.by_cgroup && p.group != st.comm {
+                p.group.clone_from(&st.comm);
+            }
+            let now = Totals {
                 cpu_ns: st.cpu_ns,
                 major: st.major_faults,
                 read: st.read_bytes,
                 write: st.write_bytes,
                 run_delay_ns: st.run_delay_ns,
             };
+            let base = p.last.replace(now);
             // Looked up before it is inserted: no key to copy per process.
-            if !self.groups.contains_key(&now.group) {
+            if !self.groups.contains_key(&p.group) {
                 let acc = GroupAcc {
                     total: Group {
-                        name: now.group.clone(),
+                        name: p.group.clone(),
                         ..Group::default()
                     },
                     ..GroupAcc::default()
                 };
-                self.groups.insert(now.group.clone(), acc);
+                self.groups.insert(p.group.clone(), acc);
             }
-            let g = self.groups.get_mut(&now.group).expect("inserted above");
-            g.seen_scan = self.scans;
-            g.is_cgroup = by_cgroup;
+            let g = self.groups.get_mut(&p.group).expect("inserted above");
+            g.seen_scan = scan;
+            g.is_cgroup = p.by_cgroup;
             if g.pids.is_empty() {
-                g.cgroup = Some(now.cgroup.clone());
-            } else if g.cgroup.as_ref() != Some(&now.cgroup) {
+                g.cgroup = Some(p.cgroup.clone());
+            } else if g.cgroup.as_ref() != Some(&p.cgroup) {
                 g.mixed = true;
             }
             g.pids.push((pid, st.threads));
             if let Some(dt) = dt {
                 // A process new since the last scan counts from its start.
-                let (base, lived) = match &cached {
-                    Some(p) => (p, dt),
+                let (base, lived) = match base {
+                    Some(b) => (b, dt),
                     None => (
-                        &ZERO,
+                        Totals::default(),
                         (uptime - st.start_ticks as f64 / self.hz).clamp(0.0, dt),
                     ),
                 };
@@ -297,11 +326,13 @@ impl Watcher {
                 g.read += now.read.saturating_sub(base.read);
                 g.write += now.write.saturating_sub(base.write);
             }
-            procs.insert(pid, now);
         }
-        self.procs = procs;
-        let live: HashSet<(i32, i32)> = self.procs.keys().map(|&p| (p, p)).collect();
-        self.reader.forget_except(&live);
+        self.procs.retain(|_, p| p.seen == scan);
+        // The files kept open of processes gone, and of threads other
+        // than a main one (the sampler reopens them).
+        let procs = &self.procs;
+        self.reader
+            .retain(|pid, tid| (tid == 0 || tid == pid) && procs.contains_key(&pid));
         let scans = self.scans;
         self.groups
             .retain(|_, g| scans - g.seen_scan < FORGET_AFTER_SCANS);
@@ -546,14 +577,3 @@ fn container_or_unit(path: &str) -> bool {
     crate::analysis::runs_as::runs_as(path)
         .is_some_and(|r| !matches!(r.what, "login session" | "user manager of UID"))
 }
-
-static ZERO: Proc = Proc {
-    start: 0,
-    group: String::new(),
-    cgroup: String::new(),
-    cpu_ns: 0,
-    major: 0,
-    read: 0,
-    write: 0,
-    run_delay_ns: 0,
-};

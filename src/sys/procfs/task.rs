@@ -194,13 +194,19 @@ impl TaskReader {
     /// files are kept while any thread of theirs is).
     pub fn forget_except(&mut self, live: &std::collections::HashSet<(i32, i32)>) {
         let pids: std::collections::HashSet<i32> = live.iter().map(|k| k.0).collect();
-        self.kept.retain(|k, _| {
-            if k.1 == 0 {
-                pids.contains(&k.0)
+        self.retain(|pid, tid| {
+            if tid == 0 {
+                pids.contains(&pid)
             } else {
-                live.contains(&(k.0, k.1))
+                live.contains(&(pid, tid))
             }
         });
+    }
+
+    /// Close the kept files of the (pid, tid) for which `keep` is false
+    /// (tid 0: a whole process's file).
+    pub fn retain(&mut self, keep: impl Fn(i32, i32) -> bool) {
+        self.kept.retain(|k, _| keep(k.0, k.1));
     }
 
     /// /proc/PID/stat (tid None: the whole process, its threads' CPU and
