@@ -349,7 +349,10 @@ fn an_lms_roster_s_learners_get_what_their_answers_earn_and_observe_only_their_o
         &["execsnoop", "-u", "root", "-d", "0.1"],
         "-u names another user",
     );
-    refused(&["iosnoop", "-d", "0.1"], "iosnoop without -p");
+    refused(
+        &["iosnoop", "--tier", "perf", "-d", "0.1"],
+        "the perf tier traces every user's",
+    );
     refused(
         &["profile", "-p", init, "-d", "0.1"],
         "PID 1 is root's, not yours",

@@ -174,6 +174,8 @@ fn a_learner_diagnoses_their_own_process_and_is_refused_anothers() {
         vec!["offcpu", "-p", &theirs.pid(), "-d", "1"],
         vec!["profile", "-p", &theirs.pid(), "-d", "1"],
         vec!["iosnoop", "-p", &theirs.pid(), "-d", "1"],
+        vec!["faults", "-p", &theirs.pid(), "-d", "1"],
+        vec!["exec-trace", "-p", &theirs.pid()],
     ] {
         let out = service.kdiag_as(learner, &args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
@@ -188,10 +190,13 @@ fn a_learner_diagnoses_their_own_process_and_is_refused_anothers() {
             stdout(&out)
         );
     }
-    // iosnoop without a process of theirs (its BPF program does not filter
-    // by user yet), or starting a command as root elsewhere.
+    // iosnoop's perf tier (it cannot filter by user), or starting a
+    // command as root elsewhere.
     for (args, says) in [
-        (vec!["iosnoop", "-d", "1"], "trace every user's"),
+        (
+            vec!["iosnoop", "--tier", "perf", "-d", "1"],
+            "traces every user's",
+        ),
         (
             vec!["diagnose", "-d", "1", "--", "true"],
             "does not start them",
@@ -734,29 +739,68 @@ fn the_units_verify_and_socket_activation_serves() {
 /// A's programs are named `MINE` (an escape sequence in its comm) and
 /// exec /bin/true with `MINE_ARG` and raw escapes; B's are named
 /// `THEIRS` and exec /bin/true with SECRET. Each user has a process that
-/// spins (for the samplers) and one that execs and sleeps (for the exec
-/// tracers and offcpu).
+/// spins (for the samplers), one that execs and sleeps (for the exec
+/// tracers and offcpu) and one that writes to the disk with O_DIRECT as
+/// `MINE_IO` or `THEIRS_IO` (dd, for iosnoop: the folder is on a disk).
 const MINE: &str = "mine\x1b[2J";
 const MINE_SHOWN: &str = "mine?[2J";
 const MINE_ARG: &str = "kdiag-learner-own-2323";
+const MINE_IO: &str = "mine-io";
 const THEIRS: &str = "othr-secret";
+const THEIRS_IO: &str = "othr-secret-io";
 
 struct Programs {
     dir: tempfile::TempDir,
-    _running: Vec<Workload>,
+    running: Vec<Workload>,
+}
+
+impl Programs {
+    /// A's spinner and A's exec loop.
+    fn spinner(&self) -> String {
+        self.running[0].pid()
+    }
+
+    fn execs(&self) -> String {
+        self.running[1].pid()
+    }
+
+    /// A process of A's that execs /bin/true with `MINE_ARG` for a few
+    /// seconds, from 2 s on (when a tracer asked now is attached), then exits.
+    fn brief_execs(&self, learner: u32) -> Workload {
+        let sh = self.dir.path().join(MINE).display().to_string();
+        Workload::start(
+            learner,
+            &format!(
+                "exec '{sh}' -c 'sleep 2; i=0; while [ $i -lt 15 ]; do /bin/true {MINE_ARG}; \
+                 sleep 0.2; i=$((i+1)); done'"
+            ),
+        )
+    }
 }
 
 fn programs(learner: u32, other: u32) -> Programs {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    // Each user's dd writes a file of its own here.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
     for name in [MINE, THEIRS] {
         std::os::unix::fs::symlink("/bin/sh", dir.path().join(name)).unwrap();
+    }
+    for name in [MINE_IO, THEIRS_IO] {
+        std::os::unix::fs::symlink("/bin/dd", dir.path().join(name)).unwrap();
     }
     let sh = |name: &str| dir.path().join(name).display().to_string();
     let run = |uid, name: &str, script: String| {
         Workload::start(uid, &format!("exec '{}' -c '{script}'", sh(name)))
     };
     let execs = |arg: &str| format!("while :; do /bin/true {arg}; sleep 0.2; done");
+    let writes = |name: &str| {
+        format!(
+            "while :; do {} if=/dev/zero of={}.out bs=64k count=4 oflag=direct 2>/dev/null; \
+             sleep 0.2; done",
+            sh(name),
+            sh(name)
+        )
+    };
     let running = vec![
         run(learner, MINE, "while :; do :; done".into()),
         run(
@@ -772,11 +816,10 @@ fn programs(learner: u32, other: u32) -> Programs {
             THEIRS,
             execs(&format!("{SECRET} \"$(printf \"\\033[2J\")\"")),
         ),
+        run(learner, MINE, writes(MINE_IO)),
+        run(other, THEIRS, writes(THEIRS_IO)),
     ];
-    Programs {
-        dir,
-        _running: running,
-    }
+    Programs { dir, running }
 }
 
 /// What a learner must never see of kdiag-other's, nor raw escapes.
@@ -797,17 +840,33 @@ fn every_instrument_a_learner_runs_shows_theirs_and_never_anothers() {
     let programs = programs(learner, other);
     // Both users' programs are running (and so tracing can see them).
     std::thread::sleep(Duration::from_millis(500));
-    let _ = &programs.dir;
+    let (spinner, execs) = (programs.spinner(), programs.execs());
 
     // Each instrument, with what of the learner's it must show.
     for (args, own) in [
         (vec!["execsnoop", "-d", "2"], MINE_ARG),
         (vec!["execsnoop", "-d", "2", "--json"], MINE_ARG),
+        (vec!["iosnoop", "-d", "2"], MINE_IO),
+        (vec!["iosnoop", "-d", "2", "--json"], MINE_IO),
+        (vec!["iosnoop", "-d", "2", "--summary"], MINE_IO),
         (vec!["profile", "-a", "-d", "2"], MINE_SHOWN),
         (vec!["offcpu", "-a", "-d", "2"], MINE_SHOWN),
         (vec!["top", "--once"], MINE_SHOWN),
         (vec!["ps"], MINE_SHOWN),
+        (vec!["diagnose", "-p", &spinner, "-d", "2"], MINE_SHOWN),
+        (vec!["faults", "-p", &execs, "-d", "2"], MINE_SHOWN),
+        (vec!["exec-trace", "-p", "BRIEF"], MINE_ARG),
     ] {
+        // exec-trace runs until its process exits: one of its own.
+        let brief = (args[0] == "exec-trace").then(|| programs.brief_execs(learner));
+        let brief_pid = brief.as_ref().map(Workload::pid);
+        let args: Vec<&str> = args
+            .iter()
+            .map(|&a| match (a, &brief_pid) {
+                ("BRIEF", Some(p)) => p.as_str(),
+                _ => a,
+            })
+            .collect();
         let out = service.kdiag_as(learner, &args);
         let (text, err) = (stdout(&out), stderr(&out));
         assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");

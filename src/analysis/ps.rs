@@ -172,6 +172,14 @@ pub fn printable(s: &str) -> String {
         .collect()
 }
 
+/// `printable` for text of several lines: line breaks and tabs kept.
+pub fn printable_lines(s: &str) -> String {
+    s.split('\n')
+        .map(|l| l.split('\t').map(printable).collect::<Vec<_>>().join("\t"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// TIME as `ps aux` prints it: minutes and seconds.
 pub fn bsd_time(secs: u64) -> String {
     format!("{}:{:02}", secs / 60, secs % 60)

@@ -117,10 +117,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if let Some(pid) = args.pid {
         crate::instruments::target::check_pids(&[pid as i32])?;
     }
+    // A learner's own requests, on a course server: filtered in the kernel.
+    let scope = super::args::scope()?;
     let options = Options {
         dev: filter.dev,
         queued: args.queued,
         hist_only: args.hist,
+        uid: scope.uid(),
     };
     let (mut source, fallback) = block::open(args.tier, options)?;
     let stop = Arc::new(AtomicBool::new(false));
@@ -135,7 +138,14 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         Tier::Bpf => "BPF tier: requests followed by their kernel pointer",
         _ => "perf tier: latencies matched by (dev, sector); merges may skew",
     };
-    eprintln!("Tracing block I/O ({tier_line}). {}", until(duration));
+    let whose = match scope.uid() {
+        Some(_) => format!(" caused by {}", scope.describe("")),
+        None => String::new(),
+    };
+    eprintln!(
+        "Tracing block I/O{whose} ({tier_line}). {}",
+        until(duration)
+    );
 
     let columns = Columns {
         start: args.start,

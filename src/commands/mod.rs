@@ -96,13 +96,9 @@ pub fn validate(command: &Command) -> anyhow::Result<()> {
 /// What a command line asks that a learner on a course server may be
 /// refused (`course::policy` decides, for everything here).
 fn learner_asks(command: &Command) -> Vec<Ask> {
-    let wide = |what: &str, narrow: &str| Ask::SystemWide {
-        what: what.into(),
-        narrow: narrow.into(),
-    };
     let pids = |p: &[i32]| p.iter().map(|&p| Ask::Pid(p as u32)).collect::<Vec<_>>();
     let labs = |f: &args::Files| f.labs.iter().map(|_| Ask::Labs).collect::<Vec<_>>();
-    // profile -a, offcpu -a and execsnoop are narrowed to the caller's
+    // profile -a, offcpu -a, execsnoop and iosnoop are narrowed to the caller's
     // processes at their source (`args::scope`), not refused.
     let mut asks = match command {
         Command::Profile(a) => pids(&a.pid.into_iter().collect::<Vec<_>>()),
@@ -113,15 +109,7 @@ fn learner_asks(command: &Command) -> Vec<Ask> {
             .into_iter()
             .chain(a.user.map(Ask::User))
             .collect(),
-        // Refused until biosnoop.bpf.c filters by uid in the kernel (then:
-        // narrowed by `args::scope` like execsnoop).
-        Command::Iosnoop(a) => match a.pid {
-            Some(p) => vec![Ask::Pid(p)],
-            None => vec![wide(
-                "iosnoop without -p",
-                "trace your process's requests: -p PID",
-            )],
-        },
+        Command::Iosnoop(a) => a.pid.map(Ask::Pid).into_iter().collect(),
         Command::ExecTrace(a) => a.pid.map(Ask::Pid).into_iter().collect(),
         Command::Execsnoop(a) => a.uid.map(Ask::User).into_iter().collect(),
         Command::Diagnose(a) if a.cgroup.is_some() || a.unit.is_some() => vec![Ask::Cgroup],

@@ -173,7 +173,7 @@ impl Collector {
                 procs.extend(self.reader.process(p));
             }
         }
-        procs.retain(|p| self.scope.admits(p.uid));
+        procs.retain(|p| self.scope.admits(p.real_uid));
         Ok(procs)
     }
 

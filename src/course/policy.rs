@@ -12,9 +12,8 @@
 //! A learner may not choose their variant (`--seed`) or the checks
 //! (`--labs`). Through sudo (root for them) they also may not observe
 //! other users: `watch` (a root exporter: `--listen`, `--otlp`), another
-//! user's PID or a cgroup, and system-wide tracing an instrument cannot
-//! narrow at its source; the others are narrowed to their processes
-//! (`observed_user`). The kernel's own rules are the model
+//! user's PID or a cgroup; system-wide instruments are narrowed to their
+//! processes at the source (`observed_user`). The kernel's own rules are the model
 //! (`perf_event_paranoid`, ptrace's access checks): a user observes their
 //! own processes.
 
@@ -125,8 +124,6 @@ pub enum Ask {
     Labs,
     /// `watch`: the machine exported (`--listen`, `--otlp`).
     Watch,
-    /// Tracing every process: what the command is, and how to narrow it.
-    SystemWide { what: String, narrow: String },
     /// A process kdiag did not start.
     Pid(u32),
     /// Every process of a user (`execsnoop -u`): only the caller's own.
@@ -188,10 +185,6 @@ fn refusal(ask: &Ask, uid: u32, sudo: bool) -> Option<anyhow::Error> {
              --listen and --otlp included); observe your own processes: kdiag top, kdiag \
              diagnose -p PID"
         ),
-        Ask::SystemWide { what, narrow } => format!(
-            "{WHY} learners observe only their own processes: {what} would trace every user's; \
-             {narrow}"
-        ),
         Ask::Pid(pid) => match crate::sys::procfs::real_uid(*pid) {
             Some(owner) if owner != uid => format!(
                 "{WHY} learners observe only their own processes: PID {pid} is {}'s, not yours \
@@ -239,17 +232,9 @@ mod tests {
         for ask in [Ask::Seed, Ask::Labs] {
             assert!(refusal(&ask, other, false).is_some(), "{ask:?}");
         }
-        let e = refusal(
-            &Ask::SystemWide {
-                what: "execsnoop".into(),
-                narrow: "add -u YOU".into(),
-            },
-            other,
-            true,
-        )
-        .unwrap();
+        let e = refusal(&Ask::User(uid), other, true).unwrap();
         assert_eq!(crate::error::exit_code(&e), crate::error::USAGE);
-        assert!(e.to_string().contains("add -u YOU"), "{e}");
+        assert!(e.to_string().contains("-u names another user"), "{e}");
     }
 
     #[test]

@@ -12,6 +12,7 @@ use crate::analysis::locks;
 use crate::analysis::runtimes;
 use crate::analysis::why::{self, Drill};
 use crate::instruments::observe::competition;
+use crate::instruments::target::Scope;
 use crate::instruments::{block, blocked, offcpu, profile, wall};
 use crate::model::drill::{Competition, StorageDrill, Why};
 use crate::model::locks::RuntimeLock;
@@ -101,13 +102,14 @@ pub(super) fn drill(
         .sum();
     let offcpu_for_locks = sweep && root && !runs.contains(&Drill::Offcpu);
     let mut fp_locks = Vec::new();
+    let scope = req.scope;
     let results: Vec<(Drill, anyhow::Result<Found>)> = std::thread::scope(|s| {
         let running: Vec<_> = runs
             .iter()
             .map(|&d| {
                 (
                     d,
-                    s.spawn(move || collect(d, carriers, target, window, stop)),
+                    s.spawn(move || collect(d, carriers, target, scope, window, stop)),
                 )
             })
             .collect();
@@ -223,11 +225,12 @@ enum Found {
 
 /// Run one drill-down for `window` on the members that carry the verdict
 /// (`carriers`) of the tree `target` (whose CPU competitors are the other
-/// processes).
+/// processes, named only when in `scope`).
 fn collect(
     d: Drill,
     carriers: &[i32],
     target: &[i32],
+    scope: Scope,
     window: Duration,
     stop: &AtomicBool,
 ) -> anyhow::Result<Found> {
@@ -238,7 +241,7 @@ fn collect(
             let (ios, tier, lost) = block::record(window, stop)?;
             Found::Storage(summary::storage(&ios, carriers, tier.name(), lost))
         }
-        Drill::Sched => Found::Sched(competition::record(target, window, stop)?),
+        Drill::Sched => Found::Sched(competition::record(target, scope, window, stop)?),
         Drill::Exec => anyhow::bail!("exec tracing runs during the watch"),
     })
 }

@@ -58,6 +58,9 @@ pub struct Request<'a> {
     /// per thread, for its heat map (a second CPU sampler and off-CPU
     /// trace beside the drill-downs' own).
     pub heat_map: bool,
+    /// Whose processes the report may name beside the target's (a
+    /// learner's own on a course server): the CPU competitors.
+    pub scope: crate::instruments::target::Scope,
 }
 
 /// What the engine has to say while it runs, for the front end to word

@@ -283,6 +283,8 @@ fn capture(
         report: &|_| {},
         live: None,
         heat_map: false,
+        // watch is the administrator's: everyone's processes.
+        scope: Default::default(),
     };
     let run = diagnose::run(&req, interrupt)?;
     if interrupt.is_set() {

@@ -114,9 +114,13 @@ pub struct Competition {
     pub others: Vec<Competitor>,
 }
 
+/// A competitor a learner may not see: its name in place of the comm.
+pub const ANOTHER_USERS: &str = "another user's process";
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Competitor {
+    /// 0 for another user's process (`ANOTHER_USERS`), unnamed.
     pub pid: i32,
     pub comm: String,
     /// Percent of one CPU over the window.

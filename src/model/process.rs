@@ -19,8 +19,11 @@ pub struct Process {
     pub tty_nr: u32,
     /// Terminal name as ps prints it ("pts/0", "?" for none).
     pub tty: String,
-    /// Effective user id.
+    /// Effective user id (ps's USER).
     pub uid: u32,
+    /// Real user id: whose process it is (a learner observes their own).
+    #[serde(default)]
+    pub real_uid: u32,
     pub user: String,
     /// Short name (/proc/PID/comm, at most 15 bytes).
     pub comm: String,

@@ -11,7 +11,22 @@ use crate::model::verdict::Diagnosis;
 use crate::render::offcpu::{duration as offcpu_duration, one_line};
 use crate::render::verdict;
 
+/// The text report. Its names come from other processes (comm, argv,
+/// paths): every control character but the line breaks is escaped, here
+/// once for all of them.
 pub fn report(
+    out: &mut impl Write,
+    o: &Observation,
+    d: &Diagnosis,
+    why: Option<&Why>,
+) -> io::Result<()> {
+    let mut text = Vec::new();
+    report_raw(&mut text, o, d, why)?;
+    let text = String::from_utf8_lossy(&text);
+    out.write_all(crate::analysis::ps::printable_lines(&text).as_bytes())
+}
+
+fn report_raw(
     out: &mut impl Write,
     o: &Observation,
     d: &Diagnosis,

@@ -113,10 +113,13 @@ pub fn competition(out: &mut impl Write, c: &Competition) -> io::Result<()> {
     for o in c.others.iter().take(5) {
         writeln!(
             out,
-            "    {:5.1}% {} ({}){}",
+            "    {:5.1}% {}{}{}",
             o.cpu_percent,
             o.comm,
-            o.pid,
+            match o.pid {
+                0 => String::new(),
+                pid => format!(" ({pid})"),
+            },
             o.cpus
                 .as_ref()
                 .map_or(String::new(), |l| format!(", on CPUs {l}"))

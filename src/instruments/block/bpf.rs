@@ -25,6 +25,7 @@ use crate::model::block::{BlockIo, DevId, LatencyCount, Task};
 struct TaskId {
     pid: u32,
     tid: u32,
+    uid: u32,
     comm: [u8; 16],
 }
 
@@ -73,6 +74,7 @@ impl BlockBpf {
         let dev = options.dev.map_or(0, |d| d.to_kernel() as u32);
         let queued = options.queued as u8;
         let hist_only = options.hist_only as u8;
+        let uid = options.uid.unwrap_or(u32::MAX);
         let load = |unused: &str| {
             crate::sys::bpf::load_with(
                 crate::sys::bpf::objects::BIOSNOOP,
@@ -81,6 +83,7 @@ impl BlockBpf {
                     ("filter_dev", &dev.to_ne_bytes()),
                     ("queued", &[queued]),
                     ("hist_only", &[hist_only]),
+                    ("filter_uid", &uid.to_ne_bytes()),
                 ],
                 &[(unused, 1)],
             )

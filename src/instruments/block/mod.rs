@@ -16,24 +16,26 @@ use crate::sys::disks;
 pub fn open(ask: Ask, options: Options) -> anyhow::Result<(Box<dyn BlockSource>, Option<String>)> {
     let names = disks::names();
     let perf_names = names.clone();
-    let (source, fallback) = instruments::open(
-        ask,
-        vec![
-            (
-                Tier::Bpf,
-                Box::new(|| {
-                    Ok(Box::new(bpf::BlockBpf::start(options, names)?) as Box<dyn BlockSource>)
-                }),
-            ),
-            (
-                Tier::Perf,
-                Box::new(|| {
-                    Ok(Box::new(perf::BlockPerf::start(options, perf_names)?)
-                        as Box<dyn BlockSource>)
-                }),
-            ),
-        ],
-    )?;
+    let mut tiers: Vec<instruments::Opener<'_, dyn BlockSource>> = vec![(
+        Tier::Bpf,
+        Box::new(|| Ok(Box::new(bpf::BlockBpf::start(options, names)?) as Box<dyn BlockSource>)),
+    )];
+    // The perf tier's tracepoints see every user's requests: one user's
+    // are traced with BPF or not at all.
+    if options.uid.is_none() {
+        tiers.push((
+            Tier::Perf,
+            Box::new(|| {
+                Ok(Box::new(perf::BlockPerf::start(options, perf_names)?) as Box<dyn BlockSource>)
+            }),
+        ));
+    } else if ask == Ask::Only(Tier::Perf) {
+        return Err(crate::error::usage(
+            "the perf tier traces every user's block requests: yours are traced with BPF \
+             (--tier bpf or auto)",
+        ));
+    }
+    let (source, fallback) = instruments::open(ask, tiers)?;
     Ok((source, fallback.map(|f| f.note())))
 }
 

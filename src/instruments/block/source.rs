@@ -13,6 +13,9 @@ pub struct Options {
     pub queued: bool,
     /// --hist: aggregate latencies in the kernel, emit no events.
     pub hist_only: bool,
+    /// Only requests charged to a task of this real uid (filtered in the
+    /// kernel: the BPF tier only).
+    pub uid: Option<u32>,
 }
 
 /// A running block trace, on either tier.

@@ -2,16 +2,24 @@
 //! CPU time at both ends of a window (as `kdiag top` reads it), and the
 //! CPUs each of the busiest may run on.
 
+use std::collections::HashSet;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use crate::analysis::drill;
-use crate::model::drill::Competition;
+use crate::instruments::target::Scope;
+use crate::model::drill::{ANOTHER_USERS, Competition};
 use crate::sys::procfs::{self, Reader};
 
 /// Who had the CPUs over `window` (cut short when `stop` is set), the
-/// processes of `target` apart.
-pub fn record(target: &[i32], window: Duration, stop: &AtomicBool) -> anyhow::Result<Competition> {
+/// processes of `target` apart; a process out of `scope` (another user's,
+/// for a learner) is counted but not named.
+pub fn record(
+    target: &[i32],
+    scope: Scope,
+    window: Duration,
+    stop: &AtomicBool,
+) -> anyhow::Result<Competition> {
     let mut r = Reader::new();
     let before = r.all(false)?;
     let start = Instant::now();
@@ -45,7 +53,15 @@ pub fn record(target: &[i32], window: Duration, stop: &AtomicBool) -> anyhow::Re
         .first()
         .and_then(|&p| allowed_cpus(p))
         .unwrap_or_else(|| all.clone());
+    let foreign: HashSet<i32> = after
+        .iter()
+        .filter(|p| !scope.admits(p.real_uid))
+        .map(|p| p.pid)
+        .collect();
     for o in &mut c.others {
+        if foreign.contains(&o.pid) {
+            (o.pid, o.comm) = (0, ANOTHER_USERS.into());
+        }
         o.cpus = allowed_cpus(o.pid).filter(|l| *l != all);
     }
     Ok(c)

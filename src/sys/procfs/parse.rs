@@ -335,6 +335,7 @@ pub fn process(st: Stat, status: Status, page_kib: u64) -> Process {
         tty_nr: st.tty_nr,
         tty: String::new(),
         uid: status.euid,
+        real_uid: status.uid,
         user: String::new(),
         comm: st.comm,
         cmdline: Vec::new(),
