@@ -589,12 +589,18 @@ fn a_workspace_container_is_served_through_the_mounted_socket() {
     let service = Service::start(&[]);
     let (mine, theirs) = two_workloads(learner, other);
     let volume = format!("{}:/run/kdiag", service.dir.path().display());
+    // The workspace's learner is uid 1001; here it runs as the host's
+    // learner, whatever uid that account got (the service knows callers
+    // by their host uid, and 1001 may be another account on this machine).
+    let user = format!("{learner}:{learner}");
     let run = |pid_host: bool, script: &str| {
         let mut args = vec![
             "--runtime",
             "runc",
             "run",
             "--rm",
+            "--user",
+            &user,
             "--cap-drop",
             "all",
             "--network",
