@@ -262,11 +262,11 @@ fn textfile_is_written_atomically_and_bad_input_is_a_usage_error() {
 /// 4 KiB O_DIRECT reads under a blkio limit of 100 read IOPS, so its waits
 /// for storage dominate whatever else loads the machine; the cgroup's large
 /// CPU weight keeps it from waiting for a CPU). Watch, grouping by cgroup,
-/// sees the group turn `io`; after 3 s of it, it keeps one record and its
-/// HTML report, taken in the bad phase (the process is dd by then, not the
-/// shell it was), whose diagnosis is the same storage wait with the limit
-/// named (`io-limit`, thread states alone: io), within the size bound; the
-/// metric counts it; replay reads it.
+/// sees the group turn `io-limit` (its blkio cgroup read as diagnose reads
+/// it); after 3 s of it, it keeps one record and its HTML report, taken in
+/// the bad phase (the process is dd by then, not the shell it was), whose
+/// diagnosis is the same (`io-limit`, thread states alone: io), within the
+/// size bound; the metric counts it; replay reads it.
 #[test]
 fn a_group_turned_storage_bound_leaves_a_flight_record_of_the_bad_phase() {
     const TEST: &str = "a_group_turned_storage_bound_leaves_a_flight_record_of_the_bad_phase";
@@ -311,7 +311,7 @@ fn a_group_turned_storage_bound_leaves_a_flight_record_of_the_bad_phase() {
     );
     assert!(
         recorded.starts_with(&format!(
-            "kdiag watch: flight record of {group} (io; diagnose of PID {pid} says io-limit): "
+            "kdiag watch: flight record of {group} (io-limit; diagnose of PID {pid} says io-limit): "
         )),
         "{recorded}\n{log:#?}"
     );
@@ -319,7 +319,7 @@ fn a_group_turned_storage_bound_leaves_a_flight_record_of_the_bad_phase() {
     within(Duration::from_secs(10), "the flight count", || {
         let text = std::fs::read_to_string(textfile.path().join("kdiag.prom")).ok()?;
         text.contains(&format!(
-            "kdiag_flight_records_total{{group=\"{group}\",verdict=\"io\"}} 1\n"
+            "kdiag_flight_records_total{{group=\"{group}\",verdict=\"io-limit\"}} 1\n"
         ))
         .then_some(())
     });
@@ -336,7 +336,10 @@ fn a_group_turned_storage_bound_leaves_a_flight_record_of_the_bad_phase() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    let stem = format!("{}-io", group.trim_start_matches('/').replace('/', "_"));
+    let stem = format!(
+        "{}-io-limit",
+        group.trim_start_matches('/').replace('/', "_")
+    );
     assert!(
         names.len() == 3
             && names[0].starts_with("flight-")
@@ -603,6 +606,114 @@ fn a_churn_of_short_lived_processes_keeps_memory_and_series_bounded() {
     );
 }
 
+/// The group and verdict of a textfile's one group (watch --pid).
+fn verdict(text: &str) -> Option<(String, String)> {
+    let l = text
+        .lines()
+        .find(|l| l.starts_with("kdiag_verdict{") && l.ends_with(" 1"))?;
+    let label = |name: &str| {
+        let v = l.split_once(&format!("{name}=\""))?.1;
+        Some(v.split_once('"')?.0.to_string())
+    };
+    Some((label("group")?, label("verdict")?))
+}
+
+/// `kdiag watch --interval 1 --pid PID --textfile DIR`, killed at the end.
+fn watch_pid(pid: u32, dir: &Path) -> Guard {
+    Guard(
+        kdiag()
+            .args(["watch", "--interval", "1", "--pid", &pid.to_string()])
+            .arg("--textfile")
+            .arg(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// Watch's verdict of `pid` alone in it, first and 3 s later, beside
+/// diagnose's of it in the same minute.
+fn watch_and_diagnose(pid: u32) -> (String, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let _watch = watch_pid(pid, dir.path());
+    let read = || verdict(&std::fs::read_to_string(dir.path().join("kdiag.prom")).ok()?);
+    let (_, first) = within(Duration::from_secs(20), "a verdict", read);
+    let v = common::diagnose_json(&["-p", &pid.to_string(), "-d", "3", "--why", "none"]);
+    let (_, later) = read().unwrap();
+    let diagnose = v["diagnosis"]["verdict"].as_str().unwrap().to_string();
+    (first, later, diagnose)
+}
+
+/// watch reads a group's limits as diagnose does, in every hierarchy and
+/// not only the group's own cgroup: dd's 4 KiB O_DIRECT reads in a blkio
+/// cgroup of their own limiting reads to 100 IOPS (its cpu cgroup the
+/// root, so watch groups it by name) are `io-limit` in watch, from its
+/// first interval judged, as in diagnose.
+#[test]
+fn a_reader_under_a_blkio_limit_is_io_limit_in_watch_as_in_diagnose() {
+    if !require_root("a_reader_under_a_blkio_limit_is_io_limit_in_watch_as_in_diagnose") {
+        return;
+    }
+    let file = common::direct_read_file("watch-limit-direct-read");
+    let disk = kdiag::sys::cgroup::disk_of(&file).unwrap();
+    let cg = OwnCg::new("blkio");
+    cg.set(
+        "blkio.throttle.read_iops_device",
+        &format!("{}:{} 100", disk.major, disk.minor),
+    );
+    let dd = Guard(cg.spawn(&format!(
+        "exec dd if={} of=/dev/null bs=4k iflag=direct",
+        file.display()
+    )));
+    let verdicts = watch_and_diagnose(dd.0.id());
+    assert_eq!(
+        verdicts,
+        ("io-limit".into(), "io-limit".into(), "io-limit".into()),
+        "watch first, watch later, diagnose"
+    );
+}
+
+/// The same for a memory limit: a file of 128 MiB read again and again
+/// through mmap in a memory cgroup of 48 MiB (its pages evicted and read
+/// back: failcnt and refaults grow) is `memory-limit` in watch and in
+/// diagnose, not the storage waits it shows as.
+#[test]
+fn a_reader_under_a_memory_limit_is_memory_limit_in_watch_as_in_diagnose() {
+    if !require_root("a_reader_under_a_memory_limit_is_memory_limit_in_watch_as_in_diagnose") {
+        return;
+    }
+    let file = Path::new(env!("CARGO_TARGET_TMPDIR")).join("watch-limits-mmap-file");
+    if std::fs::metadata(&file).map_or(true, |m| m.len() != 128 << 20) {
+        // Written back first: dirty pages stay charged to the writer's
+        // cgroup (see diagnose_limits' test of the same).
+        let ok = common::command("dd")
+            .args(["if=/dev/zero", "bs=1M", "count=128", "conv=fsync"])
+            .arg(format!("of={}", file.display()))
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+    let cg = OwnCg::new("memory");
+    cg.set("memory.limit_in_bytes", &(48u64 << 20).to_string());
+    let reader = Guard(cg.spawn(&format!(
+        "exec {} {} keep",
+        common::c_fixture("mmap_read").display(),
+        file.display()
+    )));
+    let verdicts = watch_and_diagnose(reader.0.id());
+    assert_eq!(
+        verdicts,
+        (
+            "memory-limit".into(),
+            "memory-limit".into(),
+            "memory-limit".into()
+        ),
+        "watch first, watch later, diagnose"
+    );
+}
+
 /// Cgroup throttling per group: cpu-burn in a cgroup of the test's own
 /// under a CPU quota of a fifth of a CPU, watched grouping by cgroup: the
 /// group's throttled seconds and periods are exported and grow, as the
@@ -680,26 +791,7 @@ fn a_unit_throttled_by_its_quota_is_one_group_and_cpu_quota() {
         own.pids().contains(&pid).then_some(())
     });
     let dir = tempfile::tempdir().unwrap();
-    let _watch = Guard(
-        kdiag()
-            .args(["watch", "--interval", "1", "--pid", &pid.to_string()])
-            .arg("--textfile")
-            .arg(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let verdict = |text: &str| -> Option<(String, String)> {
-        let l = text
-            .lines()
-            .find(|l| l.starts_with("kdiag_verdict{") && l.ends_with(" 1"))?;
-        let label = |name: &str| {
-            let v = l.split_once(&format!("{name}=\""))?.1;
-            Some(v.split_once('"')?.0.to_string())
-        };
-        Some((label("group")?, label("verdict")?))
-    };
+    let _watch = watch_pid(pid as u32, dir.path());
     // Throttled from its first period: the first intervals judged already
     // say so, and every one after.
     let (group, first) = within(Duration::from_secs(20), "a verdict", || {

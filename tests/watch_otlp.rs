@@ -76,7 +76,7 @@ fn an_otlp_receiver_gets_the_verdict_change_and_the_metrics_of_a_container() {
     // A cpu cgroup named as Docker's systemd driver names a container's,
     // with the largest weight (the workload's waits are for storage, not
     // a CPU); dd's 4 KiB O_DIRECT reads under 100 read IOPS after 8 s of
-    // sleep: idle, then io.
+    // sleep: idle, then io-limit (the blkio cgroup read as diagnose reads it).
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -95,19 +95,23 @@ fn an_otlp_receiver_gets_the_verdict_change_and_the_metrics_of_a_container() {
     );
     let log = log_lines(&mut watch);
 
-    // The turn to io, a log record.
+    // The turn to io-limit, a log record.
     let mut seen: Vec<Value> = Vec::new();
-    let change = within(Duration::from_secs(90), "a verdict change to io", || {
-        seen.extend(requests.try_iter());
-        seen.iter()
-            .filter(|r| r["path"] == "/v1/logs")
-            .flat_map(log_records)
-            .find(|r| {
-                let a = attrs(&r["attributes"]);
-                a.get("kdiag.group") == Some(&group)
-                    && a.get("kdiag.verdict").map(String::as_str) == Some("io")
-            })
-    });
+    let change = within(
+        Duration::from_secs(90),
+        "a verdict change to io-limit",
+        || {
+            seen.extend(requests.try_iter());
+            seen.iter()
+                .filter(|r| r["path"] == "/v1/logs")
+                .flat_map(log_records)
+                .find(|r| {
+                    let a = attrs(&r["attributes"]);
+                    a.get("kdiag.group") == Some(&group)
+                        && a.get("kdiag.verdict").map(String::as_str) == Some("io-limit")
+                })
+        },
+    );
     let errors: Vec<_> = seen.iter().filter(|r| r.get("error").is_some()).collect();
     assert!(errors.is_empty(), "the receiver refused: {errors:#?}");
     let a = attrs(&change["attributes"]);
@@ -117,7 +121,8 @@ fn an_otlp_receiver_gets_the_verdict_change_and_the_metrics_of_a_container() {
         "{change:#}"
     );
     assert!(
-        a.get("kdiag.verdict.previous").is_some_and(|p| p != "io"),
+        a.get("kdiag.verdict.previous")
+            .is_some_and(|p| p != "io-limit"),
         "a change from the sleep's verdict: {change:#}"
     );
     assert_eq!(a.get("container.id"), Some(&id[..12].to_string()), "{a:?}");
@@ -128,14 +133,14 @@ fn an_otlp_receiver_gets_the_verdict_change_and_the_metrics_of_a_container() {
     assert!(
         change["body"]["string_value"]
             .as_str()
-            .is_some_and(|b| b.starts_with(&format!("{group} is io (was "))),
+            .is_some_and(|b| b.starts_with(&format!("{group} is io-limit (was "))),
         "{change:#}"
     );
 
     // The metrics of a scan after it: names, units, kinds, attributes.
     let req = within(
         Duration::from_secs(20),
-        "the metrics of the io phase",
+        "the metrics of the io-limit phase",
         || {
             seen.extend(requests.try_iter());
             seen.iter()
@@ -146,7 +151,7 @@ fn an_otlp_receiver_gets_the_verdict_change_and_the_metrics_of_a_container() {
                         points(m).iter().any(|p| {
                             let a = attrs(&p["attributes"]);
                             a.get("kdiag.group") == Some(&group)
-                                && a.get("kdiag.verdict").map(String::as_str) == Some("io")
+                                && a.get("kdiag.verdict").map(String::as_str) == Some("io-limit")
                         })
                     })
                 })

@@ -334,12 +334,13 @@ fn top_wait_points(o: &Observation, most: usize) -> Vec<Part> {
     shares(by, most)
 }
 
-/// The lock blocked threads waited for: a runtime's lock the waiters'
-/// stacks named (the GIL, a monitor) says most; a plain mutex's address
-/// says its holder; else glibc's.
+/// The lock blocked threads waited for: a lock the waiters' stacks named
+/// other than a mutex (the GIL, a monitor, a rwlock) says most; a plain
+/// mutex's address says its holder; else glibc's. (A rwlock's waits can
+/// look like a contended mutex's to the sampler: its address is not one.)
 fn lock_seen(o: &Observation) -> Option<LockSeen> {
     let runtime = o.runtime_locks.iter().find(|l| l.lock);
-    if runtime.is_some_and(|l| l.runtime != "glibc") {
+    if runtime.is_some_and(|l| l.runtime != "glibc" || l.kind != "a mutex") {
         return crate::analysis::locks::seen(o);
     }
     match o.locks.first() {

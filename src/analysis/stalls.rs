@@ -44,13 +44,32 @@ pub fn judge(o: &Observation, class: Class) -> Option<Override> {
 /// futex (a condition, an idle pool's queue) beside a thread of its
 /// process stalled elsewhere waits for work that one would hand it
 /// (Redis's background threads beside a main thread in DEBUG SLEEP).
-/// Threads that all wait in futexes are each other's story: kept.
+/// Threads that all wait in futexes are each other's story: kept. A
+/// thread whose only waiting work is its process's lock waiters, while
+/// another thread of it ran at nearly every such moment (the holder works
+/// under the lock), holds nothing they wait for: not stalled (a main
+/// thread in pause() beside threads taking turns at a lock).
 fn stalled(o: &Observation) -> impl Iterator<Item = &Stall> {
     let idle = |s: &Stall| {
         s.call == "futex" && o.stalls.iter().any(|t| t.pid == s.pid && t.call != "futex")
     };
-    o.stalls.iter().filter(move |s| !idle(s))
+    let holder_works = |s: &Stall| {
+        let w = &s.waiting;
+        w.queued() == 0
+            && w.unread_bytes == 0
+            && (o.locks.iter().filter(|l| l.pid == s.pid))
+                .map(|l| l.running_share)
+                .reduce(f64::min)
+                .is_some_and(|least| least >= HOLDER_WORKS)
+    };
+    o.stalls
+        .iter()
+        .filter(move |s| !idle(s) && !holder_works(s))
 }
+
+/// The share of a lock's waits with another thread running that says its
+/// holder works (is not the stalled thread).
+const HOLDER_WORKS: f64 = 0.9;
 
 /// One finding per stalled thread.
 pub fn evidence(o: &Observation) -> Vec<Finding> {
@@ -83,6 +102,24 @@ mod tests {
             }],
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_thread_in_pause_beside_a_working_lock_holder_is_not_stalled() {
+        let mut o = stalled(Waiting {
+            lock_waiters: 3,
+            ..Default::default()
+        });
+        o.locks = vec![crate::model::diagnosis::LockWaits {
+            pid: 10,
+            running_share: 1.0,
+            ..Default::default()
+        }];
+        assert!(evidence(&o).is_empty());
+        assert!(judge(&o, Class::Lock).is_none());
+        // The holder not seen working: the thread that never ran may hold it.
+        o.locks[0].running_share = 0.2;
+        assert_eq!(evidence(&o).len(), 1);
     }
 
     #[test]

@@ -1,10 +1,11 @@
-//! What limits the tree from outside, for diagnose: the cgroups of each
-//! member (every hierarchy, v1 and v2, found when the member is first
-//! seen) and their ancestors that set a limit, read when first seen and at
-//! the end of the window; the machine's pressure and idle CPUs at both
-//! ends. Counters become the change over the window (`model::limits`).
+//! What limits the tree from outside, for diagnose and for each of
+//! watch's groups: the cgroups of each member (every hierarchy, v1 and v2,
+//! found when the member is first seen) and their ancestors that set a
+//! limit, read when first seen and at the end of the window (or of each of
+//! watch's intervals); the machine's pressure and idle CPUs at both ends.
+//! Counters become the change over the window (`model::limits`).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::model::limits::{
@@ -24,18 +25,39 @@ pub struct Watch {
     mounts: Vec<Mount>,
     cgroups: BTreeMap<PathBuf, Entry>,
     seen: HashSet<i32>,
-    system: (Option<Psi>, Option<(u64, u64)>),
+    system: System,
     t0: u64,
 }
 
+/// The machine's pressure, and its idle and all CPU ticks.
+type System = (Option<Psi>, Option<(u64, u64)>);
+
 struct Entry {
     place: Place,
-    /// The member's own cgroup (not only an ancestor of one).
-    own: bool,
+    /// The members in it (none: only an ancestor of a member's cgroup).
     pids: Vec<i32>,
     start: Counters,
     /// When it was first read (monotonic ns).
     since: u64,
+}
+
+/// What was read at one moment, shared by the watches that end an
+/// interval then: watch's groups read each cgroup (an ancestor many share,
+/// the machine's pressure) once a scan, not once a group.
+pub struct Reads {
+    at: u64,
+    counters: HashMap<PathBuf, Counters>,
+    system: Option<System>,
+}
+
+impl Reads {
+    pub fn now() -> Reads {
+        Reads {
+            at: monotonic_ns(),
+            counters: HashMap::new(),
+            system: None,
+        }
+    }
 }
 
 /// The counters of one cgroup at one moment.
@@ -54,83 +76,122 @@ struct Counters {
 impl Watch {
     /// Start with the target's first members.
     pub fn start(pids: &[i32]) -> Watch {
-        let mut w = Watch {
-            mounts: cgroupfs::mounts(),
+        let mut w = Watch::new(cgroupfs::mounts());
+        w.scan(pids);
+        w
+    }
+
+    /// Start with no member, in the hierarchies `mounts`.
+    pub fn new(mounts: Vec<Mount>) -> Watch {
+        Watch {
+            mounts,
             cgroups: BTreeMap::new(),
             seen: HashSet::new(),
             system: (system_pressure(), cpu_ticks()),
             t0: monotonic_ns(),
-        };
-        w.scan(pids);
-        w
+        }
     }
 
     /// Place members not seen before (their cgroups' counters start now).
     pub fn scan(&mut self, pids: &[i32]) {
         for &pid in pids {
-            if !self.seen.insert(pid) {
+            self.place(pid, None);
+        }
+    }
+
+    /// Place member `pid`, if not seen before, from its /proc/PID/cgroup
+    /// `text` when the caller has read it already.
+    pub fn place(&mut self, pid: i32, text: Option<&str>) {
+        if !self.seen.insert(pid) {
+            return;
+        }
+        let read = match text {
+            Some(_) => None,
+            None => cgroupfs::read(Path::new(&format!("/proc/{pid}")), "cgroup"),
+        };
+        let Some(text) = text.or(read.as_deref()) else {
+            return;
+        };
+        for place in cgroupfs::places(text, &self.mounts) {
+            if !place.v2
+                && !place
+                    .controllers
+                    .iter()
+                    .any(|c| V1_READ.contains(&c.as_str()))
+            {
                 continue;
             }
-            let Some(text) = cgroupfs::read(Path::new(&format!("/proc/{pid}")), "cgroup") else {
-                continue;
-            };
-            for place in cgroupfs::places(&text, &self.mounts) {
-                if !place.v2
-                    && !place
-                        .controllers
-                        .iter()
-                        .any(|c| V1_READ.contains(&c.as_str()))
-                {
-                    continue;
-                }
-                let top = cgroupfs::mount_dir(&place, &self.mounts)
-                    .unwrap_or(&place.dir)
-                    .to_path_buf();
-                // The root sets no limit, and its counters are the machine's.
-                let up = place.ancestors(&top).into_iter().enumerate();
-                for (i, p) in up.filter(|(_, p)| p.path != "/") {
-                    let e = self.cgroups.entry(p.dir.clone()).or_insert_with(|| Entry {
-                        start: counters(&p),
-                        place: p,
-                        own: false,
-                        pids: vec![],
-                        since: monotonic_ns(),
-                    });
-                    if i == 0 {
-                        e.own = true;
-                        e.pids.push(pid);
-                    }
+            let top = cgroupfs::mount_dir(&place, &self.mounts)
+                .unwrap_or(&place.dir)
+                .to_path_buf();
+            // The root sets no limit, and its counters are the machine's.
+            let up = place.ancestors(&top).into_iter().enumerate();
+            for (i, p) in up.filter(|(_, p)| p.path != "/") {
+                let e = self.cgroups.entry(p.dir.clone()).or_insert_with(|| Entry {
+                    start: counters(&p),
+                    place: p,
+                    pids: vec![],
+                    since: monotonic_ns(),
+                });
+                if i == 0 {
+                    e.pids.push(pid);
                 }
             }
         }
     }
 
+    /// Forget the members not in `pids` (ended, or gone to another of
+    /// watch's groups), and the cgroups no member is in or under.
+    pub fn keep(&mut self, pids: &HashSet<i32>) {
+        self.seen.retain(|p| pids.contains(p));
+        for e in self.cgroups.values_mut() {
+            e.pids.retain(|p| pids.contains(p));
+        }
+        let own: Vec<PathBuf> = (self.cgroups.iter())
+            .filter(|(_, e)| !e.pids.is_empty())
+            .map(|(d, _)| d.clone())
+            .collect();
+        self.cgroups
+            .retain(|d, _| own.iter().any(|o| o.starts_with(d)));
+    }
+
     /// The limits and what they did, from first sight to now.
-    pub fn finish(self) -> Limits {
-        let now = monotonic_ns();
-        let secs = |since: u64| (now.saturating_sub(since) as f64 / 1e9).max(1e-3);
+    pub fn finish(mut self) -> Limits {
+        self.interval(&mut Reads::now())
+    }
+
+    /// The limits and what they did since the last call (since first
+    /// sight, the first time), counting again from now: one of watch's
+    /// intervals. `now` keeps what was read at this moment for the others.
+    pub fn interval(&mut self, now: &mut Reads) -> Limits {
+        let secs = |since: u64| (now.at.saturating_sub(since) as f64 / 1e9).max(1e-3);
         let mut cgroups = Vec::new();
-        for e in self.cgroups.into_values() {
-            let end = counters(&e.place);
-            let c = limits_of(&e, &end, secs(e.since));
+        for (dir, e) in self.cgroups.iter_mut() {
+            let end = (now.counters)
+                .entry(dir.clone())
+                .or_insert_with(|| counters(&e.place))
+                .clone();
+            let c = limits_of(e, &end, secs(e.since));
+            (e.start, e.since) = (end, now.at);
             let limits_something = c.cpu.as_ref().is_some_and(|q| q.quota_us.is_some())
                 || !c.io.is_empty()
                 || c.memory
                     .as_ref()
                     .is_some_and(|m| m.max.is_some() || m.high.is_some() || m.oom_kill > 0)
                 || c.pids_limit.is_some();
-            if limits_something || e.own {
+            if limits_something || !e.pids.is_empty() {
                 cgroups.push(c);
             }
         }
-        let (pressure, cpus) = self.system;
-        let window = secs(self.t0);
+        let end = *now
+            .system
+            .get_or_insert_with(|| (system_pressure(), cpu_ticks()));
+        let ((pressure, cpus), window) = (std::mem::replace(&mut self.system, end), secs(self.t0));
+        self.t0 = now.at;
         Limits {
             cgroups,
-            pressure: pressure
-                .zip(system_pressure())
-                .map(|(a, b)| stalls(&a, &b, window)),
-            cpus: cpus.zip(cpu_ticks()).map(|((i0, t0), (i1, t1))| {
+            pressure: pressure.zip(end.0).map(|(a, b)| stalls(&a, &b, window)),
+            cpus: cpus.zip(end.1).map(|((i0, t0), (i1, t1))| {
                 let n = cpu_count();
                 SystemCpus {
                     cpus: n,
@@ -204,7 +265,7 @@ fn limits_of(e: &Entry, end: &Counters, secs: f64) -> CgroupLimits {
         path: p.path.clone(),
         dir: p.dir.display().to_string(),
         pids: e.pids.clone(),
-        ancestor: !e.own,
+        ancestor: e.pids.is_empty(),
         cpu,
         io,
         memory,
@@ -448,7 +509,6 @@ mod tests {
         let e = Entry {
             start: counters(&place("start")),
             place: place("end"),
-            own: true,
             pids: vec![7],
             since: 0,
         };

@@ -20,12 +20,11 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::path::PathBuf;
 
-use crate::instruments::observe::limits::CpuCounters;
-use crate::model::limits::{CgroupLimits, Limits};
 use std::time::Instant;
 
 use self::source::{CounterSource, Counters};
 use crate::analysis::watch::{Interval, judge};
+use crate::instruments::observe::limits;
 use crate::instruments::observe::sampling::Sampler;
 use crate::instruments::{self, Ask, Fallback, Tier};
 use crate::model::diagnosis::{Class, Observation, ThreadSamples};
@@ -139,9 +138,12 @@ struct GroupAcc {
     mixed: bool,
     is_cgroup: bool,
     /// That cgroup's path and its place in the hierarchy with the cpu
-    /// controller, with its counters at the last read (found once a path:
-    /// None inside, not found).
-    cpu: Option<(String, Option<(cgroupfs::Place, CpuCounters)>)>,
+    /// controller, for its throttling's export (found once a path: None
+    /// inside, not found).
+    cpu: Option<(String, Option<cgroupfs::Place>)>,
+    /// Its processes' cgroups in every hierarchy and the ancestors that
+    /// limit them, read as diagnose reads them: what judges its verdict.
+    limits: Option<limits::Watch>,
     seen_scan: u64,
 }
 
@@ -231,12 +233,14 @@ impl Watcher {
             let pid = st.pid;
             // Updated in place, not moved to a new table each scan: a
             // process seen before costs one lookup and no allocation.
+            // A new process's cgroups, read once: its group's and its limits'.
+            let mut text = None;
             let p = match self.procs.entry(pid) {
                 Entry::Occupied(e) if e.get().start == st.start_ticks => e.into_mut(),
                 e => {
                     // A cgroup is read once, when the process is first seen.
-                    let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
-                        .map_or_else(|_| "/".to_string(), |t| pressure::cgroup_of(&t));
+                    text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok();
+                    let cgroup = text.as_deref().map_or("/".into(), pressure::cgroup_of);
                     let by_cgroup = match self.opts.group_by {
                         GroupBy::Name => false,
                         GroupBy::Cgroup => true,
@@ -303,6 +307,11 @@ impl Watcher {
                 g.mixed = true;
             }
             g.pids.push((pid, st.threads));
+            // Its cgroups, from the text just read (a new process) or read
+            // again (one new to the group, after an exec).
+            (g.limits
+                .get_or_insert_with(|| limits::Watch::new(self.mounts.clone())))
+            .place(pid, text.as_deref());
             if let Some(dt) = dt {
                 // A process new since the last scan counts from its start.
                 let (base, lived) = match base {
@@ -336,10 +345,6 @@ impl Watcher {
         let scans = self.scans;
         self.groups
             .retain(|_, g| scans - g.seen_scan < FORGET_AFTER_SCANS);
-        // A group's cgroup quota counts from its first scan.
-        for g in self.groups.values_mut() {
-            g.cpu_place(&self.mounts);
-        }
         if !first {
             self.close_intervals(dt.unwrap_or(0.0));
         }
@@ -350,7 +355,8 @@ impl Watcher {
     }
 
     fn close_intervals(&mut self, dt: f64) {
-        let mounts = &self.mounts;
+        // Each cgroup read once, however many groups it limits.
+        let mut reads = limits::Reads::now();
         for g in self.groups.values_mut() {
             let mut o = Observation::default();
             if let Some(mut s) = g.sampler.take() {
@@ -361,7 +367,13 @@ impl Watcher {
             }
             let mut i = std::mem::take(&mut g.interval);
             i.window_s = dt;
-            let limits = g.cpu_limits(mounts);
+            let limits = match g.limits.as_mut() {
+                Some(l) => {
+                    l.keep(&g.pids.iter().map(|p| p.0).collect());
+                    l.interval(&mut reads)
+                }
+                None => Default::default(),
+            };
             let (secs, working, verdict) = judge(&i, &g.samples, limits);
             // Until a thread of the group has been sampled its off-CPU
             // time has no state: only the counters' states count, and it
@@ -475,7 +487,7 @@ impl Watcher {
             }
             let mut out = g.total.clone();
             if g.is_cgroup {
-                if let Some((place, _)) = g.cpu_place(mounts) {
+                if let Some(place) = g.cpu_place(mounts) {
                     let c = crate::instruments::observe::limits::cpu_counters(place);
                     (out.throttled_s, out.throttled_periods) =
                         (Some(c.throttled_ns as f64 / 1e9), Some(c.throttled));
@@ -514,10 +526,9 @@ impl Watcher {
 
 impl GroupAcc {
     /// Its processes' one cgroup, in the hierarchy with the cpu controller
-    /// (found from its first process's cgroups, once), with its counters
-    /// at the last read; None for the root (it limits nothing) or when its
-    /// processes are in several cgroups.
-    fn cpu_place(&mut self, mounts: &[cgroupfs::Mount]) -> Option<&(cgroupfs::Place, CpuCounters)> {
+    /// (found from its first process's cgroups, once); None for the root
+    /// or when its processes are in several cgroups.
+    fn cpu_place(&mut self, mounts: &[cgroupfs::Mount]) -> Option<&cgroupfs::Place> {
         let path = self.cgroup.as_ref().filter(|p| *p != "/" && !self.mixed)?;
         let pid = self.pids.first()?.0;
         // Found again when its processes moved (a group by name).
@@ -531,42 +542,10 @@ impl GroupAcc {
                     cgroupfs::places(&text, mounts)
                         .into_iter()
                         .find(|p| p.path == *path && p.has("cpu"))
-                })
-                .map(|place| {
-                    let now = crate::instruments::observe::limits::cpu_counters(&place);
-                    (place, now)
                 });
             (path.clone(), found)
         });
         found.as_ref()
-    }
-
-    /// Its cgroup's CPU quota and throttling over the interval just ended,
-    /// as diagnose's limits hold them: `classify` judges `cpu-quota` from
-    /// them as it does for diagnose. Unlimited: none.
-    fn cpu_limits(&mut self, mounts: &[cgroupfs::Mount]) -> Limits {
-        use crate::instruments::observe::limits::{cpu_counters, cpu_quota};
-        let mut limits = Limits::default();
-        if self.cpu_place(mounts).is_none() {
-            return limits;
-        }
-        if let Some((_, Some((place, last)))) = self.cpu.as_mut() {
-            let now = cpu_counters(place);
-            let q = cpu_quota(place, last, &now);
-            *last = now;
-            if q.quota_us.is_some() {
-                limits.cgroups.push(CgroupLimits {
-                    version: if place.v2 { 2 } else { 1 },
-                    controllers: place.controllers.join(","),
-                    path: place.path.clone(),
-                    dir: place.dir.display().to_string(),
-                    pids: self.pids.iter().map(|p| p.0).collect(),
-                    cpu: Some(q),
-                    ..CgroupLimits::default()
-                });
-            }
-        }
-        limits
     }
 }
 
