@@ -392,8 +392,11 @@ pub fn as_learner(script: &str) {
 }
 
 /// Run `cmd` with a deadline: its output, and whether it finished in time
-/// (it is killed otherwise).
+/// (it is killed otherwise). Its stdout and stderr are drained while it
+/// runs: a command that writes more than a pipe holds (64 KiB) before it
+/// exits would otherwise wait on the pipe, and the test on it.
 pub fn output_within(cmd: &mut Command, limit: Duration) -> (Output, bool) {
+    use std::io::Read;
     use std::process::Stdio;
     let mut child = cmd
         .stdin(Stdio::null())
@@ -401,17 +404,34 @@ pub fn output_within(cmd: &mut Command, limit: Duration) -> (Output, bool) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = r.read_to_end(&mut buf);
+            buf
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("piped")));
+    let err = drain(Box::new(child.stderr.take().expect("piped")));
     let t = Instant::now();
     let mut in_time = true;
-    while child.try_wait().expect("wait").is_none() {
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
         if t.elapsed() > limit {
             in_time = false;
             let _ = child.kill();
-            break;
+            break child.wait().expect("wait");
         }
         std::thread::sleep(Duration::from_millis(10));
-    }
-    (child.wait_with_output().expect("output"), in_time)
+    };
+    let output = Output {
+        status,
+        stdout: out.join().expect("stdout reader"),
+        stderr: err.join().expect("stderr reader"),
+    };
+    (output, in_time)
 }
 
 /// The scratch folder of workload `pid`: the folder of the first regular
