@@ -238,7 +238,7 @@ fn collect(
         Drill::Cpu => Found::Cpu(profile::sample_all(carriers, DRILL_HZ, window, stop)?),
         Drill::Offcpu => Found::Offcpu(offcpu::record_all(carriers, window, stop)?.0),
         Drill::Storage => {
-            let (ios, tier, lost) = block::record(window, stop)?;
+            let (ios, tier, lost) = block::record(scope, window, stop)?;
             Found::Storage(summary::storage(&ios, carriers, tier.name(), lost))
         }
         Drill::Sched => Found::Sched(competition::record(target, scope, window, stop)?),

@@ -43,12 +43,18 @@ pub fn open(ask: Ask, options: Options) -> anyhow::Result<(Box<dyn BlockSource>,
 /// set), on the best tier: what `kdiag iosnoop --summary` records, for
 /// callers that want it in one piece (diagnose's drill-down). Returns the
 /// requests, the tier and the events lost; everything is detached before
-/// it returns.
+/// it returns. For one user (`scope`), only the requests charged to their
+/// processes are traced, as their iosnoop traces them.
 pub fn record(
+    scope: super::target::Scope,
     window: std::time::Duration,
     stop: &std::sync::atomic::AtomicBool,
 ) -> anyhow::Result<(Vec<crate::model::block::BlockIo>, Tier, u64)> {
-    let (mut source, _) = open(Ask::Auto, Options::default())?;
+    let options = Options {
+        uid: scope.uid(),
+        ..Options::default()
+    };
+    let (mut source, _) = open(Ask::Auto, options)?;
     let mut ios = Vec::new();
     super::for_window(window, stop, |wait| source.poll(wait, &mut ios))?;
     source.finish(&mut ios)?;
