@@ -276,7 +276,8 @@ impl Watcher {
             p.seen = scan;
             // By name, the name now: a process that execs (a shell that
             // becomes the workload) changes group.
-            if !p.by_cgroup && p.group != st.comm {
+            let moved = !p.by_cgroup && p.group != st.comm;
+            if moved {
                 p.group.clone_from(&st.comm);
             }
             let now = Totals {
@@ -307,11 +308,13 @@ impl Watcher {
                 g.mixed = true;
             }
             g.pids.push((pid, st.threads));
-            // Its cgroups, from the text just read (a new process) or read
-            // again (one new to the group, after an exec).
-            (g.limits
-                .get_or_insert_with(|| limits::Watch::new(self.mounts.clone())))
-            .place(pid, text.as_deref());
+            // Its cgroups, placed once a group: from the text just read (a
+            // new process) or read again (one that joined after an exec);
+            // not a lookup per process per scan.
+            let limits = (g.limits).get_or_insert_with(|| limits::Watch::new(self.mounts.clone()));
+            if text.is_some() || moved {
+                limits.place(pid, text.as_deref());
+            }
             if let Some(dt) = dt {
                 // A process new since the last scan counts from its start.
                 let (base, lived) = match base {
