@@ -100,19 +100,9 @@ fn a_direct_reader_under_a_blkio_iops_limit_is_io_limited() {
     if !require_root("a_direct_reader_under_a_blkio_iops_limit_is_io_limited") {
         return;
     }
-    // A file on a real disk (the build tree's), read 4 KiB at a time with
-    // O_DIRECT: each read is a request the limit counts.
-    let file = common::direct_read_file("limits-direct-read");
-    let disk = kdiag::sys::cgroup::disk_of(&file).unwrap();
-    let cg = OwnCg::new("blkio");
-    cg.set(
-        "blkio.throttle.read_iops_device",
-        &format!("{}:{} 100", disk.major, disk.minor),
-    );
-    let dd = Reap(cg.spawn(&format!(
-        "exec dd if={} of=/dev/null bs=4k iflag=direct",
-        file.display()
-    )));
+    // Each 4 KiB O_DIRECT read is a request the limit counts.
+    let (cg, dd) = common::own_cgroup::iops_limited_reader("limits-direct-read");
+    let dd = Reap(dd);
     let v = diagnose_json(&["-p", &dd.0.id().to_string(), "-d", "3", "--why", "none"]);
     let d = &v["diagnosis"];
     assert_eq!(d["verdict"], "io-limit", "{d:#}");

@@ -655,17 +655,8 @@ fn a_reader_under_a_blkio_limit_is_io_limit_in_watch_as_in_diagnose() {
     if !require_root("a_reader_under_a_blkio_limit_is_io_limit_in_watch_as_in_diagnose") {
         return;
     }
-    let file = common::direct_read_file("watch-limit-direct-read");
-    let disk = kdiag::sys::cgroup::disk_of(&file).unwrap();
-    let cg = OwnCg::new("blkio");
-    cg.set(
-        "blkio.throttle.read_iops_device",
-        &format!("{}:{} 100", disk.major, disk.minor),
-    );
-    let dd = Guard(cg.spawn(&format!(
-        "exec dd if={} of=/dev/null bs=4k iflag=direct",
-        file.display()
-    )));
+    let (_cg, dd) = common::own_cgroup::iops_limited_reader("watch-limit-direct-read");
+    let dd = Guard(dd);
     let verdicts = watch_and_diagnose(dd.0.id());
     assert_eq!(
         verdicts,

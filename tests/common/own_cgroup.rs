@@ -67,6 +67,24 @@ impl OwnCg {
     }
 }
 
+/// dd reading a file of its own (`super::direct_read_file(name)`, on a
+/// real disk) 4 KiB at a time with O_DIRECT, each read a request, in a
+/// blkio cgroup of its own that limits reads on that disk to 100 IOPS.
+pub fn iops_limited_reader(name: &str) -> (OwnCg, Child) {
+    let file = super::direct_read_file(name);
+    let disk = kdiag::sys::cgroup::disk_of(&file).unwrap();
+    let cg = OwnCg::new("blkio");
+    cg.set(
+        "blkio.throttle.read_iops_device",
+        &format!("{}:{} 100", disk.major, disk.minor),
+    );
+    let dd = cg.spawn(&format!(
+        "exec dd if={} of=/dev/null bs=4k iflag=direct",
+        file.display()
+    ));
+    (cg, dd)
+}
+
 impl Drop for OwnCg {
     fn drop(&mut self) {
         let end = Instant::now() + Duration::from_secs(5);
