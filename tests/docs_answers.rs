@@ -27,7 +27,7 @@ use std::collections::BTreeSet;
 
 use kdiag::course::token::self_study_token;
 use kdiag::grade::checks::Kind;
-use kdiag::lab::{self, Source, solution};
+use kdiag::lab::{self, LabSource, solution};
 use kdiag::model::lab::Input;
 
 const LEARNERS: [&str; 8] = [
@@ -48,7 +48,7 @@ struct Answer {
     value: String,
 }
 
-fn answers_of(source: &Source, id: &str) -> Vec<Answer> {
+fn answers_of(source: &LabSource, id: &str) -> Vec<Answer> {
     let (lab, checks) = lab::load(source, id).unwrap();
     let sol = solution::load(source, id).unwrap();
     let mut values: BTreeSet<(String, String)> = BTreeSet::new();
@@ -115,7 +115,7 @@ struct Text {
     body: String,
 }
 
-fn texts_of(source: &Source, id: &str) -> Vec<Text> {
+fn texts_of(source: &LabSource, id: &str) -> Vec<Text> {
     let (lab, checks) = lab::load(source, id).unwrap();
     let text = |place: String, own: Option<&str>, body: &str| Text {
         place,
@@ -143,7 +143,7 @@ fn texts_of(source: &Source, id: &str) -> Vec<Text> {
 }
 
 fn leaks() -> Vec<String> {
-    let source = Source::default();
+    let source = LabSource::default();
     let ids = source.ids().unwrap();
     let manual = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/lab.md"))
         .expect("docs/lab.md");
@@ -187,7 +187,7 @@ fn no_student_text_names_an_answer() {
 /// a text naming one is caught.
 #[test]
 fn the_answers_are_found_in_a_text_that_names_them() {
-    let source = Source::default();
+    let source = LabSource::default();
     for id in source.ids().unwrap() {
         let answers = answers_of(&source, &id);
         assert!(!answers.is_empty(), "{id}: no answer to look for");

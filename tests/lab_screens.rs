@@ -18,7 +18,7 @@ use kdiag::analysis::fold::frame_of;
 use kdiag::analysis::top::{CpuSplit, TaskCounts, TopRow};
 use kdiag::commands::lab::lab_view;
 use kdiag::lab::medium::{Launch, Medium};
-use kdiag::lab::{self, Source};
+use kdiag::lab::{self, LabSource};
 use kdiag::model::block::BlockIo;
 use kdiag::model::exec::{ExecEvent, Exit, ProcessEnd, TraceEvent};
 use kdiag::model::profile::{OffState, Profile, Stack};
@@ -50,7 +50,7 @@ struct Recorded {
 
 impl Recorded {
     fn new() -> Recorded {
-        let (_, checks) = lab::load(&Source::default(), "0-demo").unwrap();
+        let (_, checks) = lab::load(&LabSource::default(), "0-demo").unwrap();
         Recorded {
             right: HashMap::from([
                 ("who.pid", "13812"),
@@ -112,7 +112,7 @@ impl Driver for Recorded {
 }
 
 fn demo() -> State {
-    let (lab, checks) = lab::load(&Source::default(), "0-demo").unwrap();
+    let (lab, checks) = lab::load(&LabSource::default(), "0-demo").unwrap();
     let shell = |_: usize| Vec::new();
     State::new(
         lab_view(
@@ -696,7 +696,7 @@ fn a_small_terminal_keeps_a_usable_layout() {
 #[test]
 fn step_texts_give_the_profile_panels_rate() {
     let hz = kdiag::tui::lab::collect::PROFILE_HZ;
-    let source = Source::default();
+    let source = LabSource::default();
     let mut said = 0;
     for id in source.ids().unwrap() {
         for step in source.lab(&id).unwrap().steps {
@@ -803,11 +803,11 @@ fn at_80x24_every_answer_bearing_line_shows() {
 /// PgUp moves up at once.
 #[test]
 fn every_line_of_every_step_text_shows_when_paged() {
-    let labs = Source::default().ids().unwrap();
+    let labs = LabSource::default().ids().unwrap();
     assert_eq!(labs.len(), 8, "the eight labs");
     for (w, h) in [(80, 24), (120, 40)] {
         for name in &labs {
-            let (lab, checks) = lab::load(&Source::default(), name).unwrap();
+            let (lab, checks) = lab::load(&LabSource::default(), name).unwrap();
             let shell = |_: usize| Vec::new();
             let view = lab_view(
                 &lab,
@@ -914,7 +914,7 @@ fn text_pane(s: &State, w: u16, h: u16) -> (Shown, usize) {
 /// process, and the panels and step texts follow it, never the old PID.
 #[test]
 fn a_reopened_finished_lab_picks_the_new_workload() {
-    let (lab, checks) = lab::load(&Source::default(), "0-demo").unwrap();
+    let (lab, checks) = lab::load(&LabSource::default(), "0-demo").unwrap();
     let shell = |_: usize| Vec::new();
     let d = Recorded::new();
     // As the front end checks the answers file at start: every graded

@@ -4,7 +4,6 @@
 pub mod calendar;
 pub mod carriers;
 pub mod classify;
-pub mod doctor;
 pub mod drill;
 pub mod elf_rules;
 pub mod exec_failure;

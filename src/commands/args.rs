@@ -13,7 +13,7 @@
 
 use std::path::PathBuf;
 
-use crate::instruments::{Ask, Tier};
+use crate::instruments::{Ask, Tiers};
 
 /// The shortest duration kdiag accepts, in seconds.
 pub const MIN_DURATION_SECS: f64 = 0.001;
@@ -49,8 +49,8 @@ pub struct Files {
 }
 
 impl Files {
-    pub fn source(&self) -> crate::lab::Source {
-        crate::lab::Source {
+    pub fn source(&self) -> crate::lab::LabSource {
+        crate::lab::LabSource {
             dir: self.labs.clone(),
         }
     }
@@ -206,38 +206,25 @@ pub fn pid<T: TryFrom<u64>>(s: &str) -> Result<T, String> {
     T::try_from(n).map_err(|_| format!("{s} is out of range for a PID"))
 }
 
-/// `--tier`: `auto` (the best tier the machine allows, as `auto_help` says)
-/// or one of an instrument's `tiers` by its `Tier::arg` name, each with its
-/// help line.
-pub fn tier(
-    auto_help: &'static str,
-    tiers: &'static [(Tier, &'static str)],
-) -> impl clap::builder::TypedValueParser<Value = Ask> {
+/// `--tier`: `auto` (the best tier the machine allows) or one of the
+/// instrument's tiers by its `Tier::arg` name, each with its help line,
+/// all from the instrument's table.
+pub fn tier(tiers: &'static Tiers) -> impl clap::builder::TypedValueParser<Value = Ask> {
     use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
-    let values = std::iter::once(PossibleValue::new("auto").help(auto_help)).chain(
+    let values = std::iter::once(PossibleValue::new("auto").help(tiers.auto)).chain(
         tiers
+            .rows
             .iter()
-            .map(|(t, help)| PossibleValue::new(t.arg()).help(*help)),
+            .map(|r| PossibleValue::new(r.tier.arg()).help(r.sees)),
     );
     PossibleValuesParser::new(values).map(move |name: String| {
         tiers
+            .rows
             .iter()
-            .find(|(t, _)| t.arg() == name)
-            .map_or(Ask::Auto, |(t, _)| Ask::Only(*t))
+            .find(|r| r.tier.arg() == name)
+            .map_or(Ask::Auto, |r| Ask::Only(r.tier))
     })
 }
-
-/// The `--tier` values of an instrument traced by BPF or perf.
-pub const BPF_OR_PERF: &[(Tier, &str)] = &[
-    (
-        Tier::Bpf,
-        "BPF programs: exact matching, user strings, in-kernel aggregation",
-    ),
-    (Tier::Perf, "perf_event_open tracepoints"),
-];
-
-/// Help for `--tier auto` of an instrument traced by BPF or perf.
-pub const BPF_ELSE_PERF: &str = "BPF where the kernel allows it, else perf";
 
 /// `-u/--user`: a user name or uid, resolved to the uid.
 pub fn user(s: &str) -> Result<u32, String> {

@@ -189,7 +189,7 @@ impl Drop for TempDir {
     }
 }
 
-fn self_test(source: &lab::Source, lab: &Lab, checks: &grade::CheckFile) -> anyhow::Result<u8> {
+fn self_test(source: &lab::LabSource, lab: &Lab, checks: &grade::CheckFile) -> anyhow::Result<u8> {
     let course = Course::generate(vec![lab.id.clone()])?;
     let (a, b) = ("self-test-a", "self-test-b");
     let tmp = TempDir(std::env::temp_dir().join(format!(

@@ -8,7 +8,7 @@ use crate::course::roster::{Columns, Roster, csv_field};
 use crate::course::{Course, Token};
 use crate::error;
 use crate::grade::gradebook::{self, GradedLab, Layout};
-use crate::lab::Source;
+use crate::lab::LabSource;
 use crate::sys::process::user_files::{self, Limits};
 
 #[derive(Debug, clap::Args)]
@@ -141,7 +141,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 }
 
 fn init(out: PathBuf, labs: Vec<String>) -> anyhow::Result<u8> {
-    let source = Source::default();
+    let source = LabSource::default();
     let known = source.ids()?;
     let labs = if labs.is_empty() { known.clone() } else { labs };
     if let Some(bad) = labs.iter().find(|l| !known.contains(l)) {

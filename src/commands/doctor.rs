@@ -17,7 +17,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let probes = crate::instruments::doctor::probe_all();
-    let features = crate::analysis::doctor::features(&probes);
+    let features = crate::instruments::doctor::features::features(&probes);
     let report = DoctorReport { probes, features };
     let mut out = std::io::stdout().lock();
     if args.json {

@@ -26,7 +26,7 @@ pub struct Args {
     /// Tracing tier: bpf reads exec filenames and arguments in the kernel;
     /// perf needs no BPF but sees less
     #[arg(long, default_value = "auto",
-          value_parser = super::args::tier(super::args::BPF_ELSE_PERF, super::args::BPF_OR_PERF))]
+          value_parser = super::args::tier(&crate::instruments::exec::TRACE_TIERS))]
     pub tier: Ask,
     /// Print the trace and the explanation as JSON
     #[arg(long)]
@@ -76,7 +76,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let mut events = Vec::new();
     let (tier, lost, notes, pid) = if let Some(pid) = args.pid {
         crate::instruments::target::check_pids(&[pid as i32])?;
-        let (mut source, mut notes) = crate::instruments::exec::open(args.tier, filter(pid), None)?;
+        let (mut source, fallback) = crate::instruments::exec::open(args.tier, filter(pid), None)?;
+        let mut notes: Vec<String> = fallback.iter().map(|f| f.note()).collect();
         // On stderr even with --json: scripts wait for it to know tracing is on.
         eprintln!(
             "kdiag exec-trace: watching pid {pid} and its children ({} tier); Ctrl-C to stop",
@@ -97,7 +98,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     } else {
         let mut child = HeldChild::spawn(&args.command).context("starting the command")?;
         let pid = child.pid;
-        let (mut source, mut notes) = crate::instruments::exec::open(
+        let (mut source, fallback) = crate::instruments::exec::open(
             args.tier,
             filter(pid),
             Some(Spawned {
@@ -133,7 +134,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         if let Some(status) = status {
             record_end(&mut events, pid, status);
         }
-        notes.extend(source.notes());
+        let notes = fallback
+            .iter()
+            .map(|f| f.note())
+            .chain(source.notes())
+            .collect();
         (source.tier().name(), source.lost(), notes, pid)
     };
 

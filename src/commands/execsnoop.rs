@@ -26,7 +26,7 @@ pub struct Args {
     /// Tracing tier: bpf reads filenames and arguments in the kernel; perf
     /// reads arguments from /proc after the fact (best effort)
     #[arg(long, default_value = "auto",
-          value_parser = super::args::tier(super::args::BPF_ELSE_PERF, super::args::BPF_OR_PERF))]
+          value_parser = super::args::tier(&crate::instruments::exec::SNOOP_TIERS))]
     pub tier: Ask,
     /// Print the execs as JSON when done
     #[arg(long)]
@@ -54,7 +54,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         signals: false,
         scope,
     };
-    let (mut source, notes) = crate::instruments::exec::open(args.tier, filter, None)?;
+    let (mut source, fallback) = crate::instruments::exec::open(args.tier, filter, None)?;
+    let notes: Vec<String> = fallback.iter().map(|f| f.note()).collect();
     let mut err = std::io::stderr().lock();
     for n in notes.iter().chain(&source.notes()) {
         writeln!(err, "note: {n}")?;

@@ -16,18 +16,6 @@ use crate::render::files::ProfileFiles;
 use crate::sys::process::interrupt::Interrupt;
 use crate::sys::process::user_files;
 
-/// faults' `--tier` values.
-const TIERS: &[(Tier, &str)] = &[
-    (
-        Tier::Bpf,
-        "page_fault_user BPF program (x86): every user-mode fault by user stack",
-    ),
-    (
-        Tier::Procfs,
-        "each thread's fault counters read from /proc, no stacks",
-    ),
-];
-
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  \
     sudo kdiag faults -- ./loader big.db       where a command faults pages in, until it exits\n  \
@@ -45,7 +33,7 @@ pub struct Args {
     pub json: bool,
     /// Which tier to use
     #[arg(long, default_value = "auto",
-          value_parser = super::args::tier("BPF where the kernel allows it, else /proc's counters", TIERS))]
+          value_parser = super::args::tier(&faults::TIERS))]
     pub tier: Ask,
     /// The command to run and trace until it exits
     #[arg(last = true, value_name = "CMD")]

@@ -16,7 +16,7 @@ use crate::grade::identity::{self, Claim, GRADESCOPE_METADATA};
 use crate::grade::{self, class_report, report};
 use crate::lab::grader::{Grader, entry_name};
 use crate::lab::submission;
-use crate::lab::{self, Source};
+use crate::lab::{self, LabSource};
 use crate::sys::process::user_files::{self, Limits};
 
 #[derive(Debug, clap::Args)]
@@ -73,7 +73,7 @@ pub enum Format {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let source = Source {
+    let source = LabSource {
         dir: args.labs.clone(),
     };
     let (lab, checks) = lab::load(&source, &args.lab)?;

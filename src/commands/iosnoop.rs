@@ -60,7 +60,7 @@ pub struct Args {
     pub json: bool,
     /// Which tracing tier to use
     #[arg(long, default_value = "auto",
-          value_parser = super::args::tier(super::args::BPF_ELSE_PERF, super::args::BPF_OR_PERF))]
+          value_parser = super::args::tier(&crate::instruments::block::TIERS))]
     pub tier: Ask,
     #[command(flatten)]
     pub duration: super::args::TraceDuration,
@@ -132,7 +132,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             .context("installing the Ctrl-C handler")?;
     }
     if let Some(why) = fallback {
-        eprintln!("{why}");
+        eprintln!("{}", why.note());
     }
     let tier_line = match source.tier() {
         Tier::Bpf => "BPF tier: requests followed by their kernel pointer",

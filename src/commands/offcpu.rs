@@ -22,18 +22,6 @@ use crate::render::files::ProfileFiles;
 use crate::sys::process::interrupt::Interrupt;
 use crate::sys::process::user_files;
 
-/// offcpu's `--tier` values.
-const TIERS: &[(Tier, &str)] = &[
-    (
-        Tier::Bpf,
-        "sched_switch BPF programs: stacks and exact blocked time",
-    ),
-    (
-        Tier::Procfs,
-        "wait channels and syscalls sampled from /proc every 10 ms, no stacks",
-    ),
-];
-
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  \
     sudo kdiag offcpu -- ./server args         where a command's threads wait, until it exits\n  \
@@ -62,7 +50,7 @@ pub struct Args {
     pub json: bool,
     /// Which tier to use
     #[arg(long, default_value = "auto",
-          value_parser = super::args::tier("BPF where the kernel allows it, else the coarse /proc view", TIERS))]
+          value_parser = super::args::tier(&offcpu::TIERS))]
     pub tier: Ask,
     /// The command to run and trace until it exits
     #[arg(last = true, value_name = "CMD")]

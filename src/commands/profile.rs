@@ -76,7 +76,7 @@ pub struct Args {
     pub html: Option<std::path::PathBuf>,
     /// With --wall: where off-CPU time comes from
     #[arg(long, default_value = "auto",
-          value_parser = super::args::tier("BPF where the kernel allows it, else /proc without stacks", OFFCPU_TIERS))]
+          value_parser = super::args::tier(&crate::instruments::offcpu::TIERS))]
     pub tier: Ask,
     #[command(flatten)]
     pub files: ProfileFiles,
@@ -87,18 +87,6 @@ pub struct Args {
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<OsString>,
 }
-
-/// --wall's off-CPU tiers.
-const OFFCPU_TIERS: &[(Tier, &str)] = &[
-    (
-        Tier::Bpf,
-        "sched_switch BPF programs: off-CPU stacks and exact blocked time",
-    ),
-    (
-        Tier::Procfs,
-        "thread states sampled from /proc every 10 ms, no off-CPU stacks",
-    ),
-];
 
 /// How long a command still running at the end gets between SIGTERM and
 /// SIGKILL.

@@ -8,7 +8,7 @@ use super::{Event, Request, WhyMode, words};
 use crate::analysis::drill as summary;
 use crate::analysis::exec_failure;
 use crate::analysis::why::Drill;
-use crate::instruments::exec::watch::{Watch, watch};
+use crate::instruments::exec::watch::{ExecWatch, watch};
 use crate::instruments::exec::{Filter, Spawned};
 use crate::model::drill::ExecDrill;
 
@@ -19,7 +19,7 @@ pub(super) fn watch_execs(
     mode: WhyMode,
     pid: u32,
     spawned: Option<Spawned>,
-) -> Option<anyhow::Result<Watch>> {
+) -> Option<anyhow::Result<ExecWatch>> {
     let root = crate::sys::process::privilege::is_root();
     match mode {
         WhyMode::None => None,
@@ -45,10 +45,10 @@ pub(super) fn watch_execs(
 pub(super) fn exec_drill(
     req: &Request,
     pid: i32,
-    execs: Option<anyhow::Result<Watch>>,
+    execs: Option<anyhow::Result<ExecWatch>>,
     stoppers: &[u32],
 ) -> Option<Result<ExecDrill, String>> {
-    let trace = execs?.and_then(Watch::finish);
+    let trace = execs?.and_then(ExecWatch::finish);
     match trace {
         Ok(t) => {
             let findings = exec_failure::explain(&t.events, &t.files);

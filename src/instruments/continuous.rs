@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use crate::instruments::offcpu::{self, OffcpuBpf};
-use crate::instruments::profile::{self, Request, Sampler};
+use crate::instruments::profile::{self, CpuSampler, Request};
 use crate::instruments::watch::Scope;
 use crate::model::offcpu::StateFilter;
 use crate::model::profile::Profile;
@@ -25,7 +25,7 @@ pub struct Options {
 
 /// The open sampler and tracer.
 pub struct Profiler {
-    cpu: Sampler,
+    cpu: CpuSampler,
     /// None where BPF cannot trace the scheduler (the note says why).
     offcpu: Option<OffcpuBpf>,
     hz: u64,

@@ -22,7 +22,59 @@ pub mod watch;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::model::capability::Probes;
 pub use crate::model::capability::Tier;
+
+/// One tier of an instrument, a row of its table.
+pub struct TierRow {
+    pub tier: Tier,
+    /// What it sees: `--tier`'s help for it, and doctor's line where it is
+    /// the tier used.
+    pub sees: &'static str,
+    /// Whether this machine allows it, from doctor's probes.
+    pub works: fn(&Probes) -> bool,
+}
+
+/// An instrument's tiers, best first: the one source of its `--tier` values
+/// and help and of doctor's line for it. Each instrument's `mod.rs` owns
+/// its table; [`TABLES`] lists them all.
+pub struct Tiers {
+    /// The command doctor names it by.
+    pub name: &'static str,
+    /// `--tier auto`'s help.
+    pub auto: &'static str,
+    pub rows: &'static [TierRow],
+}
+
+impl Tiers {
+    /// The tiers that work on a machine with these probes, best first.
+    pub fn working(&self, p: &Probes) -> Vec<Tier> {
+        self.rows
+            .iter()
+            .filter(|r| (r.works)(p))
+            .map(|r| r.tier)
+            .collect()
+    }
+
+    /// What `tier` sees.
+    pub fn sees(&self, tier: Tier) -> &'static str {
+        self.rows
+            .iter()
+            .find(|r| r.tier == tier)
+            .map_or("", |r| r.sees)
+    }
+}
+
+/// Every instrument's tier table, in the order doctor lists them.
+pub const TABLES: &[&Tiers] = &[
+    &profile::TIERS,
+    &offcpu::TIERS,
+    &block::TIERS,
+    &exec::TRACE_TIERS,
+    &exec::SNOOP_TIERS,
+    &faults::TIERS,
+    &watch::TIERS,
+];
 
 /// What `--tier` asks for: the best tier the machine allows, or one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

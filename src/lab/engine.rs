@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use super::medium::for_variant;
 use super::state::{LabDir, Progress};
 use super::workload::Workload;
-use super::{Lab, Source};
+use super::{Lab, LabSource};
 use crate::course::Token;
 use crate::grade::answers::Answers;
 use crate::grade::{self, CheckFile, CheckResult, Evidence, Facts, Status};
@@ -58,7 +58,7 @@ impl Engine {
     /// `dir_flag` is the `--dir` they gave, if any. Returns what resuming
     /// changed, when there was a previous run.
     pub fn start(
-        source: &Source,
+        source: &LabSource,
         id: &str,
         seed: Token,
         root: &Path,

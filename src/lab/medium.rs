@@ -158,7 +158,7 @@ fn commands(code: &str, launch: Launch, goes_on: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::Source;
+    use crate::lab::LabSource;
 
     #[test]
     fn each_medium_keeps_its_blocks_and_the_shared_text() {
@@ -190,7 +190,7 @@ mod tests {
     /// (a misspelt fact or value never would be).
     #[test]
     fn every_variant_block_is_some_variants() {
-        let source = Source::default();
+        let source = LabSource::default();
         for id in source.ids().unwrap() {
             let (lab, _) = crate::lab::load(&source, &id).unwrap();
             let seeds = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"];
@@ -238,7 +238,7 @@ mod tests {
     /// names a medium and is closed.
     #[test]
     fn plain_texts_never_mention_the_apps_panels_or_keys() {
-        let source = Source::default();
+        let source = LabSource::default();
         for (id, seed) in source
             .ids()
             .unwrap()

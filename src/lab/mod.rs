@@ -42,11 +42,11 @@ pub const FORMAT_VERSION: u32 = 1;
 /// Where labs and checks come from: the binary, or a directory with the
 /// repository's layout (labs/, checks/).
 #[derive(Debug, Clone, Default)]
-pub struct Source {
+pub struct LabSource {
     pub dir: Option<PathBuf>,
 }
 
-impl Source {
+impl LabSource {
     /// A file by its path under the repository, e.g. "labs/0-demo/lab.toml".
     pub fn read(&self, path: &str) -> anyhow::Result<String> {
         match &self.dir {
@@ -128,7 +128,7 @@ impl Source {
 }
 
 /// Lab `id` and its checks.
-pub fn load(source: &Source, id: &str) -> anyhow::Result<(Lab, CheckFile)> {
+pub fn load(source: &LabSource, id: &str) -> anyhow::Result<(Lab, CheckFile)> {
     let lab = source.lab(id)?;
     let steps: Vec<String> = lab.steps.iter().map(|s| s.id.clone()).collect();
     let path = format!("checks/{}.toml", lab.id);
@@ -143,7 +143,7 @@ pub fn load(source: &Source, id: &str) -> anyhow::Result<(Lab, CheckFile)> {
 /// lab's files (lab.toml, its steps' text) and its checks file
 /// (`checks_text`), as this kdiag reads them. Any edit to one changes it,
 /// so a grade says exactly what graded it.
-fn version(source: &Source, lab: &Lab, checks_text: &str) -> anyhow::Result<String> {
+fn version(source: &LabSource, lab: &Lab, checks_text: &str) -> anyhow::Result<String> {
     use sha2::{Digest, Sha256};
     let lab_toml = source.read(&format!("labs/{}/lab.toml", lab.id))?;
     let mut h = Sha256::new();
@@ -293,7 +293,7 @@ mod tests {
 
     #[test]
     fn the_built_in_labs_and_checks_are_valid() {
-        let source = Source::default();
+        let source = LabSource::default();
         for id in source.ids().unwrap() {
             load(&source, &id).unwrap();
         }

@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use super::submission::{self, ANSWERS, MANIFEST, Manifest};
 use super::workload::Workload;
-use super::{Lab, Source};
+use super::{Lab, LabSource};
 use crate::course::Token;
 use crate::grade::answers::Answers;
 use crate::grade::facts::placeholders;
@@ -68,7 +68,7 @@ impl Recipe {
     }
 }
 
-pub fn load(source: &Source, lab: &str) -> anyhow::Result<SolutionFile> {
+pub fn load(source: &LabSource, lab: &str) -> anyhow::Result<SolutionFile> {
     let path = format!("checks/solutions/{lab}.toml");
     crate::error::parse_toml(&path, &source.read(&path)?)
 }
@@ -130,7 +130,7 @@ pub fn print(
 /// not empty): run the lab's workload for `seed`, make every artifact with
 /// its recipe, write the answers and the manifest.
 pub fn make(
-    source: &Source,
+    source: &LabSource,
     lab: &Lab,
     checks: &CheckFile,
     seed: &Token,
@@ -251,7 +251,7 @@ mod tests {
 
     #[test]
     fn the_built_in_solutions_load_and_fill() {
-        let source = Source::default();
+        let source = LabSource::default();
         for id in source.ids().unwrap() {
             let sol = load(&source, &id).unwrap();
             let truth = serde_json::json!({"workload": {"name": "w"}, "expect": {}});

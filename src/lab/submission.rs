@@ -500,10 +500,10 @@ pub fn ensure_empty_dir(dir: &Path) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::Source;
+    use crate::lab::LabSource;
 
     fn checks() -> CheckFile {
-        crate::lab::load(&Source::default(), "0-demo").unwrap().1
+        crate::lab::load(&LabSource::default(), "0-demo").unwrap().1
     }
 
     #[test]

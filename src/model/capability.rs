@@ -53,7 +53,7 @@ impl Check {
 }
 
 /// Every probe `kdiag doctor` runs. Commands read the fields they need to
-/// pick a tier (through `analysis::doctor`).
+/// pick a tier (through `instruments::doctor::features`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Probes {
     pub user: Check,

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::{machine, median, time, write_section};
 use kdiag::course::Course;
-use kdiag::lab::{self, Source, solution};
+use kdiag::lab::{self, LabSource, solution};
 
 const LEARNERS: usize = 1000;
 /// Every 20th learner hands in the previous learner's answers.
@@ -46,7 +46,7 @@ fn write_class(dir: &Path) -> std::path::PathBuf {
     let course = Course::generate(vec!["0-demo".into()]).unwrap();
     let course_file = dir.join("course.toml");
     course.create(&course_file).unwrap();
-    let source = Source::default();
+    let source = LabSource::default();
     let lab = source.lab("0-demo").unwrap();
     let sol = solution::load(&source, "0-demo").unwrap();
     let subs = dir.join("subs");

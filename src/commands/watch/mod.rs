@@ -20,8 +20,8 @@ use crate::analysis::watch::verdict_changes;
 use crate::error;
 use crate::export::sender::Endpoint;
 use crate::export::{flight, otlp, profiles, serve, textfile};
+use crate::instruments::Ask;
 use crate::instruments::watch::{self, GroupBy, Options, Scope, Watcher, container};
-use crate::instruments::{Ask, Tier};
 use crate::model::watch::{STATES, Snapshot};
 use crate::render::prometheus;
 use crate::sys::process::interrupt::Interrupt;
@@ -106,21 +106,9 @@ pub struct Args {
     pub duration: Option<f64>,
     /// Where the processes' counters come from
     #[arg(long, default_value = "auto",
-          value_parser = super::args::tier("the BPF task iterator where the kernel allows it, else /proc", TIERS))]
+          value_parser = super::args::tier(&crate::instruments::watch::TIERS))]
     pub tier: Ask,
 }
-
-/// watch's `--tier` values.
-const TIERS: &[(Tier, &str)] = &[
-    (
-        Tier::Bpf,
-        "a BPF task iterator: every task's counters read in the kernel, as binary records",
-    ),
-    (
-        Tier::Procfs,
-        "/proc/PID/stat, io and schedstat of every process, as text",
-    ),
-];
 
 fn interval(s: &str) -> Result<f64, String> {
     let v = super::args::interval(s)?;

@@ -9,11 +9,33 @@ pub mod source;
 
 pub use source::{BlockSource, Options};
 
-use crate::instruments::{self, Ask, Tier};
+use crate::instruments::{self, Ask, Fallback, Tier};
 use crate::sys::disks;
 
-/// Open the requested tier; the note says why `auto` fell back, if it did.
-pub fn open(ask: Ask, options: Options) -> anyhow::Result<(Box<dyn BlockSource>, Option<String>)> {
+/// iosnoop's tiers.
+pub const TIERS: instruments::Tiers = instruments::Tiers {
+    name: "iosnoop",
+    auto: "BPF where the kernel allows it, else perf",
+    rows: &[
+        instruments::TierRow {
+            tier: Tier::Bpf,
+            sees: "tp_btf block_rq_* BPF programs: requests matched exactly, with queue time",
+            works: |p| p.bpf_tp_btf.is_ok(),
+        },
+        instruments::TierRow {
+            tier: Tier::Perf,
+            sees: "perf_event_open tracepoints: issue and completion paired by (dev, sector), \
+                   merged requests may mismatch",
+            works: |p| p.perf_tracepoint.is_ok(),
+        },
+    ],
+};
+
+/// Open the requested tier, and why `auto` fell back, if it did.
+pub fn open(
+    ask: Ask,
+    options: Options,
+) -> anyhow::Result<(Box<dyn BlockSource>, Option<Fallback>)> {
     let names = disks::names();
     let perf_names = names.clone();
     let mut tiers: Vec<instruments::Opener<'_, dyn BlockSource>> = vec![(
@@ -35,8 +57,7 @@ pub fn open(ask: Ask, options: Options) -> anyhow::Result<(Box<dyn BlockSource>,
              (--tier bpf or auto)",
         ));
     }
-    let (source, fallback) = instruments::open(ask, tiers)?;
-    Ok((source, fallback.map(|f| f.note())))
+    instruments::open(ask, tiers)
 }
 
 /// Every block request completed over `window` (cut short when `stop` is

@@ -3,6 +3,8 @@
 //! versions. `probe_all` is the library entry other commands use to pick a
 //! tier; every handle it opens is closed before it returns.
 
+pub mod features;
+
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;

@@ -12,17 +12,56 @@ pub use source::{ExecSource, Filter, Spawned};
 use std::path::Path;
 
 use crate::analysis::exec_failure::FileFacts;
-use crate::instruments::{self, Ask, Tier};
+use crate::instruments::{self, Ask, Fallback, Tier};
 use crate::model::exec::TraceEvent;
 use crate::sys::process::user_files::Peek;
 
-/// Open the requested tier; the notes say why `auto` fell back, if it did.
+/// exec-trace's tiers.
+pub const TRACE_TIERS: instruments::Tiers = instruments::Tiers {
+    name: "exec-trace",
+    auto: "BPF where the kernel allows it, else perf",
+    rows: &[
+        instruments::TierRow {
+            tier: Tier::Bpf,
+            sees: "BPF programs: failed execs with their file names and arguments",
+            // It also attaches tp_btf (signal_generate, fork).
+            works: |p| p.bpf_tracepoint.is_ok() && p.bpf_tp_btf.is_ok(),
+        },
+        instruments::TierRow {
+            tier: Tier::Perf,
+            sees: "perf_event_open tracepoints: failed execs with error codes, file names \
+                   only for successful execs",
+            works: |p| p.perf_tracepoint.is_ok(),
+        },
+    ],
+};
+
+/// execsnoop's tiers.
+pub const SNOOP_TIERS: instruments::Tiers = instruments::Tiers {
+    name: "execsnoop",
+    auto: "BPF where the kernel allows it, else perf",
+    rows: &[
+        instruments::TierRow {
+            tier: Tier::Bpf,
+            sees: "BPF programs: argv read in the kernel at exec",
+            works: |p| p.bpf_tracepoint.is_ok(),
+        },
+        instruments::TierRow {
+            tier: Tier::Perf,
+            sees: "perf_event_open tracepoints: file names from sched_process_exec, argv \
+                   from /proc (racy for short processes)",
+            works: |p| p.perf_tracepoint.is_ok(),
+        },
+    ],
+};
+
+/// Open the requested tier, and why `auto` fell back, if it did.
 pub fn open(
     ask: Ask,
     filter: Filter,
     spawned: Option<Spawned>,
-) -> anyhow::Result<(Box<ExecSource>, Vec<String>)> {
-    let (source, fallback) = instruments::open(
+) -> anyhow::Result<(Box<ExecSource>, Option<Fallback>)> {
+    instruments::open(
         ask,
         vec![
             (
@@ -36,8 +75,7 @@ pub fn open(
                 ),
             ),
         ],
-    )?;
-    Ok((source, fallback.map(|f| f.note()).into_iter().collect()))
+    )
 }
 
 /// What the file system says about each file an exec named: does it exist,

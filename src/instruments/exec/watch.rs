@@ -18,7 +18,7 @@ use crate::model::exec::TraceEvent;
 const KEEP: usize = 10_000;
 
 /// A running exec trace; dropping it stops the thread.
-pub struct Watch {
+pub struct ExecWatch {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<anyhow::Result<Trace>>>,
 }
@@ -35,7 +35,7 @@ pub struct Trace {
 }
 
 /// Start tracing the execs `filter` names; returns once tracing is on.
-pub fn watch(filter: Filter, spawned: Option<Spawned>) -> anyhow::Result<Watch> {
+pub fn watch(filter: Filter, spawned: Option<Spawned>) -> anyhow::Result<ExecWatch> {
     let stop = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&stop);
     let (ready, started) = mpsc::channel();
@@ -86,7 +86,7 @@ pub fn watch(filter: Filter, spawned: Option<Spawned>) -> anyhow::Result<Watch> 
             })
         })?;
     match started.recv() {
-        Ok(None) => Ok(Watch {
+        Ok(None) => Ok(ExecWatch {
             stop,
             thread: Some(thread),
         }),
@@ -95,7 +95,7 @@ pub fn watch(filter: Filter, spawned: Option<Spawned>) -> anyhow::Result<Watch> 
     }
 }
 
-impl Watch {
+impl ExecWatch {
     /// Stop tracing and take what it saw.
     pub fn finish(mut self) -> anyhow::Result<Trace> {
         self.stop.store(true, Ordering::Relaxed);
@@ -106,7 +106,7 @@ impl Watch {
     }
 }
 
-impl Drop for Watch {
+impl Drop for ExecWatch {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {

@@ -13,6 +13,24 @@ pub mod proc;
 
 use crate::instruments::{self, Ask, Fallback, ProfileSource, Tier};
 
+/// faults' tiers.
+pub const TIERS: instruments::Tiers = instruments::Tiers {
+    name: "faults",
+    auto: "BPF where the kernel allows it, else /proc's counters",
+    rows: &[
+        instruments::TierRow {
+            tier: Tier::Bpf,
+            sees: "page_fault_user BPF program (x86): every user-mode fault by user stack",
+            works: |p| p.btf.is_ok() && p.bpf_tp_btf.is_ok(),
+        },
+        instruments::TierRow {
+            tier: Tier::Procfs,
+            sees: "each thread's fault counters read from /proc, no stacks",
+            works: |_| true,
+        },
+    ],
+};
+
 /// The event a faults profile counts.
 pub const EVENT: &str = "page-faults";
 

@@ -21,7 +21,7 @@ type Psi = [Option<StallTotals>; 3];
 /// diagnose can see); `name=systemd` only names the unit.
 const V1_READ: [&str; 5] = ["cpu", "memory", "blkio", "pids", "name=systemd"];
 
-pub struct Watch {
+pub struct LimitWatch {
     mounts: Vec<Mount>,
     cgroups: BTreeMap<PathBuf, Entry>,
     seen: HashSet<i32>,
@@ -73,17 +73,17 @@ struct Counters {
     pressure: Psi,
 }
 
-impl Watch {
+impl LimitWatch {
     /// Start with the target's first members.
-    pub fn start(pids: &[i32]) -> Watch {
-        let mut w = Watch::new(cgroupfs::mounts());
+    pub fn start(pids: &[i32]) -> LimitWatch {
+        let mut w = LimitWatch::new(cgroupfs::mounts());
         w.scan(pids);
         w
     }
 
     /// Start with no member, in the hierarchies `mounts`.
-    pub fn new(mounts: Vec<Mount>) -> Watch {
-        Watch {
+    pub fn new(mounts: Vec<Mount>) -> LimitWatch {
+        LimitWatch {
             mounts,
             cgroups: BTreeMap::new(),
             seen: HashSet::new(),

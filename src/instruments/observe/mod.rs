@@ -78,8 +78,8 @@ pub fn observe(pid: i32, opts: &Options, stop: &AtomicBool) -> anyhow::Result<Ob
         return Ok(o);
     }
     let drivers = tree.kernel_thread.then(|| kthread::Drivers::start(&mut r));
-    let mut sampler = sampling::Sampler::new(THREADS_PER_TICK);
-    let mut series = series::Recorder::start(
+    let mut sampler = sampling::ThreadSampler::new(THREADS_PER_TICK);
+    let mut series = series::SeriesRecorder::start(
         opts.interval.as_secs_f64(),
         opts.live.clone(),
         delayacct,
@@ -91,9 +91,9 @@ pub fn observe(pid: i32, opts: &Options, stop: &AtomicBool) -> anyhow::Result<Ob
     let mut next_point = t0 + opts.interval;
     let mut threads = tree.threads();
     let mut live = tree.live_threads();
-    let mut limits = limits::Watch::start(&pids(&threads));
+    let mut limits = limits::LimitWatch::start(&pids(&threads));
     let jvm = jvm::Watch::start(pid);
-    let stalls = stalls::Watch::start(&mut r, &threads);
+    let stalls = stalls::StallWatch::start(&mut r, &threads);
     while t0.elapsed() < opts.window && !stop.load(Ordering::Relaxed) {
         let now = Instant::now();
         let t = now - t0;

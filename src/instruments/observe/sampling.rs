@@ -41,7 +41,7 @@ struct LockAcc {
 /// (state, wait channel, system call, what it waits on).
 type SampleKey = (char, String, String, &'static str);
 
-pub struct Sampler {
+pub struct ThreadSampler {
     per_tick: usize,
     cursor: usize,
     /// What each (pid, fd) refers to, looked up once.
@@ -61,9 +61,9 @@ pub struct Sampler {
     by_member: HashMap<i32, BTreeMap<ThreadState, u64>>,
 }
 
-impl Sampler {
-    pub fn new(per_tick: usize) -> Sampler {
-        Sampler {
+impl ThreadSampler {
+    pub fn new(per_tick: usize) -> ThreadSampler {
+        ThreadSampler {
             per_tick,
             cursor: 0,
             fds: HashMap::new(),

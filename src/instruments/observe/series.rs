@@ -47,7 +47,7 @@ struct Last {
     threads_read: bool,
 }
 
-pub struct Recorder {
+pub struct SeriesRecorder {
     trend: Trend,
     live: Option<Sender<Reading>>,
     delayacct: bool,
@@ -57,7 +57,7 @@ pub struct Recorder {
     unread: usize,
 }
 
-impl Recorder {
+impl SeriesRecorder {
     /// Start at the beginning of the window (the tree's counters just read).
     pub fn start(
         interval_s: f64,
@@ -65,10 +65,10 @@ impl Recorder {
         delayacct: bool,
         tree: &mut Tree,
         r: &mut TaskReader,
-    ) -> Recorder {
+    ) -> SeriesRecorder {
         let hz = crate::sys::procfs::hz() as f64;
         let threads_read = tree.refresh(r);
-        Recorder {
+        SeriesRecorder {
             trend: Trend {
                 interval_s,
                 ..Default::default()
@@ -98,7 +98,7 @@ impl Recorder {
         t: f64,
         tree: &mut Tree,
         r: &mut TaskReader,
-        sampler: &mut super::sampling::Sampler,
+        sampler: &mut super::sampling::ThreadSampler,
         memory: &[MemoryPoint],
     ) {
         let threads_read = tree.refresh(r);

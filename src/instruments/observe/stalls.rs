@@ -19,7 +19,7 @@ const MOST_THREADS: usize = 4096;
 /// The most stalls reported (their stacks are read).
 const MOST_STALLS: usize = 3;
 
-pub struct Watch {
+pub struct StallWatch {
     /// When the timeslices were read: a thread with none since has not run
     /// for at least as long.
     started: Instant,
@@ -29,8 +29,8 @@ pub struct Watch {
     sockets: HashMap<i32, Vec<sockets::Socket>>,
 }
 
-impl Watch {
-    pub fn start(r: &mut TaskReader, threads: &[(i32, i32)]) -> Watch {
+impl StallWatch {
+    pub fn start(r: &mut TaskReader, threads: &[(i32, i32)]) -> StallWatch {
         let slices = threads
             .iter()
             .take(MOST_THREADS)
@@ -40,7 +40,7 @@ impl Watch {
         pids.dedup();
         let mut tables = sockets::Tables::default();
         let sockets = pids.into_iter().map(|p| (p, tables.of(p))).collect();
-        Watch {
+        StallWatch {
             started: Instant::now(),
             slices,
             sockets,

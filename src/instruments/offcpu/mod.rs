@@ -21,6 +21,26 @@ use crate::model::profile::Profile;
 pub use bpf::{Attach, OffcpuBpf, Tracer};
 pub use source::{Found, OffcpuSource, Options};
 
+/// offcpu's tiers (also `profile --wall`'s off-CPU half).
+pub const TIERS: instruments::Tiers = instruments::Tiers {
+    name: "offcpu",
+    auto: "BPF where the kernel allows it, else the coarse /proc view",
+    rows: &[
+        instruments::TierRow {
+            tier: Tier::Bpf,
+            sees: "sched_switch BPF programs: blocked time by stacks and state, summed in the kernel",
+            // tp_btf, else raw_tp: both read task_struct with CO-RE, so
+            // both need the kernel's BTF.
+            works: |p| p.btf.is_ok() && (p.bpf_tp_btf.is_ok() || p.bpf_tracepoint.is_ok()),
+        },
+        instruments::TierRow {
+            tier: Tier::Procfs,
+            sees: "wait channels and syscalls sampled from /proc every 10 ms, no stacks",
+            works: |_| true,
+        },
+    ],
+};
+
 /// Open the tier asked for: BPF, else (with `auto`, and unless the caller
 /// needs stacks, which only BPF records) the /proc sampler, saying why.
 pub fn open(
@@ -35,7 +55,7 @@ pub fn open(
     if !needs_stacks {
         tiers.push((
             Tier::Procfs,
-            Box::new(|| Ok(Box::new(proc::Sampler::new(options)) as Box<dyn OffcpuSource>)),
+            Box::new(|| Ok(Box::new(proc::OffcpuProc::new(options)) as Box<dyn OffcpuSource>)),
         ));
     }
     instruments::open(ask, tiers)

@@ -30,7 +30,7 @@ pub enum Targets {
 }
 
 /// Sweeps /proc every [`INTERVAL`] while polled.
-pub struct Sampler {
+pub struct OffcpuProc {
     targets: Targets,
     states: StateFilter,
     tally: WaitTally,
@@ -46,10 +46,10 @@ pub struct Sampler {
 /// A row of the tally: comm, state, wait channel, system call.
 type RowKey = (String, OffState, String, String);
 
-impl Sampler {
+impl OffcpuProc {
     /// The processes of `options` (none: every process), descendants
     /// followed.
-    pub fn new(options: &Options) -> Sampler {
+    pub fn new(options: &Options) -> OffcpuProc {
         let targets = if options.tgids.is_empty() {
             Targets::All
         } else {
@@ -58,14 +58,14 @@ impl Sampler {
                 follow: true,
             }
         };
-        Sampler {
+        OffcpuProc {
             times: options.per_thread.then(HashMap::new),
-            ..Sampler::of(targets, options.states)
+            ..OffcpuProc::of(targets, options.states)
         }
     }
 
-    pub fn of(targets: Targets, states: StateFilter) -> Sampler {
-        Sampler {
+    pub fn of(targets: Targets, states: StateFilter) -> OffcpuProc {
+        OffcpuProc {
             targets,
             states,
             tally: WaitTally::default(),
@@ -154,7 +154,7 @@ impl Sampler {
     }
 }
 
-impl OffcpuSource for Sampler {
+impl OffcpuSource for OffcpuProc {
     fn tier(&self) -> Tier {
         Tier::Procfs
     }
@@ -187,7 +187,7 @@ impl OffcpuSource for Sampler {
     fn finish(self: Box<Self>, _profile: &mut Profile) -> anyhow::Result<Found> {
         Ok(Found {
             counts: BlockCounts::default(),
-            waits: Some(Sampler::finish(*self)),
+            waits: Some(OffcpuProc::finish(*self)),
             collection: Collection::Proc {
                 interval_ms: INTERVAL.as_millis() as u64,
             },
@@ -308,7 +308,7 @@ mod tests {
             let _ = rx.recv_timeout(Duration::from_secs(10));
         });
         std::thread::sleep(Duration::from_millis(50));
-        let mut s = Sampler::of(
+        let mut s = OffcpuProc::of(
             Targets::Pids {
                 pids: vec![std::process::id() as i32],
                 follow: false,

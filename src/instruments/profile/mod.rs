@@ -18,6 +18,19 @@ use std::time::{Duration, Instant};
 use crate::model::profile::Profile;
 use crate::sys::perf::{EventSpec, NoHardwareCounter, Session, Target};
 use symbolize::{RecordOptions, Recorder};
+
+/// profile's one tier: perf samples with callchains (in-kernel stack
+/// counting would be a BPF tier; at profiling rates callchains per sample
+/// are cheap enough).
+pub const TIERS: super::Tiers = super::Tiers {
+    name: "profile",
+    auto: "perf",
+    rows: &[super::TierRow {
+        tier: super::Tier::Perf,
+        sees: "callchain samples of user and kernel stacks",
+        works: |p| p.cpu_clock.is_ok(),
+    }],
+};
 use unwind::CallGraph;
 
 /// Data pages per CPU ring of the command: ~1 MiB, room for ~4000
@@ -69,7 +82,7 @@ impl Request {
 
 /// A running CPU profile: the perf session (its one tier) and the recorder
 /// its samples go to. Dropping it closes every event.
-pub struct Sampler {
+pub struct CpuSampler {
     session: Session,
     recorder: Recorder,
     request: Request,
@@ -84,14 +97,14 @@ pub struct Sampler {
 /// (with `on_exec`, they switch on at the held target's exec): hardware
 /// cycles where asked and the machine has a PMU, else cpu-clock, with a
 /// note saying why.
-pub fn open(request: Request, pid: Option<i32>) -> anyhow::Result<Sampler> {
+pub fn open(request: Request, pid: Option<i32>) -> anyhow::Result<CpuSampler> {
     open_on(request, pid.as_slice())
 }
 
 /// [`open`] on several processes at once, one ring per CPU for all their
 /// threads (diagnose's drill-down on the members that carry its verdict);
 /// none: every CPU.
-pub fn open_on(request: Request, pids: &[i32]) -> anyhow::Result<Sampler> {
+pub fn open_on(request: Request, pids: &[i32]) -> anyhow::Result<CpuSampler> {
     let session = |spec: &EventSpec, pages| match pids {
         [] => Session::open(std::slice::from_ref(spec), Target::AllCpus, pages),
         pids => Session::open_processes(std::slice::from_ref(spec), pids, pages),
@@ -148,7 +161,7 @@ pub fn open_on(request: Request, pids: &[i32]) -> anyhow::Result<Sampler> {
     if !request.on_exec {
         session.enable()?;
     }
-    let mut sampler = Sampler {
+    let mut sampler = CpuSampler {
         session,
         recorder: Recorder::new(RecordOptions::default()),
         request,
@@ -160,7 +173,7 @@ pub fn open_on(request: Request, pids: &[i32]) -> anyhow::Result<Sampler> {
     Ok(sampler)
 }
 
-impl Sampler {
+impl CpuSampler {
     fn new_recorder(&self) -> Recorder {
         let mut recorder = Recorder::new(RecordOptions {
             include_idle: self.request.include_idle,

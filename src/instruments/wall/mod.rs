@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use crate::instruments::offcpu::{self, OffcpuSource};
-use crate::instruments::profile::{self, Request, Sampler};
+use crate::instruments::profile::{self, CpuSampler, Request};
 use crate::instruments::{Ask, Fallback};
 use crate::model::offcpu::{Collection, StateFilter, WaitSamples};
 use crate::model::profile::{Profile, WeightUnit};
@@ -16,7 +16,7 @@ use crate::model::profile::{Profile, WeightUnit};
 /// Both halves at work. Dropping it closes every event and detaches every
 /// program.
 pub struct Recording {
-    cpu: Sampler,
+    cpu: CpuSampler,
     off: Box<dyn OffcpuSource>,
     /// Why the off-CPU half runs on /proc, when it does.
     pub fallback: Option<Fallback>,

@@ -2,7 +2,7 @@
 //! process's counters (CPU time, run-queue wait, faults, storage bytes:
 //! `source::Counters`) and closes the interval of each group (diagnose's
 //! model judges it, `analysis::watch`); every tick between scans a few
-//! threads of a few groups are sampled with diagnose's own `Sampler`
+//! threads of a few groups are sampled with diagnose's own `ThreadSampler`
 //! (state, system call, what it waits on). The counters come from a BPF
 //! task iterator where the kernel allows it (`bpf.rs`: one binary record
 //! per thread, nothing formatted), else from three /proc files per process
@@ -25,12 +25,32 @@ use std::time::Instant;
 use self::source::{CounterSource, Counters};
 use crate::analysis::watch::{Interval, judge};
 use crate::instruments::observe::limits;
-use crate::instruments::observe::sampling::Sampler;
+use crate::instruments::observe::sampling::ThreadSampler;
 use crate::instruments::{self, Ask, Fallback, Tier};
 use crate::model::diagnosis::{Class, Observation, ThreadSamples};
 use crate::model::watch::{Cost, Group, RunsAs, Snapshot};
 use crate::sys::cgroupfs;
 use crate::sys::procfs::{self, parse, pressure, task::TaskReader};
+
+/// watch's tiers: where the processes' counters come from.
+pub const TIERS: instruments::Tiers = instruments::Tiers {
+    name: "watch",
+    auto: "the BPF task iterator where the kernel allows it, else /proc",
+    rows: &[
+        instruments::TierRow {
+            tier: Tier::Bpf,
+            sees: "a BPF task iterator: every task's counters read in the kernel at each scan, \
+                   as binary records",
+            works: |p| p.bpf_iter_task.is_ok(),
+        },
+        instruments::TierRow {
+            tier: Tier::Procfs,
+            sees: "/proc/PID/stat, io and schedstat of every process at each scan, formatted \
+                   as text by the kernel",
+            works: |_| true,
+        },
+    ],
+};
 
 /// Groups sampled per tick: half the busiest, half in rotation over the rest.
 const GROUPS_PER_TICK: usize = 16;
@@ -129,7 +149,7 @@ struct GroupAcc {
     /// Its threads, listed when it is first sampled in an interval.
     tids: Option<Vec<(i32, i32)>>,
     cursor: usize,
-    sampler: Option<Sampler>,
+    sampler: Option<ThreadSampler>,
     /// The last interval's samples, used again when an interval has none.
     samples: Vec<ThreadSamples>,
     /// The cgroup all its processes were in at the last scan, if one;
@@ -143,7 +163,7 @@ struct GroupAcc {
     cpu: Option<(String, Option<cgroupfs::Place>)>,
     /// Its processes' cgroups in every hierarchy and the ancestors that
     /// limit them, read as diagnose reads them: what judges its verdict.
-    limits: Option<limits::Watch>,
+    limits: Option<limits::LimitWatch>,
     seen_scan: u64,
 }
 
@@ -311,7 +331,8 @@ impl Watcher {
             // Its cgroups, placed once a group: from the text just read (a
             // new process) or read again (one that joined after an exec);
             // not a lookup per process per scan.
-            let limits = (g.limits).get_or_insert_with(|| limits::Watch::new(self.mounts.clone()));
+            let limits =
+                (g.limits).get_or_insert_with(|| limits::LimitWatch::new(self.mounts.clone()));
             if text.is_some() || moved {
                 limits.place(pid, text.as_deref());
             }
@@ -446,7 +467,7 @@ impl Watcher {
             g.cursor = (g.cursor + n) % tids.len();
             let sampler = g
                 .sampler
-                .get_or_insert_with(|| Sampler::new(THREADS_PER_GROUP));
+                .get_or_insert_with(|| ThreadSampler::new(THREADS_PER_GROUP));
             sampler.tick(&mut self.reader, &slice, slice.len(), 0);
             self.samples_total += n as u64;
         }

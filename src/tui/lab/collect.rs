@@ -200,7 +200,7 @@ pub fn iosnoop(tx: Sender<Msg>, stop: Arc<AtomicBool>, mine: Option<u32>) {
         Tier::Bpf => "BPF tier",
         _ => "perf tier",
     };
-    let note = note.map_or(String::new(), |n| format!(" ({n})"));
+    let note = note.map_or(String::new(), |n| format!(" ({})", n.note()));
     let mut batch = Vec::new();
     let mut sent = Instant::now();
     let mut status_at = Instant::now() - Duration::from_secs(1);
@@ -319,7 +319,7 @@ pub fn exec_trace(tx: Sender<Msg>, pid: i32, stop: Arc<AtomicBool>) {
         // The lab's own workload, the learner's.
         scope: crate::instruments::target::Scope::Everyone,
     };
-    let (mut source, notes) = match exec::open(Ask::Auto, filter, None) {
+    let (mut source, fallback) = match exec::open(Ask::Auto, filter, None) {
         Ok(s) => s,
         Err(e) => {
             send(&tx, Data::Failed(Panel::ExecTrace, format!("{e:#}")));
@@ -329,7 +329,7 @@ pub fn exec_trace(tx: Sender<Msg>, pid: i32, stop: Arc<AtomicBool>) {
     let tier = format!(
         "{} tier{}",
         source.tier().name(),
-        notes.first().map_or(String::new(), |n| format!(" ({n})"))
+        fallback.map_or(String::new(), |n| format!(" ({})", n.note()))
     );
     send(&tx, Data::Status(Panel::ExecTrace, tier));
     let mut all = Vec::new();

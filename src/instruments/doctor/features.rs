@@ -1,14 +1,12 @@
 //! Which kdiag features work on this machine, and with which tier, decided
 //! from the probe results alone (pure, so it is tested on made-up machines).
 
-use crate::model::capability::{Feature, Probes, Tier};
+use crate::instruments;
+use crate::model::capability::{Feature, Probes, Status, Tier};
 
 /// Every feature with the tier it uses here, in the order doctor prints them.
 pub fn features(p: &Probes) -> Vec<Feature> {
-    let bpf = p.bpf_tracepoint.is_ok();
     let tp_btf = p.bpf_tp_btf.is_ok();
-    let perf_tp = p.perf_tracepoint.is_ok();
-    let clock = p.cpu_clock.is_ok();
     let sample_event = if p.hardware_pmu.is_ok() {
         "cycles"
     } else {
@@ -26,83 +24,45 @@ pub fn features(p: &Probes) -> Vec<Feature> {
         "; the point of no return inferred (sched_prepare_exec needs 6.10)"
     };
 
-    vec![
-        feature(
-            "profile",
-            // Only a perf tier so far: callchains per sample are cheap enough
-            // at profiling rates; in-kernel stack counting would be tier B.
-            &[(Tier::Perf, clock)],
-            |t| match t {
-                Some(_) => format!("callchain samples on {sample_event}{kernel_names}"),
-                None => format!("cannot sample CPU stacks: {need_root}"),
-            },
-        ),
-        feature(
-            "offcpu",
-            // raw_tp when tp_btf is refused; both read task_struct with
-            // CO-RE, so both need the kernel's BTF.
-            &[
-                (Tier::Bpf, p.btf.is_ok() && (tp_btf || bpf)),
-                (Tier::Procfs, true),
-            ],
-            |t| match t {
-                Some(Tier::Bpf) if tp_btf => {
-                    "blocked time by stacks and state, summed in the kernel (tp_btf sched_switch)"
-                        .into()
+    // Each instrument's line from its own tier table, with what this
+    // machine adds to the tier it uses.
+    let mut out: Vec<Feature> = instruments::TABLES
+        .iter()
+        .map(|t| {
+            let available = t.working(p);
+            let tier = available.first().copied();
+            let note = match tier {
+                None => format!("unavailable: {need_root}"),
+                Some(tier) => {
+                    let adds = match (t.name, tier) {
+                        ("profile", _) => format!(" on {sample_event}{kernel_names}"),
+                        ("offcpu", Tier::Bpf) if !tp_btf => {
+                            " (raw_tp sched_switch: tp_btf refused)".into()
+                        }
+                        ("offcpu", Tier::Procfs) if !p.btf.is_ok() => {
+                            " (the BPF tier needs kernel BTF: CONFIG_DEBUG_INFO_BTF=y)".into()
+                        }
+                        (_, Tier::Procfs) if p.bpf_tracepoint.status == Status::Denied => {
+                            format!(" (your own processes; {need_root} for BPF)")
+                        }
+                        (_, Tier::Procfs) if t.rows.len() > 1 => {
+                            " (this kernel refused the BPF tier: see the probes)".into()
+                        }
+                        ("exec-trace", _) => no_return.into(),
+                        _ => String::new(),
+                    };
+                    format!("{}{adds}", t.sees(tier))
                 }
-                Some(Tier::Bpf) => {
-                    "blocked time by stacks, summed in the kernel (raw_tp sched_switch: tp_btf \
-                     refused)"
-                        .into()
-                }
-                _ if !p.btf.is_ok() => "no stacks: wait channels and syscalls sampled from \
-                     /proc every 10 ms (the BPF tier needs kernel BTF: CONFIG_DEBUG_INFO_BTF=y)"
-                    .into(),
-                _ => format!(
-                    "no stacks: wait channels and syscalls sampled from /proc every 10 ms \
-                     (your own processes; {need_root} for BPF)"
-                ),
-            },
-        ),
-        feature(
-            "iosnoop",
-            &[(Tier::Bpf, tp_btf), (Tier::Perf, perf_tp)],
-            |t| match t {
-                Some(Tier::Bpf) => {
-                    "requests matched exactly (tp_btf block_rq_*), with queue time".into()
-                }
-                Some(_) => {
-                    "issue/complete paired by (dev, sector): merged requests may mismatch".into()
-                }
-                None => format!("cannot trace block I/O: {need_root}"),
-            },
-        ),
-        feature(
-            "exec-trace",
-            // Its BPF tier also attaches tp_btf (signal_generate, fork).
-            &[(Tier::Bpf, bpf && tp_btf), (Tier::Perf, perf_tp)],
-            |t| match t {
-                Some(Tier::Bpf) => {
-                    format!("failed execs with their file names and arguments{no_return}")
-                }
-                Some(_) => format!(
-                    "failed execs with error codes; file names only for successful execs{no_return}"
-                ),
-                None => format!("cannot trace execs: {need_root}"),
-            },
-        ),
-        feature(
-            "execsnoop",
-            &[(Tier::Bpf, bpf), (Tier::Perf, perf_tp)],
-            |t| match t {
-                Some(Tier::Bpf) => "argv read in the kernel at exec".into(),
-                Some(_) => {
-                    "file names from sched_process_exec, argv from /proc (racy for short processes)"
-                        .into()
-                }
-                None => format!("cannot trace execs: {need_root}"),
-            },
-        ),
+            };
+            Feature {
+                name: t.name.to_string(),
+                tier,
+                available,
+                note,
+            }
+        })
+        .collect();
+    out.extend([
         feature(
             "kernel frame names",
             &[(Tier::Bpf, p.bpf_iter_ksyms.is_ok()), (Tier::Procfs, true)],
@@ -113,24 +73,6 @@ pub fn features(p: &Probes) -> Vec<Feature> {
                 ),
                 _ => format!(
                     "from /proc/kallsyms, read whole (the kernel formats every symbol){kernel_names}"
-                ),
-            },
-        ),
-        feature(
-            "watch",
-            &[(Tier::Bpf, p.bpf_iter_task.is_ok()), (Tier::Procfs, true)],
-            |t| match t {
-                Some(Tier::Bpf) => "every task's counters read in the kernel at each scan (a BPF \
-                                    task iterator, binary records)"
-                    .into(),
-                _ => format!(
-                    "three /proc files per process at each scan (stat, io, schedstat), formatted \
-                     as text by the kernel{}",
-                    if p.bpf_iter_task.is_ok() {
-                        ""
-                    } else {
-                        "; the BPF task iterator needs root and 5.8+ with BTF"
-                    }
                 ),
             },
         ),
@@ -184,7 +126,8 @@ pub fn features(p: &Probes) -> Vec<Feature> {
                 None => "no /proc/pressure: pressure trends unavailable".into(),
             },
         ),
-    ]
+    ]);
+    out
 }
 
 /// Build one feature from its tiers in order of preference.
@@ -294,6 +237,25 @@ mod tests {
         let watch = get(&features(&unprivileged()), "watch");
         assert_eq!(watch.tier, Some(Tier::Procfs));
         assert!(watch.note.contains("needs root"), "{}", watch.note);
+    }
+
+    /// Doctor's line of an instrument is its tier table: the same tiers, in
+    /// order, and the words `--tier`'s help gives the tier it uses.
+    #[test]
+    fn every_instrument_has_a_line_from_its_table() {
+        let fs = features(&dev_vm());
+        for t in instruments::TABLES {
+            let f = get(&fs, t.name);
+            let tiers: Vec<Tier> = t.rows.iter().map(|r| r.tier).collect();
+            assert_eq!(f.available, tiers, "{}", t.name);
+            assert!(
+                f.note.starts_with(t.sees(tiers[0])),
+                "{}: {}",
+                t.name,
+                f.note
+            );
+        }
+        assert_eq!(get(&fs, "faults").tier, Some(Tier::Bpf));
     }
 
     #[test]
