@@ -4,7 +4,7 @@
 //! that only waits for them. Several members when the time is spread.
 //! Pure.
 
-use crate::model::diagnosis::{Carrier, Class, Member, Observation, Scope, ThreadState};
+use crate::model::diagnosis::{Carrier, Class, Member, Observation, Scope, Weight};
 
 /// Members kept at most.
 const MOST: usize = 8;
@@ -53,32 +53,22 @@ pub fn carriers(o: &Observation, verdict: Class) -> Vec<Carrier> {
     v
 }
 
-/// A member's part in the verdict: CPU seconds for `cpu`, run-queue delay
-/// for `sched` (CPU seconds without schedstats), else its thread samples
-/// in the verdict's state.
+/// A member's part in the verdict, as its row says (`Weight`).
 fn weight(m: &Member, verdict: Class) -> f64 {
-    let samples = |s: ThreadState| m.states.get(&s).copied().unwrap_or(0) as f64;
-    match verdict {
-        Class::Cpu | Class::CpuQuota => m.user_s + m.system_s,
-        Class::Sched => m.run_delay_s.unwrap_or(m.user_s + m.system_s),
-        Class::Io | Class::IoLimit => samples(ThreadState::Storage),
-        // Evicted pages read again: file pages are storage waits, anonymous
-        // ones paging.
-        Class::MemoryLimit => samples(ThreadState::Storage) + samples(ThreadState::Paging),
-        Class::Paging => samples(ThreadState::Paging),
-        Class::Lock => samples(ThreadState::Lock),
-        Class::Blocked => samples(ThreadState::Other),
-        Class::Stopped => samples(ThreadState::Stopped),
-        Class::Idle => samples(ThreadState::Sleeping),
-        // The stuck thread sleeps, or blocks.
-        Class::Stall => samples(ThreadState::Sleeping) + samples(ThreadState::Other),
-        Class::MemoryTrend | Class::Zombie | Class::Exec | Class::OomKill | Class::PidsLimit => 0.0,
+    match verdict.spec().weight {
+        Weight::Cpu => m.user_s + m.system_s,
+        Weight::RunDelay => m.run_delay_s.unwrap_or(m.user_s + m.system_s),
+        Weight::States(states) => states
+            .iter()
+            .map(|s| m.states.get(s).copied().unwrap_or(0) as f64)
+            .sum(),
     }
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::model::diagnosis::ThreadState;
 
     pub(crate) fn member(pid: i32, cpu: f64, states: &[(ThreadState, u64)]) -> Member {
         Member {

@@ -8,11 +8,10 @@
 use crate::analysis::limits;
 use crate::analysis::memory_trend::{self, Trend};
 use crate::analysis::tsa::{self, Budget};
-use crate::analysis::why::Drill;
 use crate::model::diagnosis::{
-    Class, Confidence, FaultReads, MemberShare, Observation, Periodic, Scope, ThreadState,
+    Class, Confidence, FaultReads, MemberShare, Next, Observation, Periodic, Scope, ThreadState,
 };
-use crate::model::drill::{ExecDrill, ExecFailure};
+use crate::model::drill::{Drill, ExecDrill, ExecFailure};
 use crate::model::verdict::{
     Cause, Diagnosis, Finding, LockSeen, MemoryGrowth, Part, Process, StatePart,
 };
@@ -520,33 +519,20 @@ fn next(verdict: Class, o: &Observation, pid: i32) -> Vec<String> {
     if let Some(d) = o.kernel_thread.as_ref().and_then(|k| k.drivers.first()) {
         return vec![format!("kdiag diagnose -p {}", d.pid)];
     }
-    match verdict {
-        Class::Cpu => vec![Drill::Cpu.command(pid)],
-        Class::Sched => vec![Drill::Sched.command(pid), Drill::Cpu.command_for(&[])],
-        Class::Io | Class::Paging => vec![Drill::Storage.command(pid)],
-        Class::Lock | Class::MemoryTrend | Class::Blocked => {
-            vec![format!("kdiag top -p {pid}"), Drill::Cpu.command(pid)]
-        }
-        Class::Stopped => match &o.stopped {
+    match verdict.spec().next {
+        Next::Nothing | Next::Found => vec![],
+        Next::Drill(d) => vec![d.command(pid)],
+        Next::Competition => vec![Drill::Sched.command(pid), Drill::Cpu.command_for(&[])],
+        Next::Threads => vec![format!("kdiag top -p {pid}"), Drill::Cpu.command(pid)],
+        Next::Continue => match &o.stopped {
             Some(s) if s.tracer_pid.is_none() => vec![format!("kill -CONT {}", s.pid)],
             _ => vec![],
         },
-        Class::Zombie => o
+        Next::Parent => o
             .zombie
             .as_ref()
             .map(|z| vec![format!("kdiag diagnose -p {}", z.parent_pid)])
             .unwrap_or_default(),
-        Class::Idle => vec![],
-        Class::Exec => vec![Drill::Exec.command(pid)],
-        // Found in the limits, with their own next steps.
-        Class::CpuQuota
-        | Class::IoLimit
-        | Class::MemoryLimit
-        | Class::OomKill
-        | Class::Stall
-        | Class::PidsLimit => {
-            vec![]
-        }
     }
 }
 
@@ -564,7 +550,7 @@ pub fn with_exec_failures(mut d: Diagnosis, exec: &ExecDrill, pid: i32) -> Diagn
     let Some(first) = failed.first() else {
         return d;
     };
-    if matches!(d.verdict, Class::Zombie | Class::Stopped) {
+    if d.verdict.spec().kept {
         return d;
     }
     let times: u64 = failed.iter().map(|f| f.times).sum();

@@ -9,8 +9,8 @@
 //! CPU waits come with idle CPUs (or no CPU pressure) and no quota, the
 //! verdict says it is not competition and that no limit was found.
 
-use crate::analysis::why::Drill;
 use crate::model::diagnosis::{Class, Confidence, Observation};
+use crate::model::drill::Drill;
 use crate::model::limits::{CgroupLimits, CpuQuota, IoLimit, Pressure};
 use crate::model::verdict::{
     Cause, Cgroup, Device, Finding as Line, IoAgainst, IoLimitKind, LimitKind, Process,
@@ -46,7 +46,7 @@ pub struct Finding {
 /// What the limits say about the thread states' verdict `class` (resting
 /// on `cause`): a verdict of their own, or None when they agree.
 pub fn judge(o: &Observation, class: Class, cause: &Cause) -> Option<Finding> {
-    if matches!(class, Class::Zombie | Class::Stopped | Class::Exec) {
+    if class.spec().kept {
         return None;
     }
     if let Some(f) = oom_killed(o).or_else(|| pids_limit(o)) {

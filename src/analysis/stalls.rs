@@ -3,8 +3,8 @@
 //! not idle, and not merely blocked. Pure.
 
 use crate::analysis::limits::Finding as Override;
-use crate::analysis::why::Drill;
 use crate::model::diagnosis::{Class, Confidence, Observation};
+use crate::model::drill::Drill;
 use crate::model::stalls::Stall;
 use crate::model::verdict::{Cause, Finding};
 

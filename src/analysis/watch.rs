@@ -57,24 +57,6 @@ pub fn judge(
     (secs, working, d.verdict)
 }
 
-/// The verdicts the flight recorder captures: a group waiting on something
-/// other than its own work (storage, a lock, the CPUs, its cgroup's
-/// limits, a stalled call) or growing its memory.
-pub fn worth_a_record(c: Class) -> bool {
-    matches!(
-        c,
-        Class::Io
-            | Class::Lock
-            | Class::Sched
-            | Class::MemoryTrend
-            | Class::CpuQuota
-            | Class::IoLimit
-            | Class::MemoryLimit
-            | Class::OomKill
-            | Class::Stall
-    )
-}
-
 /// A group's spell of one verdict worth a record: since when (seconds on
 /// watch's clock) and whether it was recorded already (one record a spell).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -97,7 +79,7 @@ pub fn due_records(
     spells.retain(|name, s| verdicts.iter().any(|(n, v)| n == name && *v == s.verdict));
     let mut due = Vec::new();
     for &(name, verdict) in verdicts {
-        if !worth_a_record(verdict) {
+        if !verdict.spec().record {
             continue;
         }
         let s = spells.entry(name.to_string()).or_insert(Spell {
@@ -125,7 +107,7 @@ pub fn verdict_changes(
     let mut now = std::collections::HashMap::with_capacity(verdicts.len());
     for &(group, to) in verdicts {
         let from = last.get(group).copied();
-        if from.is_some_and(|f| f != to) || (from.is_none() && worth_a_record(to)) {
+        if from.is_some_and(|f| f != to) || (from.is_none() && to.spec().record) {
             events.push(Event::Verdict {
                 group: group.to_string(),
                 from,

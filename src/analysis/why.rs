@@ -4,11 +4,9 @@
 //! one that waits for a CPU; exec tracing all along), and what each found,
 //! summarised for diagnose's report.
 
-use serde::{Deserialize, Serialize};
-
 use super::{fold, offcpu};
 use crate::model::diagnosis::{Class, StateShare, ThreadState};
-use crate::model::drill::Why;
+use crate::model::drill::{Drill, Why};
 use crate::model::flame::Flame;
 use crate::model::profile::Profile;
 
@@ -29,40 +27,8 @@ pub const STRONG_STORAGE: f64 = 0.25;
 const PROFILE_S: u32 = 5;
 const TRACE_S: u32 = 3;
 
-/// One drill-down.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Drill {
-    /// Where the CPU time goes: a CPU profile.
-    Cpu,
-    /// Where the threads wait: an off-CPU profile.
-    Offcpu,
-    /// What it asks of storage: its block requests (iosnoop).
-    Storage,
-    /// Who else has the CPUs: every process's CPU time (/proc).
-    Sched,
-    /// Why an exec failed: exec tracing, during the whole watch (an exec
-    /// is over in a millisecond, so it cannot wait for the verdict).
-    Exec,
-}
-
+// The commands are analysis's; the drill-downs themselves are model's data.
 impl Drill {
-    /// What it records, for the user.
-    pub fn what(self) -> &'static str {
-        match self {
-            Drill::Cpu => "CPU profile",
-            Drill::Offcpu => "off-CPU profile",
-            Drill::Storage => "block I/O trace",
-            Drill::Sched => "CPU use of every process",
-            Drill::Exec => "exec trace",
-        }
-    }
-
-    /// Whether it needs root (tracing); the others read /proc.
-    pub fn needs_root(self) -> bool {
-        self != Drill::Sched
-    }
-
     /// The command that runs it by hand on `pid`: what a skipped
     /// drill-down says to run, and what the verdict suggests next.
     pub fn command(self, pid: i32) -> String {
@@ -94,22 +60,7 @@ pub fn plan(verdict: Class, states: &[StateShare], all: bool) -> Vec<Drill> {
     if all {
         return vec![Drill::Cpu, Drill::Offcpu, Drill::Storage, Drill::Sched];
     }
-    let mut drills = match verdict {
-        Class::Cpu => vec![Drill::Cpu],
-        // Waiting for storage (or for pages from swap): where it blocks,
-        // and what it asks of the disk.
-        Class::Io | Class::Paging => vec![Drill::Offcpu, Drill::Storage],
-        // Waiting for a lock, anything else the kernel makes it wait for,
-        // or by design (where it sleeps).
-        Class::Lock | Class::Blocked | Class::Idle | Class::Stall => vec![Drill::Offcpu],
-        Class::Sched => vec![Drill::Sched],
-        // What it spends its quota on; where the limit makes it wait.
-        Class::CpuQuota => vec![Drill::Cpu],
-        Class::IoLimit | Class::MemoryLimit => vec![Drill::Offcpu, Drill::Storage],
-        Class::OomKill | Class::PidsLimit => vec![],
-        // Exec tracing runs during the whole watch.
-        Class::Stopped | Class::MemoryTrend | Class::Zombie | Class::Exec => vec![],
-    };
+    let mut drills = verdict.spec().drills.to_vec();
     let storage = states
         .iter()
         .find(|s| s.state == ThreadState::Storage)

@@ -7,10 +7,9 @@ use super::drill::by_hand;
 use super::{Event, Request, WhyMode, words};
 use crate::analysis::drill as summary;
 use crate::analysis::exec_failure;
-use crate::analysis::why::Drill;
 use crate::instruments::exec::watch::{ExecWatch, watch};
 use crate::instruments::exec::{Filter, Spawned};
-use crate::model::drill::ExecDrill;
+use crate::model::drill::{Drill, ExecDrill};
 
 /// Start tracing the execs of `pid` and all it starts, for the whole
 /// watch (`Drill::Exec`): None when not asked for (or, with auto, when

@@ -15,10 +15,9 @@ use std::ffi::OsString;
 
 pub use engine::{MAX_POINTS, interval, run};
 
-use crate::analysis::why::Drill;
 use crate::instruments::observe::Options;
 use crate::model::diagnosis::{Class, Observation};
-use crate::model::drill::ExecDrill;
+use crate::model::drill::{Drill, ExecDrill};
 
 /// The drill-down after the verdict (`--why`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

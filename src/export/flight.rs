@@ -1,5 +1,5 @@
 //! The flight recorder (`--flight-dir DIR`): when a group's verdict turns to
-//! one worth a record (`analysis::watch::worth_a_record`) and stays so for
+//! one worth a record (its class's `ClassSpec::record`) and stays so for
 //! `--record-after`, diagnose's own engine runs on the process that carries
 //! it, on a thread while watch goes on scanning, with the drill-downs the
 //! verdict calls for; its record (for `kdiag diagnose --replay`), its

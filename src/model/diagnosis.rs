@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::drill::Drill;
 use crate::model::process::SmapsRollup;
 
 /// Version of the JSON document `kdiag diagnose --json` prints. Raised on
@@ -57,26 +58,214 @@ pub enum Class {
 
 impl Class {
     pub fn name(self) -> &'static str {
+        self.spec().name
+    }
+
+    /// Its row of the table of what diagnose knows of each class; a new
+    /// class is its row here and its words in render/verdict.rs.
+    pub fn spec(self) -> &'static ClassSpec {
         match self {
-            Class::Cpu => "cpu",
-            Class::Sched => "sched",
-            Class::Io => "io",
-            Class::Lock => "lock",
-            Class::Paging => "paging",
-            Class::Blocked => "blocked",
-            Class::Stopped => "stopped",
-            Class::MemoryTrend => "memory-trend",
-            Class::Idle => "idle",
-            Class::Zombie => "zombie",
-            Class::Exec => "exec",
-            Class::CpuQuota => "cpu-quota",
-            Class::IoLimit => "io-limit",
-            Class::MemoryLimit => "memory-limit",
-            Class::OomKill => "oom-kill",
-            Class::Stall => "stall",
-            Class::PidsLimit => "pids-limit",
+            Class::Cpu => &ClassSpec {
+                name: "cpu",
+                record: false,
+                weight: Weight::Cpu,
+                drills: &[Drill::Cpu],
+                next: Next::Drill(Drill::Cpu),
+                kept: false,
+            },
+            Class::Sched => &ClassSpec {
+                name: "sched",
+                record: true,
+                weight: Weight::RunDelay,
+                drills: &[Drill::Sched],
+                next: Next::Competition,
+                kept: false,
+            },
+            // Waiting for storage: where it blocks, and what it asks of
+            // the disk.
+            Class::Io => &ClassSpec {
+                name: "io",
+                record: true,
+                weight: Weight::States(&[ThreadState::Storage]),
+                drills: &[Drill::Offcpu, Drill::Storage],
+                next: Next::Drill(Drill::Storage),
+                kept: false,
+            },
+            Class::Lock => &ClassSpec {
+                name: "lock",
+                record: true,
+                weight: Weight::States(&[ThreadState::Lock]),
+                drills: &[Drill::Offcpu],
+                next: Next::Threads,
+                kept: false,
+            },
+            // Waiting for pages from swap: as for storage.
+            Class::Paging => &ClassSpec {
+                name: "paging",
+                record: false,
+                weight: Weight::States(&[ThreadState::Paging]),
+                drills: &[Drill::Offcpu, Drill::Storage],
+                next: Next::Drill(Drill::Storage),
+                kept: false,
+            },
+            // Anything else the kernel makes it wait for: where it waits.
+            Class::Blocked => &ClassSpec {
+                name: "blocked",
+                record: false,
+                weight: Weight::States(&[ThreadState::Other]),
+                drills: &[Drill::Offcpu],
+                next: Next::Threads,
+                kept: false,
+            },
+            Class::Stopped => &ClassSpec {
+                name: "stopped",
+                record: false,
+                weight: Weight::States(&[ThreadState::Stopped]),
+                drills: &[],
+                next: Next::Continue,
+                kept: true,
+            },
+            Class::MemoryTrend => &ClassSpec {
+                name: "memory-trend",
+                record: true,
+                weight: Weight::States(&[]),
+                drills: &[],
+                next: Next::Threads,
+                kept: false,
+            },
+            // Sleeping by design: where it sleeps.
+            Class::Idle => &ClassSpec {
+                name: "idle",
+                record: false,
+                weight: Weight::States(&[ThreadState::Sleeping]),
+                drills: &[Drill::Offcpu],
+                next: Next::Nothing,
+                kept: false,
+            },
+            Class::Zombie => &ClassSpec {
+                name: "zombie",
+                record: false,
+                weight: Weight::States(&[]),
+                drills: &[],
+                next: Next::Parent,
+                kept: true,
+            },
+            // Exec tracing runs during the whole watch, not after it.
+            Class::Exec => &ClassSpec {
+                name: "exec",
+                record: false,
+                weight: Weight::States(&[]),
+                drills: &[],
+                next: Next::Drill(Drill::Exec),
+                kept: false,
+            },
+            // What it spends its quota on.
+            Class::CpuQuota => &ClassSpec {
+                name: "cpu-quota",
+                record: true,
+                weight: Weight::Cpu,
+                drills: &[Drill::Cpu],
+                next: Next::Found,
+                kept: false,
+            },
+            // Where the limit makes it wait, and what it asks of the disk.
+            Class::IoLimit => &ClassSpec {
+                name: "io-limit",
+                record: true,
+                weight: Weight::States(&[ThreadState::Storage]),
+                drills: &[Drill::Offcpu, Drill::Storage],
+                next: Next::Found,
+                kept: false,
+            },
+            // Evicted pages read again: file pages are storage waits,
+            // anonymous ones paging.
+            Class::MemoryLimit => &ClassSpec {
+                name: "memory-limit",
+                record: true,
+                weight: Weight::States(&[ThreadState::Storage, ThreadState::Paging]),
+                drills: &[Drill::Offcpu, Drill::Storage],
+                next: Next::Found,
+                kept: false,
+            },
+            Class::OomKill => &ClassSpec {
+                name: "oom-kill",
+                record: true,
+                weight: Weight::States(&[]),
+                drills: &[],
+                next: Next::Found,
+                kept: false,
+            },
+            // The stuck thread sleeps, or blocks.
+            Class::Stall => &ClassSpec {
+                name: "stall",
+                record: true,
+                weight: Weight::States(&[ThreadState::Sleeping, ThreadState::Other]),
+                drills: &[Drill::Offcpu],
+                next: Next::Found,
+                kept: false,
+            },
+            Class::PidsLimit => &ClassSpec {
+                name: "pids-limit",
+                record: false,
+                weight: Weight::States(&[]),
+                drills: &[],
+                next: Next::Found,
+                kept: false,
+            },
         }
     }
+}
+
+/// What diagnose and watch know of a verdict class (its words aside).
+#[derive(Debug, PartialEq)]
+pub struct ClassSpec {
+    /// Its name in reports, JSON and metrics (serde's kebab-case).
+    pub name: &'static str,
+    /// A watch sample of it is worth a flight record: the group waits on
+    /// something other than its own work (storage, a lock, the CPUs, its
+    /// cgroup's limits, a stalled call) or grows its memory.
+    pub record: bool,
+    /// A member's part in it: what makes a member of a tree its carrier.
+    pub weight: Weight,
+    /// The drill-downs run after it (`analysis::why::plan`).
+    pub drills: &'static [Drill],
+    /// What it suggests running next, on its carrier.
+    pub next: Next,
+    /// A state the process is in, not where its work goes: nothing found
+    /// after the thread states (a limit, failed execs) replaces it, and it
+    /// tells no bursts.
+    pub kept: bool,
+}
+
+/// A member's part in a verdict (`analysis::carriers`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Weight {
+    /// Its CPU seconds.
+    Cpu,
+    /// Its run-queue delay (CPU seconds without schedstats).
+    RunDelay,
+    /// Its thread samples in these states (none: no member carries it).
+    States(&'static [ThreadState]),
+}
+
+/// What a verdict suggests running next (`analysis::classify` writes the
+/// commands).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Next {
+    /// Nothing: it waits by design.
+    Nothing,
+    /// What the finding that made the verdict names (a limit, a stall).
+    Found,
+    /// This drill-down by hand.
+    Drill(Drill),
+    /// Who else has the CPUs, and every process's CPU profile.
+    Competition,
+    /// Its threads live (top), and its CPU profile.
+    Threads,
+    /// Let it continue, unless a tracer stopped it.
+    Continue,
+    /// Diagnose the parent that does not reap it.
+    Parent,
 }
 
 /// Where a thread's time goes (Brendan Gregg's thread-state analysis).

@@ -1,4 +1,5 @@
-//! What diagnose's drill-downs found (`Why`): the profiles' summaries, the
+//! Diagnose's drill-downs (`Drill`) and what they found (`Why`): the
+//! profiles' summaries, the
 //! block I/O the target caused (storage), the processes it competed with
 //! for the CPUs (sched), and the execs that failed (exec-trace's
 //! explanation). Saved and loaded with the rest of a diagnosis (record and
@@ -8,6 +9,41 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::flame::Flame;
 use crate::model::{offcpu, profile};
+
+/// One drill-down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Drill {
+    /// Where the CPU time goes: a CPU profile.
+    Cpu,
+    /// Where the threads wait: an off-CPU profile.
+    Offcpu,
+    /// What it asks of storage: its block requests (iosnoop).
+    Storage,
+    /// Who else has the CPUs: every process's CPU time (/proc).
+    Sched,
+    /// Why an exec failed: exec tracing, during the whole watch (an exec
+    /// is over in a millisecond, so it cannot wait for the verdict).
+    Exec,
+}
+
+impl Drill {
+    /// What it records, for the user.
+    pub fn what(self) -> &'static str {
+        match self {
+            Drill::Cpu => "CPU profile",
+            Drill::Offcpu => "off-CPU profile",
+            Drill::Storage => "block I/O trace",
+            Drill::Sched => "CPU use of every process",
+            Drill::Exec => "exec trace",
+        }
+    }
+
+    /// Whether it needs root (tracing); the others read /proc.
+    pub fn needs_root(self) -> bool {
+        self != Drill::Sched
+    }
+}
 
 /// The block requests the target caused over the drill window, as
 /// `kdiag iosnoop -p PID --summary` shows them.

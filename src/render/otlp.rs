@@ -11,7 +11,6 @@
 //! `process.executable.name` (groups by name), `process.pid` (--pid),
 //! `container.id` and `k8s.pod.uid` (a cgroup whose path says so).
 
-use crate::analysis::watch::worth_a_record;
 use crate::model::diagnosis::Class;
 use crate::model::watch::{Event, Snapshot};
 use crate::render::metrics::{self, Kind, Metric, Num, Point};
@@ -205,7 +204,7 @@ pub fn logs(events: &[Event], s: &Snapshot, src: &Sender, now_unix_ns: u64) -> V
 
 /// An event's name, severity, text (as watch's log says it) and attributes.
 fn log_record(e: &Event, s: &Snapshot) -> (&'static str, (u64, &'static str), String, Attrs) {
-    let severity = |c: Class| if worth_a_record(c) { WARN } else { INFO };
+    let severity = |c: Class| if c.spec().record { WARN } else { INFO };
     match e {
         Event::Verdict { group, from, to } => {
             let mut a = group_attrs(s, group);

@@ -30,7 +30,7 @@ pub fn evidence(d: &Diagnosis) -> Vec<String> {
 fn sentence(verdict: Class, c: &Cause, periodic: Option<&Periodic>) -> String {
     let mut s = cause(c);
     if let Some(p) = periodic
-        && !matches!(verdict, Class::Zombie | Class::Stopped)
+        && !verdict.spec().kept
     {
         s.push_str(&format!("; {}", periodic_text(p)));
     }

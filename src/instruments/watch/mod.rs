@@ -27,7 +27,7 @@ use crate::analysis::watch::{Interval, judge};
 use crate::instruments::observe::limits;
 use crate::instruments::observe::sampling::ThreadSampler;
 use crate::instruments::{self, Ask, Fallback, Tier};
-use crate::model::diagnosis::{Class, Observation, ThreadSamples};
+use crate::model::diagnosis::{Class, Observation, ThreadSamples, ThreadState, Weight};
 use crate::model::watch::{Cost, Group, RunsAs, Snapshot};
 use crate::sys::cgroupfs;
 use crate::sys::procfs::{self, parse, pressure, task::TaskReader};
@@ -474,12 +474,13 @@ impl Watcher {
     }
 
     /// The process of `group` that carries `verdict`, to drill down on:
-    /// the one that moved the most bytes to or from storage for a storage
-    /// verdict, else the one with the most CPU and run-queue time; None
+    /// the one that moved the most bytes to or from storage for a verdict
+    /// its carriers show waiting for storage, else the one with the most CPU and run-queue time; None
     /// when the group has no process left.
     pub fn carrier(&self, group: &str, verdict: Class) -> Option<i32> {
         let g = self.groups.get(group)?;
-        let storage = matches!(verdict, Class::Io | Class::IoLimit | Class::MemoryLimit);
+        let storage =
+            matches!(verdict.spec().weight, Weight::States(s) if s.contains(&ThreadState::Storage));
         let by_bytes = g.activity.iter().filter(|a| a.2 > 0).max_by_key(|a| a.2);
         let by_work = g.activity.iter().max_by(|a, b| a.1.total_cmp(&b.1));
         storage
