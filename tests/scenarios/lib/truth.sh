@@ -103,4 +103,29 @@ io_serviced_per_s() {
     echo $(( (b - a) / 5 ))
 }
 
+# The quota periods of cgroup CG's cpu.stat, and those throttled, over 5 s.
+throttled_truth() {
+    local a b; a=$(grep -E '^nr_(periods|throttled)' "$CG/cpu.stat" | awk '{print $2}' | xargs)
+    sleep 5
+    b=$(grep -E '^nr_(periods|throttled)' "$CG/cpu.stat" | awk '{print $2}' | xargs)
+    set -- $a $b
+    echo "throttled $(($4 - $2)) of $(($3 - $1)) periods"
+}
+
+# A Podman container (runc, cgroupfs: v1 cgroups of its own) of an image
+# of static busybox alone, imported from a tar (no registry), running the
+# shell command $2 with the podman run options $1: CID its id, PID its
+# process, CG its cpu cgroup; CLEANUP removes it and its image.
+podman_busybox() {
+    local image=localhost/kdiag-scenario-$$ tree=$work/$name.root
+    rm -rf "$tree"; mkdir -p "$tree/bin"; cp "$(command -v busybox)" "$tree/bin/busybox"; ln -s busybox "$tree/bin/sh"
+    tar -C "$tree" -cf "$tree.tar" . && podman import -q "$tree.tar" "$image" > /dev/null
+    CLEANUP="podman rmi -f $image"
+    CID=$(podman --runtime runc run -d --rm --cgroup-manager cgroupfs --network none \
+        --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 $1 "$image" sh -c "$2")
+    CLEANUP="podman rm -f -t 0 $CID; $CLEANUP"
+    PID=$(podman inspect -f '{{.State.Pid}}' "$CID")
+    CG=/sys/fs/cgroup/cpu$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ {print $3}' /proc/"$PID"/cgroup)
+}
+
 pg_stop() { runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGHOST/data" -m immediate stop > /dev/null 2>&1; }
