@@ -51,8 +51,16 @@ pub fn terminate(pid: u32, grace: Duration, mut ended: impl FnMut() -> bool) {
     }
 }
 
+/// Whom a command runs as, when not the sudo invoker.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    pub switch: super::privilege::InvokerSwitch,
+    /// Its whole environment.
+    pub env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+}
+
 /// How to start a command.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Options {
     /// Hand the terminal to the command while it runs (when kdiag has it in
     /// the foreground), so it can read it and Ctrl-C reaches it. Off for a
@@ -62,6 +70,9 @@ pub struct Options {
     /// descriptor the caller keeps open until `spawn_with` returns. None:
     /// kdiag's own.
     pub output: Option<RawFd>,
+    /// None: as the sudo invoker (or kdiag's own user), with their
+    /// environment.
+    pub identity: Option<Identity>,
 }
 
 impl Default for Options {
@@ -69,6 +80,7 @@ impl Default for Options {
         Options {
             foreground: true,
             output: None,
+            identity: None,
         }
     }
 }
@@ -209,7 +221,7 @@ impl HeldChild {
             ));
         };
         let path = resolve(program.as_ref());
-        let exec = Exec::prepare(&path, argv)?;
+        let exec = Exec::prepare(&path, argv, options.identity)?;
         let cgroup = CommandCgroup::create();
         let (gate_r, gate_w) = socket_pair()?;
         let (report_r, report_w) = pipe()?;
