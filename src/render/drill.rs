@@ -187,15 +187,20 @@ pub fn unnamed(out: &mut impl Write, u: &UnnamedFrames, asked: &[PerfMapAsk]) ->
         .pids
         .first()
         .map_or_else(|| "PID".to_string(), |p| p.to_string());
-    let map_made = asked
-        .iter()
-        .any(|a| u.pids.contains(&a.pid) && a.uid.is_some() && a.why_not.is_none());
+    // Whether kdiag asked this JVM for its map (then no jcmd advice: it was
+    // run, or kdiag said why it must not be), and whether it got one.
+    let ask = asked.iter().find(|a| u.pids.contains(&a.pid));
     let (what, how) = match u.runtime {
-        Runtime::Jvm if map_made => (
+        Runtime::Jvm if ask.is_some() => (
             "Java frames without names (the JIT's code, in anonymous memory)".to_string(),
-            "the perf map kdiag asked for names the code compiled by then, not code compiled \
-             after it; start the JVM with -XX:+PreserveFramePointer for whole stacks"
-                .to_string(),
+            format!(
+                "{}; start the JVM with -XX:+PreserveFramePointer for whole stacks",
+                match ask.is_some_and(|a| a.uid.is_some() && a.why_not.is_none()) {
+                    true =>
+                        "the perf map kdiag asked for names the code compiled by then, not code compiled after it",
+                    false => "kdiag got no perf map from it (the Java names line says why)",
+                }
+            ),
         ),
         Runtime::Jvm => (
             "Java frames without names (the JIT's code, in anonymous memory)".to_string(),
