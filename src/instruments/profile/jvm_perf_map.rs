@@ -61,8 +61,8 @@ pub fn ask(pid: i32, scope: Scope) -> Option<(PerfMapAsk, Option<MadeMap>)> {
             asked.why_not = Some(why);
             None
         }
-        Ok((jcmd, identity)) => {
-            asked.uid = Some(identity.switch.identity().0);
+        Ok((jcmd, uid, identity)) => {
+            asked.uid = Some(uid);
             match run(&jcmd, pid, identity) {
                 Err(why) => {
                     asked.why_not = Some(why);
@@ -95,7 +95,7 @@ fn read_made(path: &str, pid: i32, asked: &mut PerfMapAsk) -> Option<MadeMap> {
 
 /// The checks, in order: jcmd and the identity to run it as, or why kdiag
 /// does not ask.
-fn may_ask(pid: i32, scope: Scope, map: &str) -> Result<(String, Identity), String> {
+fn may_ask(pid: i32, scope: Scope, map: &str) -> Result<(String, u32, Identity), String> {
     if std::fs::symlink_metadata(map).is_ok() {
         return Err(format!("{map} exists already (read as it is)"));
     }
@@ -159,14 +159,12 @@ fn may_ask(pid: i32, scope: Scope, map: &str) -> Result<(String, Identity), Stri
             exe.display()
         ));
     }
-    let groups = ids("Groups:");
-    let switch = InvokerSwitch::to(uid, gid, groups);
     // As root, become the JVM's user; as that user, stay.
     let identity = Identity {
-        switch,
+        switch: is_root().then(|| InvokerSwitch::to(uid, gid, ids("Groups:"))),
         env: vec![("PATH".into(), "/usr/bin:/bin".into())],
     };
-    Ok((jcmd.to_string_lossy().into_owned(), identity))
+    Ok((jcmd.to_string_lossy().into_owned(), uid, identity))
 }
 
 /// Run `jcmd PID Compiler.perfmap` as `identity`, stdin null, its output
@@ -185,7 +183,7 @@ fn run(jcmd: &str, pid: i32, identity: Identity) -> Result<(), String> {
     let options = Options {
         foreground: false,
         output: Some(write.as_raw_fd()),
-        identity: (is_root()).then_some(identity),
+        identity: Some(identity),
     };
     let mut child =
         HeldChild::spawn_with(&argv, options).map_err(|e| format!("cannot run jcmd ({e})"))?;

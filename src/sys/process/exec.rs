@@ -50,6 +50,15 @@ fn c_string(bytes: &[u8]) -> io::Result<CString> {
     })
 }
 
+/// Whom a command runs as, when not the sudo invoker.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    /// None: kdiag's own user (who may not switch).
+    pub switch: Option<InvokerSwitch>,
+    /// Its whole environment.
+    pub env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+}
+
 /// Everything the command's process needs, made before any fork: between
 /// fork and exec only async-signal-safe calls are allowed.
 pub(super) struct Exec {
@@ -68,7 +77,7 @@ impl Exec {
     pub(super) fn prepare<S: AsRef<OsStr>>(
         path: &Path,
         argv: &[S],
-        identity: Option<super::spawn::Identity>,
+        identity: Option<Identity>,
     ) -> io::Result<Exec> {
         let c_path = c_string(path.as_os_str().as_bytes())?;
         let args: Vec<CString> = argv
@@ -78,7 +87,7 @@ impl Exec {
         let mut arg_ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
         arg_ptrs.push(std::ptr::null());
         let (switch, env) = match identity {
-            Some(i) => (Some(i.switch), i.env),
+            Some(i) => (i.switch, i.env),
             None => (
                 InvokerSwitch::prepare(),
                 privilege::child_env(super::user_files::runtime_dir),

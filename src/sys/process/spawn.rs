@@ -19,6 +19,7 @@ use std::io::{self, Read};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
+pub use super::exec::Identity;
 use super::exec::{Exec, resolve};
 use super::supervisor::{self, Fds, Report};
 use crate::sys::cgroup::CommandCgroup;
@@ -49,14 +50,6 @@ pub fn terminate(pid: u32, grace: Duration, mut ended: impl FnMut() -> bool) {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-}
-
-/// Whom a command runs as, when not the sudo invoker.
-#[derive(Debug, Clone)]
-pub struct Identity {
-    pub switch: super::privilege::InvokerSwitch,
-    /// Its whole environment.
-    pub env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
 }
 
 /// How to start a command.
