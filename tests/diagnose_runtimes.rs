@@ -274,35 +274,37 @@ fn python_threads_competing_for_the_gil_are_a_lock() {
     assert_unnamed(&v, "python", &pid);
 }
 
-/// The perf map a JVM wrote (/tmp/perf-PID.map), removed at the end.
-struct PerfMap(String);
-
-impl Drop for PerfMap {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-/// Four Java threads take turns at one `synchronized` block (the holder
+/// Four Java threads take turns at one `synchronized` method (the holder
 /// sleeps 2 ms in it): the others are BLOCKED, parked in
 /// ObjectMonitor::enter. The verdict is `lock`, naming the monitor; the
 /// JVM's own idle threads (GC workers on semaphores, Object.wait) are not
-/// counted as lock waits.
+/// counted as lock waits. The JVM runs as another user (PG_USER): kdiag
+/// asks it for its perf map as that user, before the drill-down's stacks,
+/// which then name the compiled Java method the monitor is taken in (as
+/// jstack does: `Contend.work`); the map kdiag made is gone afterwards.
 #[test]
 fn a_contended_java_monitor_is_a_lock() {
-    if !require_root("a_contended_java_monitor_is_a_lock") {
+    let test = "a_contended_java_monitor_is_a_lock";
+    if !require_root(test) {
         return;
     }
-    let Some(java) = common::require_program(
-        "a_contended_java_monitor_is_a_lock",
-        &["java"],
-        "openjdk-17-jdk-headless",
-    ) else {
+    let Some(java) = common::require_program(test, &["java"], "openjdk-17-jdk-headless") else {
         return;
     };
+    let Some(uid) = user_id(test, PG_USER) else {
+        return;
+    };
+    use std::os::unix::process::CommandExt;
     let source = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/programs/Contend.java");
-    let p = started(command(java).arg(source));
+    let p = started(
+        command(java)
+            .arg(source)
+            .current_dir("/tmp")
+            .uid(uid)
+            .gid(uid),
+    );
     let pid = p.0.id().to_string();
+    let map = format!("/tmp/perf-{pid}.map");
     let v = common::diagnose_json(&["-d", "2", "-p", &pid]);
     let share = assert_runtime_lock(
         &v,
@@ -311,34 +313,36 @@ fn a_contended_java_monitor_is_a_lock() {
         "ObjectMonitor::enter",
     );
     assert!(share > 0.0, "{share}");
-    // The JIT's and the interpreter's code has no names: the report says
-    // how to get them.
-    assert_unnamed(&v, "jvm", &pid);
-
-    // Once the JVM has written its perf map, the waiting stacks have those
-    // names, without a word from the user.
-    let map = PerfMap(format!("/tmp/perf-{pid}.map"));
-    // jcmd comes with the JDK that runs the program's source.
-    let ok = command("jcmd")
-        .args([&pid, "Compiler.perfmap"])
-        .stdout(Stdio::null())
-        .status()
-        .expect("jcmd");
-    assert!(ok.success());
-    let names: std::collections::HashSet<String> = std::fs::read_to_string(&map.0)
-        .unwrap()
-        .lines()
-        .filter_map(|l| l.splitn(3, ' ').nth(2).map(str::to_string))
-        .collect();
-    let v = common::diagnose_json(&["-d", "2", "-p", &pid]);
-    assert_runtime_lock(
-        &v,
-        "JVM",
-        "a monitor (synchronized)",
-        "ObjectMonitor::enter",
+    let asked = &v["why"]["perf_maps"];
+    assert_eq!(asked[0]["pid"].as_i64(), pid.parse().ok(), "{asked}");
+    assert_eq!(asked[0]["uid"].as_u64(), Some(uid as u64), "{asked}");
+    assert!(asked[0]["why_not"].is_null(), "{asked}");
+    assert!(asked[0]["entries"].as_u64().unwrap() > 0, "{asked}");
+    let (l, stack) = first_lock(&v);
+    assert_eq!(l["caller"], "Contend.work", "{l}");
+    assert!(stack.contains(&"void Contend.work()"), "{stack:?}");
+    let evidence = common::evidence_text(&v["diagnosis"]).join("\n");
+    assert!(evidence.contains("taken in Contend.work"), "{evidence}");
+    assert!(
+        std::fs::symlink_metadata(&map).is_err(),
+        "{map} outlived kdiag"
     );
-    let (_, stack) = first_lock(&v);
-    assert!(stack.iter().any(|f| names.contains(*f)), "{stack:?}");
+}
+
+/// The uid of `user`, which the test needs (.ci/run creates it).
+fn user_id(test: &str, user: &str) -> Option<u32> {
+    let out = command("id").args(["-u", user]).output().ok();
+    let uid = out
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok());
+    if uid.is_none() {
+        assert!(
+            !common::in_ci(),
+            "{test}: needs the user {user} (.ci/run creates it)"
+        );
+        eprintln!("SKIPPED {test}: no user {user}");
+    }
+    uid
 }
 
 /// The newest PostgreSQL server programs' directory (Debian keeps them
@@ -501,16 +505,7 @@ fn postgresql_backends_waiting_on_a_row_lock_are_a_lock() {
     let Some(bin) = postgres_bin(test) else {
         return;
     };
-    if command("id")
-        .arg(PG_USER)
-        .output()
-        .map_or(true, |o| !o.status.success())
-    {
-        assert!(
-            !common::in_ci(),
-            "{test}: needs the user {PG_USER} (.ci/run creates it)"
-        );
-        eprintln!("SKIPPED {test}: no user {PG_USER}");
+    if user_id(test, PG_USER).is_none() {
         return;
     }
     let pg = Cluster::start(bin);

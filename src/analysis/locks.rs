@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 
+use crate::analysis::runtimes;
 use crate::analysis::waits::RUNTIME_LOCK;
 use crate::model::diagnosis::Observation;
 use crate::model::locks::{LOCK_CALLS, RuntimeLock};
@@ -268,11 +269,15 @@ pub fn attribute(p: &Profile, total: u64, call: Option<&str>) -> Vec<RuntimeLock
         let Some((pat, i)) = matching(&s.frames) else {
             continue;
         };
-        let caller = s.frames[..i]
-            .iter()
-            .rev()
-            .find(|f| named(f) && !PATTERNS.iter().any(|q| f.name.contains(q.inner)))
-            .map(|f| f.name.clone());
+        // A JVM's lock is taken in Java code, named when its perf map is.
+        let java = (pat.runtime == "JVM").then(|| runtimes::java_caller(&s.frames[..i]));
+        let caller = java.flatten().or_else(|| {
+            s.frames[..i]
+                .iter()
+                .rev()
+                .find(|f| named(f) && !PATTERNS.iter().any(|q| f.name.contains(q.inner)))
+                .map(|f| f.name.clone())
+        });
         let call = call.or_else(|| call_of(&s.frames)).unwrap_or_default();
         let e = by
             .entry((pat.runtime, pat.kind, pat.function, caller, call.into()))

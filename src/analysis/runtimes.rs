@@ -51,6 +51,27 @@ pub const RUNTIMES: &[Pattern] = &[
     },
 ];
 
+/// The Java method a JVM lock was taken in: the first frame of the JVM's
+/// generated code out from its own (a libjvm.so frame has a module; the
+/// perf map's names have none), past its stubs. HotSpot's map names a
+/// compiled method "void Mon.work(int)": that gives "Mon.work".
+/// Interpreted code is one "Interpreter" entry: its methods have no name
+/// there. None: no such frame, or one without a name.
+pub fn java_caller(frames: &[Frame]) -> Option<String> {
+    let f = frames.iter().rev().find(|f| {
+        let n = &f.name;
+        !f.kernel
+            && f.module.is_none()
+            && (n.contains('(') || n.starts_with('[') || n == "Interpreter")
+    })?;
+    if f.name == "Interpreter" {
+        return Some("interpreted Java code".into());
+    }
+    let (head, _) = f.name.split_once('(')?;
+    let (_, method) = head.rsplit_once(' ')?;
+    (method.contains('.') && !method.contains("::")).then(|| method.to_string())
+}
+
 /// A JVM collecting this share of the window or more (its collectors'
 /// time, as jstat's GCT), while its old generation is OLD_FULL full,
 /// collects at its heap limit: the CPU is the limit's, not the program's.
@@ -237,6 +258,30 @@ mod tests {
             100,
         )]);
         assert!(unnamed(&[&named], &[7]).is_empty());
+    }
+
+    #[test]
+    fn a_jvm_lock_is_taken_in_the_java_method_its_map_names() {
+        let waiting = |java: &str| {
+            vec![
+                Frame::user("void java.lang.Thread.run()"),
+                Frame::user(java),
+                Frame::user("_complete_monitor_locking_Java"),
+                in_module("SharedRuntime::complete_monitor_locking_C(oopDesc*)", 0),
+                in_module("ObjectSynchronizer::enter(Handle, JavaThread*)", 0),
+            ]
+        };
+        let named = waiting("void Mon.work(int)");
+        assert_eq!(java_caller(&named).as_deref(), Some("Mon.work"));
+        // Interpreted: the map has one entry for all the interpreter's code.
+        let interpreted = waiting("Interpreter");
+        assert_eq!(
+            java_caller(&interpreted).as_deref(),
+            Some("interpreted Java code")
+        );
+        // No map: the innermost Java frame is not named, an outer one is
+        // never taken for it.
+        assert_eq!(java_caller(&waiting("[anon]")), None);
     }
 
     #[test]

@@ -23,6 +23,9 @@ use crate::model::verdict::Diagnosis;
 const DRILL_S: f64 = 3.0;
 /// The drill-down's CPU profile frequency.
 const DRILL_HZ: u64 = 499;
+/// The most JVMs of a tree asked for their perf map (each ask starts a
+/// jcmd, 0.4 s or more).
+const MOST_JVMS: usize = 4;
 
 /// Run the drill-downs `--why` and the diagnosis call for on `pid` (whose
 /// tree is `target`), all at once for one window; None when there are
@@ -55,7 +58,6 @@ pub(super) fn drill(
     let carriers = carriers.as_slice();
     let mut found = Why {
         window_s: window.as_secs_f64(),
-        after_window: Some((window_s, window_s + ended.elapsed().as_secs_f64())),
         ..Default::default()
     };
     // Root, or the capabilities kdiag-watch.service runs with: perf
@@ -87,6 +89,18 @@ pub(super) fn drill(
         drills: &runs,
         seconds: window.as_secs_f64(),
     });
+    // A JVM's Java frames get names from its perf map: asked for before
+    // the stacks are taken, removed (when kdiag made it) once they are named.
+    let mut made_maps = Vec::new();
+    if sweep || runs.iter().any(|d| matches!(d, Drill::Cpu | Drill::Offcpu)) {
+        for &p in carriers.iter().take(MOST_JVMS) {
+            if let Some((asked, made)) = profile::jvm_perf_map::ask(p, req.scope) {
+                found.perf_maps.push(asked);
+                made_maps.extend(made);
+            }
+        }
+    }
+    found.after_window = Some((window_s, window_s + ended.elapsed().as_secs_f64()));
     // At once: the block requests and the blocking paths are of the same
     // seconds, and the wait is one window whatever the number.
     let mut runtime_locks = Vec::new();
@@ -170,6 +184,7 @@ pub(super) fn drill(
         runtime_locks = fp_locks;
     }
     runtime_locks.sort_by(|a, b| b.share.total_cmp(&a.share).then(a.kind.cmp(&b.kind)));
+    drop(made_maps);
     let profiles: Vec<&Profile> = profiles.iter().collect();
     found.unnamed = runtimes::unnamed(&profiles, carriers);
     (Some(found), runtime_locks)

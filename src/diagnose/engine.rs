@@ -97,6 +97,7 @@ pub fn run(req: &Request, interrupt: &Interrupt) -> anyhow::Result<DiagnoseRun> 
             let options = spawn::Options {
                 foreground: !live,
                 output: live.then_some(null.as_raw_fd()),
+                identity: None,
             };
             let mut c = HeldChild::spawn_with(req.command, options)
                 .with_context(|| format!("cannot start `{program}`"))?;

@@ -46,6 +46,7 @@ impl Workload {
             // Beside the lab's own screen: never handed the terminal.
             foreground: false,
             output: Some(output.as_raw_fd()),
+            identity: None,
         };
         let mut child = HeldChild::spawn_with(&argv, options)
             .with_context(|| format!("cannot start {}", path.display()))?;

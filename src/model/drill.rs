@@ -231,10 +231,29 @@ pub struct Why {
     /// Frames the profiles could not name, by the runtime or binary that
     /// made them (`analysis::runtimes`): how to get names for them.
     pub unnamed: Vec<UnnamedFrames>,
+    /// The JVMs kdiag asked for their perf map before the profiles
+    /// (`jcmd PID Compiler.perfmap`), or why it did not.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub perf_maps: Vec<PerfMapAsk>,
     /// For the HTML report: the same window as a wall-clock profile per
     /// thread, with when each stack's time was spent (its heat map).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wall: Option<crate::model::wall::Wall>,
+}
+
+/// A HotSpot JVM asked for its perf map, so that the profiles name its
+/// Java frames; the map kdiag caused is removed after them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PerfMapAsk {
+    pub pid: i32,
+    /// The uid jcmd ran as (the JVM's); None: kdiag did not ask.
+    pub uid: Option<u32>,
+    /// The map's entries (compiled methods and the JVM's stubs).
+    pub entries: usize,
+    /// Why kdiag did not ask, or why asking failed; None: the map was
+    /// written and read.
+    pub why_not: Option<String>,
 }
 
 /// A runtime (or a stripped binary) whose frames the drill-downs' stacks

@@ -275,8 +275,11 @@ fn why_section(out: &mut impl Write, w: &Why) -> io::Result<()> {
     if let Some(e) = &w.exec {
         crate::render::drill::exec(out, e)?;
     }
+    for a in &w.perf_maps {
+        crate::render::drill::perf_map(out, a)?;
+    }
     for u in &w.unnamed {
-        crate::render::drill::unnamed(out, u)?;
+        crate::render::drill::unnamed(out, u, &w.perf_maps)?;
     }
     for s in &w.skipped {
         writeln!(out, "  Not run: {s}")?;

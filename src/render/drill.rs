@@ -6,7 +6,9 @@
 use std::io::{self, Write};
 
 use crate::analysis::io_pattern::{human_bytes, slot_range};
-use crate::model::drill::{Competition, ExecDrill, Runtime, StorageDrill, UnnamedFrames};
+use crate::model::drill::{
+    Competition, ExecDrill, PerfMapAsk, Runtime, StorageDrill, UnnamedFrames,
+};
 
 /// Storage: who submits, the pattern, sizes, the latency histogram.
 pub fn storage(out: &mut impl Write, s: &StorageDrill) -> io::Result<()> {
@@ -154,14 +156,52 @@ pub fn exec(out: &mut impl Write, e: &ExecDrill) -> io::Result<()> {
     Ok(())
 }
 
+/// Whether kdiag asked a JVM for its perf map, as whom, and what came of it.
+pub fn perf_map(out: &mut impl Write, a: &PerfMapAsk) -> io::Result<()> {
+    let pid = a.pid;
+    let jcmd = format!("`jcmd {pid} Compiler.perfmap`");
+    match (a.uid, &a.why_not) {
+        (Some(uid), None) => writeln!(
+            out,
+            "  Java names: kdiag asked PID {pid} for its perf map ({jcmd} as uid {uid}): {} \
+             entries, read to name the drill-down's Java frames; the map it made was removed after",
+            a.entries
+        ),
+        (Some(uid), Some(why)) => writeln!(
+            out,
+            "  Java names: kdiag asked PID {pid} for its perf map ({jcmd} as uid {uid}); it failed: {why}"
+        ),
+        (None, why) => writeln!(
+            out,
+            "  Java names: kdiag did not ask PID {pid} for its perf map: {}",
+            why.as_deref().unwrap_or("not asked")
+        ),
+    }
+}
+
 /// Frames without names: which runtime or binary made them, and how to get
-/// their names (kdiag reads /tmp/perf-PID.map and jitdumps by itself).
-pub fn unnamed(out: &mut impl Write, u: &UnnamedFrames) -> io::Result<()> {
+/// their names (kdiag reads /tmp/perf-PID.map and jitdumps by itself, and
+/// has asked a JVM for its map when it could: `asked`).
+pub fn unnamed(out: &mut impl Write, u: &UnnamedFrames, asked: &[PerfMapAsk]) -> io::Result<()> {
     let pid = u
         .pids
         .first()
         .map_or_else(|| "PID".to_string(), |p| p.to_string());
+    // Whether kdiag asked this JVM for its map (then no jcmd advice: it was
+    // run, or kdiag said why it must not be), and whether it got one.
+    let ask = asked.iter().find(|a| u.pids.contains(&a.pid));
     let (what, how) = match u.runtime {
+        Runtime::Jvm if ask.is_some() => (
+            "Java frames without names (the JIT's code, in anonymous memory)".to_string(),
+            format!(
+                "{}; start the JVM with -XX:+PreserveFramePointer for whole stacks",
+                match ask.is_some_and(|a| a.uid.is_some() && a.why_not.is_none()) {
+                    true =>
+                        "the perf map kdiag asked for names the code compiled by then, not code compiled after it",
+                    false => "kdiag got no perf map from it (the Java names line says why)",
+                }
+            ),
+        ),
         Runtime::Jvm => (
             "Java frames without names (the JIT's code, in anonymous memory)".to_string(),
             format!(
@@ -219,7 +259,7 @@ mod tests {
             pids: vec![42],
             percent: 61.4,
         };
-        unnamed(&mut out, &u).unwrap();
+        unnamed(&mut out, &u, &[]).unwrap();
         String::from_utf8(out).unwrap()
     }
 
@@ -228,6 +268,26 @@ mod tests {
         let jvm = said(Runtime::Jvm, None);
         assert!(jvm.contains("61% of a profile"), "{jvm}");
         assert!(jvm.contains("`jcmd 42 Compiler.perfmap`"), "{jvm}");
+        // Once kdiag had the JVM write its map, it does not send the user
+        // to jcmd.
+        let mut out = Vec::new();
+        let u = UnnamedFrames {
+            runtime: Runtime::Jvm,
+            module: None,
+            pids: vec![42],
+            percent: 20.0,
+        };
+        let asked = PerfMapAsk {
+            pid: 42,
+            uid: Some(1001),
+            entries: 1519,
+            why_not: None,
+        };
+        unnamed(&mut out, &u, std::slice::from_ref(&asked)).unwrap();
+        perf_map(&mut out, &asked).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(!text.contains("run `jcmd"), "{text}");
+        assert!(text.contains("as uid 1001): 1519 entries"), "{text}");
         assert!(jvm.contains("-XX:+PreserveFramePointer"), "{jvm}");
         assert!(said(Runtime::Node, None).contains("--perf-basic-prof"));
         assert!(said(Runtime::Python, None).contains("-X perf"));

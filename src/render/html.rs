@@ -181,8 +181,11 @@ fn why(page: &mut String, why: Option<&Why>) {
     if let Some(e) = &w.exec {
         let _ = crate::render::drill::exec(&mut text, e);
     }
+    for a in &w.perf_maps {
+        let _ = crate::render::drill::perf_map(&mut text, a);
+    }
     for u in &w.unnamed {
-        let _ = crate::render::drill::unnamed(&mut text, u);
+        let _ = crate::render::drill::unnamed(&mut text, u, &w.perf_maps);
     }
     if !text.is_empty() {
         let _ = writeln!(page, "<pre>{}</pre>", esc(&String::from_utf8_lossy(&text)));

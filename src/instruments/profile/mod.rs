@@ -2,9 +2,10 @@
 //! stacks unwound (`unwind`, over the binaries' tables in `modules`), then
 //! frames named (`symbolize`: kernel frames from kallsyms, user frames by
 //! (file, offset) through blazesym; JIT code through `perf_map` and
-//! `jitdump`).
+//! `jitdump`; a HotSpot JVM asked for its map first by `jvm_perf_map`).
 
 pub mod jitdump;
+pub mod jvm_perf_map;
 pub mod modules;
 mod names;
 pub mod perf_map;

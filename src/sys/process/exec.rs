@@ -50,6 +50,15 @@ fn c_string(bytes: &[u8]) -> io::Result<CString> {
     })
 }
 
+/// Whom a command runs as, when not the sudo invoker.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    /// None: kdiag's own user (who may not switch).
+    pub switch: Option<InvokerSwitch>,
+    /// Its whole environment.
+    pub env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+}
+
 /// Everything the command's process needs, made before any fork: between
 /// fork and exec only async-signal-safe calls are allowed.
 pub(super) struct Exec {
@@ -63,7 +72,13 @@ pub(super) struct Exec {
 }
 
 impl Exec {
-    pub(super) fn prepare<S: AsRef<OsStr>>(path: &Path, argv: &[S]) -> io::Result<Exec> {
+    /// As `identity` with only its environment when given, else as the
+    /// sudo invoker with theirs.
+    pub(super) fn prepare<S: AsRef<OsStr>>(
+        path: &Path,
+        argv: &[S],
+        identity: Option<Identity>,
+    ) -> io::Result<Exec> {
         let c_path = c_string(path.as_os_str().as_bytes())?;
         let args: Vec<CString> = argv
             .iter()
@@ -71,7 +86,14 @@ impl Exec {
             .collect::<Result<_, _>>()?;
         let mut arg_ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
         arg_ptrs.push(std::ptr::null());
-        let env: Vec<CString> = privilege::child_env(super::user_files::runtime_dir)
+        let (switch, env) = match identity {
+            Some(i) => (i.switch, i.env),
+            None => (
+                InvokerSwitch::prepare(),
+                privilege::child_env(super::user_files::runtime_dir),
+            ),
+        };
+        let env: Vec<CString> = env
             .into_iter()
             .filter_map(|(k, v)| {
                 let mut kv = k.as_bytes().to_vec();
@@ -91,7 +113,7 @@ impl Exec {
             arg_ptrs,
             _env: env,
             env_ptrs,
-            switch: InvokerSwitch::prepare(),
+            switch,
             no_signals,
         })
     }

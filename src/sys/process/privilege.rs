@@ -104,6 +104,15 @@ impl InvokerSwitch {
         Some(InvokerSwitch { who, groups })
     }
 
+    /// A switch to another identity than the invoker's: a process's own
+    /// (a program run as its owner, as jcmd must to attach to a JVM).
+    pub fn to(uid: libc::uid_t, gid: libc::gid_t, groups: Vec<libc::gid_t>) -> InvokerSwitch {
+        InvokerSwitch {
+            who: Invoker { uid, gid },
+            groups,
+        }
+    }
+
     /// The invoker's uid, gid and supplementary groups.
     pub fn identity(&self) -> (libc::uid_t, libc::gid_t, &[libc::gid_t]) {
         (self.who.uid, self.who.gid, &self.groups)

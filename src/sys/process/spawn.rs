@@ -19,6 +19,7 @@ use std::io::{self, Read};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
+pub use super::exec::Identity;
 use super::exec::{Exec, resolve};
 use super::supervisor::{self, Fds, Report};
 use crate::sys::cgroup::CommandCgroup;
@@ -52,7 +53,7 @@ pub fn terminate(pid: u32, grace: Duration, mut ended: impl FnMut() -> bool) {
 }
 
 /// How to start a command.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Options {
     /// Hand the terminal to the command while it runs (when kdiag has it in
     /// the foreground), so it can read it and Ctrl-C reaches it. Off for a
@@ -62,6 +63,9 @@ pub struct Options {
     /// descriptor the caller keeps open until `spawn_with` returns. None:
     /// kdiag's own.
     pub output: Option<RawFd>,
+    /// None: as the sudo invoker (or kdiag's own user), with their
+    /// environment.
+    pub identity: Option<Identity>,
 }
 
 impl Default for Options {
@@ -69,6 +73,7 @@ impl Default for Options {
         Options {
             foreground: true,
             output: None,
+            identity: None,
         }
     }
 }
@@ -209,7 +214,7 @@ impl HeldChild {
             ));
         };
         let path = resolve(program.as_ref());
-        let exec = Exec::prepare(&path, argv)?;
+        let exec = Exec::prepare(&path, argv, options.identity)?;
         let cgroup = CommandCgroup::create();
         let (gate_r, gate_w) = socket_pair()?;
         let (report_r, report_w) = pipe()?;
