@@ -65,6 +65,19 @@ pub fn features(p: &Probes) -> Vec<Feature> {
             },
         ),
         feature(
+            "syscalls",
+            &[(Tier::Bpf, p.btf.is_ok() && tp_btf), (Tier::Procfs, true)],
+            |t| match t {
+                Some(Tier::Bpf) => {
+                    "every call counted and timed in the kernel (tp_btf sys_enter, sys_exit)".into()
+                }
+                _ => format!(
+                    "the calls threads block in, sampled from /proc every 5 ms: no times \
+                     (BPF needs tp_btf and kernel BTF; {need_root})"
+                ),
+            },
+        ),
+        feature(
             "iosnoop",
             &[(Tier::Bpf, tp_btf), (Tier::Perf, perf_tp)],
             |t| match t {
@@ -283,6 +296,7 @@ mod tests {
         assert_eq!(get(&fs, "exec-trace").tier, Some(Tier::Bpf));
         assert_eq!(get(&fs, "offcpu").tier, Some(Tier::Bpf));
         assert_eq!(get(&fs, "offcpu").available, vec![Tier::Bpf, Tier::Procfs]);
+        assert_eq!(get(&fs, "syscalls").tier, Some(Tier::Bpf));
         assert_eq!(get(&fs, "I/O delay per task").tier, None);
         let names = get(&fs, "kernel frame names");
         assert_eq!(names.tier, Some(Tier::Bpf));
@@ -332,6 +346,7 @@ mod tests {
         assert_eq!(tier_for(&p, "iosnoop"), Some(Tier::Perf));
         assert_eq!(tier_for(&p, "exec-trace"), Some(Tier::Perf));
         assert_eq!(tier_for(&p, "execsnoop"), Some(Tier::Bpf));
+        assert_eq!(tier_for(&p, "syscalls"), Some(Tier::Procfs));
     }
 
     #[test]
