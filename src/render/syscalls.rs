@@ -17,12 +17,13 @@ pub fn text(out: &mut impl Write, s: &Syscalls) -> anyhow::Result<()> {
     let timed = s.tier == Some(Tier::Bpf);
     writeln!(
         out,
-        "System calls of {}, {:.2} s, started {}: {counted} {} of {} system calls",
+        "System calls of {}, {:.2} s, started {}: {counted} {} of {} system call{}",
         s.target,
         s.cost.wall_secs,
         s.started,
         s.counts,
-        s.calls.len()
+        s.calls.len(),
+        if s.calls.len() == 1 { "" } else { "s" }
     )?;
     if let Some(why) = &s.ended_early {
         writeln!(
