@@ -20,6 +20,7 @@ pub mod offcpu;
 pub mod profile;
 pub mod ps;
 pub mod serve;
+pub mod syscalls;
 pub mod time;
 pub mod top;
 pub mod watch;
@@ -45,6 +46,8 @@ pub enum Command {
     Offcpu(offcpu::Args),
     /// Page faults of a process or command by code path: a profile and flame graphs
     Faults(faults::Args),
+    /// System calls of a process or command by name: count, errors and time, like `strace -c`
+    Syscalls(syscalls::Args),
     /// Trace block I/O requests with their latency, like iosnoop
     Iosnoop(iosnoop::Args),
     /// Trace a command's exec attempts and explain why they failed
@@ -86,6 +89,7 @@ pub fn validate(command: &Command) -> anyhow::Result<()> {
         Command::Profile(args) => profile::validate(args),
         Command::Offcpu(args) => offcpu::validate(args),
         Command::Faults(args) => faults::validate(args),
+        Command::Syscalls(args) => syscalls::validate(args),
         Command::Iosnoop(args) => iosnoop::validate(args),
         Command::ExecTrace(args) => exec_trace::validate(args),
         Command::Diagnose(args) => diagnose::validate(args),
@@ -104,6 +108,7 @@ fn learner_asks(command: &Command) -> Vec<Ask> {
         Command::Profile(a) => pids(&a.pid.into_iter().collect::<Vec<_>>()),
         Command::Offcpu(a) => pids(&a.pids.pids),
         Command::Faults(a) => pids(&a.pids.pids),
+        Command::Syscalls(a) => pids(&a.pids.pids),
         Command::Top(a) => pids(&a.only.pids),
         Command::Ps(a) => pids(&a.only.pids)
             .into_iter()
@@ -146,6 +151,7 @@ pub fn run(command: Command, app: fn() -> clap::Command) -> anyhow::Result<u8> {
         Command::Profile(args) => profile::run(args),
         Command::Offcpu(args) => offcpu::run(args),
         Command::Faults(args) => faults::run(args),
+        Command::Syscalls(args) => syscalls::run(args),
         Command::Iosnoop(args) => iosnoop::run(args),
         Command::ExecTrace(args) => exec_trace::run(args),
         Command::Execsnoop(args) => execsnoop::run(args),

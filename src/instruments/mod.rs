@@ -15,6 +15,7 @@ pub mod observe;
 pub mod offcpu;
 pub mod procs;
 pub mod profile;
+pub mod syscalls;
 pub mod target;
 pub mod wall;
 pub mod watch;
@@ -73,6 +74,7 @@ pub const TABLES: &[&Tiers] = &[
     &exec::TRACE_TIERS,
     &exec::SNOOP_TIERS,
     &faults::TIERS,
+    &syscalls::TIERS,
     &watch::TIERS,
 ];
 

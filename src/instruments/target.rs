@@ -13,6 +13,9 @@ use crate::sys::process::rusage::own_usage;
 use crate::sys::process::spawn::HeldChild;
 use crate::sys::procfs::parse;
 
+/// Ctrl-C and SIGTERM, caught for the run: a command reaches it here, not in sys/.
+pub use crate::sys::process::interrupt::Interrupt;
+
 /// What is traced, while it runs.
 pub enum Running {
     /// `-- CMD`: our child, stopped (if still running) and reaped at the end.

@@ -20,6 +20,7 @@ pub mod rusage;
 pub mod signal;
 pub mod stacks;
 pub mod stalls;
+pub mod syscalls;
 pub mod system;
 pub mod trend;
 pub mod verdict;

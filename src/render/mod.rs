@@ -23,6 +23,7 @@ pub mod ps;
 pub mod pyroscope;
 pub mod speedscope;
 pub mod svg_chart;
+pub mod syscalls;
 pub mod table;
 pub mod time;
 pub mod verdict;

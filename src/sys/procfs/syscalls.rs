@@ -1,10 +1,74 @@
-//! Names of the system calls a blocked thread can wait in, from this
-//! architecture's numbers (libc's `SYS_*`), so /proc/PID/task/TID/syscall
-//! can be read by name. Only calls that block matter here; any other gets
-//! `None` and is reported by number.
+//! Names of system calls by this architecture's numbers, as
+//! /proc/PID/task/TID/syscall and the raw_syscalls tracepoints give them.
 
-/// The name of system call `nr` on this architecture, for the calls a
-/// thread can sleep in.
+/// The name of system call `nr`; None for a number this table has not.
+#[cfg(target_arch = "x86_64")]
+pub fn name(nr: i64) -> Option<&'static str> {
+    static NAMES: std::sync::OnceLock<Vec<&str>> = std::sync::OnceLock::new();
+    let names = NAMES.get_or_init(|| X86_64.split_whitespace().collect());
+    names
+        .get(usize::try_from(nr).ok()?)
+        .copied()
+        .filter(|&n| n != "-")
+}
+
+/// x86_64's system calls in number order, `-` where a number is unused:
+/// 0..=450 generated from linux-libc-dev's asm/unistd_64.h (Linux 6.1),
+/// 451..=470 from the kernel's arch/x86/entry/syscalls/syscall_64.tbl
+/// (Linux 6.18). Newer numbers are shown by number.
+#[cfg(target_arch = "x86_64")]
+const X86_64: &str = "\
+    read write open close stat fstat lstat poll lseek mmap mprotect munmap brk rt_sigaction \
+    rt_sigprocmask rt_sigreturn ioctl pread64 pwrite64 readv writev access pipe select \
+    sched_yield mremap msync mincore madvise shmget shmat shmctl dup dup2 pause nanosleep \
+    getitimer alarm setitimer getpid sendfile socket connect accept sendto recvfrom sendmsg \
+    recvmsg shutdown bind listen getsockname getpeername socketpair setsockopt getsockopt \
+    clone fork vfork execve exit wait4 kill uname semget semop semctl shmdt msgget msgsnd \
+    msgrcv msgctl fcntl flock fsync fdatasync truncate ftruncate getdents getcwd chdir fchdir \
+    rename mkdir rmdir creat link unlink symlink readlink chmod fchmod chown fchown lchown \
+    umask gettimeofday getrlimit getrusage sysinfo times ptrace getuid syslog getgid setuid \
+    setgid geteuid getegid setpgid getppid getpgrp setsid setreuid setregid getgroups \
+    setgroups setresuid getresuid setresgid getresgid getpgid setfsuid setfsgid getsid capget \
+    capset rt_sigpending rt_sigtimedwait rt_sigqueueinfo rt_sigsuspend sigaltstack utime mknod \
+    uselib personality ustat statfs fstatfs sysfs getpriority setpriority sched_setparam \
+    sched_getparam sched_setscheduler sched_getscheduler sched_get_priority_max \
+    sched_get_priority_min sched_rr_get_interval mlock munlock mlockall munlockall vhangup \
+    modify_ldt pivot_root _sysctl prctl arch_prctl adjtimex setrlimit chroot sync acct \
+    settimeofday mount umount2 swapon swapoff reboot sethostname setdomainname iopl ioperm \
+    create_module init_module delete_module get_kernel_syms query_module quotactl nfsservctl \
+    getpmsg putpmsg afs_syscall tuxcall security gettid readahead setxattr lsetxattr fsetxattr \
+    getxattr lgetxattr fgetxattr listxattr llistxattr flistxattr removexattr lremovexattr \
+    fremovexattr tkill time futex sched_setaffinity sched_getaffinity set_thread_area io_setup \
+    io_destroy io_getevents io_submit io_cancel get_thread_area lookup_dcookie epoll_create \
+    epoll_ctl_old epoll_wait_old remap_file_pages getdents64 set_tid_address restart_syscall \
+    semtimedop fadvise64 timer_create timer_settime timer_gettime timer_getoverrun \
+    timer_delete clock_settime clock_gettime clock_getres clock_nanosleep exit_group \
+    epoll_wait epoll_ctl tgkill utimes vserver mbind set_mempolicy get_mempolicy mq_open \
+    mq_unlink mq_timedsend mq_timedreceive mq_notify mq_getsetattr kexec_load waitid add_key \
+    request_key keyctl ioprio_set ioprio_get inotify_init inotify_add_watch inotify_rm_watch \
+    migrate_pages openat mkdirat mknodat fchownat futimesat newfstatat unlinkat renameat \
+    linkat symlinkat readlinkat fchmodat faccessat pselect6 ppoll unshare set_robust_list \
+    get_robust_list splice tee sync_file_range vmsplice move_pages utimensat epoll_pwait \
+    signalfd timerfd_create eventfd fallocate timerfd_settime timerfd_gettime accept4 \
+    signalfd4 eventfd2 epoll_create1 dup3 pipe2 inotify_init1 preadv pwritev rt_tgsigqueueinfo \
+    perf_event_open recvmmsg fanotify_init fanotify_mark prlimit64 name_to_handle_at \
+    open_by_handle_at clock_adjtime syncfs sendmmsg setns getcpu process_vm_readv \
+    process_vm_writev kcmp finit_module sched_setattr sched_getattr renameat2 seccomp \
+    getrandom memfd_create kexec_file_load bpf execveat userfaultfd membarrier mlock2 \
+    copy_file_range preadv2 pwritev2 pkey_mprotect pkey_alloc pkey_free statx io_pgetevents \
+    rseq - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - \
+    - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - \
+    - pidfd_send_signal io_uring_setup io_uring_enter io_uring_register open_tree move_mount \
+    fsopen fsconfig fsmount fspick pidfd_open clone3 close_range openat2 pidfd_getfd \
+    faccessat2 process_madvise epoll_pwait2 mount_setattr quotactl_fd landlock_create_ruleset \
+    landlock_add_rule landlock_restrict_self memfd_secret process_mrelease futex_waitv \
+    set_mempolicy_home_node cachestat fchmodat2 map_shadow_stack futex_wake futex_wait \
+    futex_requeue statmount listmount lsm_get_self_attr lsm_set_self_attr lsm_list_modules \
+    mseal setxattrat getxattrat listxattrat removexattrat open_tree_attr file_getattr \
+    file_setattr listns";
+
+/// Elsewhere, the calls a thread can sleep in, by libc's numbers.
+#[cfg(not(target_arch = "x86_64"))]
 // libc names the numbers in lower case; they are constants all the same.
 #[allow(non_upper_case_globals)]
 pub fn name(nr: i64) -> Option<&'static str> {
@@ -73,35 +137,8 @@ pub fn name(nr: i64) -> Option<&'static str> {
         SYS_madvise => "madvise",
         SYS_exit_group => "exit_group",
         SYS_ptrace => "ptrace",
-        _ => return legacy(nr),
-    })
-}
-
-/// Calls older architectures have and newer ones (aarch64) replaced by the
-/// *at / p* variants above.
-#[cfg(target_arch = "x86_64")]
-#[allow(non_upper_case_globals)]
-fn legacy(nr: i64) -> Option<&'static str> {
-    use libc::*;
-    Some(match nr as c_long {
-        SYS_poll => "poll",
-        SYS_select => "select",
-        SYS_epoll_wait => "epoll_wait",
-        SYS_pause => "pause",
-        SYS_accept => "accept",
-        SYS_open => "open",
-        SYS_stat => "stat",
-        SYS_lstat => "lstat",
-        SYS_unlink => "unlink",
-        SYS_rename => "rename",
-        SYS_vfork => "vfork",
         _ => return None,
     })
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn legacy(_nr: i64) -> Option<&'static str> {
-    None
 }
 
 #[cfg(test)]
@@ -123,6 +160,16 @@ mod tests {
             assert_eq!(super::name(230), Some("clock_nanosleep"));
             assert_eq!(super::name(61), Some("wait4"));
             assert_eq!(super::name(58), Some("vfork"));
+            // Every number in its place: the table's ends, its gap, and
+            // libc's numbers of the calls it has.
+            assert_eq!(super::name(0), Some("read"));
+            assert_eq!(super::name(110), Some("getppid"));
+            assert_eq!(super::name(334), Some("rseq"));
+            assert_eq!(super::name(335), None);
+            assert_eq!(super::name(424), Some("pidfd_send_signal"));
+            assert_eq!(super::name(libc::SYS_mseal as i64), Some("mseal"));
+            assert_eq!(super::name(470), Some("listns"));
+            assert_eq!(super::name(471), None);
         }
     }
 }

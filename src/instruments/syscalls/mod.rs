@@ -1,0 +1,85 @@
+//! `kdiag syscalls`' collectors: a process's system calls by number.
+//!
+//! - `bpf`: syscalls.bpf.c on the raw_syscalls tracepoints, counting and
+//!   timing every call in the kernel.
+//! - `proc`: each thread's /proc/PID/task/TID/syscall sampled every few ms,
+//!   for machines where BPF cannot attach: the calls threads block in, no
+//!   times.
+
+pub mod bpf;
+pub mod proc;
+
+use std::time::Duration;
+
+use crate::instruments::{self, Ask, Fallback, Tier};
+use crate::model::syscalls::{Call, Syscalls};
+
+/// syscalls' tiers.
+pub const TIERS: instruments::Tiers = instruments::Tiers {
+    name: "syscalls",
+    auto: "BPF where the kernel allows it, else /proc's samples",
+    rows: &[
+        instruments::TierRow {
+            tier: Tier::Bpf,
+            sees: "tp_btf sys_enter/sys_exit BPF programs: every call counted and timed in the \
+                   kernel",
+            works: |p| p.btf.is_ok() && p.bpf_tp_btf.is_ok(),
+        },
+        instruments::TierRow {
+            tier: Tier::Procfs,
+            sees: "each thread's /proc syscall file sampled every 5 ms: the calls threads block \
+                   in, no times",
+            works: |_| true,
+        },
+    ],
+};
+
+/// A running trace of system calls, whatever its tier. Dropping it
+/// detaches everything it attached.
+pub trait SyscallSource {
+    fn tier(&self) -> Tier;
+    /// Watch one more process: a `-- CMD` child, held before its exec.
+    fn watch(&mut self, tgid: u32) -> anyhow::Result<()>;
+    /// Wait up to `timeout`, taking what the tier sees meanwhile.
+    fn poll(&mut self, timeout: Duration) -> anyhow::Result<()>;
+    /// Stop, detach everything and fill `report`: its calls (in any order),
+    /// what they count, `other`, `untimed`, `collection` and `notes`.
+    fn finish(self: Box<Self>, report: &mut Syscalls) -> anyhow::Result<()>;
+}
+
+/// Open the tier asked for on `tgids` (and, with `follow`, the children
+/// they start): BPF, else (with `auto`) /proc, saying why.
+pub fn open(
+    ask: Ask,
+    tgids: &[u32],
+    follow: bool,
+) -> anyhow::Result<(Box<dyn SyscallSource>, Option<Fallback>)> {
+    instruments::open(
+        ask,
+        vec![
+            (
+                Tier::Bpf,
+                Box::new(|| {
+                    Ok(Box::new(bpf::SyscallsBpf::start(tgids, follow)?) as Box<dyn SyscallSource>)
+                }),
+            ),
+            (
+                Tier::Procfs,
+                Box::new(|| {
+                    Ok(Box::new(proc::SyscallsProc::start(tgids)) as Box<dyn SyscallSource>)
+                }),
+            ),
+        ],
+    )
+}
+
+/// A line for call `nr`, named from this architecture's table.
+fn call(nr: i64, count: u64) -> Call {
+    Call {
+        nr,
+        name: crate::sys::procfs::syscalls::name(nr)
+            .map_or_else(|| format!("syscall {nr}"), String::from),
+        count,
+        ..Call::default()
+    }
+}
