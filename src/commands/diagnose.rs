@@ -203,6 +203,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         report: &|e| say(args.json, e),
         live: args.live.then_some(&live as &Live),
         heat_map: reports(&args)?.iter().any(|(f, _)| *f == Format::Html),
+        ask_jvms: true,
         scope: super::args::scope()?,
     };
     let run = match diagnose::run(&request, &interrupt) {

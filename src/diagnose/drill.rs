@@ -92,7 +92,7 @@ pub(super) fn drill(
     // A JVM's Java frames get names from its perf map: asked for before
     // the stacks are taken, removed (when kdiag made it) once they are named.
     let mut made_maps = Vec::new();
-    if sweep || runs.iter().any(|d| matches!(d, Drill::Cpu | Drill::Offcpu)) {
+    if req.ask_jvms && (sweep || runs.iter().any(|d| matches!(d, Drill::Cpu | Drill::Offcpu))) {
         for &p in carriers.iter().take(MOST_JVMS) {
             if let Some((asked, made)) = profile::jvm_perf_map::ask(p, req.scope) {
                 found.perf_maps.push(asked);

@@ -57,6 +57,10 @@ pub struct Request<'a> {
     /// per thread, for its heat map (a second CPU sampler and off-CPU
     /// trace beside the drill-downs' own).
     pub heat_map: bool,
+    /// A JVM may be asked for its perf map (jcmd, which starts its attach
+    /// listener): a person's diagnose does; watch's unattended flight
+    /// records leave the JVMs they record alone.
+    pub ask_jvms: bool,
     /// Whose processes the report may name beside the target's (a
     /// learner's own on a course server): the CPU competitors.
     pub scope: crate::instruments::target::Scope,

@@ -283,6 +283,7 @@ fn capture(
         report: &|_| {},
         live: None,
         heat_map: false,
+        ask_jvms: false,
         // watch is the administrator's: everyone's processes.
         scope: Default::default(),
     };

@@ -14,7 +14,7 @@ use crate::model::diagnosis::JvmHeap;
 /// hsperfdata files are 32 KiB by default (-XX:PerfDataMemorySize).
 const MOST: u64 = 1 << 20;
 
-pub struct Watch {
+pub struct JvmWatch {
     pid: i32,
     uid: Option<u32>,
     xmx: Option<u64>,
@@ -29,9 +29,9 @@ enum Value {
     Text(String),
 }
 
-impl Watch {
+impl JvmWatch {
     /// None unless `pid` runs java.
-    pub fn start(pid: i32) -> Option<Watch> {
+    pub fn start(pid: i32) -> Option<JvmWatch> {
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
         let mut args = cmdline.split(|&b| b == 0).map(String::from_utf8_lossy);
         if args.next()?.rsplit('/').next() != Some("java") {
@@ -43,7 +43,7 @@ impl Watch {
             .next_back();
         let uid = crate::sys::procfs::real_uid(pid as u32);
         let start = read(pid, uid);
-        Some(Watch {
+        Some(JvmWatch {
             pid,
             uid,
             xmx,

@@ -92,7 +92,7 @@ pub fn observe(pid: i32, opts: &Options, stop: &AtomicBool) -> anyhow::Result<Ob
     let mut threads = tree.threads();
     let mut live = tree.live_threads();
     let mut limits = limits::LimitWatch::start(&pids(&threads));
-    let jvm = jvm::Watch::start(pid);
+    let jvm = jvm::JvmWatch::start(pid);
     let stalls = stalls::StallWatch::start(&mut r, &threads);
     while t0.elapsed() < opts.window && !stop.load(Ordering::Relaxed) {
         let now = Instant::now();
@@ -138,7 +138,7 @@ pub fn observe(pid: i32, opts: &Options, stop: &AtomicBool) -> anyhow::Result<Ob
     }
     o.window_s = t0.elapsed().as_secs_f64();
     o.limits = limits.finish();
-    o.jvm = jvm.map(jvm::Watch::finish);
+    o.jvm = jvm.map(jvm::JvmWatch::finish);
     o.trend = series.finish(pid, &mut r);
     tree.finish(&mut r);
     if tree.ended() {
