@@ -175,6 +175,7 @@ fn a_learner_diagnoses_their_own_process_and_is_refused_anothers() {
         vec!["profile", "-p", &theirs.pid(), "-d", "1"],
         vec!["iosnoop", "-p", &theirs.pid(), "-d", "1"],
         vec!["faults", "-p", &theirs.pid(), "-d", "1"],
+        vec!["syscalls", "-p", &theirs.pid(), "-d", "1"],
         vec!["exec-trace", "-p", &theirs.pid()],
     ] {
         let out = service.kdiag_as(learner, &args);
@@ -861,6 +862,7 @@ fn every_instrument_a_learner_runs_shows_theirs_and_never_anothers() {
         (vec!["ps"], MINE_SHOWN),
         (vec!["diagnose", "-p", &spinner, "-d", "2"], MINE_SHOWN),
         (vec!["faults", "-p", &execs, "-d", "2"], MINE_SHOWN),
+        (vec!["syscalls", "-p", &execs, "-d", "2"], MINE_SHOWN),
         (vec!["exec-trace", "-p", "BRIEF"], MINE_ARG),
     ] {
         // exec-trace runs until its process exits: one of its own.

@@ -41,6 +41,7 @@ fn served(command: &Command) -> bool {
             | Command::Profile(_)
             | Command::Offcpu(_)
             | Command::Faults(_)
+            | Command::Syscalls(_)
             | Command::Iosnoop(_)
             | Command::ExecTrace(_)
             | Command::Execsnoop(_)
