@@ -3,7 +3,7 @@
 //! in README.md or docs/ (the binary is `kdiag`; a checkout's relative
 //! `target/release/kdiag` after `cargo build` is an instruction), only the documented
 //! examples (`/home/you`, the perf map `/tmp/perf-PID.map`, a JVM's
-//! `/tmp/hsperfdata_USER/PID`, kdiag's own
+//! `/tmp/hsperfdata_USER/PID` and attach socket `/tmp/.java_pidPID`, kdiag's own
 //! `/tmp/kdiag-UID` folders).
 
 use std::path::Path;
@@ -16,7 +16,15 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     // A build folder given as a path of ours (a checkout's own relative
     // `target/release/kdiag`, after `cargo build`, is an instruction).
     ("/target/", &[]),
-    ("/tmp/", &["/tmp/perf-", "/tmp/kdiag-", "/tmp/hsperfdata_"]),
+    (
+        "/tmp/",
+        &[
+            "/tmp/perf-",
+            "/tmp/kdiag-",
+            "/tmp/hsperfdata_",
+            "/tmp/.java_pid",
+        ],
+    ),
 ];
 
 fn machine_paths(text: &str) -> Vec<String> {

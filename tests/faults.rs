@@ -7,9 +7,7 @@
 mod common;
 use common::*;
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 
 use serde_json::Value;
@@ -56,31 +54,7 @@ fn touch_pages(n: usize) {
 #[test]
 #[ignore = "helper process for the other tests"]
 fn fault_helper() {
-    let Ok(mode) = std::env::var("KDIAG_FAULTS_HELPER") else {
-        return;
-    };
-    let mut line = String::new();
-    if mode == "wait" {
-        std::io::stdin().read_line(&mut line).unwrap();
-    }
-    touch_pages(PAGES as usize);
-    if mode == "wait" {
-        println!("done");
-        std::io::stdout().flush().unwrap();
-        let _ = std::io::stdin().read_to_string(&mut line);
-    }
-}
-
-/// The helper's command line.
-fn helper_args() -> Vec<String> {
-    vec![
-        std::env::current_exe().unwrap().display().to_string(),
-        "--exact".into(),
-        "fault_helper".into(),
-        "--ignored".into(),
-        "--test-threads=1".into(),
-        "--nocapture".into(),
-    ]
+    self_helper::main("KDIAG_FAULTS_HELPER", |_| touch_pages(PAGES as usize));
 }
 
 fn json(stdout: &[u8], stderr: &[u8]) -> Value {
@@ -129,7 +103,7 @@ fn bpf_counts_the_touched_pages_on_the_touching_function() {
         .arg("--")
         // The test harness's own lines would go into kdiag's JSON.
         .args(["sh", "-c", "exec \"$0\" \"$@\" >/dev/null"])
-        .args(helper_args())
+        .args(self_helper::args("fault_helper"))
         .env("KDIAG_FAULTS_HELPER", "run")
         .output()
         .unwrap();
@@ -167,56 +141,12 @@ fn proc_counts_the_touched_pages_of_the_thread() {
         return;
     }
     let _serial = serial();
-    let args = helper_args();
-    let mut helper: Child = Command::new(&args[0])
-        .args(&args[1..])
-        .env("KDIAG_FAULTS_HELPER", "wait")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = helper.id().to_string();
-    let mut tracer = kdiag()
-        .args(["faults", "--tier", "proc", "--json", "-p", &pid])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(tracer.stderr.take().unwrap());
-    let mut seen = String::new();
-    loop {
-        let mut line = String::new();
-        assert_ne!(
-            err.read_line(&mut line).unwrap(),
-            0,
-            "kdiag ended before tracing:\n{seen}"
-        );
-        seen += &line;
-        if line.starts_with("Tracing page faults") {
-            break;
-        }
-    }
-    writeln!(helper.stdin.as_mut().unwrap(), "go").unwrap();
-    // After the harness's own lines.
-    let mut lines = BufReader::new(helper.stdout.take().unwrap()).lines();
-    assert!(
-        // The harness writes `test fault_helper ... ` before it, on the line.
-        lines.any(|l| l.unwrap().ends_with("done")),
-        "the helper ended without touching its pages"
+    let (status, stdout, seen) = self_helper::traced_while_acting(
+        "KDIAG_FAULTS_HELPER",
+        "fault_helper",
+        &["faults", "--tier", "proc", "--json"],
+        "Tracing page faults",
     );
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(tracer.id() as i32, libc::SIGINT) };
-    let mut stdout = Vec::new();
-    tracer
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_end(&mut stdout)
-        .unwrap();
-    err.read_to_string(&mut seen).unwrap();
-    let status = tracer.wait().unwrap();
-    drop(helper.stdin.take());
-    helper.wait().unwrap();
     assert_eq!(status.code(), Some(0), "{seen}");
     let report = json(&stdout, seen.as_bytes());
     assert_eq!(report["profile"]["unit"], "events");

@@ -8,8 +8,6 @@
 mod common;
 use common::*;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 
 use serde_json::Value;
@@ -56,31 +54,9 @@ fn make_calls(sleeps: u64) {
 #[test]
 #[ignore = "helper process for the other tests"]
 fn syscall_helper() {
-    let Ok(mode) = std::env::var("KDIAG_SYSCALLS_HELPER") else {
-        return;
-    };
-    let mut line = String::new();
-    if mode == "wait" {
-        std::io::stdin().read_line(&mut line).unwrap();
-    }
-    make_calls(if mode == "wait" { 200 } else { SLEEPS });
-    if mode == "wait" {
-        println!("done");
-        std::io::stdout().flush().unwrap();
-        let _ = std::io::stdin().read_to_string(&mut line);
-    }
-}
-
-/// The helper's command line.
-fn helper_args() -> Vec<String> {
-    vec![
-        std::env::current_exe().unwrap().display().to_string(),
-        "--exact".into(),
-        "syscall_helper".into(),
-        "--ignored".into(),
-        "--test-threads=1".into(),
-        "--nocapture".into(),
-    ]
+    self_helper::main("KDIAG_SYSCALLS_HELPER", |wait| {
+        make_calls(if wait { 200 } else { SLEEPS })
+    });
 }
 
 fn json(stdout: &[u8], stderr: &[u8]) -> Value {
@@ -117,7 +93,7 @@ fn bpf_counts_and_times_the_helpers_calls() {
         .args(["syscalls", "--tier", "bpf", "--json", "--"])
         // The test harness's own lines would go into kdiag's JSON.
         .args(["sh", "-c", "exec \"$0\" \"$@\" >/dev/null"])
-        .args(helper_args())
+        .args(self_helper::args("syscall_helper"))
         .env("KDIAG_SYSCALLS_HELPER", "run")
         .output()
         .unwrap();
@@ -150,7 +126,7 @@ fn bpf_counts_and_times_the_helpers_calls() {
     let text = kdiag()
         .args(["syscalls", "--tier", "bpf", "--"])
         .args(["sh", "-c", "exec \"$0\" \"$@\" >/dev/null"])
-        .args(helper_args())
+        .args(self_helper::args("syscall_helper"))
         .env("KDIAG_SYSCALLS_HELPER", "run")
         .output()
         .unwrap();
@@ -173,55 +149,12 @@ fn proc_sees_the_helper_sleeping() {
         return;
     }
     let _serial = serial();
-    let args = helper_args();
-    let mut helper: Child = Command::new(&args[0])
-        .args(&args[1..])
-        .env("KDIAG_SYSCALLS_HELPER", "wait")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = helper.id().to_string();
-    let mut tracer = kdiag()
-        .args(["syscalls", "--tier", "proc", "--json", "-p", &pid])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(tracer.stderr.take().unwrap());
-    let mut seen = String::new();
-    loop {
-        let mut line = String::new();
-        assert_ne!(
-            err.read_line(&mut line).unwrap(),
-            0,
-            "kdiag ended before tracing:\n{seen}"
-        );
-        seen += &line;
-        if line.starts_with("Tracing system calls") {
-            break;
-        }
-    }
-    writeln!(helper.stdin.as_mut().unwrap(), "go").unwrap();
-    let mut lines = BufReader::new(helper.stdout.take().unwrap()).lines();
-    assert!(
-        // The harness writes `test syscall_helper ... ` before it, on the line.
-        lines.any(|l| l.unwrap().ends_with("done")),
-        "the helper ended without making its calls"
+    let (status, stdout, seen) = self_helper::traced_while_acting(
+        "KDIAG_SYSCALLS_HELPER",
+        "syscall_helper",
+        &["syscalls", "--tier", "proc", "--json"],
+        "Tracing system calls",
     );
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(tracer.id() as i32, libc::SIGINT) };
-    let mut stdout = Vec::new();
-    tracer
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_end(&mut stdout)
-        .unwrap();
-    err.read_to_string(&mut seen).unwrap();
-    let status = tracer.wait().unwrap();
-    drop(helper.stdin.take());
-    helper.wait().unwrap();
     assert_eq!(status.code(), Some(0), "{seen}");
     let report = json(&stdout, seen.as_bytes());
     assert_eq!(report["tier"], "procfs");

@@ -11,6 +11,7 @@ pub mod own_cgroup;
 pub mod own_cpu;
 pub mod profile_files;
 pub mod screens;
+pub mod self_helper;
 pub mod service;
 pub mod throttled_bio;
 pub mod watch;
