@@ -78,6 +78,19 @@ pub struct PidList {
     pub pids: Vec<i32>,
 }
 
+impl PidList {
+    /// What clap cannot check alone: exactly one target, these PIDs or
+    /// `command` (faults, syscalls).
+    pub fn or_command(&self, command: &[std::ffi::OsString]) -> anyhow::Result<()> {
+        if self.pids.is_empty() == command.is_empty() {
+            return Err(crate::error::usage(
+                "say what to trace: one of -p PID,... or -- CMD ARGS",
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// How long to trace: `-d SECS`, or SECS as the last word, as iosnoop and
 /// execsnoop take it. Without either: until Ctrl-C.
 #[derive(Debug, Clone, Default, clap::Args)]

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::analysis::fold;
 use crate::commands::args::PidList;
-use crate::error::{missing, usage};
+use crate::error::missing;
 use crate::instruments::target::{self, Running};
 use crate::instruments::{Ask, Tier, faults};
 use crate::model::profile::Profile;
@@ -45,10 +45,7 @@ const TOP: usize = 15;
 
 /// What clap cannot check alone: one target.
 pub fn validate(args: &Args) -> anyhow::Result<()> {
-    if args.pids.pids.is_empty() == args.command.is_empty() {
-        return Err(usage("say what to trace: one of -p PID,... or -- CMD ARGS"));
-    }
-    Ok(())
+    args.pids.or_command(&args.command)
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {

@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
 use crate::commands::args::PidList;
-use crate::error::{missing, usage};
+use crate::error::missing;
 use crate::instruments::target::{self, Interrupt, Running};
 use crate::instruments::{Ask, Tier, syscalls};
 use crate::model::syscalls::Syscalls;
@@ -35,10 +35,7 @@ pub struct Args {
 
 /// What clap cannot check alone: one target.
 pub fn validate(args: &Args) -> anyhow::Result<()> {
-    if args.pids.pids.is_empty() == args.command.is_empty() {
-        return Err(usage("say what to trace: one of -p PID,... or -- CMD ARGS"));
-    }
-    Ok(())
+    args.pids.or_command(&args.command)
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
