@@ -329,6 +329,65 @@ fn a_contended_java_monitor_is_a_lock() {
     );
 }
 
+/// The perf map kdiag made a JVM write goes with kdiag even when kdiag is
+/// killed with SIGKILL during the drill-down that reads it: its janitor,
+/// not kdiag's own exit, removes it (and the attach handshake's file).
+#[test]
+fn a_java_perf_map_kdiag_caused_goes_when_kdiag_is_killed() {
+    let test = "a_java_perf_map_kdiag_caused_goes_when_kdiag_is_killed";
+    if !require_root(test) {
+        return;
+    }
+    let Some(java) = common::require_program(test, &["java"], "openjdk-17-jdk-headless") else {
+        return;
+    };
+    let Some(uid) = user_id(test, PG_USER) else {
+        return;
+    };
+    use std::os::unix::process::CommandExt;
+    let source = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/programs/Contend.java");
+    let p = started(
+        command(java)
+            .arg(source)
+            .current_dir("/tmp")
+            .uid(uid)
+            .gid(uid),
+    );
+    let pid = p.0.id().to_string();
+    let map = format!("/tmp/perf-{pid}.map");
+    let mut kdiag = Proc(
+        common::kdiag()
+            .args(["diagnose", "--json", "-d", "1", "-p", &pid])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let t = Instant::now();
+    while std::fs::symlink_metadata(&map).is_err() {
+        assert!(
+            kdiag.0.try_wait().unwrap().is_none(),
+            "kdiag ended before the JVM wrote {map}"
+        );
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "{map} never appeared"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    kdiag.0.kill().unwrap();
+    kdiag.0.wait().unwrap();
+    let t = Instant::now();
+    while std::fs::symlink_metadata(&map).is_ok() {
+        assert!(
+            t.elapsed() < Duration::from_secs(3),
+            "{map} outlived a SIGKILLed kdiag"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(std::fs::symlink_metadata(format!("/tmp/.attach_pid{pid}")).is_err());
+}
+
 /// The uid of `user`, which the test needs (.ci/run creates it).
 fn user_id(test: &str, user: &str) -> Option<u32> {
     let out = command("id").args(["-u", user]).output().ok();

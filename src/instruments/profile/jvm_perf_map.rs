@@ -6,8 +6,8 @@
 //! JVM's user: a learner asks only their own JVMs) or is the JVM's user;
 //! the JVM catches SIGQUIT (the attach handshake sends one, which kills a
 //! JVM started with -Xrs); attach is not disabled; the JVM shares kdiag's
-//! mount namespace and root (its /tmp is ours). A map kdiag caused is
-//! removed when dropped: it did not exist before.
+//! mount namespace and root (its /tmp is ours). A map kdiag caused did
+//! not exist before: it goes when kdiag is done with it or ends.
 
 use std::ffi::OsString;
 use std::io::Read;
@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use super::perf_map::PerfMap;
 use crate::instruments::target::Scope;
 use crate::model::drill::PerfMapAsk;
+use crate::sys::process::janitor::Janitor;
 use crate::sys::process::privilege::{InvokerSwitch, is_root};
 use crate::sys::process::spawn::{HeldChild, Identity, Options};
 
@@ -25,27 +26,16 @@ use crate::sys::process::spawn::{HeldChild, Identity, Options};
 /// is given before it is killed.
 const DEADLINE: Duration = Duration::from_secs(5);
 
-/// The map kdiag made a JVM write: unlinked when dropped, if the path
-/// still names the file the JVM wrote (never a file put there since).
+/// The files kdiag caused: the map the JVM wrote and any trigger file of
+/// the attach handshake a killed jcmd left. Removed when dropped, and by
+/// the janitor when kdiag ends before (SIGKILL included).
 #[derive(Debug)]
 pub struct MadeMap {
-    path: String,
-    id: (u64, u64),
-}
-
-impl Drop for MadeMap {
-    fn drop(&mut self) {
-        // lstat and unlink: a symbolic link is never followed.
-        if let Ok(m) = std::fs::symlink_metadata(&self.path)
-            && (m.dev(), m.ino()) == self.id
-        {
-            let _ = std::fs::remove_file(&self.path);
-        }
-    }
+    _janitor: Janitor,
 }
 
 /// None unless `pid` is a HotSpot JVM. Else what kdiag did: asked (as
-/// which uid, and what came of it) or why not, and the map it made.
+/// which uid, and what came of it) or why not, and what it made.
 pub fn ask(pid: i32, scope: Scope) -> Option<(PerfMapAsk, Option<MadeMap>)> {
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
     if !maps.contains("/libjvm.so") {
@@ -63,12 +53,21 @@ pub fn ask(pid: i32, scope: Scope) -> Option<(PerfMapAsk, Option<MadeMap>)> {
         }
         Ok((jcmd, uid, identity)) => {
             asked.uid = Some(uid);
-            match run(&jcmd, pid, identity) {
-                Err(why) => {
-                    asked.why_not = Some(why);
+            // Watched before jcmd runs: none of these exists yet.
+            let mut files = attach_files(pid);
+            files.push(path.clone());
+            match Janitor::start(&files, uid) {
+                Err(e) => {
+                    asked.why_not = Some(format!("cannot watch what it would leave ({e})"));
                     None
                 }
-                Ok(()) => read_made(&path, pid, &mut asked),
+                Ok(janitor) => {
+                    match run(&jcmd, pid, identity) {
+                        Err(why) => asked.why_not = Some(why),
+                        Ok(()) => count_entries(&path, pid, &mut asked),
+                    }
+                    Some(MadeMap { _janitor: janitor })
+                }
             }
         }
     };
@@ -76,21 +75,12 @@ pub fn ask(pid: i32, scope: Scope) -> Option<(PerfMapAsk, Option<MadeMap>)> {
 }
 
 /// The map jcmd made the JVM write, its entries counted.
-fn read_made(path: &str, pid: i32, asked: &mut PerfMapAsk) -> Option<MadeMap> {
-    let Ok(m) = std::fs::symlink_metadata(path) else {
-        asked.why_not = Some(format!("jcmd succeeded but {path} did not appear"));
-        return None;
-    };
-    let made = MadeMap {
-        path: path.into(),
-        id: (m.dev(), m.ino()),
-    };
+fn count_entries(path: &str, pid: i32, asked: &mut PerfMapAsk) {
     match PerfMap::load(pid as u32, crate::sys::procfs::real_uid(pid as u32)) {
         Ok(Some(map)) => asked.entries = map.len(),
-        Ok(None) => asked.why_not = Some(format!("{path} is gone")),
+        Ok(None) => asked.why_not = Some(format!("jcmd succeeded but {path} did not appear")),
         Err(why) => asked.why_not = Some(why),
     }
-    Some(made)
 }
 
 /// The checks, in order: jcmd and the identity to run it as, or why kdiag
@@ -188,7 +178,6 @@ fn run(jcmd: &str, pid: i32, identity: Identity) -> Result<(), String> {
     let mut child =
         HeldChild::spawn_with(&argv, options).map_err(|e| format!("cannot run jcmd ({e})"))?;
     drop(write);
-    let attach = leftovers(pid);
     let started = child.release().and_then(|()| child.exec_error());
     if let Ok(Some(e)) | Err(e) = started {
         return Err(format!("cannot run {jcmd} ({e})"));
@@ -209,13 +198,8 @@ fn run(jcmd: &str, pid: i32, identity: Identity) -> Result<(), String> {
     let _ = (&mut out).take(4096).read_to_end(&mut text);
     let text = String::from_utf8_lossy(&text);
     match status {
-        None => {
-            // Killed mid-handshake, it left its trigger file.
-            for f in attach {
-                let _ = std::fs::remove_file(f);
-            }
-            Err(format!("jcmd did not finish in {} s", DEADLINE.as_secs()))
-        }
+        // Killed mid-handshake, it left its trigger file: the janitor's.
+        None => Err(format!("jcmd did not finish in {} s", DEADLINE.as_secs())),
         Some(s) if libc::WIFEXITED(s) && libc::WEXITSTATUS(s) == 0 => Ok(()),
         Some(_) => Err(format!(
             "jcmd failed: {}",
@@ -227,8 +211,8 @@ fn run(jcmd: &str, pid: i32, identity: Identity) -> Result<(), String> {
 }
 
 /// The attach handshake's trigger files (in the JVM's working directory,
-/// else /tmp) that do not exist yet: jcmd removes its own unless killed.
-fn leftovers(pid: i32) -> Vec<String> {
+/// else /tmp): jcmd removes its own unless killed.
+fn attach_files(pid: i32) -> Vec<String> {
     let ns_pid = std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
@@ -236,13 +220,10 @@ fn leftovers(pid: i32) -> Vec<String> {
             l.split_whitespace().last().map(str::to_string)
         })
         .unwrap_or_else(|| pid.to_string());
-    [
+    vec![
         format!("/proc/{pid}/cwd/.attach_pid{ns_pid}"),
         format!("/tmp/.attach_pid{ns_pid}"),
     ]
-    .into_iter()
-    .filter(|f| std::fs::symlink_metadata(f).is_err())
-    .collect()
 }
 
 /// A pipe for jcmd's output: (kdiag's read end, jcmd's write end).
