@@ -188,7 +188,9 @@ fn number(v: f64) -> String {
     }
 }
 
-/// Text safe in HTML and SVG content and attribute values.
+/// Text safe in HTML and SVG content and attribute values. Names come
+/// from other processes: a control character but a line break or a tab
+/// is shown as `?`, as in the text report (`analysis::ps::printable`).
 pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -198,6 +200,7 @@ pub fn escape(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
+            c if c.is_control() && c != '\n' && c != '\t' => out.push('?'),
             c => out.push(c),
         }
     }
@@ -231,6 +234,14 @@ mod tests {
             .unwrap();
         assert_eq!(points.split(' ').count(), 3, "{svg}");
         assert!(svg.contains(">2</text>"), "the y axis tops at 2: {svg}");
+    }
+
+    #[test]
+    fn markup_and_control_characters_are_escaped() {
+        assert_eq!(
+            escape("<b x='1'>&\x1b[2J\u{9b}\ttab\nline"),
+            "&lt;b x=&#39;1&#39;&gt;&amp;?[2J?\ttab\nline"
+        );
     }
 
     #[test]
