@@ -212,77 +212,14 @@ fn children(pid: i32) -> Vec<i32> {
 /// the thread is blocked outside any (a page fault), empty if unknown.
 pub fn syscall_name(line: &str) -> String {
     let first = line.split_whitespace().next().unwrap_or("");
-    match first.parse::<libc::c_long>() {
+    match first.parse::<i64>() {
         Ok(-1) => "-".into(),
-        Ok(n) => SYSCALLS
-            .iter()
-            .find(|(nr, _)| *nr == n)
-            .map_or_else(|| format!("syscall {n}"), |(_, name)| name.to_string()),
+        Ok(n) => crate::sys::procfs::syscalls::name(n)
+            .map_or_else(|| format!("syscall {n}"), str::to_string),
         // "running": not blocked when read.
         Err(_) => String::new(),
     }
 }
-
-/// Names of the system calls threads block in, numbered for the
-/// architecture kdiag is built for.
-const SYSCALLS: &[(libc::c_long, &str)] = &[
-    (libc::SYS_read, "read"),
-    (libc::SYS_write, "write"),
-    (libc::SYS_pread64, "pread64"),
-    (libc::SYS_pwrite64, "pwrite64"),
-    (libc::SYS_readv, "readv"),
-    (libc::SYS_writev, "writev"),
-    (libc::SYS_preadv, "preadv"),
-    (libc::SYS_pwritev, "pwritev"),
-    (libc::SYS_openat, "openat"),
-    (libc::SYS_close, "close"),
-    (libc::SYS_fsync, "fsync"),
-    (libc::SYS_fdatasync, "fdatasync"),
-    (libc::SYS_sync, "sync"),
-    (libc::SYS_syncfs, "syncfs"),
-    (libc::SYS_sync_file_range, "sync_file_range"),
-    (libc::SYS_msync, "msync"),
-    (libc::SYS_fallocate, "fallocate"),
-    (libc::SYS_ftruncate, "ftruncate"),
-    (libc::SYS_flock, "flock"),
-    (libc::SYS_fcntl, "fcntl"),
-    (libc::SYS_ioctl, "ioctl"),
-    (libc::SYS_futex, "futex"),
-    (libc::SYS_nanosleep, "nanosleep"),
-    (libc::SYS_clock_nanosleep, "clock_nanosleep"),
-    (libc::SYS_ppoll, "ppoll"),
-    (libc::SYS_pselect6, "pselect6"),
-    (libc::SYS_epoll_pwait, "epoll_pwait"),
-    (libc::SYS_accept4, "accept4"),
-    (libc::SYS_connect, "connect"),
-    (libc::SYS_recvfrom, "recvfrom"),
-    (libc::SYS_recvmsg, "recvmsg"),
-    (libc::SYS_sendto, "sendto"),
-    (libc::SYS_sendmsg, "sendmsg"),
-    (libc::SYS_wait4, "wait4"),
-    (libc::SYS_waitid, "waitid"),
-    (libc::SYS_rt_sigsuspend, "rt_sigsuspend"),
-    (libc::SYS_rt_sigtimedwait, "rt_sigtimedwait"),
-    (libc::SYS_io_getevents, "io_getevents"),
-    (libc::SYS_io_uring_enter, "io_uring_enter"),
-    (libc::SYS_mmap, "mmap"),
-    (libc::SYS_munmap, "munmap"),
-    (libc::SYS_madvise, "madvise"),
-    (libc::SYS_getdents64, "getdents64"),
-    (libc::SYS_sched_yield, "sched_yield"),
-    #[cfg(target_arch = "x86_64")]
-    (libc::SYS_poll, "poll"),
-    #[cfg(target_arch = "x86_64")]
-    (libc::SYS_select, "select"),
-    #[cfg(target_arch = "x86_64")]
-    (libc::SYS_epoll_wait, "epoll_wait"),
-    #[cfg(target_arch = "x86_64")]
-    (libc::SYS_accept, "accept"),
-    #[cfg(target_arch = "x86_64")]
-    (libc::SYS_pause, "pause"),
-    #[cfg(target_arch = "x86_64")]
-    (libc::SYS_open, "open"),
-];
 
 #[cfg(test)]
 mod tests {
