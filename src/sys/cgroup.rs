@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use crate::model::block::DevId;
 use crate::sys::process::owner::Owner;
+use crate::sys::process::supervisor::decimal;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CgroupError {
@@ -137,8 +138,8 @@ impl Cgroup {
         // on a stack buffer and a descriptor it owns.
         unsafe {
             cmd.pre_exec(move || {
-                let mut buf = [0u8; 20];
-                let digits = format_u32(libc::getpid() as u32, &mut buf);
+                let mut buf = [0u8; 10];
+                let digits = decimal(libc::getpid() as u32, &mut buf);
                 if libc::write(procs.as_raw_fd(), digits.as_ptr().cast(), digits.len()) < 0 {
                     return Err(io::Error::last_os_error());
                 }
@@ -382,19 +383,6 @@ fn remove(dir: &Path) {
     }
 }
 
-/// Decimal digits of `n` in `buf`, without allocating (for a forked child).
-fn format_u32(mut n: u32, buf: &mut [u8; 20]) -> &[u8] {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return &buf[i..];
-        }
-    }
-}
-
 /// The whole disk holding `path` (or its nearest existing ancestor): a
 /// partition is replaced by its disk, since the I/O controllers only take
 /// whole disks (a partition gives ENODEV).
@@ -479,9 +467,6 @@ mod tests {
         assert_eq!(owner_of("kdiag-x-1-2"), None);
         assert_eq!(owner_of("other-1-2-3"), None);
         assert_eq!(owner_of(&fresh_name()), Some(Owner::me()));
-        let mut buf = [0u8; 20];
-        assert_eq!(format_u32(0, &mut buf), b"0");
-        assert_eq!(format_u32(4194304, &mut buf), b"4194304");
         assert_eq!(parse_dev("254:0\n"), Some(DevId::new(254, 0)));
     }
 

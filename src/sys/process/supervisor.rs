@@ -188,8 +188,9 @@ fn write_all(fd: RawFd, mut buf: &[u8]) -> bool {
     true
 }
 
-/// `n` in decimal into `buf`, returning the digits (async-signal-safe).
-fn decimal(mut n: u32, buf: &mut [u8; 10]) -> &[u8] {
+/// `n` in decimal into `buf`, returning the digits (async-signal-safe:
+/// for a forked child, which may not allocate).
+pub(crate) fn decimal(mut n: u32, buf: &mut [u8; 10]) -> &[u8] {
     let mut i = buf.len();
     loop {
         i -= 1;
@@ -591,5 +592,16 @@ pub unsafe fn supervise(kdiag: i32, fds: Fds, child: impl FnOnce(i32)) -> ! {
         }
         w.kill_all();
         libc::_exit(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn decimal_digits_without_allocating() {
+        let mut buf = [0u8; 10];
+        assert_eq!(super::decimal(0, &mut buf), b"0");
+        assert_eq!(super::decimal(4194304, &mut buf), b"4194304");
+        assert_eq!(super::decimal(u32::MAX, &mut buf), b"4294967295");
     }
 }
