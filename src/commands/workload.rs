@@ -12,8 +12,9 @@ use anyhow::Context;
 use crate::error;
 use crate::render::table::{Align, Table};
 use crate::sys::cgroup::CgroupError;
+use crate::sys::process::privilege;
 use crate::sys::process::spawn::{Forwarder, HeldChild};
-use crate::sys::process::{privilege, user_files};
+use crate::user_files;
 use crate::workloads::{self, WORKLOADS, bin_dir, binary, build_hint};
 
 #[derive(Debug, clap::Args)]

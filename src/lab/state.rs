@@ -14,7 +14,7 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use crate::sys::process::privilege;
-use crate::sys::process::user_files::{self, Limits, UserFileError};
+use crate::user_files::{self, Limits, UserFileError};
 
 /// The folder holding every lab's folder: `dir` when given, else the
 /// user's state directory.

@@ -21,8 +21,9 @@ use crate::lab::state::{self, LabDir};
 use crate::lab::{self, solution};
 use crate::model::lab::{Input, Panel};
 use crate::render::table::{Align, Table};
-use crate::sys::process::{privilege, user_files};
+use crate::sys::process::privilege;
 use crate::tui::lab::state::{LabView, Question, StepView};
+use crate::user_files;
 
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]

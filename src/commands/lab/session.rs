@@ -15,11 +15,12 @@ use crate::lab::engine::{Engine, Resumed};
 use crate::lab::medium::{Launch, Medium};
 use crate::lab::state::{self, LabDir, Progress};
 use crate::sys::process::interrupt::Interrupt;
-use crate::sys::process::{privilege, user_files};
+use crate::sys::process::privilege;
 use crate::tui::lab::app::{self, Driver};
 use crate::tui::lab::event::{Given, Verdict};
 use crate::tui::lab::plain;
 use crate::tui::lab::state::State;
+use crate::user_files;
 
 pub(super) fn run_lab(
     id: &str,

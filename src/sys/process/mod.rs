@@ -3,10 +3,11 @@
 //! the sudo invoker and acting as them (`privilege`), resource accounting
 //! (`rusage`), the signals that interrupt kdiag (`interrupt`), who sent a
 //! fatal signal (`signal_origin`), which kdiag owns a thing it left in a
-//! shared place (`owner`), and the one way to read and write files
-//! the user names (`user_files`).
+//! shared place (`owner`), and the invoker's file-system identity on a
+//! thread (`fs_identity`, what `crate::user_files` acts with).
 
 mod exec;
+pub mod fs_identity;
 pub mod interrupt;
 pub mod owner;
 pub mod privilege;
@@ -14,4 +15,3 @@ pub mod rusage;
 pub mod signal_origin;
 pub mod spawn;
 pub mod supervisor;
-pub mod user_files;
