@@ -12,6 +12,7 @@ pub mod attempts;
 pub mod attested;
 pub mod engine;
 pub mod grader;
+pub mod lines;
 pub mod medium;
 pub mod seed;
 pub mod solution;

@@ -99,6 +99,24 @@ impl LabDir {
         user_files::create_private_dir(&self.path)?;
         Ok(())
     }
+
+    /// The files here a reset clears that exist: the learner's answers, the
+    /// lab's notes, the workload's log and the evidence the app saved.
+    /// Anything else the learner put there stays.
+    pub fn resettable(&self) -> Vec<PathBuf> {
+        const RESET_FILES: &[&str] = &[
+            "answers.toml",
+            "progress.toml",
+            "workload.log",
+            "profile.folded",
+            "iosnoop.json",
+        ];
+        RESET_FILES
+            .iter()
+            .map(|f| self.path.join(f))
+            .filter(|p| p.symlink_metadata().is_ok())
+            .collect()
+    }
 }
 
 /// Record `value` for `key` in the lab's answers file, as the user (what
