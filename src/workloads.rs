@@ -190,6 +190,14 @@ pub fn run(path: &Path, args: &[String], throttle: Option<Throttle>) -> anyhow::
     Ok(error::status_exit(ended.status))
 }
 
+/// The running kernel's release, and the kernel tree a module is built
+/// against: `given`, else that release's headers.
+pub fn kernel_tree(given: Option<PathBuf>) -> anyhow::Result<(String, PathBuf)> {
+    let release = crate::sys::procfs::kernel_release().context("cannot read the kernel release")?;
+    let dir = given.unwrap_or_else(|| PathBuf::from(format!("/lib/modules/{release}/build")));
+    Ok((release, dir))
+}
+
 /// Build a kernel module's sources in `out` against the kernel tree
 /// `kdir` with make, run as the invoker: the folder is theirs.
 pub fn make_module(kdir: &Path, out: &Path) -> anyhow::Result<()> {

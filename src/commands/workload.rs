@@ -5,8 +5,6 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context;
-
 use crate::error;
 use crate::render::table::{Align, Table};
 use crate::user_files;
@@ -172,11 +170,7 @@ fn build_module(
             "no module named {name:?}; the only one is io"
         )));
     }
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .context("cannot read the kernel release")?
-        .trim()
-        .to_string();
-    let kdir = kernel_dir.unwrap_or_else(|| PathBuf::from(format!("/lib/modules/{release}/build")));
+    let (release, kdir) = workloads::kernel_tree(kernel_dir)?;
     // Looked at as the user, who runs make in it.
     let makefile = user_files::peek(&kdir.join("Makefile"), 0);
     if !matches!(makefile, user_files::Peek::File { .. }) {
