@@ -176,7 +176,7 @@ fn kind<T: std::error::Error + Send + Sync + 'static>(err: &anyhow::Error) -> Op
         .or_else(|| err.chain().find_map(|c| c.downcast_ref::<T>()))
 }
 
-/// Why a user's file could not be used (`sys::process::user_files`); each
+/// Why a user's file could not be used (`user_files`); each
 /// message says what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum UserFileError {

@@ -21,6 +21,7 @@ pub mod render;
 pub mod service;
 pub mod sys;
 pub mod tui;
+pub mod user_files;
 pub mod workloads;
 
 #[cfg(test)]

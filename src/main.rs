@@ -17,7 +17,7 @@ fn main() -> ExitCode {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = cli::Cli::parse();
     if let Some(bytes) = cli.max_input {
-        kdiag::sys::process::user_files::set_input_limit(bytes);
+        kdiag::user_files::set_input_limit(bytes);
     }
     match commands::run(cli.command, cli::Cli::command) {
         Ok(code) => ExitCode::from(code),

@@ -9,6 +9,8 @@ use anyhow::Context;
 use crate::error;
 use crate::model::block::DevId;
 use crate::sys::cgroup::{self, Cgroup, CgroupError};
+use crate::sys::process::privilege;
+use crate::sys::process::spawn::{Forwarder, HeldChild};
 
 /// The bundled workloads: name and what is wrong with it.
 pub use kdiag_workloads::WORKLOADS;
@@ -126,6 +128,92 @@ pub fn throttle_advice(name: &str, err: &CgroupError) -> String {
         ),
         _ => format!("cannot throttle the disk: {err}\n{unfaithful}"),
     }
+}
+
+/// `throttle_advice` as the error `kdiag workload run` ends with: what the
+/// machine lacks (not root, no controller) is a missing feature's exit code.
+pub fn throttle_error(name: &str, err: CgroupError) -> anyhow::Error {
+    let advice = throttle_advice(name, &err);
+    match err {
+        CgroupError::NotRoot | CgroupError::NoController(_) => error::missing(advice),
+        _ => anyhow::anyhow!(advice),
+    }
+}
+
+impl Throttle {
+    /// The line announcing it: its cgroup, its version and the disk by name;
+    /// the limit only when it is not a `secret` (a course seed's fact).
+    pub fn announcement(&self, name: &str, secret: bool) -> String {
+        let disk = crate::sys::disks::names()
+            .remove(&self.disk)
+            .unwrap_or_else(|| self.disk.to_string());
+        let limit = match secret {
+            true => String::new(),
+            false => format!(" to {}/s", self.iops),
+        };
+        let version = match self.cgroup.version() {
+            cgroup::Version::V2 => 2,
+            _ => 1,
+        };
+        format!(
+            "kdiag: {name} runs in cgroup {} (v{version}), its reads from {disk} limited{limit}",
+            self.cgroup.path().display(),
+        )
+    }
+}
+
+/// Run the workload at `path` with `args` under kdiag's supervisor, like
+/// any `-- CMD` (as the invoker under sudo; it and all it starts die with
+/// kdiag, signals sent to kdiag reach it), inside `throttle` if given;
+/// kdiag's exit code is its status (128+N if signal N ended it).
+pub fn run(path: &Path, args: &[String], throttle: Option<Throttle>) -> anyhow::Result<u8> {
+    let mut argv: Vec<std::ffi::OsString> = vec![path.into()];
+    argv.extend(args.iter().map(Into::into));
+    let forwarder = Forwarder::catch().context("cannot handle signals")?;
+    let mut child =
+        HeldChild::spawn(&argv).with_context(|| format!("cannot start {}", path.display()))?;
+    // Into the throttle as root, before it runs (and becomes the invoker).
+    if let Some(t) = &throttle {
+        t.cgroup.add(child.pid)?;
+    }
+    child.release()?;
+    if let Some(source) = child.exec_error()? {
+        return Err(error::CannotRun {
+            program: path.display().to_string(),
+            error: source,
+        }
+        .into());
+    }
+    let ended = forwarder.wait(&mut child)?;
+    drop(child); // kills and reaps whatever the workload left
+    drop(throttle); // kills anything left in the cgroup and removes it
+    Ok(error::status_exit(ended.status))
+}
+
+/// The running kernel's release, and the kernel tree a module is built
+/// against: `given`, else that release's headers.
+pub fn kernel_tree(given: Option<PathBuf>) -> anyhow::Result<(String, PathBuf)> {
+    let release = crate::sys::procfs::kernel_release().context("cannot read the kernel release")?;
+    let dir = given.unwrap_or_else(|| PathBuf::from(format!("/lib/modules/{release}/build")));
+    Ok((release, dir))
+}
+
+/// Build a kernel module's sources in `out` against the kernel tree
+/// `kdir` with make, run as the invoker: the folder is theirs.
+pub fn make_module(kdir: &Path, out: &Path) -> anyhow::Result<()> {
+    let mut make = std::process::Command::new("make");
+    make.arg("-C")
+        .arg(kdir)
+        .arg(format!("M={}", out.display()))
+        .arg("modules");
+    privilege::run_as_invoker(&mut make);
+    let status = make
+        .status()
+        .context("cannot run make: install make and gcc")?;
+    if !status.success() {
+        anyhow::bail!("building the module failed (make's output is above)");
+    }
+    Ok(())
 }
 
 #[cfg(test)]

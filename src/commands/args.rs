@@ -244,7 +244,7 @@ pub fn user(s: &str) -> Result<u32, String> {
     if s.is_empty() || s.len() > 256 || s.contains('\0') {
         return Err(format!("{s:?} is not a user name or uid"));
     }
-    crate::sys::procfs::users::uid_of(s).ok_or_else(|| format!("no user named {s:?}"))
+    crate::instruments::target::uid_of(s).ok_or_else(|| format!("no user named {s:?}"))
 }
 
 /// A size in bytes with an optional binary unit: "4096", "64K", "1M",
@@ -292,13 +292,11 @@ pub fn rwbs(s: &str) -> Result<String, String> {
 /// A cgroup named by its path under /sys/fs/cgroup or in full (`flag`:
 /// the option that named it), accepted only on the cgroup file system.
 pub fn cgroup_dir(flag: &str, c: &std::path::Path) -> anyhow::Result<PathBuf> {
-    // Resolved, and on the cgroup file system only: `..` or a link must not
-    // make root read a cgroup.procs elsewhere for the user.
-    crate::sys::cgroupfs::resolve(c).ok_or_else(|| {
+    crate::instruments::target::cgroup(c).map_err(|at| {
         crate::error::usage(format!(
             "{flag} {}: no cgroup at {} (give a directory under /sys/fs/cgroup, e.g. cpu/system.slice)",
             c.display(),
-            crate::sys::cgroupfs::full_path(c).display()
+            at.display()
         ))
     })
 }
@@ -310,7 +308,7 @@ pub fn unit_dir(name: &str) -> anyhow::Result<PathBuf> {
             "--unit {name}: give a unit's name (nginx, nginx.service, session-2.scope), not a path (--cgroup takes paths)"
         )));
     }
-    crate::sys::cgroupfs::find_unit(name).ok_or_else(|| {
+    crate::instruments::target::unit_cgroup(name).ok_or_else(|| {
         crate::error::usage(format!(
             "--unit {name}: no cgroup named for it under /sys/fs/cgroup (is the unit running? `systemctl status {name}`)"
         ))

@@ -164,7 +164,7 @@ fn beside_manifest(file: &Path) -> bool {
 /// through sudo) is an error that says so, not "no answer yet".
 fn own_answers(file: &Path) -> Result<Submission, Invalid> {
     use crate::error::UserFileError;
-    use crate::sys::process::user_files::{self, Limits};
+    use crate::user_files::{self, Limits};
     match user_files::open(file, &Limits::input()) {
         Err(UserFileError::NotFound(_)) => Ok(Submission {
             answers: Answers::default(),

@@ -9,7 +9,7 @@ use crate::course::{Course, Token};
 use crate::error;
 use crate::grade::gradebook::{self, GradedLab, Layout};
 use crate::lab::LabSource;
-use crate::sys::process::user_files::{self, Limits};
+use crate::user_files::{self, Limits};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

@@ -26,7 +26,7 @@ use crate::model::diagnose_run::DiagnoseRun;
 use crate::model::diagnosis::Observation;
 use crate::render;
 use crate::sys::process::interrupt::Interrupt;
-use crate::sys::process::user_files::{self, Limits};
+use crate::user_files::{self, Limits};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

@@ -17,7 +17,7 @@ use crate::grade::{self, class_report, report};
 use crate::lab::grader::{Grader, entry_name};
 use crate::lab::submission;
 use crate::lab::{self, LabSource};
-use crate::sys::process::user_files::{self, Limits};
+use crate::user_files::{self, Limits};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

@@ -20,7 +20,7 @@ use crate::model::profile::{Profile, WeightUnit};
 use crate::render;
 use crate::render::files::ProfileFiles;
 use crate::sys::process::interrupt::Interrupt;
-use crate::sys::process::user_files;
+use crate::user_files;
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  \

@@ -21,7 +21,7 @@ use crate::model::wall as wall_model;
 use crate::render;
 use crate::render::files::ProfileFiles;
 use crate::sys::process::interrupt::Interrupt;
-use crate::sys::process::user_files;
+use crate::user_files;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

@@ -4,11 +4,11 @@ use std::io::{self, BufWriter, Write};
 
 use anyhow::Context as _;
 
-use crate::analysis::ps::{self, Context, SortKey};
+use crate::analysis::ps::{self, SortKey};
 use crate::analysis::top;
 use crate::error;
+use crate::instruments::procs;
 use crate::render;
-use crate::sys::procfs;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -43,48 +43,21 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let sort = args.sort;
     let uid = args.user;
 
-    let mut reader = procfs::Reader::new();
     // Each process's threads' states, for its S column (-T shows each).
-    reader.top_extras = !args.threads;
-    let mut procs = Vec::new();
-    if args.only.pids.is_empty() {
-        procs = reader.all(args.threads).context("cannot list /proc")?;
-    } else {
-        let mut missing = Vec::new();
-        // Like ps: in PID order, each once.
-        let mut pids = args.only.pids.clone();
-        pids.sort_unstable();
-        pids.dedup();
-        for pid in pids {
-            let found = if args.threads {
-                reader.threads(pid)
-            } else {
-                reader.process(pid).into_iter().collect()
-            };
-            if found.is_empty() {
-                missing.push(pid.to_string());
-            }
-            procs.extend(found);
-        }
-        if procs.is_empty() {
-            let s = if missing.len() > 1 { "s" } else { "" };
-            anyhow::bail!("no process with PID{s} {}", missing.join(", "));
-        }
+    let mut table = procs::Table::new(!args.threads);
+    let (mut procs, missing) = table
+        .read(&args.only.pids, args.threads)
+        .context("cannot list /proc")?;
+    if !args.only.pids.is_empty() && procs.is_empty() {
+        let s = if missing.len() > 1 { "s" } else { "" };
+        let missing: Vec<String> = missing.iter().map(i32::to_string).collect();
+        anyhow::bail!("no process with PID{s} {}", missing.join(", "));
     }
     procs.retain(|p| {
         uid.is_none_or(|u| p.uid == u) && args.comm.as_ref().is_none_or(|c| &p.comm == c)
     });
 
-    let system = procfs::system().context("cannot read /proc system files")?;
-    let (now, utc_offset) = procfs::clock();
-    let cx = Context {
-        uptime_secs: system.uptime_secs,
-        hz: system.hz,
-        mem_total_kib: system.memory.total_kib,
-        boot_time: system.boot_time,
-        now,
-        utc_offset,
-    };
+    let cx = procs::ps_context().context("cannot read /proc system files")?;
     let mut rows: Vec<ps::Row> = procs
         .iter()
         .map(|p| ps::row(p, &cx, top::process_state(p)))

@@ -74,7 +74,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
     match &args.output {
         Some(path) => {
-            crate::sys::process::user_files::write(path, &buf)?;
+            crate::user_files::write(path, &buf)?;
         }
         None => std::io::stderr().write_all(&buf)?,
     }

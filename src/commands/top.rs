@@ -11,11 +11,11 @@ use ratatui::crossterm::event::{self, Event};
 
 use crate::analysis::top::{self as analysis, Column};
 use crate::error;
+use crate::instruments::procs;
 use crate::instruments::target::Scope;
 use crate::model::process::Process;
 use crate::model::system::CpuTimes;
 use crate::render::{self, table::Align, table::Table};
-use crate::sys::procfs;
 use crate::tui::{self, top::Data, top::Key, top::State};
 
 #[derive(Debug, clap::Args)]
@@ -94,7 +94,7 @@ fn live(mut collector: Collector, delay: Duration) -> anyhow::Result<u8> {
         }
         if state.detail_pid() != detail_for {
             detail_for = state.detail_pid();
-            state.detail = detail_for.map(procfs::details);
+            state.detail = detail_for.map(procs::details);
         }
         guard.terminal.draw(|f| tui::top::render(f, &state))?;
         let wait = next
@@ -127,7 +127,7 @@ fn live(mut collector: Collector, delay: Duration) -> anyhow::Result<u8> {
 
 /// Two snapshots make rates: the previous one is kept between samples.
 struct Collector {
-    reader: procfs::Reader,
+    table: procs::Table,
     pids: Vec<i32>,
     /// A learner on a course server sees only their own processes.
     scope: Scope,
@@ -140,10 +140,8 @@ struct Collector {
 
 impl Collector {
     fn new(pids: Vec<i32>, scope: Scope) -> anyhow::Result<Self> {
-        let mut reader = procfs::Reader::new();
-        reader.top_extras = true;
         let mut c = Collector {
-            reader,
+            table: procs::Table::default(),
             pids,
             scope,
             prev: Vec::new(),
@@ -156,30 +154,23 @@ impl Collector {
             let pids = c.pids.iter().map(|&p| i64::from(p)).collect();
             return Err(error::NoSuchProcess(pids).into());
         }
-        c.prev_cpu = procfs::system()?.cpu;
+        c.prev_cpu = procs::system()?.cpu;
         c.prev_at = Instant::now();
         Ok(c)
     }
 
     fn processes(&mut self) -> anyhow::Result<Vec<Process>> {
-        let mut procs = Vec::new();
-        if self.pids.is_empty() {
-            procs = self.reader.all(self.threads).context("cannot list /proc")?;
-        }
-        for &p in &self.pids {
-            if self.threads {
-                procs.extend(self.reader.threads(p));
-            } else {
-                procs.extend(self.reader.process(p));
-            }
-        }
+        let (mut procs, _) = self
+            .table
+            .read(&self.pids, self.threads)
+            .context("cannot list /proc")?;
         procs.retain(|p| self.scope.admits(p.real_uid));
         Ok(procs)
     }
 
     fn sample(&mut self) -> anyhow::Result<Data> {
         let procs = self.processes()?;
-        let system = procfs::system().context("cannot read /proc system files")?;
+        let system = procs::system().context("cannot read /proc system files")?;
         let now = Instant::now();
         let secs = now.duration_since(self.prev_at).as_secs_f64();
         let rows = if self.threads {

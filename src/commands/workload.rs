@@ -3,17 +3,11 @@
 //! kdiag's own executable; kdiag finds them there. Their truth comes from
 //! the same crate, in-process.
 
-use std::ffi::OsString;
 use std::path::PathBuf;
-use std::process::Command;
-
-use anyhow::Context;
 
 use crate::error;
 use crate::render::table::{Align, Table};
-use crate::sys::cgroup::CgroupError;
-use crate::sys::process::spawn::{Forwarder, HeldChild};
-use crate::sys::process::{privilege, user_files};
+use crate::user_files;
 use crate::workloads::{self, WORKLOADS, bin_dir, binary, build_hint};
 
 #[derive(Debug, clap::Args)]
@@ -120,11 +114,8 @@ fn list(json: bool) -> anyhow::Result<u8> {
     Ok(error::OK)
 }
 
-/// Run a workload under kdiag's supervisor, like any `-- CMD`: it and
-/// everything it starts die with kdiag, SIGKILL included; signals sent to
-/// kdiag reach it, and kdiag exits with its status (128+N if signal N ended
-/// it). Under sudo it runs as the invoking user. One whose truth asks for a
-/// disk limit runs in a throttling cgroup.
+/// Run a workload as any `-- CMD` runs (`workloads::run`); one whose
+/// truth asks for a disk limit runs in a throttling cgroup.
 fn run_workload(name: &str, args: &[String]) -> anyhow::Result<u8> {
     let path = binary(name)?;
     // A command line the truth cannot parse is the workload's to explain.
@@ -134,71 +125,20 @@ fn run_workload(name: &str, args: &[String]) -> anyhow::Result<u8> {
     let truth = truth.filter(|_| !args.iter().any(|a| a == "--describe"));
     let throttle = match truth.as_ref().and_then(workloads::read_iops_limit) {
         Some(iops) => {
+            let throttle = workloads::throttle(name, args, iops)
+                .map_err(|e| workloads::throttle_error(name, e))?;
+            // A course seed's limit is one of its facts: not shown.
             let course = truth.as_ref().is_some_and(|t| {
                 t["workload"]["seed"]
                     .as_str()
                     .is_some_and(kdiag_workloads::is_course_token)
             });
-            Some(throttle(name, args, iops, course)?)
+            eprintln!("{}", throttle.announcement(name, course));
+            Some(throttle)
         }
         None => None,
     };
-    let mut argv: Vec<OsString> = vec![path.clone().into()];
-    argv.extend(args.iter().map(OsString::from));
-    let forwarder = Forwarder::catch().context("cannot handle signals")?;
-    let mut child =
-        HeldChild::spawn(&argv).with_context(|| format!("cannot start {}", path.display()))?;
-    // Into the throttle as root, before it runs (and becomes the invoker).
-    if let Some(t) = &throttle {
-        t.cgroup.add(child.pid)?;
-    }
-    child.release()?;
-    if let Some(source) = child.exec_error()? {
-        return Err(error::CannotRun {
-            program: path.display().to_string(),
-            error: source,
-        }
-        .into());
-    }
-    let ended = forwarder.wait(&mut child)?;
-    drop(child); // kills and reaps whatever the workload left
-    drop(throttle); // kills anything left in the cgroup and removes it
-    Ok(error::status_exit(ended.status))
-}
-
-/// The cgroup that limits the disk's read IOPS for `name`, announced.
-fn throttle(
-    name: &str,
-    args: &[String],
-    iops: u64,
-    course: bool,
-) -> anyhow::Result<workloads::Throttle> {
-    let throttle = workloads::throttle(name, args, iops).map_err(|e| {
-        let advice = workloads::throttle_advice(name, &e);
-        match e {
-            CgroupError::NotRoot | CgroupError::NoController(_) => error::missing(advice),
-            _ => anyhow::anyhow!(advice),
-        }
-    })?;
-    let disk = crate::sys::disks::names()
-        .remove(&throttle.disk)
-        .unwrap_or_else(|| throttle.disk.to_string());
-    // A course seed's limit is one of its facts: not shown.
-    let limit = if course {
-        String::new()
-    } else {
-        format!(" to {iops}/s")
-    };
-    eprintln!(
-        "kdiag: {name} runs in cgroup {} (v{}), its reads from {disk} limited{limit}",
-        throttle.cgroup.path().display(),
-        if throttle.cgroup.version() == crate::sys::cgroup::Version::V2 {
-            2
-        } else {
-            1
-        },
-    );
-    Ok(throttle)
+    workloads::run(&path, args, throttle)
 }
 
 /// The truth for a seed, unless the seed is a learner's course token.
@@ -230,11 +170,7 @@ fn build_module(
             "no module named {name:?}; the only one is io"
         )));
     }
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .context("cannot read the kernel release")?
-        .trim()
-        .to_string();
-    let kdir = kernel_dir.unwrap_or_else(|| PathBuf::from(format!("/lib/modules/{release}/build")));
+    let (release, kdir) = workloads::kernel_tree(kernel_dir)?;
     // Looked at as the user, who runs make in it.
     let makefile = user_files::peek(&kdir.join("Makefile"), 0);
     if !matches!(makefile, user_files::Peek::File { .. }) {
@@ -252,18 +188,7 @@ fn build_module(
         let path = out.join(file);
         user_files::write(&path, text)?;
     }
-    let mut make = Command::new("make");
-    make.arg("-C")
-        .arg(&kdir)
-        .arg(format!("M={}", out.display()))
-        .arg("modules");
-    privilege::run_as_invoker(&mut make);
-    let status = make
-        .status()
-        .context("cannot run make: install make and gcc")?;
-    if !status.success() {
-        anyhow::bail!("building the module failed (make's output is above)");
-    }
+    workloads::make_module(&kdir, &out)?;
     let ko = out.join("kdiag_io.ko");
     println!(
         "built {ko}\n\

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
-use crate::sys::process::user_files::{self, Limits};
+use crate::user_files::{self, Limits};
 pub use token::Token;
 
 /// The course file format this binary reads.

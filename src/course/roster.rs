@@ -14,7 +14,7 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use crate::sys::process::user_files::{self, Limits};
+use crate::user_files::{self, Limits};
 
 /// Header names a learner id column may have (the left-most one is the id).
 pub const ID_COLUMNS: &[&str] = &[

@@ -21,7 +21,7 @@ use crate::instruments::watch::Watcher;
 use crate::model::diagnosis::Class;
 use crate::model::watch::{Event, FlightCount, Snapshot};
 use crate::sys::process::interrupt::Interrupt;
-use crate::sys::process::user_files;
+use crate::user_files;
 
 /// Seconds diagnose watches the carrier before its drill-downs (which
 /// take up to 3 s more).

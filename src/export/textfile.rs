@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
-use crate::sys::process::user_files;
+use crate::user_files;
 
 pub struct Textfile {
     path: PathBuf,

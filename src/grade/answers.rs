@@ -13,7 +13,7 @@ impl Answers {
     /// Read `path`; a missing file is no answers yet. Parse errors name the
     /// file, line and column.
     pub fn load(path: &Path) -> anyhow::Result<Answers> {
-        use crate::sys::process::user_files::{self, Limits, UserFileError};
+        use crate::user_files::{self, Limits, UserFileError};
         match user_files::read_to_string(path, &Limits::input()) {
             Ok(text) => Answers::parse(&path.display().to_string(), &text),
             Err(UserFileError::NotFound(_)) => Ok(Answers::default()),

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
-use crate::sys::process::user_files::{self, Limits};
+use crate::user_files::{self, Limits};
 
 /// The largest artifact kdiag reads: a few seconds of a trace is far less.
 pub const MAX_ARTIFACT_BYTES: u64 = 8 << 20;

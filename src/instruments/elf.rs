@@ -11,7 +11,7 @@ use std::path::Path;
 
 use crate::analysis::elf_rules::{self, EM_386, EM_AARCH64, EM_ARM, EM_X86_64, Image};
 use crate::model::elf::{ElfEnv, PathFact, PathState};
-use crate::sys::process::user_files::{self, Limits, Peek, UserFileError};
+use crate::user_files::{self, Limits, Peek, UserFileError};
 
 /// Read what the rules need of `path` (a regular file the user can read,
 /// of any size: only its headers and interpreter path are read) and

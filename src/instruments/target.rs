@@ -122,6 +122,25 @@ impl Scope {
     }
 }
 
+/// The cgroup a command observes, named by its path under /sys/fs/cgroup
+/// or in full: its directory, resolved on the cgroup file system only (so
+/// `..` or a link never makes root read a cgroup.procs elsewhere for the
+/// user); else the path it was looked for at.
+pub fn cgroup(c: &Path) -> Result<std::path::PathBuf, std::path::PathBuf> {
+    crate::sys::cgroupfs::resolve(c).ok_or_else(|| crate::sys::cgroupfs::full_path(c))
+}
+
+/// The cgroup of systemd unit `name`, found by its name in the cgroup
+/// trees (no systemd API: a course server may have none running).
+pub fn unit_cgroup(name: &str) -> Option<std::path::PathBuf> {
+    crate::sys::cgroupfs::find_unit(name)
+}
+
+/// The uid of the user a command observes (`-u`), by name or number.
+pub fn uid_of(user: &str) -> Option<u32> {
+    crate::sys::procfs::users::uid_of(user)
+}
+
 /// `-- CMD`, started held: it waits before its exec until [`release`].
 pub fn spawn(command: &[OsString]) -> anyhow::Result<HeldChild> {
     let program = command[0].to_string_lossy().into_owned();

@@ -18,7 +18,7 @@ use super::state::LabDir;
 use crate::course::attest::{self, Server};
 use crate::grade::answers::Answers;
 use crate::grade::{CheckResult, Evidence, Status};
-use crate::sys::process::user_files::{self, Limits};
+use crate::user_files::{self, Limits};
 
 /// What `lab submit` writes beside attempts counted on the learner's machine.
 pub const UNATTESTED: &str = "the learner's machine (not attested)";

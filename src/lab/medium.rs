@@ -100,6 +100,26 @@ pub struct Launch<'a> {
     pub served: bool,
 }
 
+impl<'a> Launch<'a> {
+    /// How this kdiag was started (by `kdiag serve` or not), `exe` as above.
+    pub fn here(exe: Option<&'a str>) -> Launch<'a> {
+        Launch {
+            exe,
+            served: crate::sys::process::privilege::served(),
+        }
+    }
+
+    /// The words that start kdiag with root's rights: `sudo kdiag`, or
+    /// `kdiag` alone when served.
+    pub fn as_root(&self) -> String {
+        let exe = self.exe.unwrap_or("kdiag");
+        match self.served {
+            true => exe.to_string(),
+            false => format!("sudo {exe}"),
+        }
+    }
+}
+
 /// `text` with its commands runnable as printed: the word `kdiag` before
 /// arguments, in code spans and code lines (indented by four), becomes
 /// the launch's `exe`, wherever it is in the command (`kdiag time kdiag

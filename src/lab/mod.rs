@@ -12,6 +12,7 @@ pub mod attempts;
 pub mod attested;
 pub mod engine;
 pub mod grader;
+pub mod lines;
 pub mod medium;
 pub mod seed;
 pub mod solution;
@@ -53,8 +54,8 @@ impl LabSource {
             Some(dir) => {
                 // As the user, like every file they name (--labs DIR).
                 let file = dir.join(path);
-                let limits = crate::sys::process::user_files::Limits::input();
-                crate::sys::process::user_files::read_to_string(&file, &limits)
+                let limits = crate::user_files::Limits::input();
+                crate::user_files::read_to_string(&file, &limits)
                     .with_context(|| format!("cannot read {}", file.display()))
             }
             None => EMBEDDED
@@ -70,7 +71,7 @@ impl LabSource {
         let mut ids: Vec<String> = match &self.dir {
             Some(dir) => {
                 let labs = dir.join("labs");
-                crate::sys::process::user_files::read_dir(&labs)
+                crate::user_files::read_dir(&labs)
                     .with_context(|| format!("cannot list {}", labs.display()))?
                     .into_iter()
                     .filter(|p| p.join("lab.toml").is_file())

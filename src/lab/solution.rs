@@ -19,7 +19,8 @@ use crate::course::Token;
 use crate::grade::answers::Answers;
 use crate::grade::facts::placeholders;
 use crate::grade::{CheckFile, Facts};
-use crate::sys::process::{privilege, user_files};
+use crate::sys::process::privilege;
+use crate::user_files;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -14,7 +14,7 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use crate::sys::process::privilege;
-use crate::sys::process::user_files::{self, Limits, UserFileError};
+use crate::user_files::{self, Limits, UserFileError};
 
 /// The folder holding every lab's folder: `dir` when given, else the
 /// user's state directory.
@@ -98,6 +98,24 @@ impl LabDir {
     pub fn create(&self) -> anyhow::Result<()> {
         user_files::create_private_dir(&self.path)?;
         Ok(())
+    }
+
+    /// The files here a reset clears that exist: the learner's answers, the
+    /// lab's notes, the workload's log and the evidence the app saved.
+    /// Anything else the learner put there stays.
+    pub fn resettable(&self) -> Vec<PathBuf> {
+        const RESET_FILES: &[&str] = &[
+            "answers.toml",
+            "progress.toml",
+            "workload.log",
+            "profile.folded",
+            "iosnoop.json",
+        ];
+        RESET_FILES
+            .iter()
+            .map(|f| self.path.join(f))
+            .filter(|p| p.symlink_metadata().is_ok())
+            .collect()
     }
 }
 

@@ -21,7 +21,7 @@ use crate::course::attest;
 use crate::grade::answers::Answers;
 use crate::grade::evidence::{Evidence, MAX_ARTIFACT_BYTES};
 use crate::grade::{Check, CheckFile};
-use crate::sys::process::user_files::{self, Limits, UserFileError};
+use crate::user_files::{self, Limits, UserFileError};
 
 pub const ANSWERS: &str = "answers.toml";
 pub const MANIFEST: &str = "manifest.toml";

@@ -12,7 +12,7 @@ use anyhow::Context;
 
 use crate::model::exec::Exit;
 use crate::sys::process::spawn::{HeldChild, Options};
-use crate::sys::process::user_files;
+use crate::user_files;
 use crate::workloads;
 
 pub struct Workload {

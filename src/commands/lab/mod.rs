@@ -21,8 +21,8 @@ use crate::lab::state::{self, LabDir};
 use crate::lab::{self, solution};
 use crate::model::lab::{Input, Panel};
 use crate::render::table::{Align, Table};
-use crate::sys::process::{privilege, user_files};
 use crate::tui::lab::state::{LabView, Question, StepView};
+use crate::user_files;
 
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
@@ -149,12 +149,8 @@ fn list(files: &Files) -> anyhow::Result<u8> {
         Some(d) => format!(" --dir {}", shell_word(&d.display().to_string())),
         None => String::new(),
     };
-    let exe = kdiag_path().unwrap_or_else(|| "kdiag".into());
-    // Through a course server's service, no sudo: kdiag asks the service.
-    let start = match privilege::served() {
-        true => exe,
-        false => format!("sudo {exe}"),
-    };
+    let exe = kdiag_path();
+    let start = Launch::here(exe.as_deref()).as_root();
     let mut t = Table::new([
         ("LAB", Align::Left),
         ("TITLE", Align::Left),
@@ -179,25 +175,10 @@ fn list(files: &Files) -> anyhow::Result<u8> {
     Ok(error::OK)
 }
 
-/// The files of a lab's folder that a reset clears: the learner's
-/// answers, the lab's notes, the workload's log and the evidence the app
-/// saved. Anything else the learner put there stays.
-const RESET_FILES: &[&str] = &[
-    "answers.toml",
-    "progress.toml",
-    "workload.log",
-    "profile.folded",
-    "iosnoop.json",
-];
-
 fn reset(id: &str, yes: bool, files: &Files) -> anyhow::Result<u8> {
     let (lab, _) = lab::load(&files.source(), id)?;
     let dir = files.lab_dir(&lab.id)?;
-    let present: Vec<PathBuf> = RESET_FILES
-        .iter()
-        .map(|f| dir.path.join(f))
-        .filter(|p| p.symlink_metadata().is_ok())
-        .collect();
+    let present = dir.resettable();
     if present.is_empty() {
         println!(
             "Lab {} has no answers or progress in {}.",

@@ -3,7 +3,6 @@
 //! (lab/engine.rs) as the app's `Driver`.
 
 use std::io::{IsTerminal, Write};
-use std::sync::mpsc;
 use std::time::SystemTime;
 
 use super::{Files, kdiag_path, lab_view};
@@ -12,14 +11,14 @@ use crate::error;
 use crate::grade::{CheckResult, Evidence, Status};
 use crate::lab;
 use crate::lab::engine::{Engine, Resumed};
+use crate::lab::lines::Lines;
 use crate::lab::medium::{Launch, Medium};
 use crate::lab::state::{self, LabDir, Progress};
-use crate::sys::process::interrupt::Interrupt;
-use crate::sys::process::{privilege, user_files};
 use crate::tui::lab::app::{self, Driver};
 use crate::tui::lab::event::{Given, Verdict};
 use crate::tui::lab::plain;
 use crate::tui::lab::state::State;
+use crate::user_files;
 
 pub(super) fn run_lab(
     id: &str,
@@ -101,10 +100,7 @@ fn run_app(
         &e.checks,
         &|n| e.record_commands(n),
         &e.dir.answers().display().to_string(),
-        Launch {
-            exe: kdiag_path().as_deref(),
-            served: privilege::served(),
-        },
+        Launch::here(kdiag_path().as_deref()),
         if interactive {
             Medium::App
         } else {
@@ -137,56 +133,22 @@ fn run_app(
         driver.engine.seed
     )?;
     let prompt = std::io::stdin().is_terminal();
-    // Ctrl-C leaves the lab as `quit` does (its exit code says whether
-    // every step is done); SIGTERM and SIGHUP interrupt it (128+N).
-    let interrupt = Interrupt::catch()?;
-    let lines = stdin_lines();
-    let mut next_line = || loop {
-        if interrupt.is_set() {
-            return Ok(None);
+    let lines = Lines::catch()?;
+    let mut next_line = || {
+        let line = lines.next()?;
+        // The transcript shows each command as typed after its prompt.
+        if let (Some(mut f), Some(line)) = (log, &line) {
+            let prompt = if prompt { "" } else { "lab> " };
+            writeln!(f, "{prompt}{line}")?;
         }
-        match lines.recv_timeout(std::time::Duration::from_millis(100)) {
-            Ok(Ok(line)) => {
-                // The transcript shows each command as typed after its prompt.
-                if let Some(mut f) = log {
-                    let prompt = if prompt { "" } else { "lab> " };
-                    writeln!(f, "{prompt}{line}")?;
-                }
-                return Ok(Some(line));
-            }
-            Ok(Err(e)) => return Err(e),
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(None),
-        }
+        Ok(line)
     };
     let state =
         plain::run(state, driver, &mut next_line, &mut out, prompt).map_err(unreadable_terminal)?;
-    match interrupt.signal() {
-        // The error's context names the signal; the message says what stays.
-        Some(sig) if sig != libc::SIGINT => Err(interrupt.explain(
-            anyhow::anyhow!(
-                "the lab stopped before its end; your answers and progress stay in {}",
-                driver.engine.dir.path.display()
-            ),
-            true,
-        )),
-        _ => Ok(state),
+    match lines.interrupted(&driver.engine.dir.path) {
+        Some(e) => Err(e),
+        None => Ok(state),
     }
-}
-
-/// Standard input's lines, read in a thread of their own so that the
-/// plain mode can stop waiting for one when a signal arrives.
-fn stdin_lines() -> mpsc::Receiver<std::io::Result<String>> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::stdin().lines() {
-            let failed = line.is_err();
-            if tx.send(line).is_err() || failed {
-                break;
-            }
-        }
-    });
-    rx
 }
 
 /// Standard input a terminal this process may not read (EIO, ENXIO):

@@ -10,7 +10,7 @@ use clap::{FromArgMatches as _, Parser};
 
 use super::Args;
 use crate::error;
-use crate::sys::process::user_files::{self, Limits};
+use crate::user_files::{self, Limits};
 
 /// Only these may be in a file: `config` and `duration` are the command
 /// line's.

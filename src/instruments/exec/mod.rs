@@ -14,7 +14,7 @@ use std::path::Path;
 use crate::analysis::exec_failure::FileFacts;
 use crate::instruments::{self, Ask, Fallback, Tier};
 use crate::model::exec::TraceEvent;
-use crate::sys::process::user_files::Peek;
+use crate::user_files::Peek;
 
 /// exec-trace's tiers.
 pub const TRACE_TIERS: instruments::Tiers = instruments::Tiers {
@@ -91,7 +91,7 @@ pub fn file_facts(events: &[TraceEvent]) -> Vec<FileFacts> {
         }
         // Looked at as the user, as everything a user names.
         let p = Path::new(path);
-        let peek = crate::sys::process::user_files::peek(p, 0);
+        let peek = crate::user_files::peek(p, 0);
         let elf = matches!(peek, Peek::File { .. })
             .then(|| crate::instruments::elf::read_target(p).ok())
             .flatten()

@@ -90,7 +90,7 @@ impl Exec {
             Some(i) => (i.switch, i.env),
             None => (
                 InvokerSwitch::prepare(),
-                privilege::child_env(super::user_files::runtime_dir),
+                privilege::child_env(super::fs_identity::runtime_dir),
             ),
         };
         let env: Vec<CString> = env

@@ -4,10 +4,11 @@
 //! (`rusage`), the signals that interrupt kdiag (`interrupt`), who sent a
 //! fatal signal (`signal_origin`), which kdiag owns a thing it left in a
 //! shared place (`owner`), files it caused another program to make, gone
-//! with kdiag (`janitor`), and the one way to read and write files
-//! the user names (`user_files`).
+//! with kdiag (`janitor`), and the invoker's file-system identity on a
+//! thread (`fs_identity`, what `crate::user_files` acts with).
 
 mod exec;
+pub mod fs_identity;
 pub mod interrupt;
 pub mod janitor;
 pub mod owner;
@@ -16,4 +17,3 @@ pub mod rusage;
 pub mod signal_origin;
 pub mod spawn;
 pub mod supervisor;
-pub mod user_files;

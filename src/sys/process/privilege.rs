@@ -1,8 +1,8 @@
 //! Who we run as, and acting for the user who invoked `sudo kdiag`.
 //!
 //! Under sudo, commands kdiag spawns for `-- CMD` run as the invoking user,
-//! and files the user names are opened with their identity (`user_files`), so
-//! a learner's files and processes stay theirs.
+//! and files the user names are opened with their identity (`fs_identity`,
+//! for `crate::user_files`), so a learner's files and processes stay theirs.
 
 use std::ffi::CString;
 use std::os::unix::process::CommandExt;
@@ -219,7 +219,7 @@ pub fn in_group(uid: libc::uid_t, names: &[&str]) -> bool {
 /// XDG_RUNTIME_DIR (sudo sets root's), and no SUDO_* variables, so it
 /// behaves as if the user had started it. Their runtime directory is
 /// /run/user/UID when it is theirs, else what `fallback_runtime` gives
-/// (`user_files::runtime_dir`: one kdiag makes for them).
+/// (`fs_identity::runtime_dir`: one kdiag makes for them).
 pub fn child_env(
     fallback_runtime: impl FnOnce() -> Option<std::path::PathBuf>,
 ) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {

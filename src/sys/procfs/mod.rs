@@ -260,6 +260,12 @@ pub fn clock() -> (i64, i64) {
 }
 
 /// Uptime, load, CPU split and memory of the machine.
+/// The running kernel's release (`uname -r`).
+pub fn kernel_release() -> io::Result<String> {
+    let text = std::fs::read_to_string(format!("{PROC}/sys/kernel/osrelease"))?;
+    Ok(text.trim().to_string())
+}
+
 pub fn system() -> io::Result<System> {
     system_in(PROC)
 }
