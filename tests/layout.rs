@@ -611,11 +611,8 @@ fn commands_only_wire() {
         "check.rs",
         "course.rs",
         "diagnose.rs",
-        "exec_trace.rs",
-        "execsnoop.rs",
         "faults.rs",
         "grade.rs",
-        "iosnoop.rs",
         "lab/mod.rs",
         "lab/session.rs",
         "offcpu.rs",
@@ -625,7 +622,6 @@ fn commands_only_wire() {
         "top.rs",
         "workload.rs",
         "watch/config.rs",
-        "watch/mod.rs",
     ];
     // Still long: none; a file that grows past the cap joins this list
     // only with a reason.

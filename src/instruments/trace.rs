@@ -193,13 +193,13 @@ impl Trace {
             ..Run::default()
         };
         (run.started, run.started_unix_ns) = target::utc_now();
-        run.origin_ns = crate::sys::monotonic_ns();
+        run.origin_ns = target::now_ns();
         let cpu0 = target::self_cpu_secs();
         let busy0 = self.measure_busy.then(|| running.busy_secs()).flatten();
         let mut busy_last = busy0;
         loop {
             source.poll(Duration::from_millis(100))?;
-            let elapsed = Duration::from_nanos(crate::sys::monotonic_ns() - run.origin_ns);
+            let elapsed = Duration::from_nanos(target::now_ns() - run.origin_ns);
             if self.interrupt.is_set() || self.limit.is_some_and(|l| elapsed >= l) {
                 break;
             }
@@ -213,7 +213,7 @@ impl Trace {
             }
         }
         source.stop()?;
-        run.end_ns = crate::sys::monotonic_ns();
+        run.end_ns = target::now_ns();
         run.cost.wall_secs = (run.end_ns - run.origin_ns) as f64 / 1e9;
         run.cost.kdiag_cpu_secs = target::self_cpu_secs() - cpu0;
         // The wait for a command to stop is not the report's cost.
