@@ -1,7 +1,7 @@
 //! What a tracing command traces, while it runs: a `-- CMD` it started
 //! held (so tracing covers it from its exec), the processes of `-p PID,...`,
 //! or the whole machine; when that target has ended, and the run's clocks.
-//! Shared by profile and offcpu, so each only wires.
+//! `trace::Trace` drives it for every command that traces a target.
 
 use std::ffi::{OsStr, OsString};
 use std::path::Path;
