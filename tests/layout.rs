@@ -607,15 +607,7 @@ const MAX_COMMAND_LINES: usize = 400;
 fn commands_only_wire() {
     // Still naming sys: each to move behind a façade.
     const NAMES_SYS: &[&str] = &[
-        "diagnose.rs",
-        "exec_trace.rs",
-        "execsnoop.rs",
-        "faults.rs",
-        "iosnoop.rs",
-        "offcpu.rs",
-        "profile.rs",
         "time.rs",
-        "watch/mod.rs",
     ];
     // Still long: none; a file that grows past the cap joins this list
     // only with a reason.

@@ -22,10 +22,10 @@ use anyhow::Context;
 use crate::diagnose::{self, Event, Live, MAX_POINTS, Request, WhyMode};
 use crate::error::{self, usage};
 use crate::instruments::observe::{Options, observe};
+use crate::instruments::target::Interrupt;
 use crate::model::diagnose_run::DiagnoseRun;
 use crate::model::diagnosis::Observation;
 use crate::render;
-use crate::sys::process::interrupt::Interrupt;
 use crate::user_files::{self, Limits};
 
 #[derive(Debug, clap::Args)]

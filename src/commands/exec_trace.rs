@@ -11,10 +11,9 @@ use crate::analysis::exec_failure::{self, Finding};
 use crate::error;
 use crate::instruments::Ask;
 use crate::instruments::exec::{Filter, Spawned};
+use crate::instruments::target::{self, Interrupt};
 use crate::model::exec::{Exit, ProcessEnd, TraceEvent};
 use crate::render;
-use crate::sys::process::interrupt::Interrupt;
-use crate::sys::process::spawn::HeldChild;
 
 #[derive(Debug, clap::Args)]
 #[command(arg_required_else_help = true)]
@@ -62,9 +61,7 @@ pub fn validate(args: &Args) -> anyhow::Result<()> {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     validate(&args)?;
-    if !crate::sys::process::privilege::is_root() {
-        return Err(crate::error::needs_privilege("kdiag exec-trace"));
-    }
+    target::require_root("kdiag exec-trace")?;
     let interrupt = Interrupt::catch()?;
     let scope = super::args::scope()?;
     let filter = |pid| Filter {
@@ -75,7 +72,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     let mut events = Vec::new();
     let (tier, lost, notes, pid) = if let Some(pid) = args.pid {
-        crate::instruments::target::check_pids(&[pid as i32])?;
+        target::check_pids(&[pid as i32])?;
         let (mut source, fallback) = crate::instruments::exec::open(args.tier, filter(pid), None)?;
         let mut notes: Vec<String> = fallback.iter().map(|f| f.note()).collect();
         // On stderr even with --json: scripts wait for it to know tracing is on.
@@ -88,7 +85,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             let ended = events
                 .iter()
                 .any(|e| matches!(e, TraceEvent::Exit(x) if x.pid == pid));
-            if ended || !crate::instruments::target::exists(pid as i32) {
+            if ended || !target::exists(pid as i32) {
                 source.poll(Duration::from_millis(100), &mut events)?;
                 break;
             }
@@ -96,7 +93,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         notes.extend(source.notes());
         (source.tier().name(), source.lost(), notes, pid)
     } else {
-        let mut child = HeldChild::spawn(&args.command).context("starting the command")?;
+        let mut child = target::spawn(&args.command)?;
         let pid = child.pid;
         let (mut source, fallback) = crate::instruments::exec::open(
             args.tier,

@@ -2,13 +2,11 @@
 //! exec as it happens (TIME PCOMM PID PPID RET ARGS), or JSON at the end.
 
 use std::io::Write;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::instruments::Ask;
 use crate::instruments::exec::Filter;
-use crate::instruments::target::Scope;
+use crate::instruments::target::{self, Interrupt, Scope};
 use crate::model::exec::{ExecEvent, TraceEvent};
 use crate::render;
 
@@ -36,13 +34,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    if !crate::sys::process::privilege::is_root() {
-        return Err(crate::error::needs_privilege("kdiag execsnoop"));
-    }
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))?;
-    }
+    target::require_root("kdiag execsnoop")?;
+    // Ctrl-C or SIGTERM is how execsnoop ends: exit 0, as execsnoop's.
+    let interrupt = Interrupt::catch_only(&[libc::SIGINT, libc::SIGTERM])?;
     // -u, else the caller's own on a course server: filtered in the kernel.
     let scope = match args.uid {
         Some(uid) => Scope::User(uid),
@@ -82,7 +76,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
     let mut kept = Vec::new();
     let mut batch = Vec::new();
-    while !stop.load(Ordering::Relaxed) && deadline.is_none_or(|d| Instant::now() < d) {
+    while !interrupt.is_set() && deadline.is_none_or(|d| Instant::now() < d) {
         source.poll(Duration::from_millis(100), &mut batch)?;
         for e in batch.drain(..) {
             let TraceEvent::Exec(e) = e else { continue };

@@ -3,17 +3,15 @@
 //! folded stacks, flame graph, pprof and speedscope files are profile's.
 
 use std::ffi::OsString;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::analysis::fold;
 use crate::commands::args::PidList;
-use crate::error::missing;
-use crate::instruments::target::{self, Running};
-use crate::instruments::{Ask, Tier, faults};
+use crate::instruments::trace::{Aim, Trace};
+use crate::instruments::{Ask, faults};
 use crate::model::profile::Profile;
 use crate::render;
 use crate::render::files::ProfileFiles;
-use crate::sys::process::interrupt::Interrupt;
 use crate::user_files;
 
 #[derive(Debug, clap::Args)]
@@ -50,68 +48,22 @@ pub fn validate(args: &Args) -> anyhow::Result<()> {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     validate(&args)?;
-    let pids = &args.pids.pids;
-    target::check_pids(pids)?;
-    let interrupt = Interrupt::catch()?;
+    let mut trace = Trace::start(Aim::of(&args.pids.pids, &args.command), args.duration)?;
+    trace.announce = Some("page faults");
+    let (source, fallback) = trace.open(args.tier, |pids| faults::open(args.tier, pids, true))?;
     let mut profile = Profile::default();
-    // A command is started held, so tracing covers it from its exec.
-    let child = match args.command.is_empty() {
-        true => None,
-        false => Some(target::spawn(&args.command)?),
-    };
-    let mut tgids: Vec<u32> = pids.iter().map(|&p| p as u32).collect();
-    tgids.extend(child.as_ref().map(|c| c.pid));
-    let (mut source, fallback) =
-        faults::open(args.tier, &tgids, true).map_err(|e| match args.tier {
-            Ask::Only(Tier::Bpf) => missing(format!("the BPF tier cannot run here: {e:#}")),
-            _ => e,
-        })?;
     if let Some(f) = &fallback {
         eprintln!("{}.", f.note());
         profile.notes.push(f.note());
     }
-    let mut running = match child {
-        Some(c) => {
-            profile.target = target::command_line(&args.command);
-            source.watch(c.pid, &target::comm_name(&args.command[0]))?;
-            target::release(c, &args.command)?
-        }
-        None => {
-            profile.target = crate::instruments::profile::target_name(pids);
-            Running::Pids(pids.clone())
-        }
-    };
-    eprintln!("Tracing page faults of {}...", profile.target);
+    trace.run(source, &mut profile)?;
 
-    (profile.started, profile.started_unix_ns) = target::utc_now();
-    let t0 = Instant::now();
-    let cpu0 = target::self_cpu_secs();
-    let limit = args.duration.map(Duration::from_secs_f64);
-    loop {
-        source.poll(Duration::from_millis(100))?;
-        if interrupt.is_set() || limit.is_some_and(|l| t0.elapsed() >= l) {
-            break;
-        }
-        if running.over(&mut profile.ended_early)? {
-            break;
-        }
-    }
-    profile.cost.wall_secs = t0.elapsed().as_secs_f64();
-    profile.cost.kdiag_cpu_secs = target::self_cpu_secs() - cpu0;
-    // Tracing ends while a `-- CMD` still lives (the /proc tier reads its
-    // last counters); the wait for it to stop is not the report's cost.
     let post = Instant::now();
-    source.finish(&mut profile)?;
-    profile.cost.post_secs = post.elapsed().as_secs_f64();
-    running.finish(Duration::from_secs(2))?;
-    let post = Instant::now();
-
     let summary = fold::summarize(&profile, TOP);
     let folded = fold::fold(&profile);
-    let ctrl_c_ends = args.command.is_empty() && args.duration.is_none();
     if folded.is_empty() {
         let why = anyhow::anyhow!("{}", render::flamegraph::no_samples_reason(&profile));
-        return Err(interrupt.explain(why, ctrl_c_ends));
+        return Err(trace.explain(why));
     }
     for (path, data) in args.files.render(&profile, &folded)? {
         user_files::write(path, &data)?;
@@ -123,5 +75,5 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     } else {
         render::profile::text(&mut out, &profile, &summary)?;
     }
-    Ok(interrupt.exit_code(crate::error::OK, ctrl_c_ends))
+    Ok(trace.exit_code(crate::error::OK))
 }

@@ -3,8 +3,7 @@
 //! I/O pattern at the end.
 
 use std::io::Write;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -13,10 +12,10 @@ use serde::Serialize;
 use crate::analysis::io_filter::IoFilter;
 use crate::analysis::io_pattern::{self, IoPattern, Log2Hist, ProcessIo};
 use crate::instruments::block::{self, Options};
+use crate::instruments::target::{self, Interrupt};
 use crate::instruments::{Ask, Tier};
 use crate::model::block::{BlockIo, LatencyCount};
 use crate::render::iosnoop::{self as view, Columns};
-use crate::sys::disks;
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  \
@@ -90,7 +89,7 @@ struct Report {
 /// the device must exist.
 pub fn validate(args: &Args) -> anyhow::Result<()> {
     if let Some(spec) = &args.device {
-        disks::resolve(spec, &disks::list()?).map_err(|e| crate::error::usage(format!("{e:#}")))?;
+        block::device(spec).map_err(|e| crate::error::usage(format!("{e:#}")))?;
     }
     Ok(())
 }
@@ -105,7 +104,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         ..Default::default()
     };
     if let Some(spec) = &args.device {
-        let dev = disks::resolve(spec, &disks::list()?)?;
+        let dev = block::device(spec)?;
         if let Some(part) = &dev.partition {
             eprintln!(
                 "Note: block tracepoints report the whole disk; tracing {} ({}), which holds {part}.",
@@ -115,7 +114,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         filter.dev = Some(dev.dev);
     }
     if let Some(pid) = args.pid {
-        crate::instruments::target::check_pids(&[pid as i32])?;
+        target::check_pids(&[pid as i32])?;
     }
     // A learner's own requests, on a course server: filtered in the kernel.
     let scope = super::args::scope()?;
@@ -126,11 +125,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         uid: scope.uid(),
     };
     let (mut source, fallback) = block::open(args.tier, options)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))
-            .context("installing the Ctrl-C handler")?;
-    }
+    // Ctrl-C or SIGTERM is how iosnoop ends: exit 0, as perf-tools' iosnoop
+    // (no `Trace`: its rows stream out as they come).
+    let stop = Interrupt::catch_only(&[libc::SIGINT, libc::SIGTERM])
+        .context("installing the Ctrl-C handler")?
+        .stop_flag();
     if let Some(why) = fallback {
         eprintln!("{}", why.note());
     }
@@ -153,7 +152,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         queued: args.queued,
     };
     let live = !args.json && !args.hist && !args.summary;
-    let t0 = crate::sys::monotonic_ns();
+    let t0 = target::now_ns();
     let began = Instant::now();
     let deadline = duration.map(|d| began + Duration::from_secs_f64(d));
     let mut kept: Vec<BlockIo> = Vec::new();

@@ -5,7 +5,7 @@
 //! syscalls sampled from /proc, labelled as such.
 
 use std::ffi::OsString;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::bail;
 
@@ -13,13 +13,12 @@ use crate::analysis::{fold, offcpu as analysis};
 use crate::commands::args::PidList;
 use crate::error::{missing, usage};
 use crate::instruments::offcpu::{self, Options};
-use crate::instruments::target::{self, Running};
+use crate::instruments::trace::{Aim, Trace};
 use crate::instruments::{Ask, Tier};
 use crate::model::offcpu::{Offcpu, StateFilter};
 use crate::model::profile::{Profile, WeightUnit};
 use crate::render;
 use crate::render::files::ProfileFiles;
-use crate::sys::process::interrupt::Interrupt;
 use crate::user_files;
 
 #[derive(Debug, clap::Args)]
@@ -80,107 +79,42 @@ pub fn validate(args: &Args) -> anyhow::Result<()> {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     validate(&args)?;
-    let pids = &args.pids.pids;
-    target::check_pids(pids)?;
-    let interrupt = Interrupt::catch()?;
-    let stop = interrupt.stop_flag();
-
+    let aim = match args.all {
+        // -a on a course server: the learner's processes and the children
+        // they start, watched in the kernel, never another user's.
+        true => Aim::All(super::args::scope()?, "every process"),
+        false => Aim::of(&args.pids.pids, &args.command),
+    };
+    let mut trace = Trace::start(aim, args.duration)?;
+    trace.announce = Some("off-CPU time");
+    let wants_stacks = args.files.any();
+    let (source, fallback) = trace.open(args.tier, |pids| {
+        let options = Options {
+            tgids: pids.iter().map(|&p| p as u32).collect(),
+            follow: !pids.is_empty(),
+            min_block_ns: args.min_block.saturating_mul(1000),
+            states: args.state,
+            per_thread: false,
+            wakers: false,
+        };
+        offcpu::open(args.tier, &options, wants_stacks).map_err(|e| match args.tier {
+            Ask::Auto if wants_stacks => missing(format!(
+                "--svg, --folded, --pprof and --speedscope need the BPF tier, which cannot \
+                 run here: {e:#}; run without them for a coarse view from /proc"
+            )),
+            _ => e,
+        })
+    })?;
+    let fallback_reason = fallback.map(|f| format!("{:#}", f.error));
+    if let Some(why) = &fallback_reason {
+        eprintln!("No BPF ({why}); falling back to sampling /proc, without stacks.");
+    }
     let mut profile = Profile {
         unit: WeightUnit::Nanoseconds,
         event: "sched_switch".into(),
         ..Default::default()
     };
-    // A command is started held, so tracing covers it from its exec.
-    let mut child = None;
-    let mut tgids: Vec<u32> = pids.iter().map(|&p| p as u32).collect();
-    // -a on a course server: the learner's processes and the children they
-    // start, watched in the kernel, never another user's.
-    let scope = super::args::scope()?;
-    if args.all {
-        tgids.extend(
-            scope
-                .processes()?
-                .unwrap_or_default()
-                .iter()
-                .map(|&p| p as u32),
-        );
-    }
-    if args.command.is_empty() {
-        profile.target = match pids.as_slice() {
-            [] => scope.describe("every process"),
-            [pid] => format!("PID {pid} ({})", target::comm_of(*pid)),
-            many => format!(
-                "PIDs {}",
-                many.iter()
-                    .map(|p| format!("{p} ({})", target::comm_of(*p)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        };
-    } else {
-        let c = target::spawn(&args.command)?;
-        tgids.push(c.pid);
-        profile.target = target::command_line(&args.command);
-        child = Some(c);
-    }
-    let options = Options {
-        tgids: tgids.clone(),
-        follow: !tgids.is_empty(),
-        min_block_ns: args.min_block.saturating_mul(1000),
-        states: args.state,
-        per_thread: false,
-        wakers: false,
-    };
-
-    let wants_stacks = args.files.any();
-    let (mut source, fallback) = match offcpu::open(args.tier, &options, wants_stacks) {
-        Ok(opened) => opened,
-        Err(e) if args.tier == Ask::Auto && wants_stacks => {
-            return Err(missing(format!(
-                "--svg, --folded, --pprof and --speedscope need the BPF tier, which cannot \
-                 run here: {e:#}; run without them for a coarse view from /proc"
-            )));
-        }
-        Err(e) if args.tier == Ask::Only(Tier::Bpf) => {
-            return Err(missing(format!("the BPF tier cannot run here: {e:#}")));
-        }
-        Err(e) => return Err(e),
-    };
-    let fallback_reason = fallback.map(|f| format!("{:#}", f.error));
-    if let Some(why) = &fallback_reason {
-        eprintln!("No BPF ({why}); falling back to sampling /proc, without stacks.");
-    }
-    let mut running = match child {
-        Some(c) => {
-            source.watch(c.pid, &target::comm_name(&args.command[0]))?;
-            target::release(c, &args.command)?
-        }
-        None if args.all => Running::All,
-        None => Running::Pids(pids.clone()),
-    };
-    eprintln!("Tracing off-CPU time of {}...", profile.target);
-
-    profile.started = target::utc_now().0;
-    let t0 = Instant::now();
-    let cpu0 = target::self_cpu_secs();
-    let until = args.duration.map(|d| t0 + Duration::from_secs_f64(d));
-    loop {
-        source.poll(Duration::from_millis(100))?;
-        if stop.load(std::sync::atomic::Ordering::Relaxed)
-            || until.is_some_and(|u| Instant::now() >= u)
-        {
-            break;
-        }
-        if running.over(&mut profile.ended_early)? {
-            break;
-        }
-    }
-    profile.cost.wall_secs = t0.elapsed().as_secs_f64();
-    profile.cost.kdiag_cpu_secs = target::self_cpu_secs() - cpu0;
-    let post = Instant::now();
-    let found = source.finish(&mut profile)?;
-    profile.cost.post_secs = post.elapsed().as_secs_f64();
-    running.finish(Duration::from_secs(2))?;
+    let (_, found) = trace.run(source, &mut profile)?;
 
     let post = Instant::now();
     // The /proc tier has no stacks: its samples are what it measured.
@@ -223,7 +157,5 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     } else {
         render::offcpu::text(&mut out, &offcpu, &summary)?;
     }
-    // Ctrl-C is how a trace without -d or a command ends.
-    let ctrl_c_ends = args.command.is_empty() && args.duration.is_none();
-    Ok(interrupt.exit_code(crate::error::OK, ctrl_c_ends))
+    Ok(trace.exit_code(crate::error::OK))
 }

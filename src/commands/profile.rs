@@ -11,16 +11,15 @@ use std::time::{Duration, Instant};
 
 use crate::analysis::fold;
 use crate::analysis::wall::SLICE_NS;
-use crate::error::{missing, usage};
+use crate::error::usage;
 use crate::instruments::profile::unwind::{self, CallGraph};
 use crate::instruments::profile::{self, Request};
-use crate::instruments::target::{self, Running};
-use crate::instruments::{Ask, Tier, wall};
+use crate::instruments::trace::{Aim, Trace};
+use crate::instruments::{Ask, wall};
 use crate::model::profile::{ProbeCost, Profile};
 use crate::model::wall as wall_model;
 use crate::render;
 use crate::render::files::ProfileFiles;
-use crate::sys::process::interrupt::Interrupt;
 use crate::user_files;
 
 #[derive(Debug, clap::Args)]
@@ -88,9 +87,6 @@ pub struct Args {
     pub command: Vec<OsString>,
 }
 
-/// How long a command still running at the end gets between SIGTERM and
-/// SIGKILL.
-const STOP_GRACE: Duration = Duration::from_secs(2);
 /// How many entries each top list keeps.
 const TOP: usize = 15;
 
@@ -128,12 +124,17 @@ pub fn validate(args: &Args) -> anyhow::Result<()> {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     validate(&args)?;
+    let aim = match (args.all_cpus, &args.pid) {
+        // -a on a course server: the learner's processes (and the children
+        // they start), one event per task, never another user's.
+        (true, _) => Aim::All(super::args::scope()?, "all CPUs"),
+        (false, pid) => Aim::of(pid.as_slice(), &args.command),
+    };
+    let mut trace = Trace::start(aim, args.duration)?;
     if args.wall {
-        return run_wall(args);
+        return run_wall(args, trace);
     }
     let stack_size = unwind::check_stack_size(args.stack_size).map_err(usage)?;
-    let interrupt = Interrupt::catch()?;
-
     let copies_stack = args.call_graph.copies_stack() && !args.kernel_only;
     let mut profile = Profile {
         call_graph: format!("{:?}", args.call_graph).to_lowercase(),
@@ -148,82 +149,25 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         user_only: args.user_only,
         kernel_only: args.kernel_only,
         include_idle: args.include_idle,
+        // The events switch on by themselves when the held command execs.
         on_exec: !args.command.is_empty(),
         per_thread: false,
     };
-    let (mut sampler, mut running) = if args.command.is_empty() {
-        let pid = args.pid;
-        // -a on a course server: the learner's processes (and the children
-        // they start), one event per task, never another user's.
-        let scope = super::args::scope()?;
-        let pids = match pid {
-            Some(pid) => {
-                target::check_pids(&[pid])?;
-                profile.target = format!("PID {pid} ({})", target::comm_of(pid));
-                vec![pid]
-            }
-            None => {
-                profile.target = scope.describe("all CPUs");
-                scope.processes()?.unwrap_or_default()
-            }
-        };
-        let sampler = profile::open_on(request, &pids)?;
-        let running = match pid {
-            Some(pid) => Running::Pids(vec![pid]),
-            None => Running::All,
-        };
-        (sampler, running)
-    } else {
-        let child = target::spawn(&args.command)?;
-        profile.target = target::command_line(&args.command);
-        // Dropping an unreleased child makes it exit without running anything.
-        let mut sampler = profile::open(request, Some(child.pid as i32))?;
-        sampler.name(child.pid, &target::comm_name(&args.command[0]));
-        // The events switch on by themselves when the child execs the command.
-        (sampler, target::release(child, &args.command)?)
-    };
+    trace.measure_busy = true;
+    let sampler = trace.open(Ask::Auto, |pids| profile::open_on(request, pids))?;
+    trace.run(Box::new(sampler), &mut profile)?;
 
-    (profile.started, profile.started_unix_ns) = target::utc_now();
-    let t0 = Instant::now();
-    let cpu0 = target::self_cpu_secs();
-    let busy0 = running.busy_secs();
-    let mut busy_last = busy0;
-    let limit = args.duration.map(Duration::from_secs_f64);
-    loop {
-        sampler.poll(Duration::from_millis(100))?;
-        if interrupt.is_set() || limit.is_some_and(|l| t0.elapsed() >= l) {
-            break;
-        }
-        if let Some(b) = running.busy_secs() {
-            busy_last = Some(b);
-        }
-        if running.over(&mut profile.ended_early)? {
-            break;
-        }
-    }
-    sampler.stop()?;
-    let wall = t0.elapsed().as_secs_f64();
-    let kdiag_cpu = target::self_cpu_secs() - cpu0;
-    running.finish(STOP_GRACE)?;
-    profile.cost.wall_secs = wall;
-    profile.cost.kdiag_cpu_secs = kdiag_cpu;
-    profile.cost.profiled_cpu_secs = match &running {
-        Running::Child { usage, .. } => *usage,
-        _ => busy0.zip(busy_last).map(|(a, b)| b - a),
-    };
     let post = Instant::now();
-    sampler.finish(&mut profile);
     let summary = fold::summarize(&profile, TOP);
     let folded = fold::fold(&profile);
-    let ctrl_c_ends = args.command.is_empty() && args.duration.is_none();
     if folded.is_empty() {
         let why = anyhow::anyhow!("{}", render::flamegraph::no_samples_reason(&profile));
-        return Err(interrupt.explain(why, ctrl_c_ends));
+        return Err(trace.explain(why));
     }
     for (path, data) in args.files.render(&profile, &folded)? {
         user_files::write(path, &data)?;
     }
-    profile.cost.post_secs = post.elapsed().as_secs_f64();
+    profile.cost.post_secs += post.elapsed().as_secs_f64();
 
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -231,42 +175,18 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     } else {
         render::profile::text(&mut out, &profile, &summary)?;
     }
-    Ok(interrupt.exit_code(own_exit(&running), ctrl_c_ends))
-}
-
-/// A command that ended by itself passes its status on; one kdiag stopped
-/// at the end of -d does not. (Ctrl-C is how -p and -a end without -d.)
-fn own_exit(running: &Running) -> u8 {
-    match running {
-        Running::Child {
-            own_status: Some(status),
-            ..
-        } => crate::error::status_exit(*status),
-        _ => crate::error::OK,
-    }
+    Ok(trace.exit_code(trace.own_exit()))
 }
 
 /// `--wall`: both halves opened together on the target, merged into one
 /// profile in nanoseconds, reported per thread (or process).
-fn run_wall(args: Args) -> anyhow::Result<u8> {
-    let interrupt = Interrupt::catch()?;
-    // The BPF programs' run time is part of the cost: measured while held.
-    let (stats, _stats_on) = crate::sys::bpf::measure_run_time();
-    let (mut recording, mut running, target) = match args.pid {
-        Some(pid) => {
-            target::check_pids(&[pid])?;
-            let recording = open_wall(&args, &[pid], false)?;
-            let name = format!("PID {pid} ({})", target::comm_of(pid));
-            (recording, Running::Pids(vec![pid]), name)
-        }
-        None => {
-            let child = target::spawn(&args.command)?;
-            let mut recording = open_wall(&args, &[child.pid as i32], true)?;
-            recording.watch(child.pid, &target::comm_name(&args.command[0]))?;
-            let name = target::command_line(&args.command);
-            (recording, target::release(child, &args.command)?, name)
-        }
-    };
+fn run_wall(args: Args, mut trace: Trace) -> anyhow::Result<u8> {
+    // The BPF programs' run time is part of the cost.
+    trace.measure_bpf = true;
+    let on_exec = !args.command.is_empty();
+    let mut recording = trace.open(args.tier, |pids| {
+        wall::open(args.tier, pids, args.freq, on_exec, !args.no_wakers)
+    })?;
     if let Some(f) = &recording.fallback {
         eprintln!(
             "No BPF ({:#}); off-CPU time comes from /proc, without stacks.",
@@ -274,34 +194,16 @@ fn run_wall(args: Args) -> anyhow::Result<u8> {
         );
     }
     let fallback = recording.fallback.take().map(|f| format!("{:#}", f.error));
-    let (started, started_unix_ns) = target::utc_now();
-    let t0 = Instant::now();
-    // The window's start, in the clock of samples and BPF.
-    let origin_ns = crate::sys::monotonic_ns();
-    let cpu0 = target::self_cpu_secs();
-    let limit = args.duration.map(Duration::from_secs_f64);
-    let mut ended_early = None;
-    loop {
-        recording.poll(Duration::from_millis(100))?;
-        if interrupt.is_set() || limit.is_some_and(|l| t0.elapsed() >= l) {
-            break;
-        }
-        if running.over(&mut ended_early)? {
-            break;
-        }
-    }
-    let kdiag_cpu = target::self_cpu_secs() - cpu0;
-    let halves = recording.finish()?;
+    let (run, halves) = trace.run(Box::new(recording), &mut ())?;
     // The window ends when recording did (reading and symbolizing after).
-    let window = Duration::from_nanos(halves.end_ns.saturating_sub(origin_ns));
-    running.finish(STOP_GRACE)?;
+    let window = Duration::from_nanos(halves.end_ns.saturating_sub(run.origin_ns));
     let post = Instant::now();
     let merged = crate::analysis::wall::merge(&crate::analysis::wall::Halves {
         cpu: &halves.cpu,
         off: &halves.off,
         waits: halves.waits.as_ref(),
         per_process: args.per_process,
-        origin_ns,
+        origin_ns: run.origin_ns,
         slice_ns: SLICE_NS,
     });
     let offcpu = wall_model::OffcpuFrom::of(
@@ -309,9 +211,9 @@ fn run_wall(args: Args) -> anyhow::Result<u8> {
         fallback.unwrap_or_else(|| "--tier proc".into()),
     );
     let mut wall = wall_model::Wall {
-        target,
-        started,
-        started_unix_ns,
+        target: run.target,
+        started: run.started,
+        started_unix_ns: run.started_unix_ns,
         window_ns: window.as_nanos() as u64,
         slice_ns: SLICE_NS,
         event: halves.cpu.event.clone(),
@@ -324,19 +226,16 @@ fn run_wall(args: Args) -> anyhow::Result<u8> {
         lost_samples: halves.cpu.lost,
         lost_stacks: halves.off.lost,
         lost_ends: halves.lost_ends,
-        ended_early,
+        ended_early: run.ended_early,
         cost: ProbeCost {
-            kdiag_cpu_secs: kdiag_cpu,
+            kdiag_cpu_secs: run.cost.kdiag_cpu_secs,
             wall_secs: window.as_secs_f64(),
             profiled_cpu_secs: None,
             post_secs: 0.0,
         },
         run_cpu_secs: 0.0,
-        // Every program is unloaded by now (`finish`), so tallied.
-        bpf_run_secs: (stats != crate::sys::bpf::RunTimeStats::Unavailable)
-            .then(|| crate::sys::bpf::tally().run_time_ns as f64 / 1e9),
+        bpf_run_secs: run.bpf_run_secs,
     };
-    let ctrl_c_ends = args.command.is_empty() && args.duration.is_none();
     if wall.roots.is_empty() {
         let why = anyhow::anyhow!(
             "no time of {} was recorded in {:.1} s: its threads neither ran nor blocked while \
@@ -344,7 +243,7 @@ fn run_wall(args: Args) -> anyhow::Result<u8> {
             wall.target,
             window.as_secs_f64()
         );
-        return Err(interrupt.explain(why, ctrl_c_ends));
+        return Err(trace.explain(why));
     }
     for (path, data) in args.files.render_wall(&wall)? {
         user_files::write(path, &data)?;
@@ -353,20 +252,12 @@ fn run_wall(args: Args) -> anyhow::Result<u8> {
         user_files::write(path, &render::wall_html::page(&wall)?)?;
     }
     wall.cost.post_secs = post.elapsed().as_secs_f64();
-    wall.run_cpu_secs = target::self_cpu_secs();
+    wall.run_cpu_secs = crate::instruments::target::self_cpu_secs();
     let mut out = std::io::stdout().lock();
     if args.json {
         render::wall::json(&mut out, &wall)?;
     } else {
         render::wall::text(&mut out, &wall)?;
     }
-    Ok(interrupt.exit_code(own_exit(&running), ctrl_c_ends))
-}
-
-/// Open --wall's recording on `pids` (a held command's: `on_exec`).
-fn open_wall(args: &Args, pids: &[i32], on_exec: bool) -> anyhow::Result<wall::Recording> {
-    wall::open(args.tier, pids, args.freq, on_exec, !args.no_wakers).map_err(|e| match args.tier {
-        Ask::Only(Tier::Bpf) => missing(format!("the BPF tier cannot run here: {e:#}")),
-        _ => e,
-    })
+    Ok(trace.exit_code(trace.own_exit()))
 }

@@ -17,6 +17,7 @@ pub mod procs;
 pub mod profile;
 pub mod syscalls;
 pub mod target;
+pub mod trace;
 pub mod wall;
 pub mod watch;
 
@@ -127,11 +128,12 @@ pub trait Source {
     fn notes(&self) -> Vec<String>;
 }
 
-/// A running trace whose result is a `Profile` (stacks weighted by what
-/// it counts: `WeightUnit::Events` for a counting instrument), whatever its
-/// tier. An instrument whose tiers all give a profile implements this and
-/// needs no trait of its own. Dropping it detaches everything it attached.
-pub trait ProfileSource {
+/// A running trace whose result is a report `R`, whatever its tier: a
+/// `Profile` (faults', offcpu's, profile's sampler) or `Syscalls`. `F` is
+/// what a tier found beside it (offcpu's counters and /proc samples).
+/// [`trace::Trace`] drives any of them. Dropping it detaches everything it
+/// attached.
+pub trait ReportSource<R, F = ()> {
     /// The tier it runs on.
     fn tier(&self) -> Tier;
     /// Watch one more process: a `-- CMD` child, held before its exec,
@@ -139,11 +141,26 @@ pub trait ProfileSource {
     fn watch(&mut self, tgid: u32, comm: &str) -> anyhow::Result<()>;
     /// Wait up to `timeout`, taking what the tier sees meanwhile.
     fn poll(&mut self, timeout: Duration) -> anyhow::Result<()>;
-    /// Stop, detach everything and put what was found into `profile`: its
-    /// stacks, unit, event, losses, `collection` (how) and `notes` (what
-    /// the tier could not see).
-    fn finish(self: Box<Self>, profile: &mut crate::model::profile::Profile) -> anyhow::Result<()>;
+    /// Stop taking events, keeping what is in flight: the window ends here.
+    fn stop(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
+    /// Whether `finish` reads the traced processes (their last /proc
+    /// counters), so runs before a `-- CMD` still running is stopped; a
+    /// sampler that only names what it recorded finishes after, so the
+    /// command's CPU (its rusage) is not charged kdiag's symbolizing.
+    fn reads_target(&self) -> bool {
+        true
+    }
+    /// Detach everything and put what was found into `report` (a profile's
+    /// stacks, unit, event, losses, `collection` and `notes`: what the tier
+    /// could not see).
+    fn finish(self: Box<Self>, report: &mut R) -> anyhow::Result<F>;
 }
+
+/// A running trace whose result is a `Profile` (stacks weighted by what it
+/// counts: `WeightUnit::Events` for a counting instrument).
+pub type ProfileSource<F = ()> = dyn ReportSource<crate::model::profile::Profile, F>;
 
 /// Open the tier asked for, from an instrument's `tiers` (best first).
 /// `Auto` tries them in order and, when it had to fall back, says from

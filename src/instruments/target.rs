@@ -1,9 +1,9 @@
 //! What a tracing command traces, while it runs: a `-- CMD` it started
 //! held (so tracing covers it from its exec), the processes of `-p PID,...`,
 //! or the whole machine; when that target has ended, and the run's clocks.
-//! Shared by profile and offcpu, so each only wires.
+//! `trace::Trace` drives it for every command that traces a target.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
@@ -142,8 +142,8 @@ pub fn uid_of(user: &str) -> Option<u32> {
 }
 
 /// `-- CMD`, started held: it waits before its exec until [`release`].
-pub fn spawn(command: &[OsString]) -> anyhow::Result<HeldChild> {
-    let program = command[0].to_string_lossy().into_owned();
+pub fn spawn<S: AsRef<OsStr>>(command: &[S]) -> anyhow::Result<HeldChild> {
+    let program = command[0].as_ref().to_string_lossy().into_owned();
     HeldChild::spawn(command).with_context(|| format!("cannot start `{program}`"))
 }
 
@@ -258,6 +258,19 @@ fn stat(pid: i32) -> Option<parse::Stat> {
 fn cpu_secs(ru: &libc::rusage) -> f64 {
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// Now in the clock of perf records and BPF (CLOCK_MONOTONIC ns).
+pub fn now_ns() -> u64 {
+    crate::sys::monotonic_ns()
+}
+
+/// Root, or the error saying that `what` needs it.
+pub fn require_root(what: &str) -> anyhow::Result<()> {
+    match crate::sys::process::privilege::is_root() {
+        true => Ok(()),
+        false => Err(crate::error::needs_privilege(what)),
+    }
 }
 
 /// kdiag's own CPU seconds so far (what tracing costs).

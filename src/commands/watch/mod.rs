@@ -21,10 +21,10 @@ use crate::error;
 use crate::export::sender::Endpoint;
 use crate::export::{flight, otlp, profiles, serve, textfile};
 use crate::instruments::Ask;
+use crate::instruments::target::Interrupt;
 use crate::instruments::watch::{self, GroupBy, Options, Scope, Watcher, container};
 use crate::model::watch::{STATES, Snapshot};
 use crate::render::prometheus;
-use crate::sys::process::interrupt::Interrupt;
 
 /// Thread samples are taken every tick between scans: five per interval,
 /// at most one a second.

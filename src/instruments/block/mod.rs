@@ -31,6 +31,12 @@ pub const TIERS: instruments::Tiers = instruments::Tiers {
     ],
 };
 
+/// The disk a `--device` names (vda, /dev/vda, 254,0): a partition's is
+/// the disk holding it, which block tracepoints report.
+pub fn device(spec: &str) -> anyhow::Result<disks::Resolved> {
+    disks::resolve(spec, &disks::list()?)
+}
+
 /// Open the requested tier, and why `auto` fell back, if it did.
 pub fn open(
     ask: Ask,

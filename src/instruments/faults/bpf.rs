@@ -16,7 +16,7 @@ use aya::maps::HashMap as BpfHashMap;
 
 use crate::instruments::profile::sideband::Sideband;
 use crate::instruments::profile::symbolize::{CountedStack, Half, RecordOptions};
-use crate::instruments::{ProfileSource, Tier};
+use crate::instruments::{ReportSource, Tier};
 use crate::model::profile::{Profile, WeightUnit};
 
 /// `MAX_DEPTH` of faults.bpf.c: the innermost frames a key keeps.
@@ -93,7 +93,7 @@ impl FaultsBpf {
     }
 }
 
-impl ProfileSource for FaultsBpf {
+impl ReportSource<Profile> for FaultsBpf {
     fn tier(&self) -> Tier {
         Tier::Bpf
     }

@@ -34,25 +34,26 @@ pub const TIERS: instruments::Tiers = instruments::Tiers {
 /// The event a faults profile counts.
 pub const EVENT: &str = "page-faults";
 
-/// Open the tier asked for on `tgids` (and, with `follow`, the children
+/// Open the tier asked for on `pids` (and, with `follow`, the children
 /// they start): BPF, else (with `auto`) /proc, saying why.
 pub fn open(
     ask: Ask,
-    tgids: &[u32],
+    pids: &[i32],
     follow: bool,
-) -> anyhow::Result<(Box<dyn ProfileSource>, Option<Fallback>)> {
+) -> anyhow::Result<(Box<ProfileSource>, Option<Fallback>)> {
+    let tgids: &[u32] = &pids.iter().map(|&p| p as u32).collect::<Vec<_>>();
     instruments::open(
         ask,
         vec![
             (
                 Tier::Bpf,
                 Box::new(|| {
-                    Ok(Box::new(bpf::FaultsBpf::start(tgids, follow)?) as Box<dyn ProfileSource>)
+                    Ok(Box::new(bpf::FaultsBpf::start(tgids, follow)?) as Box<ProfileSource>)
                 }),
             ),
             (
                 Tier::Procfs,
-                Box::new(|| Ok(Box::new(proc::FaultsProc::start(tgids)) as Box<dyn ProfileSource>)),
+                Box::new(|| Ok(Box::new(proc::FaultsProc::start(tgids)) as Box<ProfileSource>)),
             ),
         ],
     )

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use crate::instruments::{ProfileSource, Tier};
+use crate::instruments::{ReportSource, Tier};
 use crate::model::profile::{Frame, Profile, Stack, WeightUnit};
 use crate::sys::procfs::{self, task::TaskReader};
 
@@ -77,7 +77,7 @@ impl FaultsProc {
     }
 }
 
-impl ProfileSource for FaultsProc {
+impl ReportSource<Profile> for FaultsProc {
     fn tier(&self) -> Tier {
         Tier::Procfs
     }

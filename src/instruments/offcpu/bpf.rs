@@ -17,11 +17,11 @@ use aya::Btf;
 use aya::maps::{HashMap as BpfHashMap, MapData, RingBuf, StackTraceMap};
 use aya::programs::RawTracePoint;
 
-use super::source::{Found, OffcpuSource, Options};
+use super::source::{Found, Options};
 use super::trim::{trim_machinery, trim_waker};
-use crate::instruments::Tier;
 use crate::instruments::profile::sideband::{Sideband, half};
 use crate::instruments::profile::symbolize::{CountedStack, RecordOptions, Recorder, WakerStack};
+use crate::instruments::{ReportSource, Tier};
 use crate::model::offcpu::{BlockCounts, Collection};
 use crate::model::profile::{OffState, Profile, WeightUnit};
 use crate::sys::bpf::Captured;
@@ -712,7 +712,7 @@ impl Tracer {
     }
 }
 
-impl OffcpuSource for Tracer {
+impl ReportSource<Profile, Found> for Tracer {
     fn tier(&self) -> Tier {
         Tier::Bpf
     }

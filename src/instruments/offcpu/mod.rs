@@ -1,6 +1,7 @@
 //! `kdiag offcpu`'s collectors: where threads wait, and for how long.
 //!
-//! - `source`: the options and the `OffcpuSource` trait both tiers implement.
+//! - `source`: the options, and what both tiers found (`Found`) beside the
+//!   profile: each is a `ProfileSource<Found>`.
 //! - `bpf`: the BPF tier, offcpu.bpf.c on sched_switch, aggregating blocked
 //!   time by stacks in the kernel. `Tracer` pairs it with a perf sideband
 //!   (task records only) so user frames of processes that exit before the
@@ -15,11 +16,11 @@ mod trim;
 
 use std::time::Duration;
 
-use crate::instruments::{self, Ask, Fallback, Tier};
+use crate::instruments::{self, Ask, Fallback, ProfileSource, Tier};
 use crate::model::profile::Profile;
 
 pub use bpf::{Attach, OffcpuBpf, Tracer};
-pub use source::{Found, OffcpuSource, Options};
+pub use source::{Found, Options};
 
 /// offcpu's tiers (also `profile --wall`'s off-CPU half).
 pub const TIERS: instruments::Tiers = instruments::Tiers {
@@ -47,15 +48,15 @@ pub fn open(
     ask: Ask,
     options: &Options,
     needs_stacks: bool,
-) -> anyhow::Result<(Box<dyn OffcpuSource>, Option<Fallback>)> {
-    let mut tiers: Vec<instruments::Opener<'_, dyn OffcpuSource>> = vec![(
+) -> anyhow::Result<(Box<ProfileSource<Found>>, Option<Fallback>)> {
+    let mut tiers: Vec<instruments::Opener<'_, ProfileSource<Found>>> = vec![(
         Tier::Bpf,
-        Box::new(|| Ok(Box::new(Tracer::start(options)?) as Box<dyn OffcpuSource>)),
+        Box::new(|| Ok(Box::new(Tracer::start(options)?) as Box<ProfileSource<Found>>)),
     )];
     if !needs_stacks {
         tiers.push((
             Tier::Procfs,
-            Box::new(|| Ok(Box::new(proc::OffcpuProc::new(options)) as Box<dyn OffcpuSource>)),
+            Box::new(|| Ok(Box::new(proc::OffcpuProc::new(options)) as Box<ProfileSource<Found>>)),
         ));
     }
     instruments::open(ask, tiers)

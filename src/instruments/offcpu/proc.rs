@@ -10,9 +10,9 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use super::source::{Found, OffcpuSource, Options};
+use super::source::{Found, Options};
 use crate::analysis::offcpu::WaitTally;
-use crate::instruments::Tier;
+use crate::instruments::{ReportSource, Tier};
 use crate::model::offcpu::{BlockCounts, Collection, StateFilter, WaitSamples};
 use crate::model::profile::{OffState, Profile};
 use crate::sys::procfs::{parse, tids};
@@ -154,7 +154,7 @@ impl OffcpuProc {
     }
 }
 
-impl OffcpuSource for OffcpuProc {
+impl ReportSource<Profile, Found> for OffcpuProc {
     fn tier(&self) -> Tier {
         Tier::Procfs
     }

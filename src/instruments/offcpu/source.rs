@@ -1,11 +1,8 @@
-//! What both tiers of `kdiag offcpu` share: the options, the one trait
-//! the command drives whichever tier runs, and what a finished run found.
+//! What both tiers of `kdiag offcpu` share: the options, and what a
+//! finished run found beside its profile (both tiers are an
+//! `instruments::ProfileSource<Found>`).
 
-use std::time::Duration;
-
-use crate::instruments::Tier;
 use crate::model::offcpu::{BlockCounts, Collection, StateFilter, WaitSamples};
-use crate::model::profile::Profile;
 
 /// What to record.
 #[derive(Debug, Clone, Default)]
@@ -26,21 +23,6 @@ pub struct Options {
     /// BPF tier: pair each sleep with the stack of the thread that woke it
     /// (`Stack::waker`).
     pub wakers: bool,
-}
-
-/// A running off-CPU trace, whatever its tier. Dropping it detaches
-/// everything it attached.
-pub trait OffcpuSource {
-    /// The tier it runs on.
-    fn tier(&self) -> Tier;
-    /// Watch one more process: a `-- CMD` child, held before its exec,
-    /// named `comm` until its exec renames it.
-    fn watch(&mut self, tgid: u32, comm: &str) -> anyhow::Result<()>;
-    /// Wait up to `timeout`, taking what the tier sees meanwhile.
-    fn poll(&mut self, timeout: Duration) -> anyhow::Result<()>;
-    /// Stop, detach everything and give what was found: the BPF tier's
-    /// stacks go into `profile` (weights in ns blocked).
-    fn finish(self: Box<Self>, profile: &mut Profile) -> anyhow::Result<Found>;
 }
 
 /// What a finished run found.

@@ -237,6 +237,36 @@ impl CpuSampler {
     }
 }
 
+/// profile's one tier as any source: what `kdiag profile` traces through.
+impl super::ReportSource<Profile> for CpuSampler {
+    fn tier(&self) -> super::Tier {
+        super::Tier::Perf
+    }
+
+    fn watch(&mut self, tgid: u32, comm: &str) -> anyhow::Result<()> {
+        // Opened on the held command already: only its name until its exec.
+        self.name(tgid, comm);
+        Ok(())
+    }
+
+    fn poll(&mut self, timeout: Duration) -> anyhow::Result<()> {
+        CpuSampler::poll(self, timeout)
+    }
+
+    fn stop(&mut self) -> anyhow::Result<()> {
+        CpuSampler::stop(self)
+    }
+
+    fn reads_target(&self) -> bool {
+        false
+    }
+
+    fn finish(self: Box<Self>, p: &mut Profile) -> anyhow::Result<()> {
+        CpuSampler::finish(*self, p);
+        Ok(())
+    }
+}
+
 /// The CPU profile of `pid`, its threads and the children it starts, over
 /// `window` at `hz` (cpu-clock, kernel and user stacks), cut short when
 /// `stop` is set: what `kdiag profile -p PID -d SECS` records, for callers

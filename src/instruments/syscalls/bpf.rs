@@ -11,8 +11,7 @@ use std::time::Duration;
 use anyhow::Context;
 use aya::maps::{HashMap as BpfHashMap, PerCpuArray};
 
-use super::SyscallSource;
-use crate::instruments::Tier;
+use crate::instruments::{ReportSource, Tier};
 use crate::model::syscalls::Syscalls;
 
 /// `MAX_NR` of syscalls.bpf.c: the call numbers `stats` holds.
@@ -94,12 +93,12 @@ impl SyscallsBpf {
     }
 }
 
-impl SyscallSource for SyscallsBpf {
+impl ReportSource<Syscalls> for SyscallsBpf {
     fn tier(&self) -> Tier {
         Tier::Bpf
     }
 
-    fn watch(&mut self, tgid: u32) -> anyhow::Result<()> {
+    fn watch(&mut self, tgid: u32, _comm: &str) -> anyhow::Result<()> {
         crate::sys::bpf::watch(&mut self.ebpf, tgid)
     }
 

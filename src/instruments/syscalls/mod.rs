@@ -9,9 +9,7 @@
 pub mod bpf;
 pub mod proc;
 
-use std::time::Duration;
-
-use crate::instruments::{self, Ask, Fallback, Tier};
+use crate::instruments::{self, Ask, Fallback, ReportSource, Tier};
 use crate::model::syscalls::{Call, Syscalls};
 
 /// syscalls' tiers.
@@ -34,39 +32,29 @@ pub const TIERS: instruments::Tiers = instruments::Tiers {
     ],
 };
 
-/// A running trace of system calls, whatever its tier. Dropping it
-/// detaches everything it attached.
-pub trait SyscallSource {
-    fn tier(&self) -> Tier;
-    /// Watch one more process: a `-- CMD` child, held before its exec.
-    fn watch(&mut self, tgid: u32) -> anyhow::Result<()>;
-    /// Wait up to `timeout`, taking what the tier sees meanwhile.
-    fn poll(&mut self, timeout: Duration) -> anyhow::Result<()>;
-    /// Stop, detach everything and fill `report`: its calls (in any order),
-    /// what they count, `other`, `untimed`, `collection` and `notes`.
-    fn finish(self: Box<Self>, report: &mut Syscalls) -> anyhow::Result<()>;
-}
-
-/// Open the tier asked for on `tgids` (and, with `follow`, the children
+/// Open the tier asked for on `pids` (and, with `follow`, the children
 /// they start): BPF, else (with `auto`) /proc, saying why.
 pub fn open(
     ask: Ask,
-    tgids: &[u32],
+    pids: &[i32],
     follow: bool,
-) -> anyhow::Result<(Box<dyn SyscallSource>, Option<Fallback>)> {
+) -> anyhow::Result<(Box<dyn ReportSource<Syscalls>>, Option<Fallback>)> {
+    let tgids: &[u32] = &pids.iter().map(|&p| p as u32).collect::<Vec<_>>();
     instruments::open(
         ask,
         vec![
             (
                 Tier::Bpf,
                 Box::new(|| {
-                    Ok(Box::new(bpf::SyscallsBpf::start(tgids, follow)?) as Box<dyn SyscallSource>)
+                    Ok(Box::new(bpf::SyscallsBpf::start(tgids, follow)?)
+                        as Box<dyn ReportSource<Syscalls>>)
                 }),
             ),
             (
                 Tier::Procfs,
                 Box::new(|| {
-                    Ok(Box::new(proc::SyscallsProc::start(tgids)) as Box<dyn SyscallSource>)
+                    Ok(Box::new(proc::SyscallsProc::start(tgids))
+                        as Box<dyn ReportSource<Syscalls>>)
                 }),
             ),
         ],

@@ -7,8 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use super::SyscallSource;
-use crate::instruments::Tier;
+use crate::instruments::{ReportSource, Tier};
 use crate::model::syscalls::Syscalls;
 use crate::sys::procfs::{self, parse::Syscall, task::TaskReader};
 
@@ -74,12 +73,12 @@ impl SyscallsProc {
     }
 }
 
-impl SyscallSource for SyscallsProc {
+impl ReportSource<Syscalls> for SyscallsProc {
     fn tier(&self) -> Tier {
         Tier::Procfs
     }
 
-    fn watch(&mut self, tgid: u32) -> anyhow::Result<()> {
+    fn watch(&mut self, tgid: u32, _comm: &str) -> anyhow::Result<()> {
         self.tgids.push(tgid);
         self.list();
         Ok(())

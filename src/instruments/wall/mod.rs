@@ -7,9 +7,9 @@
 
 use std::time::Duration;
 
-use crate::instruments::offcpu::{self, OffcpuSource};
+use crate::instruments::offcpu::{self, Found};
 use crate::instruments::profile::{self, CpuSampler, Request};
-use crate::instruments::{Ask, Fallback};
+use crate::instruments::{Ask, Fallback, ProfileSource, ReportSource, Tier};
 use crate::model::offcpu::{Collection, StateFilter, WaitSamples};
 use crate::model::profile::{Profile, WeightUnit};
 
@@ -17,7 +17,9 @@ use crate::model::profile::{Profile, WeightUnit};
 /// program.
 pub struct Recording {
     cpu: CpuSampler,
-    off: Box<dyn OffcpuSource>,
+    off: Box<ProfileSource<Found>>,
+    /// When the CPU half stopped (CLOCK_MONOTONIC ns), once it has.
+    end_ns: Option<u64>,
     /// Why the off-CPU half runs on /proc, when it does.
     pub fallback: Option<Fallback>,
 }
@@ -69,7 +71,12 @@ pub fn open(
         ..Request::clock(freq)
     };
     let cpu = profile::open_on(request, pids)?;
-    Ok(Recording { cpu, off, fallback })
+    Ok(Recording {
+        cpu,
+        off,
+        end_ns: None,
+        fallback,
+    })
 }
 
 /// Record `pids` (and the children they start) for `window`, cut short
@@ -86,27 +93,39 @@ pub fn record(
     let why = recording.fallback.take().map(|f| format!("{:#}", f.error));
     let origin_ns = crate::sys::monotonic_ns();
     super::for_window(window, stop, |wait| recording.poll(wait))?;
-    Ok((recording.finish()?, origin_ns, why))
+    Ok((Box::new(recording).finish(&mut ())?, origin_ns, why))
 }
 
-impl Recording {
-    /// Watch a held `-- CMD` child, named `comm` until its exec renames it.
+/// Both halves as one source (its tier: the off-CPU half's); what they
+/// found comes back whole, the `()` report is nothing to fill.
+impl ReportSource<(), Halves> for Recording {
+    fn tier(&self) -> Tier {
+        self.off.tier()
+    }
+
     /// The CPU half must have been opened on it (`open(.., &[pid], .., true)`).
-    pub fn watch(&mut self, pid: u32, comm: &str) -> anyhow::Result<()> {
+    fn watch(&mut self, pid: u32, comm: &str) -> anyhow::Result<()> {
         self.cpu.name(pid, comm);
         self.off.watch(pid, comm)
     }
 
-    /// Wait up to `timeout`, taking what both halves see meanwhile.
-    pub fn poll(&mut self, timeout: Duration) -> anyhow::Result<()> {
+    fn poll(&mut self, timeout: Duration) -> anyhow::Result<()> {
         self.off.poll(timeout)?;
         self.cpu.poll(Duration::ZERO)
     }
 
-    /// Stop both halves and symbolize.
-    pub fn finish(mut self) -> anyhow::Result<Halves> {
+    fn stop(&mut self) -> anyhow::Result<()> {
         self.cpu.stop()?;
-        let end_ns = crate::sys::monotonic_ns();
+        self.end_ns = Some(crate::sys::monotonic_ns());
+        Ok(())
+    }
+
+    /// Stop both halves and symbolize.
+    fn finish(mut self: Box<Self>, _: &mut ()) -> anyhow::Result<Halves> {
+        if self.end_ns.is_none() {
+            ReportSource::stop(&mut *self)?;
+        }
+        let end_ns = self.end_ns.unwrap_or_default();
         let mut off = Profile {
             unit: WeightUnit::Nanoseconds,
             ..Default::default()
