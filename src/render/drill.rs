@@ -7,7 +7,7 @@ use std::io::{self, Write};
 
 use crate::analysis::io_pattern::{human_bytes, slot_range};
 use crate::model::drill::{
-    Competition, ExecDrill, PerfMapAsk, Runtime, StorageDrill, UnnamedFrames,
+    Competition, ExecDrill, PerfMapAsk, PythonStacks, Runtime, StorageDrill, UnnamedFrames,
 };
 
 /// Storage: who submits, the pattern, sizes, the latency histogram.
@@ -177,6 +177,33 @@ pub fn perf_map(out: &mut impl Write, a: &PerfMapAsk) -> io::Result<()> {
             why.as_deref().unwrap_or("not asked")
         ),
     }
+}
+
+/// The Python functions kdiag read from a CPython process's memory, or why
+/// it did not.
+pub fn python(out: &mut impl Write, p: &PythonStacks) -> io::Result<()> {
+    let pid = p.pid;
+    if let Some(why) = &p.why_not {
+        return writeln!(out, "  Python names: PID {pid}'s stacks not read: {why}");
+    }
+    let share = |n: u64| n as f64 * 100.0 / p.samples.max(1) as f64;
+    let functions: Vec<String> = (p.functions.iter())
+        .map(|f| format!("{} {:.0}%", f.label(), share(f.samples)))
+        .collect();
+    writeln!(
+        out,
+        "  Python names: PID {pid}'s stacks read from its memory {} times ({} a second, never \
+         stopped): {} of {} thread samples in Python; innermost: {}",
+        p.rounds,
+        p.hz,
+        p.samples,
+        p.threads_sampled,
+        if functions.is_empty() {
+            "none".into()
+        } else {
+            functions.join(", ")
+        }
+    )
 }
 
 /// Frames without names: which runtime or binary made them, and how to get
