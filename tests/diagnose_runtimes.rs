@@ -215,21 +215,6 @@ fn runtime_lock_named(v: &Value, runtime: &str, kind: &str, function: &str) -> f
         .sum()
 }
 
-/// The drill-down's stacks hold `runtime`'s frames without names, and the
-/// report says how to name them for `pid`.
-fn assert_unnamed(v: &Value, runtime: &str, pid: &str) {
-    let u = v["why"]["unnamed"].as_array().expect("why.unnamed");
-    assert!(
-        u.iter().any(|u| u["runtime"] == runtime
-            && u["pids"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|p| *p == pid.parse::<i64>().unwrap())),
-        "{u:?}"
-    );
-}
-
 /// Four CPU-bound Python threads take turns at the GIL: three wait for it
 /// at any moment, in take_gil under a futex condition wait (never a
 /// contended mutex). The verdict is `lock`, naming the GIL. In a cpu
