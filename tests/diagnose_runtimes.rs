@@ -245,7 +245,7 @@ fn python_threads_competing_for_the_gil_are_a_lock() {
         own.add(p.0.id());
     }
     let pid = p.0.id().to_string();
-    let v = common::diagnose_json(&["-d", "2", "-p", &pid]);
+    let v = diagnose_beside(&own, &["-d", "2", "-p", &pid]);
     let share = assert_runtime_lock(&v, "CPython", "the GIL", "take_gil");
     // 3 of its 5 threads wait for the GIL at any moment (the main one
     // sleeps): 60%, less while a woken waiter waits for a CPU.
@@ -260,6 +260,30 @@ fn python_threads_competing_for_the_gil_are_a_lock() {
     let caller = gil["caller"].as_str().unwrap_or_default();
     assert!(caller.starts_with("spin (<string>:"), "{gil}");
     assert_python_named(&v, "spin");
+}
+
+/// `kdiag diagnose --json ARGS` beside its target, in `own` at nice -15:
+/// its stack sampler is not starved by the target's own spinning threads.
+fn diagnose_beside(own: &Option<OwnCpu>, args: &[&str]) -> Value {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = common::kdiag();
+    cmd.args(["diagnose", "--json"])
+        .args(args)
+        .stdout(Stdio::piped());
+    // SAFETY: setpriority is async-signal-safe and touches only the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setpriority(libc::PRIO_PROCESS, 0, -15);
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().unwrap();
+    if let Some(own) = own {
+        own.add(child.id());
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 /// The drill-down read the target's Python stacks: `function` is the
@@ -345,7 +369,7 @@ fn a_python_311_programs_function_is_named() {
         own.add(p.0.id());
     }
     let pid = p.0.id().to_string();
-    let v = common::diagnose_json(&["-d", "2", "--why", "all", "-p", &pid]);
+    let v = diagnose_beside(&own, &["-d", "2", "--why", "all", "-p", &pid]);
     let label = assert_python_named(&v, "spin");
     assert_eq!(label, "spin (<string>:2)");
     let truth = Command::new(py_spy)
