@@ -8,7 +8,8 @@
 use std::collections::BTreeMap;
 
 use crate::model::diagnosis::Observation;
-use crate::model::drill::{Runtime, UnnamedFrames};
+use crate::model::drill::{Runtime, UnnamedFrames, Why};
+use crate::model::locks::RuntimeLock;
 use crate::model::profile::{Frame, Profile};
 use crate::model::verdict::GcAtLimit;
 
@@ -70,6 +71,22 @@ pub fn java_caller(frames: &[Frame]) -> Option<String> {
     let (head, _) = f.name.split_once('(')?;
     let (_, method) = head.rsplit_once(' ')?;
     (method.contains('.') && !method.contains("::")).then(|| method.to_string())
+}
+
+/// With CPython's Python functions read from its memory, its loop no
+/// longer hides them, and the GIL is taken back in the Python function its
+/// threads run most.
+pub fn name_python(w: &mut Why, locks: &mut [RuntimeLock]) {
+    let Some(label) = w.python_hot().map(|(f, _)| f.label()) else {
+        return;
+    };
+    w.unnamed.retain(|u| u.runtime != Runtime::Python);
+    for l in locks
+        .iter_mut()
+        .filter(|l| l.runtime == "CPython" && l.kind == "the GIL")
+    {
+        l.caller = Some(label.clone());
+    }
 }
 
 /// A JVM collecting this share of the window or more (its collectors'

@@ -26,6 +26,8 @@ const DRILL_HZ: u64 = 499;
 /// The most JVMs of a tree asked for their perf map (each ask starts a
 /// jcmd, 0.4 s or more).
 const MOST_JVMS: usize = 4;
+/// The most CPython processes of a tree whose Python stacks are read.
+const MOST_PYTHONS: usize = 4;
 
 /// Run the drill-downs `--why` and the diagnosis call for on `pid` (whose
 /// tree is `target`), all at once for one window; None when there are
@@ -92,7 +94,8 @@ pub(super) fn drill(
     // A JVM's Java frames get names from its perf map: asked for before
     // the stacks are taken, removed (when kdiag made it) once they are named.
     let mut made_maps = Vec::new();
-    if req.ask_jvms && (sweep || runs.iter().any(|d| matches!(d, Drill::Cpu | Drill::Offcpu))) {
+    let named = sweep || runs.iter().any(|d| matches!(d, Drill::Cpu | Drill::Offcpu));
+    if req.ask_jvms && named {
         for &p in carriers.iter().take(MOST_JVMS) {
             if let Some((asked, made)) = profile::jvm_perf_map::ask(p, req.scope) {
                 found.perf_maps.push(asked);
@@ -129,6 +132,13 @@ pub(super) fn drill(
             .collect();
         let offcpu =
             offcpu_for_locks.then(|| s.spawn(move || offcpu::record_all(carriers, window, stop)));
+        // CPython's Python functions, read from its memory meanwhile.
+        let pythons: Vec<_> = carriers
+            .iter()
+            .take(MOST_PYTHONS)
+            .filter(|_| named)
+            .map(|&p| s.spawn(move || profile::python_stacks::record(p, scope, window, stop)))
+            .collect();
         let heat = (req.heat_map && root)
             .then(|| s.spawn(move || wall::record(carriers, DRILL_HZ, window, stop)));
         if sweep && let Ok(w) = blocked::sweep(carriers, window, stop) {
@@ -140,6 +150,10 @@ pub(super) fn drill(
         if let Some(Ok(Ok((p, _)))) = offcpu.map(|t| t.join()) {
             fp_locks = blocked_locks(&p, window, threads);
         }
+        found.python = pythons
+            .into_iter()
+            .filter_map(|t| t.join().ok().flatten())
+            .collect();
         match heat.map(|t| t.join()) {
             Some(Ok(Ok(recorded))) => found.wall = Some(heat_map(carriers, recorded)),
             Some(Ok(Err(e))) => found
@@ -187,6 +201,7 @@ pub(super) fn drill(
     drop(made_maps);
     let profiles: Vec<&Profile> = profiles.iter().collect();
     found.unnamed = runtimes::unnamed(&profiles, carriers);
+    runtimes::name_python(&mut found, &mut runtime_locks);
     (Some(found), runtime_locks)
 }
 

@@ -235,6 +235,10 @@ pub struct Why {
     /// (`jcmd PID Compiler.perfmap`), or why it did not.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub perf_maps: Vec<PerfMapAsk>,
+    /// CPython processes' Python stacks, read from their memory during
+    /// the drill-down (`instruments::profile::python_stacks`), or why not.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub python: Vec<PythonStacks>,
     /// For the HTML report: the same window as a wall-clock profile per
     /// thread, with when each stack's time was spent (its heat map).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -254,6 +258,41 @@ pub struct PerfMapAsk {
     /// Why kdiag did not ask, or why asking failed; None: the map was
     /// written and read.
     pub why_not: Option<String>,
+}
+
+/// A CPython process's threads' innermost Python functions, sampled.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PythonStacks {
+    pub pid: i32,
+    /// Times its stacks were read, the threads read, and those of them
+    /// running Python code (one sample each).
+    pub rounds: u64,
+    /// Reads a second.
+    pub hz: u64,
+    pub threads_sampled: u64,
+    pub samples: u64,
+    /// The innermost functions, the most sampled first.
+    pub functions: Vec<PyFunction>,
+    /// Why nothing was read ("not named: CPython layout not recognised").
+    pub why_not: Option<String>,
+}
+
+/// A Python function, its file and its most sampled line.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PyFunction {
+    pub name: String,
+    pub file: String,
+    pub line: u32,
+    pub samples: u64,
+}
+
+impl PyFunction {
+    /// As py-spy words it: `spin (<string>:3)`.
+    pub fn label(&self) -> String {
+        format!("{} ({}:{})", self.name, self.file, self.line)
+    }
 }
 
 /// A runtime (or a stripped binary) whose frames the drill-downs' stacks
@@ -302,13 +341,31 @@ impl Why {
     /// self-time list, else the kernel's; None when it has fewer than
     /// `HOT_MIN_SAMPLES` samples, too few to call it the hottest (one
     /// sample of `do_task_stat` named it before).
-    pub fn hot_function(&self) -> Option<&str> {
+    pub fn hot_function(&self) -> Option<String> {
+        if let Some((f, of)) = self.python_hot() {
+            return Some(format!(
+                "{} in Python ({} of {of} thread samples)",
+                f.label(),
+                f.samples
+            ));
+        }
         let cpu = self.cpu.as_ref()?;
         cpu.top_self
             .iter()
             .find(|f| !f.kernel)
             .or(cpu.top_self.first())
             .filter(|f| f.samples >= HOT_MIN_SAMPLES)
-            .map(|f| f.name.as_str())
+            .map(|f| f.name.clone())
+    }
+
+    /// The Python function CPython's threads ran most (the interpreter's
+    /// loop hides it from the native profile), with its samples; None
+    /// with fewer than `HOT_MIN_SAMPLES`.
+    pub fn python_hot(&self) -> Option<(&PyFunction, u64)> {
+        self.python
+            .iter()
+            .filter_map(|p| Some((p.functions.first()?, p.samples)))
+            .max_by_key(|(f, _)| f.samples)
+            .filter(|(f, _)| f.samples >= HOT_MIN_SAMPLES)
     }
 }

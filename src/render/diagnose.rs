@@ -278,6 +278,9 @@ fn why_section(out: &mut impl Write, w: &Why) -> io::Result<()> {
     for a in &w.perf_maps {
         crate::render::drill::perf_map(out, a)?;
     }
+    for p in &w.python {
+        crate::render::drill::python(out, p)?;
+    }
     for u in &w.unnamed {
         crate::render::drill::unnamed(out, u, &w.perf_maps)?;
     }

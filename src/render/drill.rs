@@ -7,7 +7,7 @@ use std::io::{self, Write};
 
 use crate::analysis::io_pattern::{human_bytes, slot_range};
 use crate::model::drill::{
-    Competition, ExecDrill, PerfMapAsk, Runtime, StorageDrill, UnnamedFrames,
+    Competition, ExecDrill, PerfMapAsk, PythonStacks, Runtime, StorageDrill, UnnamedFrames,
 };
 
 /// Storage: who submits, the pattern, sizes, the latency histogram.
@@ -179,6 +179,33 @@ pub fn perf_map(out: &mut impl Write, a: &PerfMapAsk) -> io::Result<()> {
     }
 }
 
+/// The Python functions kdiag read from a CPython process's memory, or why
+/// it did not.
+pub fn python(out: &mut impl Write, p: &PythonStacks) -> io::Result<()> {
+    let pid = p.pid;
+    if let Some(why) = &p.why_not {
+        return writeln!(out, "  Python names: PID {pid}'s stacks not read: {why}");
+    }
+    let share = |n: u64| n as f64 * 100.0 / p.samples.max(1) as f64;
+    let functions: Vec<String> = (p.functions.iter())
+        .map(|f| format!("{} {:.0}%", f.label(), share(f.samples)))
+        .collect();
+    writeln!(
+        out,
+        "  Python names: PID {pid}'s stacks read from its memory {} times ({} a second, never \
+         stopped): {} of {} thread samples in Python; innermost: {}",
+        p.rounds,
+        p.hz,
+        p.samples,
+        p.threads_sampled,
+        if functions.is_empty() {
+            "none".into()
+        } else {
+            functions.join(", ")
+        }
+    )
+}
+
 /// Frames without names: which runtime or binary made them, and how to get
 /// their names (kdiag reads /tmp/perf-PID.map and jitdumps by itself, and
 /// has asked a JVM for its map when it could: `asked`).
@@ -296,6 +323,68 @@ mod tests {
         assert!(
             s.contains("/usr/bin/redis-server") && s.contains("debuginfod"),
             "{s}"
+        );
+    }
+
+    #[test]
+    fn python_names_replace_the_interpreters_loop_as_the_hottest_function() {
+        use crate::model::drill::{PyFunction, Why};
+        use crate::model::profile::{FunctionShare, Summary};
+        let spin = PyFunction {
+            name: "spin".into(),
+            file: "<string>".into(),
+            line: 2,
+            samples: 27,
+        };
+        let mut w = Why {
+            cpu: Some(Summary {
+                samples: 200,
+                kernel_percent: 0.0,
+                top_self: vec![FunctionShare {
+                    name: "_PyEval_EvalFrameDefault".into(),
+                    kernel: false,
+                    samples: 200,
+                    percent: 100.0,
+                }],
+                top_total: Vec::new(),
+                hottest: Vec::new(),
+                truncated: Vec::new(),
+            }),
+            python: vec![PythonStacks {
+                pid: 7,
+                rounds: 30,
+                hz: 10,
+                threads_sampled: 30,
+                samples: 30,
+                functions: vec![spin.clone()],
+                why_not: None,
+            }],
+            ..Default::default()
+        };
+        let cpu = w.cpu.clone().unwrap();
+        let hot = crate::render::diagnose::hottest(&w, &cpu);
+        assert_eq!(
+            hot,
+            "hottest function: spin (<string>:2) in Python (27 of 30 thread samples)"
+        );
+        let mut out = Vec::new();
+        python(&mut out, &w.python[0]).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "  Python names: PID 7's stacks read from its memory 30 times (10 a second, never \
+             stopped): 30 of 30 thread samples in Python; innermost: spin (<string>:2) 90%\n"
+        );
+        // Too few samples: the native profile's name stands.
+        w.python[0].functions[0].samples = 9;
+        let hot = crate::render::diagnose::hottest(&w, &cpu);
+        assert_eq!(hot, "hottest function: _PyEval_EvalFrameDefault");
+        w.python[0].why_not = Some("not named: CPython layout not recognised".into());
+        let mut out = Vec::new();
+        python(&mut out, &w.python[0]).unwrap();
+        assert!(
+            String::from_utf8(out)
+                .unwrap()
+                .ends_with("not read: not named: CPython layout not recognised\n")
         );
     }
 }

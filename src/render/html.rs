@@ -184,6 +184,9 @@ fn why(page: &mut String, why: Option<&Why>) {
     for a in &w.perf_maps {
         let _ = crate::render::drill::perf_map(&mut text, a);
     }
+    for p in &w.python {
+        let _ = crate::render::drill::python(&mut text, p);
+    }
     for u in &w.unnamed {
         let _ = crate::render::drill::unnamed(&mut text, u, &w.perf_maps);
     }

@@ -2,13 +2,15 @@
 //! stacks unwound (`unwind`, over the binaries' tables in `modules`), then
 //! frames named (`symbolize`: kernel frames from kallsyms, user frames by
 //! (file, offset) through blazesym; JIT code through `perf_map` and
-//! `jitdump`; a HotSpot JVM asked for its map first by `jvm_perf_map`).
+//! `jitdump`; a HotSpot JVM asked for its map first by `jvm_perf_map`;
+//! CPython 3.11's Python functions read from its memory by `python_stacks`).
 
 pub mod jitdump;
 pub mod jvm_perf_map;
 pub mod modules;
 mod names;
 pub mod perf_map;
+pub mod python_stacks;
 pub mod sideband;
 pub mod symbolize;
 pub mod unwind;

@@ -6,6 +6,14 @@ default_truth() {
     pidstat -t -p "$PID" 5 1 | awk '$1 != "Average:" && $NF ~ /^\|__/ {n++; s += $(NF-2); w += $(NF-3)} END {printf "pidstat: %d threads, %.0f%% CPU, %.0f%% waiting for one\n", n, s, w}'
 }
 
+# The innermost Python function of each thread of CPython process $1, counted,
+# by py-spy dump --nonblocking (reads its memory, never stops it):
+# "spin (<string>:4) x4, join (threading.py:1112) x1".
+py_spy_innermost() {
+    py-spy dump --nonblocking --pid "$1" 2> /dev/null | awk '/^Thread/ {getline; sub(/^ +/, ""); print}' | sort | uniq -c | sort -rn |
+        awk '{n = $1; $1 = ""; printf "%s%s x%d", (NR > 1 ? ", " : ""), substr($0, 2), n}'
+}
+
 # The state letters of a process's threads (/proc/PID/task/*/stat),
 # counted: "S 3, R 1".
 thread_states() {
