@@ -6,8 +6,7 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::sys::process::rusage::{self, RunError};
-use crate::sys::process::signal_origin::SignalTracer;
+use crate::instruments::rusage::{self, RunError};
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -37,31 +36,13 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    // Recording who sends a fatal signal needs tracefs, hence root; without
-    // it the report says the sender is unknown and why.
-    let (tracer, origin_note) = if crate::sys::process::privilege::is_root() {
-        match SignalTracer::start() {
-            Ok(t) => (Some(t), None),
-            Err(e) => (None, Some(format!("tracing signal_generate failed: {e}"))),
-        }
-    } else {
-        (None, Some("run with sudo to trace who sent it".to_string()))
-    };
-
-    let run = match rusage::run_command(&args.command, tracer.as_ref()) {
-        Ok(run) => run,
+    let (run, note) = match rusage::run(&args.command) {
+        Ok(measured) => measured,
         Err(err @ RunError::CannotStart { .. }) => {
             eprintln!("kdiag: {err}");
             return Ok(err.exit_code());
         }
         Err(err) => return Err(err.into()),
-    };
-    drop(tracer);
-    let note = match &run.ending {
-        crate::model::rusage::Ending::Signaled { origin: None, .. } => {
-            origin_note.or_else(|| Some("signal_generate event not recorded".to_string()))
-        }
-        _ => None,
     };
 
     let mut buf = Vec::new();

@@ -15,6 +15,7 @@ pub mod observe;
 pub mod offcpu;
 pub mod procs;
 pub mod profile;
+pub mod rusage;
 pub mod syscalls;
 pub mod target;
 pub mod trace;
