@@ -380,6 +380,28 @@ fn a_python_311_programs_function_is_named() {
     assert!(truth.contains(&label), "py-spy: {truth}");
 }
 
+/// tests/programs/Contend.java running as PG_USER (its four threads
+/// contending one monitor), its PID and that uid; None where the test
+/// cannot run (said, and a failure under CI).
+fn contending_jvm(test: &str) -> Option<(Proc, String, u32)> {
+    if !require_root(test) {
+        return None;
+    }
+    let java = common::require_program(test, &["java"], "openjdk-17-jdk-headless")?;
+    let uid = user_id(test, PG_USER)?;
+    use std::os::unix::process::CommandExt;
+    let source = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/programs/Contend.java");
+    let p = started(
+        command(java)
+            .arg(source)
+            .current_dir("/tmp")
+            .uid(uid)
+            .gid(uid),
+    );
+    let pid = p.0.id().to_string();
+    Some((p, pid, uid))
+}
+
 /// Four Java threads take turns at one `synchronized` method (the holder
 /// sleeps 2 ms in it): the others are BLOCKED, parked in
 /// ObjectMonitor::enter. The verdict is `lock`, naming the monitor; the
@@ -391,25 +413,9 @@ fn a_python_311_programs_function_is_named() {
 #[test]
 fn a_contended_java_monitor_is_a_lock() {
     let test = "a_contended_java_monitor_is_a_lock";
-    if !require_root(test) {
-        return;
-    }
-    let Some(java) = common::require_program(test, &["java"], "openjdk-17-jdk-headless") else {
+    let Some((_jvm, pid, uid)) = contending_jvm(test) else {
         return;
     };
-    let Some(uid) = user_id(test, PG_USER) else {
-        return;
-    };
-    use std::os::unix::process::CommandExt;
-    let source = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/programs/Contend.java");
-    let p = started(
-        command(java)
-            .arg(source)
-            .current_dir("/tmp")
-            .uid(uid)
-            .gid(uid),
-    );
-    let pid = p.0.id().to_string();
     let map = format!("/tmp/perf-{pid}.map");
     let v = common::diagnose_json(&["-d", "2", "-p", &pid]);
     let share = assert_runtime_lock(
@@ -441,25 +447,9 @@ fn a_contended_java_monitor_is_a_lock() {
 #[test]
 fn a_java_perf_map_kdiag_caused_goes_when_kdiag_is_killed() {
     let test = "a_java_perf_map_kdiag_caused_goes_when_kdiag_is_killed";
-    if !require_root(test) {
-        return;
-    }
-    let Some(java) = common::require_program(test, &["java"], "openjdk-17-jdk-headless") else {
+    let Some((_jvm, pid, _)) = contending_jvm(test) else {
         return;
     };
-    let Some(uid) = user_id(test, PG_USER) else {
-        return;
-    };
-    use std::os::unix::process::CommandExt;
-    let source = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/programs/Contend.java");
-    let p = started(
-        command(java)
-            .arg(source)
-            .current_dir("/tmp")
-            .uid(uid)
-            .gid(uid),
-    );
-    let pid = p.0.id().to_string();
     let map = format!("/tmp/perf-{pid}.map");
     let mut kdiag = Proc(
         common::kdiag()
