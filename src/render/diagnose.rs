@@ -417,4 +417,66 @@ mod tests {
         assert_eq!(got[0].1, "main › pread › io_schedule");
         assert!((got[0].0 - 100.0).abs() < 1e-9, "{got:?}");
     }
+
+    #[test]
+    fn python_names_replace_the_interpreters_loop_as_the_hottest_function() {
+        use crate::model::drill::{PyFunction, PythonStacks, Why};
+        use crate::model::profile::{FunctionShare, Summary};
+        let spin = PyFunction {
+            name: "spin".into(),
+            file: "<string>".into(),
+            line: 2,
+            samples: 27,
+        };
+        let mut w = Why {
+            cpu: Some(Summary {
+                samples: 200,
+                kernel_percent: 0.0,
+                top_self: vec![FunctionShare {
+                    name: "_PyEval_EvalFrameDefault".into(),
+                    kernel: false,
+                    samples: 200,
+                    percent: 100.0,
+                }],
+                top_total: Vec::new(),
+                hottest: Vec::new(),
+                truncated: Vec::new(),
+            }),
+            python: vec![PythonStacks {
+                pid: 7,
+                rounds: 30,
+                hz: 10,
+                threads_sampled: 30,
+                samples: 30,
+                functions: vec![spin.clone()],
+                why_not: None,
+            }],
+            ..Default::default()
+        };
+        let cpu = w.cpu.clone().unwrap();
+        let hot = super::hottest(&w, &cpu);
+        assert_eq!(
+            hot,
+            "hottest function: spin (<string>:2) in Python (27 of 30 thread samples)"
+        );
+        let mut out = Vec::new();
+        crate::render::drill::python(&mut out, &w.python[0]).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "  Python names: PID 7's stacks read from its memory 30 times (10 a second, never \
+             stopped): 30 of 30 thread samples in Python; innermost: spin (<string>:2) 90%\n"
+        );
+        // Too few samples: the native profile's name stands.
+        w.python[0].functions[0].samples = 9;
+        let hot = super::hottest(&w, &cpu);
+        assert_eq!(hot, "hottest function: _PyEval_EvalFrameDefault");
+        w.python[0].why_not = Some("not named: CPython layout not recognised".into());
+        let mut out = Vec::new();
+        crate::render::drill::python(&mut out, &w.python[0]).unwrap();
+        assert!(
+            String::from_utf8(out)
+                .unwrap()
+                .ends_with("not read: not named: CPython layout not recognised\n")
+        );
+    }
 }

@@ -8,6 +8,9 @@ use std::time::{Duration, Instant};
 
 use super::{Kids, kdiag};
 
+/// Its reader threads (beside its main thread).
+const READERS: usize = 20;
+
 /// Killed, with its cgroup and scratch file, when dropped.
 pub struct ThrottledBio {
     pub pid: u32,
@@ -27,7 +30,9 @@ impl ThrottledBio {
             .tempdir_in("/var/tmp")
             .unwrap();
         let child = kdiag()
-            .args(["workload", "run", "bio", "--duration", "120", "--scratch"])
+            .args(["workload", "run", "bio", "--duration", "120", "--threads"])
+            .arg(READERS.to_string())
+            .arg("--scratch")
             .arg(dir.path().join("bio"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -43,8 +48,11 @@ impl ThrottledBio {
             _kids: kids,
             _dir: dir,
         };
+        // Every reader started (a loaded machine starts them slowly), and
+        // some of them in D.
         wait_for("its readers in D", || {
-            (bio.threads_in_d() > 1).then_some(())
+            let (in_d, threads) = bio.states();
+            (threads > READERS && in_d > 1).then_some(())
         });
         bio
     }
