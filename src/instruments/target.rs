@@ -89,6 +89,21 @@ impl Scope {
         self.uid().is_none_or(|u| u == uid)
     }
 
+    /// Whether kdiag may `act` ("ask it", "read its memory") on a process
+    /// of `uid`: as root within the scope (a learner only their own), else
+    /// only as that user; the refusal says why.
+    pub fn may_act_on(self, uid: u32, act: &str) -> Result<(), String> {
+        // SAFETY: geteuid has no preconditions.
+        let me = unsafe { libc::geteuid() };
+        match crate::sys::process::privilege::is_root() {
+            true if !self.admits(uid) => Err(format!("it runs as uid {uid}, not as you")),
+            false if me != uid => Err(format!(
+                "it runs as uid {uid}: only root or its own user may {act}"
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// The processes in scope now, ascending (their children are followed
     /// by the instruments that take them); None: every process. Never an
     /// empty list, which the instruments read as every process.

@@ -44,9 +44,9 @@ pub struct Run {
     /// UTC, ISO 8601, and in ns since the epoch.
     pub started: String,
     pub started_unix_ns: u64,
-    /// The window, in the clock of perf samples and BPF (CLOCK_MONOTONIC ns).
+    /// The window's start, in the clock of perf samples and BPF
+    /// (CLOCK_MONOTONIC ns).
     pub origin_ns: u64,
-    pub end_ns: u64,
     /// Wall and kdiag's CPU over the window; the target's CPU where
     /// measured ([`Trace::measure_busy`]); `post_secs`: the source's finish.
     pub cost: ProbeCost,
@@ -213,8 +213,7 @@ impl Trace {
             }
         }
         source.stop()?;
-        run.end_ns = target::now_ns();
-        run.cost.wall_secs = (run.end_ns - run.origin_ns) as f64 / 1e9;
+        run.cost.wall_secs = (target::now_ns() - run.origin_ns) as f64 / 1e9;
         run.cost.kdiag_cpu_secs = target::self_cpu_secs() - cpu0;
         // The wait for a command to stop is not the report's cost.
         let reads_target = source.reads_target();

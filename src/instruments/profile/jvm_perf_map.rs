@@ -110,17 +110,7 @@ fn may_ask(pid: i32, scope: Scope, map: &str) -> Result<(String, u32, Identity),
     let (Some(&uid), Some(&gid)) = (ids("Uid:").get(1), ids("Gid:").get(1)) else {
         return Err("its user is unknown".into());
     };
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
-    if is_root() {
-        if !scope.admits(uid) {
-            return Err(format!("it runs as uid {uid}, not as you"));
-        }
-    } else if me != uid {
-        return Err(format!(
-            "it runs as uid {uid}: only root or its own user may ask it"
-        ));
-    }
+    scope.may_act_on(uid, "ask it")?;
     let caught = status
         .lines()
         .find_map(|l| l.strip_prefix("SigCgt:"))

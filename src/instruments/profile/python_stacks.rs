@@ -2,7 +2,7 @@
 //! --nonblocking does: its `_PyRuntime` found from the interpreter's ELF
 //! dynamic symbols and its load address, then interpreters.head →
 //! threads → cframe → current_frame → f_code (co_qualname, co_filename,
-//! the line from co_linetable) → previous, read through /proc/PID/mem
+//! the line from co_linetable), read through /proc/PID/mem
 //! (never stopped). Its threads' innermost Python functions a few times a
 //! second: what CPython's `_PyEval_EvalFrameDefault` hides from a native
 //! profile. Read only where kdiag may: root within the run's `Scope` (a
@@ -18,7 +18,6 @@ use std::time::{Duration, Instant};
 
 use crate::instruments::target::Scope;
 use crate::model::drill::{PyFunction, PythonStacks};
-use crate::sys::process::privilege::is_root;
 
 /// Offsets in CPython 3.11's structs on x86_64, from its internal headers
 /// (tests/data/cpython311_offsets.c prints them; a test compares).
@@ -82,9 +81,8 @@ pub const PY311: Layout = Layout {
 /// Stack samples a second: enough for `HOT_MIN_SAMPLES` of a busy
 /// function in a 3 s drill-down, a few hundred small reads each.
 pub const HZ: u64 = 10;
-/// Bounds on what one sample walks: threads, frames a thread.
+/// The most threads one sample walks.
 const MOST_THREADS: usize = 256;
-const MOST_FRAMES: usize = 128;
 /// The functions kept, the most sampled first.
 const TOP: usize = 5;
 
@@ -113,7 +111,11 @@ pub fn record(pid: i32, scope: Scope, window: Duration, stop: &AtomicBool) -> Op
         hz: HZ,
         ..Default::default()
     };
-    let mut reader = match may_read(pid, scope).and_then(|()| Reader::open(pid, &maps, &exe)) {
+    let uid = crate::sys::procfs::real_uid(pid as u32);
+    let allowed = uid
+        .ok_or_else(|| "its user is unknown".to_string())
+        .and_then(|uid| scope.may_act_on(uid, "read its memory"));
+    let mut reader = match allowed.and_then(|()| Reader::open(pid, &maps, &exe)) {
         Ok(r) => r,
         Err(why) => {
             found.why_not = Some(why);
@@ -137,9 +139,9 @@ pub fn record(pid: i32, scope: Scope, window: Duration, stop: &AtomicBool) -> Op
     while start.elapsed() < window && !stop.load(Ordering::Relaxed) {
         found.rounds += 1;
         // A stack torn by the running target is left out, not guessed.
-        for (_, frames) in reader.sample().unwrap_or_default() {
+        for (_, innermost) in reader.sample().unwrap_or_default() {
             found.threads_sampled += 1;
-            if let Some((name, file, line)) = frames.into_iter().next() {
+            if let Some((name, file, line)) = innermost {
                 found.samples += 1;
                 *by_function
                     .entry((name, file))
@@ -170,20 +172,6 @@ pub fn record(pid: i32, scope: Scope, window: Duration, stop: &AtomicBool) -> Op
     functions.truncate(TOP);
     found.functions = functions;
     Some(found)
-}
-
-/// Root within the run's scope, or the process's own user.
-fn may_read(pid: i32, scope: Scope) -> Result<(), String> {
-    let uid = crate::sys::procfs::real_uid(pid as u32).ok_or("its user is unknown")?;
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
-    match is_root() {
-        true if !scope.admits(uid) => Err(format!("it runs as uid {uid}, not as you")),
-        false if me != uid => Err(format!(
-            "it runs as uid {uid}: only root or its own user may read its memory"
-        )),
-        _ => Ok(()),
-    }
 }
 
 impl Reader {
@@ -263,10 +251,10 @@ impl Reader {
         Some(u32::from_le_bytes(b))
     }
 
-    /// Each thread's Python frames, innermost first, as (function, file,
-    /// line); None when what was read is not a stack (a thread ended
-    /// mid-read, or not 3.11's layout).
-    fn sample(&mut self) -> Option<Vec<(i32, Vec<(String, String, u32)>)>> {
+    /// Each thread's innermost Python frame, as (function, file, line),
+    /// the only one kept; None when what was read is not a stack (a thread
+    /// ended mid-read, or not 3.11's layout).
+    fn sample(&mut self) -> Option<Vec<(i32, Option<(String, String, u32)>)>> {
         let l = PY311;
         let interp = self.u64(self.runtime + l.runtime_interpreters_head)?;
         let mut thread = self.u64(interp + l.interp_threads_head)?;
@@ -274,18 +262,19 @@ impl Reader {
         while thread != 0 && out.len() < MOST_THREADS {
             let tid = self.u64(thread + l.thread_native_thread_id)? as i32;
             let cframe = self.u64(thread + l.thread_cframe)?;
-            let mut frame = match cframe {
+            let frame = match cframe {
                 0 => 0,
                 c => self.u64(c + l.cframe_current_frame)?,
             };
-            let mut frames = Vec::new();
-            while frame != 0 && frames.len() < MOST_FRAMES {
-                let code = self.u64(frame + l.frame_f_code)?;
-                let instr = self.u64(frame + l.frame_prev_instr)?;
-                frames.push(self.function(code, instr)?);
-                frame = self.u64(frame + l.frame_previous)?;
-            }
-            out.push((tid, frames));
+            let innermost = match frame {
+                0 => None,
+                f => {
+                    let code = self.u64(f + l.frame_f_code)?;
+                    let instr = self.u64(f + l.frame_prev_instr)?;
+                    Some(self.function(code, instr)?)
+                }
+            };
+            out.push((tid, innermost));
             thread = self.u64(thread + l.thread_next)?;
         }
         Some(out)
